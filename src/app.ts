@@ -1,0 +1,58 @@
+/**
+ * Builds the Hono app: middleware order (request id → db → body limits), feature mounts, the
+ * OpenAPI document, and the one error handler.
+ */
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { requestId } from "hono/request-id";
+import { createDb } from "./db/client.ts";
+import type { AppEnv } from "./env.ts";
+import { ApiError, errorResponse, handleError } from "./errors.ts";
+import { limitJsonBodies } from "./middleware/body-limit.ts";
+import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
+import { tokenRoutes } from "./tokens/routes.ts";
+
+export const API_VERSION = "0.1.0";
+
+/** A fresh app; the Worker builds one per isolate. */
+export function newApp(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.use("*", requestId({ headerName: "Outpost-Request-Id" }));
+  app.use("*", async function database(c, next) {
+    c.set("db", createDb(c.env.DB));
+    await next();
+  });
+  app.use("/api/*", limitJsonBodies());
+  app.use("/agent/*", limitJsonBodies());
+
+  app.get("/healthz", (c) => c.json({ ok: true, version: API_VERSION }));
+
+  app.route("/api/v1/bootstrap", bootstrapRoutes);
+  app.route("/api/v1", organizationRoutes);
+  app.route("/api/v1/tokens", tokenRoutes);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
+    type: "http",
+    scheme: "bearer",
+    description: "An org token (op_org_…), agent token (op_agent_…) or run token (op_run_…)",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "bootstrap", {
+    type: "http",
+    scheme: "bearer",
+    description: "The deployment's BOOTSTRAP_TOKEN secret",
+  });
+  app.doc31("/api/v1/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Outpost",
+      version: API_VERSION,
+      description: "Coordinator for Terraform and OpenTofu runs on pull-based agents.",
+    },
+  });
+
+  app.notFound((c) =>
+    errorResponse(c, new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path}`)),
+  );
+  app.onError(handleError);
+  return app;
+}

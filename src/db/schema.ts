@@ -1,0 +1,307 @@
+/**
+ * The D1 schema: every table of the coordinator's metadata. Times are integer milliseconds since
+ * the epoch; ids are prefixed strings (see `ids.ts`). Blobs live in R2 and are referenced by key.
+ * Migrations in `migrations/` are generated from this file by `npm run db:generate`.
+ */
+import { sql } from "drizzle-orm";
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+const createdAt = () =>
+  integer({ mode: "number" }).notNull().default(sql`(cast(unixepoch('subsec') * 1000 as integer))`);
+
+export const organizations = sqliteTable("organizations", {
+  id: text().primaryKey(),
+  name: text().notNull().unique(),
+  createdAt: createdAt(),
+});
+
+/** Org tokens: the secret is never stored, only its SHA-256 (hex). */
+export const orgTokens = sqliteTable(
+  "org_tokens",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    role: text({ enum: ["owner", "admin", "member", "reader"] }).notNull(),
+    description: text().notNull(),
+    tokenHash: text().notNull().unique(),
+    createdBy: text(),
+    createdAt: createdAt(),
+    lastUsedAt: integer(),
+    revokedAt: integer(),
+  },
+  (t) => [index("org_tokens_org_idx").on(t.orgId)],
+);
+
+export const agentPools = sqliteTable(
+  "agent_pools",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    name: text().notNull(),
+    description: text().notNull().default(""),
+    /** Liveness settings; null means the documented default. */
+    unknownAfterMs: integer(),
+    erroredAfterMs: integer(),
+    retentionMs: integer(),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [uniqueIndex("agent_pools_org_name_idx").on(t.orgId, t.name)],
+);
+
+export const agentTokens = sqliteTable(
+  "agent_tokens",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    poolId: text()
+      .notNull()
+      .references(() => agentPools.id),
+    description: text().notNull(),
+    tokenHash: text().notNull().unique(),
+    createdBy: text(),
+    createdAt: createdAt(),
+    lastUsedAt: integer(),
+    revokedAt: integer(),
+  },
+  (t) => [index("agent_tokens_pool_idx").on(t.poolId)],
+);
+
+export const workspaces = sqliteTable(
+  "workspaces",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    name: text().notNull(),
+    description: text().notNull().default(""),
+    executionMode: text({ enum: ["agent", "local"] })
+      .notNull()
+      .default("agent"),
+    poolId: text().references(() => agentPools.id),
+    engine: text({ enum: ["terraform", "tofu"] })
+      .notNull()
+      .default("terraform"),
+    engineVersion: text().notNull(),
+    workingDirectory: text().notNull().default(""),
+    autoApply: integer({ mode: "boolean" }).notNull().default(false),
+    vcsRepoUrl: text(),
+    vcsBranch: text(),
+    /** JSON array of path prefixes or globs. */
+    vcsTriggerPaths: text({ mode: "json" }).$type<string[]>(),
+    /** What a pull request from a fork gets: refused, or planned without sensitive variables. */
+    forkPullRequests: text({ enum: ["refuse", "plan_without_secrets"] })
+      .notNull()
+      .default("refuse"),
+    lockedBy: text(),
+    lockReason: text(),
+    lockedAt: integer(),
+    currentRunId: text(),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [
+    uniqueIndex("workspaces_org_name_idx").on(t.orgId, t.name),
+    index("workspaces_pool_idx").on(t.poolId),
+  ],
+);
+
+/** Variables; a sensitive value is stored only as AES-GCM ciphertext with the id of its key. */
+export const variables = sqliteTable(
+  "variables",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    key: text().notNull(),
+    category: text({ enum: ["env", "terraform"] }).notNull(),
+    isHcl: integer({ mode: "boolean" }).notNull().default(false),
+    isSensitive: integer({ mode: "boolean" }).notNull().default(false),
+    value: text(),
+    ciphertext: text(),
+    keyId: text(),
+    description: text().notNull().default(""),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [uniqueIndex("variables_ws_cat_key_idx").on(t.workspaceId, t.category, t.key)],
+);
+
+export const configurationVersions = sqliteTable(
+  "configuration_versions",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    source: text({ enum: ["upload", "vcs"] }).notNull(),
+    r2Key: text(),
+    sha256: text(),
+    sizeBytes: integer(),
+    repoUrl: text(),
+    commitSha: text(),
+    branch: text(),
+    createdBy: text(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("configuration_versions_ws_idx").on(t.workspaceId, t.createdAt)],
+);
+
+export const runs = sqliteTable(
+  "runs",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    configurationVersionId: text(),
+    operation: text({ enum: ["plan", "apply", "destroy"] }).notNull(),
+    isSpeculative: integer({ mode: "boolean" }).notNull().default(false),
+    status: text().notNull(),
+    message: text().notNull().default(""),
+    /** Why the run ended errored or canceled, in words. */
+    statusReason: text(),
+    source: text({ enum: ["api", "cli", "github", "gitlab", "ui"] })
+      .notNull()
+      .default("api"),
+    commitSha: text(),
+    branch: text(),
+    pullRequestNumber: integer(),
+    author: text(),
+    commitMessage: text(),
+    isFork: integer({ mode: "boolean" }).notNull().default(false),
+    isAutoApply: integer({ mode: "boolean" }).notNull().default(false),
+    /** The execution mode and pool the plan ran under; apply errors if the workspace changed them. */
+    plannedExecutionMode: text(),
+    plannedPoolId: text(),
+    /** JSON: adds, changes, destroys, imports, hasChanges. */
+    planSummary: text({ mode: "json" }).$type<Record<string, unknown>>(),
+    /** JSON: status → first time entered (ms). */
+    statusTimestamps: text({ mode: "json" }).$type<Record<string, number>>(),
+    cancelRequestedAt: integer(),
+    createdBy: text(),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [
+    index("runs_ws_created_idx").on(t.workspaceId, t.createdAt),
+    index("runs_org_status_idx").on(t.orgId, t.status),
+    index("runs_commit_idx").on(t.orgId, t.commitSha),
+  ],
+);
+
+/** Per-run tokens, minted when a job is leased; dead once the run is terminal. */
+export const runTokens = sqliteTable(
+  "run_tokens",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    runId: text()
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    workspaceId: text().notNull(),
+    jobId: text().notNull(),
+    tokenHash: text().notNull().unique(),
+    createdAt: createdAt(),
+    revokedAt: integer(),
+  },
+  (t) => [index("run_tokens_run_idx").on(t.runId)],
+);
+
+export const stateVersions = sqliteTable(
+  "state_versions",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    serial: integer().notNull(),
+    lineage: text().notNull(),
+    md5: text().notNull(),
+    sizeBytes: integer().notNull(),
+    terraformVersion: text(),
+    r2Key: text().notNull(),
+    runId: text(),
+    createdBy: text(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("state_versions_ws_serial_idx").on(t.workspaceId, t.serial)],
+);
+
+/** The Terraform state lock of a workspace (the http backend's LOCK/UNLOCK). */
+export const stateLocks = sqliteTable("state_locks", {
+  workspaceId: text()
+    .primaryKey()
+    .references(() => workspaces.id, { onDelete: "cascade" }),
+  orgId: text().notNull(),
+  lockId: text().notNull(),
+  /** The lock-info JSON exactly as the client sent it. */
+  info: text().notNull(),
+  runId: text(),
+  createdBy: text(),
+  createdAt: createdAt(),
+});
+
+export const vcsHooks = sqliteTable(
+  "vcs_hooks",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    provider: text({ enum: ["github", "gitlab"] }).notNull(),
+    /** Null: the hook serves every repository of the org. */
+    repoUrl: text(),
+    description: text().notNull().default(""),
+    secretCiphertext: text().notNull(),
+    previousSecretCiphertext: text(),
+    previousSecretExpiresAt: integer(),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [index("vcs_hooks_org_idx").on(t.orgId)],
+);
+
+export const vcsDeliveries = sqliteTable(
+  "vcs_deliveries",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    hookId: text()
+      .notNull()
+      .references(() => vcsHooks.id, { onDelete: "cascade" }),
+    deliveryId: text().notNull(),
+    event: text().notNull(),
+    outcome: text(),
+    receivedAt: createdAt(),
+  },
+  (t) => [uniqueIndex("vcs_deliveries_hook_delivery_idx").on(t.hookId, t.deliveryId)],
+);
+
+export const auditEvents = sqliteTable(
+  "audit_events",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    /** Who: a token id (tok_…, atok_…), a run id, or "system". */
+    actor: text().notNull(),
+    action: text().notNull(),
+    targetType: text().notNull(),
+    targetId: text().notNull(),
+    data: text({ mode: "json" }).$type<Record<string, unknown>>(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("audit_events_org_created_idx").on(t.orgId, t.createdAt)],
+);

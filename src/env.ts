@@ -1,0 +1,13 @@
+/** The Hono environment of the Worker: bindings from wrangler.toml and per-request variables. */
+import type { Database } from "./db/client.ts";
+import type { Principal } from "./tokens/model.ts";
+
+export type AppEnv = {
+  Bindings: Env;
+  Variables: {
+    requestId: string;
+    db: Database;
+    /** Set by the auth middleware; absent on public routes. */
+    principal: Principal;
+  };
+};

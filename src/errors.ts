@@ -1,0 +1,186 @@
+/**
+ * The one error model of the HTTP edge: a closed set of codes, each with one status, and one JSON
+ * envelope `{ "error": { "code", "message", "requestId" } }` written by {@link handleError}.
+ */
+
+import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+export const ErrorCode = z.enum([
+  "BAD_REQUEST",
+  "UNAUTHORIZED",
+  "TOKEN_REVOKED",
+  "FORBIDDEN",
+  "NOT_FOUND",
+  "METHOD_NOT_ALLOWED",
+  "CONFLICT",
+  "LEASE_LOST",
+  "PAYLOAD_TOO_LARGE",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "RANGE_NOT_SATISFIABLE",
+  "LOCKED",
+  "RATE_LIMITED",
+  "INTERNAL",
+  "UNAVAILABLE",
+]);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+
+/** Maps every code to its HTTP status; exhaustive, so a new code cannot be forgotten. */
+export function codeToStatus(code: ErrorCode): ContentfulStatusCode {
+  switch (code) {
+    case "BAD_REQUEST":
+      return 400;
+    case "UNAUTHORIZED":
+    case "TOKEN_REVOKED":
+      return 401;
+    case "FORBIDDEN":
+      return 403;
+    case "NOT_FOUND":
+      return 404;
+    case "METHOD_NOT_ALLOWED":
+      return 405;
+    case "CONFLICT":
+    case "LEASE_LOST":
+      return 409;
+    case "PAYLOAD_TOO_LARGE":
+      return 413;
+    case "UNSUPPORTED_MEDIA_TYPE":
+      return 415;
+    case "RANGE_NOT_SATISFIABLE":
+      return 416;
+    case "LOCKED":
+      return 423;
+    case "RATE_LIMITED":
+      return 429;
+    case "INTERNAL":
+      return 500;
+    case "UNAVAILABLE":
+      return 503;
+  }
+}
+
+function statusToCode(status: number): ErrorCode {
+  switch (status) {
+    case 401:
+      return "UNAUTHORIZED";
+    case 403:
+      return "FORBIDDEN";
+    case 404:
+      return "NOT_FOUND";
+    case 405:
+      return "METHOD_NOT_ALLOWED";
+    case 409:
+      return "CONFLICT";
+    case 413:
+      return "PAYLOAD_TOO_LARGE";
+    case 415:
+      return "UNSUPPORTED_MEDIA_TYPE";
+    case 429:
+      return "RATE_LIMITED";
+    default:
+      return status >= 500 ? "INTERNAL" : "BAD_REQUEST";
+  }
+}
+
+export const ErrorEnvelope = z
+  .object({
+    error: z.object({
+      code: ErrorCode,
+      message: z.string(),
+      requestId: z.string(),
+      /** Field-level detail for validation failures. */
+      issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+      /** Extra machine-readable detail, e.g. the workspaces that hold a pool. */
+      details: z.record(z.string(), z.unknown()).optional(),
+    }),
+  })
+  .openapi("Error");
+export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+
+export type ValidationIssue = { path: string; message: string };
+
+/** The only error type thrown at the HTTP edge. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly issues: ValidationIssue[] | undefined;
+  readonly details: Record<string, unknown> | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    extra: {
+      issues?: ValidationIssue[];
+      details?: Record<string, unknown>;
+      headers?: Record<string, string>;
+    } = {},
+  ) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.issues = extra.issues;
+    this.details = extra.details;
+    this.headers = extra.headers;
+  }
+
+  get status(): ContentfulStatusCode {
+    return codeToStatus(this.code);
+  }
+}
+
+/** Turns zod issues into `{ path, message }` pairs a client can show next to a field. */
+export function zodIssues(error: z.ZodError, prefix: string): ValidationIssue[] {
+  return error.issues.map((issue) => ({
+    path: [prefix, ...issue.path.map(String)].join("."),
+    message: issue.message,
+  }));
+}
+
+/** Builds the envelope response for an error; used by onError, notFound and hooks. */
+export function errorResponse(c: Context, err: ApiError): Response {
+  const requestId = c.get("requestId") ?? "unknown";
+  const body: ErrorEnvelope = {
+    error: {
+      code: err.code,
+      message: err.message,
+      requestId,
+      ...(err.issues ? { issues: err.issues } : {}),
+      ...(err.details ? { details: err.details } : {}),
+    },
+  };
+  for (const [name, value] of Object.entries(err.headers ?? {})) {
+    c.header(name, value);
+  }
+  return c.json(body, err.status);
+}
+
+/**
+ * The app's onError: our own errors as they are, Hono's HTTPExceptions (malformed JSON, body
+ * limits, media type) mapped by status, and anything else logged with the request id and
+ * answered 500 INTERNAL without its message.
+ */
+export function handleError(err: Error, c: Context): Response {
+  if (err instanceof ApiError) {
+    return errorResponse(c, err);
+  }
+  if (err instanceof HTTPException) {
+    const code = statusToCode(err.status);
+    if (code !== "INTERNAL") {
+      return errorResponse(c, new ApiError(code, err.message || "request refused"));
+    }
+  }
+  console.error(
+    JSON.stringify({
+      level: "error",
+      msg: "unhandled error",
+      requestId: c.get("requestId"),
+      method: c.req.method,
+      path: c.req.path,
+      error: err.name,
+      stack: err.stack,
+    }),
+  );
+  return errorResponse(c, new ApiError("INTERNAL", "internal error"));
+}

@@ -1,0 +1,72 @@
+/** Organizations: the first one via bootstrap, further ones only where the deployment allows. */
+import { eq } from "drizzle-orm";
+import type { Database } from "../db/client.ts";
+import { newId } from "../db/ids.ts";
+import { organizations, orgTokens } from "../db/schema.ts";
+import { fail, ok, type Result } from "../lib/result.ts";
+import { generateToken, hashToken } from "../tokens/model.ts";
+
+export type CreatedOrganization = {
+  organization: { id: string; name: string; createdAt: string };
+  token: { id: string; role: "owner"; description: string; token: string };
+};
+
+/**
+ * Creates an organization with an owner token, atomically. With `onlyIfNone`, the insert is
+ * conditional on no organization existing, inside the same batch, so two racing bootstraps
+ * cannot both succeed.
+ */
+export async function createOrganization(
+  db: Database,
+  input: { name: string; actor: string; onlyIfNone: boolean },
+): Promise<Result<CreatedOrganization, "exists" | "name_taken">> {
+  const existing = await db.query.organizations.findFirst({
+    where: eq(organizations.name, input.name),
+  });
+  if (existing) {
+    return fail("name_taken");
+  }
+  const now = Date.now();
+  const orgId = newId("org");
+  const tokenId = newId("orgToken");
+  const secret = generateToken("org");
+  const tokenHash = await hashToken(secret);
+  const description = "owner token created with the organization";
+  const d1 = db.$client;
+  const guard = input.onlyIfNone
+    ? "NOT EXISTS (SELECT 1 FROM organizations)"
+    : "NOT EXISTS (SELECT 1 FROM organizations WHERE name = ?3)";
+  const orgExists = "EXISTS (SELECT 1 FROM organizations WHERE id = ?1)";
+  // Raw statements: drizzle's batch takes no INSERT … SELECT … WHERE, and the guard must sit in
+  // the same transaction as the inserts it protects.
+  await d1.batch([
+    d1
+      .prepare(`INSERT INTO organizations (id, name, created_at) SELECT ?1, ?3, ?2 WHERE ${guard}`)
+      .bind(orgId, now, input.name),
+    d1
+      .prepare(
+        `INSERT INTO org_tokens (id, org_id, role, description, token_hash, created_by, created_at)
+         SELECT ?2, ?1, 'owner', ?3, ?4, ?5, ?6 WHERE ${orgExists}`,
+      )
+      .bind(orgId, tokenId, description, tokenHash, input.actor, now),
+    d1
+      .prepare(
+        `INSERT INTO audit_events (id, org_id, actor, action, target_type, target_id, data, created_at)
+         SELECT ?2, ?1, ?3, 'organization.create', 'organization', ?1, ?4, ?5 WHERE ${orgExists}`,
+      )
+      .bind(orgId, newId("event"), input.actor, JSON.stringify({ name: input.name }), now),
+  ]);
+  const token = await db.query.orgTokens.findFirst({ where: eq(orgTokens.id, tokenId) });
+  if (!token) {
+    // The guard refused the insert: someone else got there first; nothing was written.
+    return fail(input.onlyIfNone ? "exists" : "name_taken");
+  }
+  return ok({
+    organization: { id: orgId, name: input.name, createdAt: new Date(now).toISOString() },
+    token: { id: tokenId, role: "owner", description, token: secret },
+  });
+}
+
+export function getOrganization(db: Database, id: string) {
+  return db.query.organizations.findFirst({ where: eq(organizations.id, id) });
+}

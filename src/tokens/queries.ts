@@ -1,0 +1,83 @@
+/** D1 access for org tokens and for token lookups of every kind. */
+import { and, desc, eq, isNull, lt, or } from "drizzle-orm";
+import type { Database } from "../db/client.ts";
+import { agentTokens, orgTokens, runTokens } from "../db/schema.ts";
+import type { Role, TokenKind } from "./model.ts";
+
+export type OrgTokenRow = typeof orgTokens.$inferSelect;
+
+/** A token row found by hash, whatever its kind, with what auth needs. */
+export type TokenRecord = {
+  id: string;
+  orgId: string;
+  tokenHash: string;
+  revokedAt: number | null;
+  /** Absent for run tokens, whose use is not recorded. */
+  lastUsedAt?: number | null;
+  role?: Role;
+  poolId?: string;
+  runId?: string;
+  workspaceId?: string;
+  jobId?: string;
+};
+
+/** Finds a token by the SHA-256 of its secret in the table of its kind. */
+export async function findTokenByHash(
+  db: Database,
+  kind: TokenKind,
+  tokenHash: string,
+): Promise<TokenRecord | undefined> {
+  switch (kind) {
+    case "org":
+      return db.query.orgTokens.findFirst({ where: eq(orgTokens.tokenHash, tokenHash) });
+    case "agent":
+      return db.query.agentTokens.findFirst({ where: eq(agentTokens.tokenHash, tokenHash) });
+    case "run":
+      return db.query.runTokens.findFirst({ where: eq(runTokens.tokenHash, tokenHash) });
+  }
+}
+
+/** Records use, but only when the last record is older than `resolutionMs`: one write a minute. */
+export async function touchToken(
+  db: Database,
+  kind: TokenKind,
+  id: string,
+  now: number,
+  resolutionMs: number,
+): Promise<void> {
+  const table = kind === "org" ? orgTokens : kind === "agent" ? agentTokens : null;
+  if (!table) {
+    return;
+  }
+  await db
+    .update(table)
+    .set({ lastUsedAt: now })
+    .where(
+      and(eq(table.id, id), or(isNull(table.lastUsedAt), lt(table.lastUsedAt, now - resolutionMs))),
+    );
+}
+
+export function insertOrgTokenQuery(db: Database, row: typeof orgTokens.$inferInsert) {
+  return db.insert(orgTokens).values(row);
+}
+
+export function listOrgTokens(db: Database, orgId: string): Promise<OrgTokenRow[]> {
+  return db
+    .select()
+    .from(orgTokens)
+    .where(and(eq(orgTokens.orgId, orgId), isNull(orgTokens.revokedAt)))
+    .orderBy(desc(orgTokens.createdAt), desc(orgTokens.id));
+}
+
+export function getOrgToken(db: Database, orgId: string, id: string) {
+  return db.query.orgTokens.findFirst({
+    where: and(eq(orgTokens.orgId, orgId), eq(orgTokens.id, id)),
+  });
+}
+
+export function revokeOrgTokenQuery(db: Database, orgId: string, id: string, now: number) {
+  return db
+    .update(orgTokens)
+    .set({ revokedAt: now })
+    .where(and(eq(orgTokens.orgId, orgId), eq(orgTokens.id, id), isNull(orgTokens.revokedAt)));
+}

@@ -1,0 +1,57 @@
+/** Seeds organizations and tokens through the real services (no HTTP, no mocks). */
+import { env } from "cloudflare:workers";
+import { createDb } from "../../../src/db/client.ts";
+import { createOrganization } from "../../../src/orgs/service.ts";
+import type { Role } from "../../../src/tokens/model.ts";
+import { createOrgToken, revokeOrgToken } from "../../../src/tokens/service.ts";
+
+export const db = createDb(env.DB);
+
+let counter = 0;
+
+export type TestOrg = {
+  orgId: string;
+  ownerToken: string;
+  ownerTokenId: string;
+  /** Active tokens by role. */
+  tokens: Record<Role, string>;
+  /** A token of the owner role that has been revoked. */
+  revokedToken: string;
+};
+
+/** A new organization with one active token per role and one revoked token. */
+export async function seedOrg(
+  name = `org-${Date.now().toString(36)}-${counter++}`,
+): Promise<TestOrg> {
+  const created = await createOrganization(db, { name, actor: "test", onlyIfNone: false });
+  if (!created.ok) {
+    throw new Error(`seedOrg: ${created.reason}`);
+  }
+  const orgId = created.value.organization.id;
+  const owner = created.value.token;
+  const make = async (role: Role) =>
+    (await createOrgToken(db, { orgId, role, description: `${role} token`, actor: owner.id }))
+      .token;
+  const revoked = await createOrgToken(db, {
+    orgId,
+    role: "owner",
+    description: "revoked owner",
+    actor: owner.id,
+  });
+  const result = await revokeOrgToken(db, { orgId, id: revoked.id, actor: owner.id });
+  if (!result.ok) {
+    throw new Error(`seedOrg: revoke failed: ${result.reason}`);
+  }
+  return {
+    orgId,
+    ownerToken: owner.token,
+    ownerTokenId: owner.id,
+    tokens: {
+      owner: owner.token,
+      admin: await make("admin"),
+      member: await make("member"),
+      reader: await make("reader"),
+    },
+    revokedToken: revoked.token,
+  };
+}
