@@ -26,6 +26,15 @@ export default defineConfig(async () => {
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
         },
+        {
+          test: {
+            name: "node",
+            environment: "node",
+            include: ["test/node/**/*.test.ts", "test/e2e/**/*.test.ts"],
+            testTimeout: 60_000,
+            hookTimeout: 60_000,
+          },
+        },
       ],
     },
   };
