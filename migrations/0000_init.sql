@@ -136,6 +136,7 @@ CREATE TABLE `state_locks` (
 	FOREIGN KEY (`workspace_id`) REFERENCES `workspaces`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
+CREATE INDEX `state_locks_run_idx` ON `state_locks` (`run_id`);--> statement-breakpoint
 CREATE TABLE `state_versions` (
 	`id` text PRIMARY KEY NOT NULL,
 	`org_id` text NOT NULL,
@@ -146,13 +147,18 @@ CREATE TABLE `state_versions` (
 	`size_bytes` integer NOT NULL,
 	`terraform_version` text,
 	`r2_key` text NOT NULL,
+	`is_encrypted` integer DEFAULT false NOT NULL,
+	`outputs_status` text DEFAULT 'none' NOT NULL,
+	`restored_from_id` text,
+	`discarded_at` integer,
 	`run_id` text,
 	`created_by` text,
 	`created_at` integer DEFAULT (cast(unixepoch('subsec') * 1000 as integer)) NOT NULL,
 	FOREIGN KEY (`workspace_id`) REFERENCES `workspaces`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
-CREATE UNIQUE INDEX `state_versions_ws_serial_idx` ON `state_versions` (`workspace_id`,`serial`);--> statement-breakpoint
+CREATE UNIQUE INDEX `state_versions_ws_serial_idx` ON `state_versions` (`workspace_id`,`serial`) WHERE discarded_at is null;--> statement-breakpoint
+CREATE INDEX `state_versions_ws_created_idx` ON `state_versions` (`workspace_id`,`created_at`);--> statement-breakpoint
 CREATE TABLE `variables` (
 	`id` text PRIMARY KEY NOT NULL,
 	`org_id` text NOT NULL,

@@ -233,26 +233,48 @@ export const stateVersions = sqliteTable(
     sizeBytes: integer().notNull(),
     terraformVersion: text(),
     r2Key: text().notNull(),
+    /** OpenTofu client-side encryption: only serial and lineage are readable. */
+    isEncrypted: integer({ mode: "boolean" }).notNull().default(false),
+    /** Whether the top-level outputs were extracted to their own R2 object at write time. */
+    outputsStatus: text({ enum: ["stored", "none", "encrypted", "too_large"] })
+      .notNull()
+      .default("none"),
+    /** Set on a version written by a rollback: the version whose body it restored. */
+    restoredFromId: text(),
+    /** Set when the state was deleted (DELETE on the backend); kept as history, never current. */
+    discardedAt: integer(),
     runId: text(),
     createdBy: text(),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex("state_versions_ws_serial_idx").on(t.workspaceId, t.serial)],
+  (t) => [
+    // Serials are unique among the live versions; a deleted state's history keeps its serials.
+    uniqueIndex("state_versions_ws_serial_idx")
+      .on(t.workspaceId, t.serial)
+      .where(sql`discarded_at is null`),
+    index("state_versions_ws_created_idx").on(t.workspaceId, t.createdAt),
+  ],
 );
 
 /** The Terraform state lock of a workspace (the http backend's LOCK/UNLOCK). */
-export const stateLocks = sqliteTable("state_locks", {
-  workspaceId: text()
-    .primaryKey()
-    .references(() => workspaces.id, { onDelete: "cascade" }),
-  orgId: text().notNull(),
-  lockId: text().notNull(),
-  /** The lock-info JSON exactly as the client sent it. */
-  info: text().notNull(),
-  runId: text(),
-  createdBy: text(),
-  createdAt: createdAt(),
-});
+export const stateLocks = sqliteTable(
+  "state_locks",
+  {
+    workspaceId: text()
+      .primaryKey()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    orgId: text().notNull(),
+    lockId: text().notNull(),
+    /** The lock-info JSON exactly as the client sent it. */
+    info: text().notNull(),
+    /** The run whose token took the lock; the lock dies with the run's job. */
+    runId: text(),
+    /** The holder's principal id: `tok_…` for an org token, `run_…` for a run. */
+    createdBy: text(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("state_locks_run_idx").on(t.runId)],
+);
 
 export const vcsHooks = sqliteTable(
   "vcs_hooks",
