@@ -45,7 +45,9 @@ describe("migrations", () => {
       { cwd: root },
     );
     const after = await readdir(out);
-    expect(after, `drizzle-kit said: ${stdout}\nrun \`npm run db:generate\` and commit`).toEqual(before);
+    expect(after, `drizzle-kit said: ${stdout}\nrun \`npm run db:generate\` and commit`).toEqual(
+      before,
+    );
   });
 });
 
@@ -54,7 +56,13 @@ describe("wrangler deploy --dry-run", () => {
     const outdir = await tempDir();
     await run(
       process.execPath,
-      [join(root, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", outdir],
+      [
+        join(root, "node_modules/wrangler/bin/wrangler.js"),
+        "deploy",
+        "--dry-run",
+        "--outdir",
+        outdir,
+      ],
       { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
     );
     const bundle = await stat(join(outdir, "index.js"));
