@@ -16,6 +16,8 @@ export default defineConfig(async () => {
                   BOOTSTRAP_TOKEN: "test-bootstrap-secret-0123456789abcdef",
                   ENCRYPTION_KEY: "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
                   ALLOW_MULTIPLE_ORGS: "true",
+                  // Small enough that a test can cross it with a few chunks.
+                  LOG_MAX_BYTES: "2097152",
                 },
               },
             }),

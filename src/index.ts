@@ -1,5 +1,7 @@
 import { newApp } from "./app.ts";
 
+export { RunLog } from "../durable/run-log.ts";
+
 const app = newApp();
 
 export default {

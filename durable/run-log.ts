@@ -1,0 +1,234 @@
+/**
+ * RunLog: one Durable Object per job, holding its log while the job runs so that log traffic never
+ * touches the pool's object. Chunks live in SQLite until the job ends; then the whole log becomes
+ * one R2 object and the chunks are dropped.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { logKey } from "../src/runs/blobs.ts";
+import { parseJobId } from "../src/runs/model.ts";
+import { decideAppend, type LogState } from "./log-math.ts";
+
+/** Default cap per phase (100 MiB); `LOG_MAX_BYTES` overrides it. */
+export const DEFAULT_LOG_MAX_BYTES = 100 * 1024 * 1024;
+/** The most one read returns. */
+export const MAX_READ_BYTES = 1024 * 1024;
+
+export type AppendResult =
+  | { ok: true; received: number }
+  | { ok: false; reason: "lease_lost" }
+  | { ok: false; reason: "range_mismatch"; received: number };
+
+export type ReadResult = {
+  data: Uint8Array;
+  /** Where the next read should start. */
+  nextOffset: number;
+  /** True once the job has ended and `nextOffset` is the end of the log. */
+  isComplete: boolean;
+};
+
+type Meta = LogState & { jobId: string; leaseId: string | null; isFinal: boolean };
+
+export class RunLog extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    void ctx.blockConcurrencyWhile(async () => {
+      this.sql.exec(`CREATE TABLE IF NOT EXISTS meta (
+        id INTEGER PRIMARY KEY CHECK (id = 1), job_id TEXT NOT NULL, lease_id TEXT,
+        received INTEGER NOT NULL DEFAULT 0, stored INTEGER NOT NULL DEFAULT 0,
+        is_truncated INTEGER NOT NULL DEFAULT 0, is_final INTEGER NOT NULL DEFAULT 0)`);
+      this.sql.exec(`CREATE TABLE IF NOT EXISTS chunks (
+        pos INTEGER PRIMARY KEY, agent_offset INTEGER, data BLOB NOT NULL)`);
+      this.sql.exec("CREATE INDEX IF NOT EXISTS chunks_agent_offset ON chunks (agent_offset)");
+    });
+  }
+
+  private meta(): Meta | null {
+    const row = this.sql.exec("SELECT * FROM meta WHERE id = 1").toArray()[0];
+    if (!row) {
+      return null;
+    }
+    return {
+      jobId: String(row.job_id),
+      leaseId: row.lease_id === null ? null : String(row.lease_id),
+      received: Number(row.received),
+      stored: Number(row.stored),
+      isTruncated: row.is_truncated === 1,
+      isFinal: row.is_final === 1,
+    };
+  }
+
+  private get capBytes(): number {
+    const configured = Number(this.env.LOG_MAX_BYTES);
+    return Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_LOG_MAX_BYTES;
+  }
+
+  /**
+   * Makes `leaseId` the only lease that may append (called when the job is leased). Idempotent;
+   * a log that has ended stays ended.
+   */
+  async open(jobId: string, leaseId: string): Promise<void> {
+    this.sql.exec(
+      `INSERT INTO meta (id, job_id, lease_id) VALUES (1, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET lease_id = excluded.lease_id WHERE is_final = 0`,
+      jobId,
+      leaseId,
+    );
+  }
+
+  /**
+   * Appends `data` at the agent's byte `offset`. A gap or overlap answers `range_mismatch` with
+   * the length held, so the agent resumes exactly; an exact retry is acknowledged again.
+   */
+  async append(leaseId: string, offset: number, data: Uint8Array): Promise<AppendResult> {
+    const meta = this.meta();
+    if (!meta || meta.isFinal || meta.leaseId !== leaseId) {
+      return { ok: false, reason: "lease_lost" };
+    }
+    const previous = this.sql
+      .exec("SELECT data FROM chunks WHERE agent_offset = ?", offset)
+      .toArray()[0];
+    const isExactRetry =
+      previous !== undefined && equalBytes(new Uint8Array(previous.data as ArrayBuffer), data);
+    const decision = decideAppend(meta, offset, data.byteLength, this.capBytes, isExactRetry);
+    if (decision.kind === "range_mismatch") {
+      return { ok: false, reason: "range_mismatch", received: decision.received };
+    }
+    if (decision.kind === "duplicate") {
+      return { ok: true, received: meta.received };
+    }
+    let stored = meta.stored;
+    if (decision.keep > 0) {
+      this.sql.exec(
+        "INSERT INTO chunks (pos, agent_offset, data) VALUES (?, ?, ?)",
+        stored,
+        offset,
+        data.subarray(0, decision.keep),
+      );
+      stored += decision.keep;
+    }
+    if (decision.marker) {
+      const marker = new TextEncoder().encode(decision.marker);
+      this.sql.exec(
+        "INSERT INTO chunks (pos, agent_offset, data) VALUES (?, NULL, ?)",
+        stored,
+        marker,
+      );
+      stored += marker.byteLength;
+    }
+    const received = meta.received + data.byteLength;
+    this.sql.exec(
+      "UPDATE meta SET received = ?, stored = ?, is_truncated = ? WHERE id = 1",
+      received,
+      stored,
+      decision.marker || meta.isTruncated ? 1 : 0,
+    );
+    return { ok: true, received };
+  }
+
+  /** Bytes from `offset` (at most 1 MiB), live while the job runs and from R2 after it ended. */
+  async read(offset: number, maxBytes = MAX_READ_BYTES): Promise<ReadResult> {
+    const meta = this.meta();
+    const limit = Math.min(Math.max(1, maxBytes), MAX_READ_BYTES);
+    if (!meta) {
+      return { data: new Uint8Array(), nextOffset: 0, isComplete: false };
+    }
+    const start = Math.min(Math.max(0, offset), meta.stored);
+    if (meta.isFinal) {
+      const job = parseJobId(meta.jobId);
+      const length = Math.min(limit, meta.stored - start);
+      if (!job || length <= 0) {
+        return { data: new Uint8Array(), nextOffset: start, isComplete: true };
+      }
+      const object = await this.env.BLOBS.get(logKey(job.runId, job.phase), {
+        range: { offset: start, length },
+      });
+      const data = object ? new Uint8Array(await object.arrayBuffer()) : new Uint8Array();
+      const nextOffset = start + data.byteLength;
+      return { data, nextOffset, isComplete: nextOffset >= meta.stored };
+    }
+    const rows = this.sql
+      .exec("SELECT pos, data FROM chunks WHERE pos + length(data) > ? ORDER BY pos", start)
+      .toArray();
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    for (const row of rows) {
+      if (size >= limit) {
+        break;
+      }
+      const bytes = new Uint8Array(row.data as ArrayBuffer);
+      const from = Math.max(0, start - Number(row.pos));
+      const piece = bytes.subarray(from, from + (limit - size));
+      parts.push(piece);
+      size += piece.byteLength;
+    }
+    return { data: concat(parts, size), nextOffset: start + size, isComplete: false };
+  }
+
+  /**
+   * Ends the log: writes it as one R2 object, drops the chunks, and refuses further appends.
+   * Idempotent; safe to call for a job that never logged.
+   */
+  async finish(jobId: string): Promise<{ stored: number }> {
+    const meta = this.meta() ?? { stored: 0, isFinal: false };
+    if (meta.isFinal) {
+      return { stored: meta.stored };
+    }
+    const job = parseJobId(jobId);
+    if (!job) {
+      throw new Error(`not a job id: ${jobId}`);
+    }
+    const { readable, writable } = new FixedLengthStream(meta.stored);
+    const write = (async () => {
+      const writer = writable.getWriter();
+      let pos = 0;
+      // Page through the chunks so the whole log is never in memory at once.
+      for (;;) {
+        const rows = this.sql
+          .exec("SELECT pos, data FROM chunks WHERE pos >= ? ORDER BY pos LIMIT 16", pos)
+          .toArray();
+        if (rows.length === 0) {
+          break;
+        }
+        for (const row of rows) {
+          const bytes = new Uint8Array(row.data as ArrayBuffer);
+          await writer.write(bytes);
+          pos = Number(row.pos) + bytes.byteLength;
+        }
+      }
+      await writer.close();
+    })();
+    await Promise.all([this.env.BLOBS.put(logKey(job.runId, job.phase), readable), write]);
+    this.sql.exec(
+      `INSERT INTO meta (id, job_id, is_final) VALUES (1, ?, 1)
+       ON CONFLICT (id) DO UPDATE SET is_final = 1, lease_id = NULL`,
+      jobId,
+    );
+    this.sql.exec("DELETE FROM chunks");
+    return { stored: meta.stored };
+  }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) {
+    return false;
+  }
+  for (let i = 0; i < a.byteLength; i++) {
+    if (a[i] !== b[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+function concat(parts: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
+}

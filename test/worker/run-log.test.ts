@@ -1,0 +1,167 @@
+import { evictDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { decideAppend, truncationMarker } from "../../durable/log-math.ts";
+import { newId } from "../../src/db/ids.ts";
+import { logKey } from "../../src/runs/blobs.ts";
+
+const CAP = Number(env.LOG_MAX_BYTES);
+const encode = (s: string) => new TextEncoder().encode(s);
+const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+const newJob = () => {
+  const runId = newId("run");
+  return { runId, jobId: `${runId}:plan` };
+};
+
+describe("decideAppend", () => {
+  const fresh = { received: 0, stored: 0, isTruncated: false };
+  it.each([
+    {
+      name: "next chunk",
+      state: fresh,
+      offset: 0,
+      len: 10,
+      retry: false,
+      want: { kind: "append", keep: 10, marker: null },
+    },
+    {
+      name: "gap",
+      state: { ...fresh, received: 10 },
+      offset: 20,
+      len: 5,
+      retry: false,
+      want: { kind: "range_mismatch", received: 10 },
+    },
+    {
+      name: "overlap",
+      state: { ...fresh, received: 10 },
+      offset: 5,
+      len: 10,
+      retry: false,
+      want: { kind: "range_mismatch", received: 10 },
+    },
+    {
+      name: "exact retry",
+      state: { ...fresh, received: 10 },
+      offset: 0,
+      len: 10,
+      retry: true,
+      want: { kind: "duplicate" },
+    },
+    {
+      name: "inexact retry",
+      state: { ...fresh, received: 10 },
+      offset: 0,
+      len: 10,
+      retry: false,
+      want: { kind: "range_mismatch", received: 10 },
+    },
+    {
+      name: "crosses the cap",
+      state: { ...fresh, received: 90 },
+      offset: 90,
+      len: 20,
+      retry: false,
+      want: { kind: "append", keep: 10, marker: truncationMarker(100) },
+    },
+    {
+      name: "after truncation",
+      state: { received: 110, stored: 150, isTruncated: true },
+      offset: 110,
+      len: 5,
+      retry: false,
+      want: { kind: "append", keep: 0, marker: null },
+    },
+  ] as const)("$name", ({ state, offset, len, retry, want }) => {
+    expect(decideAppend(state, offset, len, 100, retry)).toEqual(want);
+  });
+});
+
+describe("RunLog", () => {
+  it("appends in order, answers gaps and overlaps with the length held, and accepts exact retries", async () => {
+    const { jobId } = newJob();
+    const log = env.RUN_LOG.getByName(jobId);
+    await log.open(jobId, "lease-1");
+    expect(await log.append("lease-1", 0, encode("hello "))).toEqual({ ok: true, received: 6 });
+    expect(await log.append("lease-1", 6, encode("world\n"))).toEqual({ ok: true, received: 12 });
+    expect(await log.append("lease-1", 6, encode("world\n"))).toEqual({ ok: true, received: 12 });
+    expect(await log.append("lease-1", 6, encode("WORLD\n"))).toEqual({
+      ok: false,
+      reason: "range_mismatch",
+      received: 12,
+    });
+    expect(await log.append("lease-1", 20, encode("x"))).toEqual({
+      ok: false,
+      reason: "range_mismatch",
+      received: 12,
+    });
+    expect(await log.append("other-lease", 12, encode("x"))).toEqual({
+      ok: false,
+      reason: "lease_lost",
+    });
+    const read = await log.read(0);
+    expect(decode(read.data)).toBe("hello world\n");
+    expect(read).toMatchObject({ nextOffset: 12, isComplete: false });
+    expect(decode((await log.read(6)).data)).toBe("world\n");
+  });
+
+  it("keeps its chunks when the object is evicted", async () => {
+    const { jobId } = newJob();
+    const log = env.RUN_LOG.getByName(jobId);
+    await log.open(jobId, "l");
+    await log.append("l", 0, encode("before eviction\n"));
+    await evictDurableObject(log);
+    const again = env.RUN_LOG.getByName(jobId);
+    expect(decode((await again.read(0)).data)).toBe("before eviction\n");
+    expect(await again.append("l", 16, encode("after\n"))).toEqual({ ok: true, received: 22 });
+  });
+
+  it("writes the whole log to R2 once when the job ends, then serves reads from there", async () => {
+    const { runId, jobId } = newJob();
+    const log = env.RUN_LOG.getByName(jobId);
+    await log.open(jobId, "l");
+    const chunk = new Uint8Array(1024 * 1024).fill(97);
+    await log.append("l", 0, chunk);
+    await log.append("l", chunk.byteLength, encode("tail\n"));
+    await log.finish(jobId);
+    await log.finish(jobId);
+    const object = await env.BLOBS.get(logKey(runId, "plan"));
+    expect(object?.size).toBe(chunk.byteLength + 5);
+    const tail = await log.read(chunk.byteLength);
+    expect(decode(tail.data)).toBe("tail\n");
+    expect(tail).toMatchObject({ isComplete: true, nextOffset: chunk.byteLength + 5 });
+    expect(await log.append("l", chunk.byteLength + 5, encode("late"))).toEqual({
+      ok: false,
+      reason: "lease_lost",
+    });
+  });
+
+  it("caps a phase's log with one truncation marker and keeps offsets aligned", async () => {
+    const { runId, jobId } = newJob();
+    const log = env.RUN_LOG.getByName(jobId);
+    await log.open(jobId, "l");
+    const chunk = new Uint8Array(1024 * 1024).fill(98);
+    let offset = 0;
+    for (let i = 0; i < 3; i++) {
+      const res = await log.append("l", offset, chunk);
+      expect(res).toEqual({ ok: true, received: offset + chunk.byteLength });
+      offset += chunk.byteLength;
+    }
+    // A retry of dropped bytes is acknowledged, not refused.
+    expect(await log.append("l", offset - chunk.byteLength, chunk)).toEqual({
+      ok: true,
+      received: offset,
+    });
+    await log.finish(jobId);
+    const object = await env.BLOBS.get(logKey(runId, "plan"));
+    const text = await object?.text();
+    expect(text?.length).toBe(CAP + truncationMarker(CAP).length);
+    expect(text?.endsWith(truncationMarker(CAP))).toBe(true);
+  });
+
+  it("finishes a job that never logged with an empty object", async () => {
+    const { runId, jobId } = newJob();
+    await env.RUN_LOG.getByName(jobId).finish(jobId);
+    expect((await env.BLOBS.get(logKey(runId, "plan")))?.size).toBe(0);
+  });
+});
