@@ -10,6 +10,7 @@ import { ApiError, errorResponse, handleError } from "./errors.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
 import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
+import { workspaceRoutes } from "./workspaces/routes.ts";
 
 export const API_VERSION = "0.1.0";
 
@@ -30,6 +31,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/api/v1/bootstrap", bootstrapRoutes);
   app.route("/api/v1", organizationRoutes);
   app.route("/api/v1/tokens", tokenRoutes);
+  app.route("/api/v1/workspaces", workspaceRoutes);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
     type: "http",

@@ -1,4 +1,5 @@
 /** Audit events: who did what to which object, recorded beside the change they describe. */
+import { type SQL, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { auditEvents } from "../db/schema.ts";
@@ -25,4 +26,16 @@ export function auditQuery(db: Database, event: AuditInput) {
     data: event.data ?? null,
     createdAt: event.now,
   });
+}
+
+/**
+ * An insert that records the event only when `condition` holds at that point of the batch, for
+ * changes guarded by compare-and-set: put it after the guarded update with a condition that is
+ * true only if that update took effect, so a lost race leaves no event behind.
+ */
+export function auditWhereQuery(db: Database, event: AuditInput, condition: SQL) {
+  const data = event.data === undefined ? null : JSON.stringify(event.data);
+  return db.run(
+    sql`INSERT INTO audit_events (id, org_id, actor, action, target_type, target_id, data, created_at) SELECT ${newId("event")}, ${event.orgId}, ${event.actor}, ${event.action}, ${event.targetType}, ${event.targetId}, ${data}, ${event.now} WHERE ${condition}`,
+  );
 }

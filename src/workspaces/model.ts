@@ -1,0 +1,275 @@
+/**
+ * Workspaces, pure: field rules (name, engine version, working directory, VCS source), how a
+ * create or an update resolves into a complete, consistent set of settings, and who may release
+ * a user lock. No I/O here.
+ */
+import { z } from "@hono/zod-openapi";
+
+export const EXECUTION_MODES = ["agent", "local"] as const;
+export type ExecutionMode = (typeof EXECUTION_MODES)[number];
+export const ENGINES = ["terraform", "tofu"] as const;
+export type Engine = (typeof ENGINES)[number];
+export const FORK_PULL_REQUEST_POLICIES = ["refuse", "plan_without_secrets"] as const;
+export type ForkPullRequestPolicy = (typeof FORK_PULL_REQUEST_POLICIES)[number];
+
+/** Run statuses after which a run holds nothing; every other status is active. */
+export const TERMINAL_RUN_STATUSES = [
+  "applied",
+  "planned_and_finished",
+  "errored",
+  "canceled",
+  "force_canceled",
+  "discarded",
+] as const;
+
+export const WORKSPACE_ID_PATTERN = /^ws_[a-z2-7]{26}$/;
+// Names may not start with "ws_", so a path segment is unambiguously an id or a name.
+const NAME_PATTERN = /^(?!ws_)[A-Za-z0-9][A-Za-z0-9_-]{0,89}$/;
+// Semantic Versioning 2.0.0 (semver.org), e.g. 1.9.5, 1.10.0-beta1.
+const SEMVER_PATTERN =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$/;
+// Control characters (C0, DEL, C1) have no business in paths or URLs handed to git or a shell.
+const CONTROL_CHARS = /\p{Cc}/u;
+
+export const WorkspaceName = z
+  .string()
+  .regex(
+    NAME_PATTERN,
+    "letters, digits, '-' and '_', starting with a letter or digit, at most 90, not starting with ws_",
+  )
+  .openapi({ example: "network-prod" });
+
+/** A path segment naming a workspace: its `ws_…` id or its name. */
+export const WorkspaceRef = z
+  .string()
+  .refine((v) => WORKSPACE_ID_PATTERN.test(v) || NAME_PATTERN.test(v), {
+    message: "must be a ws_ id or a workspace name",
+  })
+  .openapi({
+    param: { name: "workspaceId", in: "path" },
+    description: "The workspace's id (ws_…) or its name",
+    example: "network-prod",
+  });
+
+export const EngineVersion = z
+  .string()
+  .max(64)
+  .regex(SEMVER_PATTERN, "must be an exact semantic version such as 1.9.5")
+  .openapi({ example: "1.9.5" });
+
+/** Splits into segments and refuses anything that could leave the tree or confuse a shell. */
+function relativePathProblem(path: string): string | null {
+  if (CONTROL_CHARS.test(path) || path.includes("\\")) {
+    return "may not contain control characters or backslashes";
+  }
+  if (path.startsWith("/")) {
+    return "must be relative (no leading /)";
+  }
+  if (path.startsWith("-")) {
+    return "may not start with '-'";
+  }
+  const segments = path.replace(/\/$/, "").split("/");
+  if (segments.some((s) => s === "..")) {
+    return "may not contain '..'";
+  }
+  if (segments.some((s) => s === "" || s === ".")) {
+    return "may not contain empty or '.' segments";
+  }
+  return null;
+}
+
+export const WorkingDirectory = z
+  .string()
+  .max(500)
+  .superRefine((value, ctx) => {
+    const problem = value === "" ? null : relativePathProblem(value);
+    if (problem) {
+      ctx.addIssue({ code: "custom", message: `working directory ${problem}` });
+    }
+  })
+  .transform((value) => value.replace(/\/$/, ""))
+  .openapi({ description: "Relative to the configuration root; empty for the root" });
+
+const SCP_LIKE = /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!\/\/)[A-Za-z0-9._~/+-]+$/;
+
+/** Why a repository URL is refused, or null when it is an https or ssh URL we can hand to git. */
+export function repoUrlProblem(url: string): string | null {
+  if (url.startsWith("-") || CONTROL_CHARS.test(url) || /\s/.test(url)) {
+    return "may not start with '-' or contain whitespace or control characters";
+  }
+  if (SCP_LIKE.test(url)) {
+    return null;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "must be an https:// or ssh:// URL, or user@host:path";
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "ssh:") {
+    return "must use https or ssh";
+  }
+  if (!parsed.hostname || parsed.pathname.length <= 1) {
+    return "must name a host and a repository path";
+  }
+  // Credentials belong on the agent host, never in D1.
+  if (parsed.password || (parsed.protocol === "https:" && parsed.username)) {
+    return "may not embed credentials; configure them on the agent host";
+  }
+  if (parsed.search || parsed.hash) {
+    return "may not have a query or fragment";
+  }
+  return null;
+}
+
+export const RepoUrl = z
+  .string()
+  .max(1000)
+  .superRefine((value, ctx) => {
+    const problem = repoUrlProblem(value);
+    if (problem) {
+      ctx.addIssue({ code: "custom", message: `repository URL ${problem}` });
+    }
+  })
+  .openapi({ example: "https://git.example.internal/platform/network.git" });
+
+// A simplification of git-check-ref-format: no leading '-', no '..', '//', '@{', or '.lock' end.
+export const Branch = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)(?!.*\.lock$)(?!.*\/$)[A-Za-z0-9._/@+-]+$/, {
+    message: "must be a valid git branch name",
+  })
+  .openapi({ example: "main" });
+
+export const TriggerPath = z
+  .string()
+  .min(1)
+  .max(500)
+  .superRefine((value, ctx) => {
+    const problem = relativePathProblem(value);
+    if (problem) {
+      ctx.addIssue({ code: "custom", message: `trigger path ${problem}` });
+    }
+  });
+
+/** Every setting of a workspace, as stored. */
+export type WorkspaceSettings = {
+  name: string;
+  description: string;
+  executionMode: ExecutionMode;
+  poolId: string | null;
+  engine: Engine;
+  engineVersion: string;
+  workingDirectory: string;
+  autoApply: boolean;
+  vcsRepoUrl: string | null;
+  vcsBranch: string | null;
+  vcsTriggerPaths: string[] | null;
+  forkPullRequests: ForkPullRequestPolicy;
+};
+
+/** What a create or update request may set; absent means "default" or "unchanged". */
+export type SettingsInput = Partial<WorkspaceSettings>;
+
+export type SettingsProblem = { field: keyof WorkspaceSettings; message: string };
+export type SettingsResult =
+  | { ok: true; value: WorkspaceSettings }
+  | { ok: false; problem: SettingsProblem };
+
+const problem = (field: keyof WorkspaceSettings, message: string): SettingsResult => ({
+  ok: false,
+  problem: { field, message },
+});
+
+const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMode"> = {
+  description: "",
+  poolId: null,
+  engine: "terraform",
+  workingDirectory: "",
+  autoApply: false,
+  vcsRepoUrl: null,
+  vcsBranch: null,
+  vcsTriggerPaths: null,
+  forkPullRequests: "refuse",
+};
+
+/**
+ * The settings of a new workspace. `executionMode` defaults to `agent` when a pool is given and
+ * to `local` otherwise. Fails with the first rule the combination breaks.
+ */
+export function settingsForCreate(
+  input: SettingsInput & { name: string; engineVersion: string },
+): SettingsResult {
+  const executionMode = input.executionMode ?? (input.poolId ? "agent" : "local");
+  return checkSettings({ ...DEFAULTS, ...input, executionMode });
+}
+
+/**
+ * The settings after applying `patch` to `current`. Switching to `local` without naming a pool
+ * drops the pool; clearing the repository URL drops its branch and trigger paths.
+ */
+export function settingsForUpdate(
+  current: WorkspaceSettings,
+  patch: SettingsInput,
+): SettingsResult {
+  const next: WorkspaceSettings = { ...current, ...patch };
+  if (patch.executionMode === "local" && patch.poolId === undefined) {
+    next.poolId = null;
+  }
+  if (patch.vcsRepoUrl === null) {
+    next.vcsBranch = patch.vcsBranch ?? null;
+    next.vcsTriggerPaths = patch.vcsTriggerPaths ?? null;
+  }
+  return checkSettings(next);
+}
+
+function checkSettings(s: WorkspaceSettings): SettingsResult {
+  if (s.executionMode === "agent" && !s.poolId) {
+    return problem("poolId", "execution mode agent needs a poolId");
+  }
+  if (s.executionMode === "local" && s.poolId) {
+    return problem("poolId", "a local workspace runs on no pool; omit poolId");
+  }
+  if (s.engine === "tofu" && compareCore(s.engineVersion, [1, 6, 0]) < 0) {
+    return problem("engineVersion", "OpenTofu releases start at 1.6.0");
+  }
+  if (!s.vcsRepoUrl && (s.vcsBranch || (s.vcsTriggerPaths && s.vcsTriggerPaths.length > 0))) {
+    return problem("vcsRepoUrl", "vcsBranch and vcsTriggerPaths need vcsRepoUrl");
+  }
+  return { ok: true, value: s };
+}
+
+function compareCore(version: string, other: [number, number, number]): number {
+  const parts = version.split(/[-+]/)[0]?.split(".").map(Number) ?? [];
+  for (let i = 0; i < 3; i++) {
+    const diff = (parts[i] ?? 0) - (other[i] ?? 0);
+    if (diff !== 0) {
+      return diff;
+    }
+  }
+  return 0;
+}
+
+/** A workspace's lock holder: a user's token (`tok_…`) or a run (`run_…`). */
+export function lockHolderKind(lockedBy: string): "user" | "run" {
+  return lockedBy.startsWith("run_") ? "run" : "user";
+}
+
+/**
+ * Whether `tokenId` may release a lock held by `lockedBy`: the holder always may; an admin may
+ * only when forcing, so an admin never breaks someone else's lock by accident.
+ */
+export function unlockDecision(
+  lockedBy: string,
+  caller: { tokenId: string; isAdmin: boolean; force: boolean },
+): "release" | "force_release" | "needs_force" | "forbidden" {
+  if (lockedBy === caller.tokenId) {
+    return "release";
+  }
+  if (!caller.isAdmin) {
+    return "forbidden";
+  }
+  return caller.force ? "force_release" : "needs_force";
+}

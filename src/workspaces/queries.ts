@@ -1,0 +1,127 @@
+/** D1 access for workspaces. Every query is scoped by org id: nothing crosses organizations. */
+import { and, asc, eq, gt, isNull, notExists, notInArray } from "drizzle-orm";
+import type { Database } from "../db/client.ts";
+import { agentPools, runs, stateLocks, workspaces } from "../db/schema.ts";
+import { TERMINAL_RUN_STATUSES, WORKSPACE_ID_PATTERN } from "./model.ts";
+
+export type WorkspaceRow = typeof workspaces.$inferSelect;
+
+/** Finds a workspace of the org by id (`ws_…`) or by name. */
+export function findWorkspace(
+  db: Database,
+  orgId: string,
+  ref: string,
+): Promise<WorkspaceRow | undefined> {
+  const match = WORKSPACE_ID_PATTERN.test(ref) ? eq(workspaces.id, ref) : eq(workspaces.name, ref);
+  return db.query.workspaces.findFirst({ where: and(eq(workspaces.orgId, orgId), match) });
+}
+
+export function findWorkspaceByName(db: Database, orgId: string, name: string) {
+  return db.query.workspaces.findFirst({
+    where: and(eq(workspaces.orgId, orgId), eq(workspaces.name, name)),
+    columns: { id: true },
+  });
+}
+
+/** One page of the org's workspaces in name order, `limit + 1` rows to detect a next page. */
+export function listWorkspaceRows(
+  db: Database,
+  orgId: string,
+  page: { limit: number; after?: string },
+): Promise<WorkspaceRow[]> {
+  return db
+    .select()
+    .from(workspaces)
+    .where(
+      and(
+        eq(workspaces.orgId, orgId),
+        page.after === undefined ? undefined : gt(workspaces.name, page.after),
+      ),
+    )
+    .orderBy(asc(workspaces.name))
+    .limit(page.limit + 1);
+}
+
+/** True when the pool exists in this org. */
+export async function poolExists(db: Database, orgId: string, poolId: string): Promise<boolean> {
+  const pool = await db.query.agentPools.findFirst({
+    where: and(eq(agentPools.orgId, orgId), eq(agentPools.id, poolId)),
+    columns: { id: true },
+  });
+  return pool !== undefined;
+}
+
+export function insertWorkspaceQuery(db: Database, row: typeof workspaces.$inferInsert) {
+  return db.insert(workspaces).values(row);
+}
+
+export function updateWorkspaceQuery(
+  db: Database,
+  orgId: string,
+  id: string,
+  values: Partial<typeof workspaces.$inferInsert>,
+) {
+  return db
+    .update(workspaces)
+    .set(values)
+    .where(and(eq(workspaces.orgId, orgId), eq(workspaces.id, id)))
+    .returning();
+}
+
+function activeRunsOf(db: Database, workspaceId: string) {
+  return db
+    .select({ id: runs.id })
+    .from(runs)
+    .where(
+      and(eq(runs.workspaceId, workspaceId), notInArray(runs.status, [...TERMINAL_RUN_STATUSES])),
+    );
+}
+
+/** The ids of the workspace's runs that are not terminal (at most `limit`). */
+export async function activeRunIds(db: Database, workspaceId: string, limit = 5) {
+  return (await activeRunsOf(db, workspaceId).limit(limit)).map((r) => r.id);
+}
+
+/**
+ * Deletes the workspace only if it is unlocked, its state is unlocked and no run of it is active,
+ * in one statement, so a run queued between the caller's check and the delete still blocks it. Returns the deleted row.
+ */
+export function deleteIdleWorkspaceQuery(db: Database, orgId: string, id: string) {
+  return db
+    .delete(workspaces)
+    .where(
+      and(
+        eq(workspaces.orgId, orgId),
+        eq(workspaces.id, id),
+        isNull(workspaces.lockedBy),
+        notExists(activeRunsOf(db, id)),
+        notExists(db.select().from(stateLocks).where(eq(stateLocks.workspaceId, id))),
+      ),
+    )
+    .returning({ id: workspaces.id });
+}
+
+/** Sets the lock only when nobody holds it; returns the updated row, none when it was held. */
+export function acquireLockQuery(
+  db: Database,
+  orgId: string,
+  id: string,
+  lock: { lockedBy: string; reason: string; now: number },
+) {
+  return db
+    .update(workspaces)
+    .set({ lockedBy: lock.lockedBy, lockReason: lock.reason, lockedAt: lock.now })
+    .where(and(eq(workspaces.orgId, orgId), eq(workspaces.id, id), isNull(workspaces.lockedBy)))
+    .returning();
+}
+
+/** Clears the lock only if `lockedBy` still holds it (compare-and-set). */
+export function releaseLockQuery(db: Database, orgId: string, id: string, lockedBy: string) {
+  return db
+    .update(workspaces)
+    .set({ lockedBy: null, lockReason: null, lockedAt: null })
+    .where(
+      and(eq(workspaces.orgId, orgId), eq(workspaces.id, id), eq(workspaces.lockedBy, lockedBy)),
+    )
+    .returning();
+}

@@ -1,0 +1,444 @@
+/**
+ * Workspaces: create, read, update, delete, and the user lock, each change with its audit event
+ * in the same D1 batch. Expected refusals come back as {@link WorkspaceFailure}, never thrown.
+ */
+import { eq, sql } from "drizzle-orm";
+import { auditQuery, auditWhereQuery } from "../audit/service.ts";
+import type { Database } from "../db/client.ts";
+import { newId } from "../db/ids.ts";
+import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
+import {
+  lockHolderKind,
+  type SettingsInput,
+  settingsForCreate,
+  settingsForUpdate,
+  unlockDecision,
+  type WorkspaceSettings,
+} from "./model.ts";
+import {
+  acquireLockQuery,
+  activeRunIds,
+  deleteIdleWorkspaceQuery,
+  findWorkspace,
+  findWorkspaceByName,
+  listWorkspaceRows,
+  poolExists,
+  releaseLockQuery,
+  updateWorkspaceQuery,
+  type WorkspaceRow,
+} from "./queries.ts";
+
+export type WorkspaceFailure =
+  | { reason: "not_found" }
+  | { reason: "name_taken"; name: string }
+  | { reason: "invalid"; field: string; message: string }
+  | { reason: "active_runs"; runIds: string[] }
+  | { reason: "locked"; lockedBy: string }
+  | { reason: "state_locked" }
+  | { reason: "not_lock_holder"; lockedBy: string }
+  | { reason: "needs_force"; lockedBy: string };
+
+export type WorkspaceResult<T> = { ok: true; value: T } | ({ ok: false } & WorkspaceFailure);
+
+const refuse = (failure: WorkspaceFailure): { ok: false } & WorkspaceFailure => ({
+  ok: false,
+  ...failure,
+});
+
+/** Where every R2 object of a workspace lives; deleting the workspace removes this prefix. */
+export function workspaceBlobPrefix(workspaceId: string): string {
+  return `workspaces/${workspaceId}/`;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** The public shape of a workspace. */
+export function presentWorkspace(row: WorkspaceRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    executionMode: row.executionMode,
+    poolId: row.poolId,
+    engine: row.engine,
+    engineVersion: row.engineVersion,
+    workingDirectory: row.workingDirectory,
+    autoApply: row.autoApply,
+    vcsRepoUrl: row.vcsRepoUrl,
+    vcsBranch: row.vcsBranch,
+    vcsTriggerPaths: row.vcsTriggerPaths ?? [],
+    forkPullRequests: row.forkPullRequests,
+    lock:
+      row.lockedBy === null
+        ? null
+        : {
+            lockedBy: row.lockedBy,
+            holderKind: lockHolderKind(row.lockedBy),
+            reason: row.lockReason ?? "",
+            lockedAt: iso(row.lockedAt) ?? "",
+          },
+    currentRunId: row.currentRunId,
+    createdAt: iso(row.createdAt) ?? "",
+    updatedAt: iso(row.updatedAt) ?? "",
+  };
+}
+export type Workspace = ReturnType<typeof presentWorkspace>;
+
+function settingsOf(row: WorkspaceRow): WorkspaceSettings {
+  return {
+    name: row.name,
+    description: row.description,
+    executionMode: row.executionMode,
+    poolId: row.poolId,
+    engine: row.engine,
+    engineVersion: row.engineVersion,
+    workingDirectory: row.workingDirectory,
+    autoApply: row.autoApply,
+    vcsRepoUrl: row.vcsRepoUrl,
+    vcsBranch: row.vcsBranch,
+    vcsTriggerPaths: row.vcsTriggerPaths,
+    forkPullRequests: row.forkPullRequests,
+  };
+}
+
+/**
+ * The workspace of the org named by `ref` (its `ws_…` id or its name), or undefined. Another
+ * org's workspace is never found. For other features that address workspaces in their paths.
+ */
+export function resolveWorkspace(
+  db: Database,
+  orgId: string,
+  ref: string,
+): Promise<WorkspaceRow | undefined> {
+  return findWorkspace(db, orgId, ref);
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return err instanceof Error && /UNIQUE constraint failed/i.test(`${err.message} ${err.cause}`);
+}
+
+async function checkReferences(
+  db: Database,
+  orgId: string,
+  settings: WorkspaceSettings,
+  before?: WorkspaceSettings,
+): Promise<WorkspaceFailure | null> {
+  if (settings.poolId && settings.poolId !== before?.poolId) {
+    if (!(await poolExists(db, orgId, settings.poolId))) {
+      return {
+        reason: "invalid",
+        field: "poolId",
+        message: `agent pool ${settings.poolId} not found in this organization`,
+      };
+    }
+  }
+  if (settings.name !== before?.name && (await findWorkspaceByName(db, orgId, settings.name))) {
+    return { reason: "name_taken", name: settings.name };
+  }
+  return null;
+}
+
+/** Creates a workspace after checking its settings, its pool and its name's uniqueness. */
+export async function createWorkspace(
+  db: Database,
+  input: {
+    orgId: string;
+    actor: string;
+    settings: SettingsInput & { name: string; engineVersion: string };
+  },
+): Promise<WorkspaceResult<Workspace>> {
+  const resolved = settingsForCreate(input.settings);
+  if (!resolved.ok) {
+    return refuse({ reason: "invalid", ...resolved.problem });
+  }
+  const problem = await checkReferences(db, input.orgId, resolved.value);
+  if (problem) {
+    return refuse(problem);
+  }
+  const now = Date.now();
+  const row: WorkspaceRow = {
+    ...resolved.value,
+    id: newId("workspace"),
+    orgId: input.orgId,
+    lockedBy: null,
+    lockReason: null,
+    lockedAt: null,
+    currentRunId: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  try {
+    await db.batch([
+      db.insert(workspaces).values(row),
+      auditQuery(db, {
+        orgId: input.orgId,
+        actor: input.actor,
+        action: "workspace.create",
+        targetType: "workspace",
+        targetId: row.id,
+        data: { settings: resolved.value },
+        now,
+      }),
+    ]);
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      return refuse({ reason: "name_taken", name: row.name });
+    }
+    throw err;
+  }
+  return { ok: true, value: presentWorkspace(row) };
+}
+
+/** One page of the org's workspaces, by name. */
+export async function listWorkspaces(
+  db: Database,
+  orgId: string,
+  page: { limit: number; after?: string },
+) {
+  const rows = await listWorkspaceRows(db, orgId, page);
+  return rows.map((row) => ({ row, workspace: presentWorkspace(row) }));
+}
+
+/**
+ * Applies a partial update. Only fields present in `patch` change; the audit event lists them
+ * with their old and new values. An update that changes nothing writes nothing.
+ */
+export async function updateWorkspace(
+  db: Database,
+  input: { orgId: string; ref: string; actor: string; patch: SettingsInput },
+): Promise<WorkspaceResult<Workspace>> {
+  const current = await findWorkspace(db, input.orgId, input.ref);
+  if (!current) {
+    return refuse({ reason: "not_found" });
+  }
+  const before = settingsOf(current);
+  const resolved = settingsForUpdate(before, input.patch);
+  if (!resolved.ok) {
+    return refuse({ reason: "invalid", ...resolved.problem });
+  }
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  for (const [field, to] of Object.entries(resolved.value)) {
+    const from = before[field as keyof WorkspaceSettings];
+    if (JSON.stringify(from) !== JSON.stringify(to)) {
+      changes[field] = { from, to };
+    }
+  }
+  if (Object.keys(changes).length === 0) {
+    return { ok: true, value: presentWorkspace(current) };
+  }
+  const problem = await checkReferences(db, input.orgId, resolved.value, before);
+  if (problem) {
+    return refuse(problem);
+  }
+  const now = Date.now();
+  try {
+    const [[updated]] = await db.batch([
+      updateWorkspaceQuery(db, input.orgId, current.id, { ...resolved.value, updatedAt: now }),
+      auditQuery(db, {
+        orgId: input.orgId,
+        actor: input.actor,
+        action: "workspace.update",
+        targetType: "workspace",
+        targetId: current.id,
+        data: { changes },
+        now,
+      }),
+    ]);
+    return updated
+      ? { ok: true, value: presentWorkspace(updated) }
+      : refuse({ reason: "not_found" });
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      return refuse({ reason: "name_taken", name: resolved.value.name });
+    }
+    throw err;
+  }
+}
+
+/**
+ * Deletes a workspace with its variables, configuration versions, runs and state (D1 cascades),
+ * then its R2 objects. Refused while a run is active, while it is locked, or while its state is
+ * locked; the check and the delete are one statement, so no run can slip in between.
+ */
+export async function deleteWorkspace(
+  db: Database,
+  blobs: R2Bucket,
+  input: { orgId: string; ref: string; actor: string },
+): Promise<WorkspaceResult<Workspace>> {
+  const current = await findWorkspace(db, input.orgId, input.ref);
+  if (!current) {
+    return refuse({ reason: "not_found" });
+  }
+  const blobKeys = await blobKeysOf(db, current.id);
+  const now = Date.now();
+  const [deleted] = await db.batch([
+    deleteIdleWorkspaceQuery(db, input.orgId, current.id),
+    auditWhereQuery(
+      db,
+      {
+        orgId: input.orgId,
+        actor: input.actor,
+        action: "workspace.delete",
+        targetType: "workspace",
+        targetId: current.id,
+        data: { name: current.name },
+        now,
+      },
+      sql`NOT EXISTS (SELECT 1 FROM ${workspaces} WHERE ${workspaces.id} = ${current.id})`,
+    ),
+  ]);
+  if (deleted.length === 0) {
+    return refuse(await whyNotDeleted(db, input.orgId, current.id));
+  }
+  await deleteBlobs(blobs, current.id, blobKeys);
+  return { ok: true, value: presentWorkspace(current) };
+}
+
+async function whyNotDeleted(db: Database, orgId: string, id: string): Promise<WorkspaceFailure> {
+  const row = await findWorkspace(db, orgId, id);
+  if (!row) {
+    return { reason: "not_found" };
+  }
+  const runIds = await activeRunIds(db, id);
+  if (runIds.length > 0) {
+    return { reason: "active_runs", runIds };
+  }
+  if (row.lockedBy) {
+    return { reason: "locked", lockedBy: row.lockedBy };
+  }
+  return { reason: "state_locked" };
+}
+
+async function blobKeysOf(db: Database, workspaceId: string): Promise<string[]> {
+  const [configs, states] = await db.batch([
+    db
+      .select({ key: configurationVersions.r2Key })
+      .from(configurationVersions)
+      .where(eq(configurationVersions.workspaceId, workspaceId)),
+    db
+      .select({ key: stateVersions.r2Key })
+      .from(stateVersions)
+      .where(eq(stateVersions.workspaceId, workspaceId)),
+  ]);
+  return [...configs, ...states].flatMap((r) => (r.key ? [r.key] : []));
+}
+
+/** Best effort: D1 is the source of truth; a leftover object is garbage, never a live secret. */
+async function deleteBlobs(blobs: R2Bucket, workspaceId: string, keys: string[]): Promise<void> {
+  try {
+    for (let i = 0; i < keys.length; i += 1000) {
+      await blobs.delete(keys.slice(i, i + 1000));
+    }
+    let cursor: string | undefined;
+    do {
+      const listed = await blobs.list({ prefix: workspaceBlobPrefix(workspaceId), cursor });
+      if (listed.objects.length > 0) {
+        await blobs.delete(listed.objects.map((o) => o.key));
+      }
+      cursor = listed.truncated ? listed.cursor : undefined;
+    } while (cursor);
+  } catch (err) {
+    console.error(
+      JSON.stringify({
+        level: "warn",
+        msg: "workspace blob cleanup failed",
+        workspaceId,
+        err: String(err),
+      }),
+    );
+  }
+}
+
+/**
+ * Locks the workspace for the calling token (`locked_by` = its `tok_…` id). Locking a workspace
+ * the caller already holds changes nothing and succeeds, so a retried request is harmless.
+ */
+export async function lockWorkspace(
+  db: Database,
+  input: { orgId: string; ref: string; tokenId: string; reason: string },
+): Promise<WorkspaceResult<Workspace>> {
+  const current = await findWorkspace(db, input.orgId, input.ref);
+  if (!current) {
+    return refuse({ reason: "not_found" });
+  }
+  if (current.lockedBy === input.tokenId) {
+    return { ok: true, value: presentWorkspace(current) };
+  }
+  if (current.lockedBy) {
+    return refuse({ reason: "locked", lockedBy: current.lockedBy });
+  }
+  const now = Date.now();
+  const [updated] = await db.batch([
+    acquireLockQuery(db, input.orgId, current.id, {
+      lockedBy: input.tokenId,
+      reason: input.reason,
+      now,
+    }),
+    auditWhereQuery(
+      db,
+      {
+        orgId: input.orgId,
+        actor: input.tokenId,
+        action: "workspace.lock",
+        targetType: "workspace",
+        targetId: current.id,
+        data: { reason: input.reason },
+        now,
+      },
+      sql`EXISTS (SELECT 1 FROM ${workspaces} WHERE ${workspaces.id} = ${current.id} AND ${workspaces.lockedBy} = ${input.tokenId} AND ${workspaces.lockedAt} = ${now})`,
+    ),
+  ]);
+  const row = updated[0];
+  if (!row) {
+    const now = await findWorkspace(db, input.orgId, current.id);
+    return now?.lockedBy
+      ? refuse({ reason: "locked", lockedBy: now.lockedBy })
+      : refuse({ reason: "not_found" });
+  }
+  return { ok: true, value: presentWorkspace(row) };
+}
+
+/**
+ * Releases the lock. The holder may; an admin may release anyone's lock (a user's or a run's)
+ * only with `force`, recorded as `workspace.force_unlock`. Unlocking an unlocked workspace
+ * succeeds and changes nothing.
+ */
+export async function unlockWorkspace(
+  db: Database,
+  input: { orgId: string; ref: string; tokenId: string; isAdmin: boolean; force: boolean },
+): Promise<WorkspaceResult<Workspace>> {
+  const current = await findWorkspace(db, input.orgId, input.ref);
+  if (!current) {
+    return refuse({ reason: "not_found" });
+  }
+  const holder = current.lockedBy;
+  if (holder === null) {
+    return { ok: true, value: presentWorkspace(current) };
+  }
+  const decision = unlockDecision(holder, input);
+  if (decision === "forbidden") {
+    return refuse({ reason: "not_lock_holder", lockedBy: holder });
+  }
+  if (decision === "needs_force") {
+    return refuse({ reason: "needs_force", lockedBy: holder });
+  }
+  const now = Date.now();
+  const [updated] = await db.batch([
+    releaseLockQuery(db, input.orgId, current.id, holder),
+    auditWhereQuery(
+      db,
+      {
+        orgId: input.orgId,
+        actor: input.tokenId,
+        action: decision === "force_release" ? "workspace.force_unlock" : "workspace.unlock",
+        targetType: "workspace",
+        targetId: current.id,
+        data: { lockedBy: holder, reason: current.lockReason },
+        now,
+      },
+      sql`EXISTS (SELECT 1 FROM ${workspaces} WHERE ${workspaces.id} = ${current.id} AND ${workspaces.lockedBy} IS NULL)`,
+    ),
+  ]);
+  const row = updated[0] ?? (await findWorkspace(db, input.orgId, current.id));
+  return row ? { ok: true, value: presentWorkspace(row) } : refuse({ reason: "not_found" });
+}
