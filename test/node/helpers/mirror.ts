@@ -1,0 +1,95 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { zipSync } from "fflate";
+
+export const STANDIN_PATH = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  "../../fixtures/terraform",
+);
+
+/** The stand-in engine's source, reporting `version` instead of its default. */
+export function standinSource(version: string): Buffer {
+  const source = readFileSync(STANDIN_PATH, "utf8");
+  const replaced = source.replace(
+    /const VERSION = "[^"]+"; \/\/ standin-version/,
+    `const VERSION = "${version}"; // standin-version`,
+  );
+  if (replaced === source && !source.includes(`const VERSION = "${version}"`)) {
+    throw new Error("stand-in version marker not found");
+  }
+  return Buffer.from(replaced);
+}
+
+/** A release zip as HashiCorp/OpenTofu publish it: the binary plus a licence file. */
+export function releaseZip(engine: string, version: string): Buffer {
+  return Buffer.from(
+    zipSync({ [engine]: standinSource(version), "LICENSE.txt": Buffer.from("MPL-2.0\n") }),
+  );
+}
+
+export function sha256Hex(data: Uint8Array): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/**
+ * A release mirror on 127.0.0.1 laid out as `/{engine}/{version}/{file}`. Files are set per
+ * test; every request is recorded; `delayMs` slows zip answers to make install races overlap.
+ */
+export class MirrorServer {
+  readonly files = new Map<string, Buffer>();
+  readonly requests: string[] = [];
+  delayMs = 0;
+  private server: Server | null = null;
+
+  get url(): string {
+    const address = this.server?.address() as AddressInfo | null;
+    if (!address) {
+      throw new Error("mirror not started");
+    }
+    return `http://127.0.0.1:${address.port}`;
+  }
+
+  /** Publishes a correct release of the stand-in (zip + SHA256SUMS) for linux/amd64. */
+  publish(engine: string, version: string, platform = { os: "linux", arch: "amd64" }): Buffer {
+    const zipName = `${engine}_${version}_${platform.os}_${platform.arch}.zip`;
+    const zip = releaseZip(engine, version);
+    this.files.set(`/${engine}/${version}/${zipName}`, zip);
+    this.files.set(
+      `/${engine}/${version}/${engine}_${version}_SHA256SUMS`,
+      Buffer.from(
+        `${sha256Hex(Buffer.from("other"))}  ${engine}_${version}_darwin_arm64.zip\n${sha256Hex(zip)}  ${zipName}\n`,
+      ),
+    );
+    return zip;
+  }
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const url = req.url ?? "/";
+      this.requests.push(url);
+      const body = this.files.get(url);
+      if (body === undefined) {
+        res.writeHead(404).end("not found");
+        return;
+      }
+      setTimeout(
+        () => res.writeHead(200, { "content-length": body.length }).end(body),
+        url.endsWith(".zip") ? this.delayMs : 0,
+      );
+    });
+    const server = this.server;
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (server) {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }
+}
