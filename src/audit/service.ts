@@ -35,7 +35,11 @@ export function auditQuery(db: Database, event: AuditInput) {
  */
 export function auditWhereQuery(db: Database, event: AuditInput, condition: SQL) {
   const data = event.data === undefined ? null : JSON.stringify(event.data);
-  return db.run(
-    sql`INSERT INTO audit_events (id, org_id, actor, action, target_type, target_id, data, created_at) SELECT ${newId("event")}, ${event.orgId}, ${event.actor}, ${event.action}, ${event.targetType}, ${event.targetId}, ${data}, ${event.now} WHERE ${condition}`,
-  );
+  // Columns in the table's order (id, org_id, actor, action, target_type, target_id, data,
+  // created_at): drizzle names them all in the INSERT and takes the SELECT positionally.
+  return db
+    .insert(auditEvents)
+    .select(
+      sql`SELECT ${newId("event")}, ${event.orgId}, ${event.actor}, ${event.action}, ${event.targetType}, ${event.targetId}, ${data}, ${event.now} WHERE ${condition}`,
+    );
 }

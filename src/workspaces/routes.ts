@@ -8,6 +8,7 @@ import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
 import { roleAtLeast } from "../tokens/model.ts";
+import { lockWorkspace, unlockWorkspace } from "./lock.ts";
 import {
   Branch,
   ENGINES,
@@ -24,10 +25,8 @@ import {
   createWorkspace,
   deleteWorkspace,
   listWorkspaces,
-  lockWorkspace,
   presentWorkspace,
   resolveWorkspace,
-  unlockWorkspace,
   updateWorkspace,
   type WorkspaceFailure,
 } from "./service.ts";
