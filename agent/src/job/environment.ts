@@ -1,0 +1,93 @@
+import path from "node:path";
+import type { JobAssignment } from "./types.ts";
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin";
+
+/** Names a workspace variable or hook export cannot set: the agent owns them. */
+export function isReservedName(name: string): boolean {
+  return (
+    ["PATH", "HOME", "TMPDIR", "TF_IN_AUTOMATION", "TF_INPUT"].includes(name) ||
+    name.startsWith("OUTPOST_") ||
+    name.startsWith("TF_HTTP_")
+  );
+}
+
+/** True when `name` is in the allowlist, exactly or through a `PREFIX*` pattern. */
+export function isForwarded(name: string, allowlist: readonly string[]): boolean {
+  return allowlist.some((pattern) =>
+    pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern,
+  );
+}
+
+/**
+ * The environment of every process a job starts (engine and hooks), built from nothing: the
+ * host PATH (with the engine's directory first), HOME and TMPDIR inside the job dir, host
+ * variables named by the allowlist, the workspace's env variables, then the agent's own
+ * (`OUTPOST_*`, `TF_IN_AUTOMATION=1`, `TF_INPUT=0`), which neither can override. Returns the
+ * environment and the names that were skipped (reserved or invalid) so the job log can say so.
+ */
+export function buildJobEnvironment(input: {
+  assignment: JobAssignment;
+  hostEnv: NodeJS.ProcessEnv;
+  allowlist: readonly string[];
+  jobRoot: string;
+  engineDir: string;
+}): { env: Record<string, string>; skipped: string[] } {
+  const { assignment, hostEnv } = input;
+  const env: Record<string, string> = {};
+  const skipped: string[] = [];
+  for (const [name, value] of Object.entries(hostEnv)) {
+    if (value !== undefined && !isReservedName(name) && isForwarded(name, input.allowlist)) {
+      env[name] = value;
+    }
+  }
+  for (const variable of assignment.variables) {
+    if (variable.category !== "env") {
+      continue;
+    }
+    if (!NAME.test(variable.key) || isReservedName(variable.key)) {
+      skipped.push(variable.key);
+      continue;
+    }
+    env[variable.key] = variable.value;
+  }
+  Object.assign(env, {
+    PATH: `${input.engineDir}${path.delimiter}${hostEnv.PATH || FALLBACK_PATH}`,
+    HOME: path.join(input.jobRoot, "home"),
+    TMPDIR: path.join(input.jobRoot, "tmp"),
+    TF_IN_AUTOMATION: "1",
+    TF_INPUT: "0",
+    OUTPOST_RUN_ID: assignment.runId,
+    OUTPOST_JOB_ID: assignment.jobId,
+    OUTPOST_JOB_PHASE: assignment.phase,
+    OUTPOST_RUN_OPERATION: assignment.operation,
+    OUTPOST_WORKSPACE_ID: assignment.workspaceId,
+    OUTPOST_WORKSPACE_NAME: assignment.workspaceName,
+  });
+  return { env, skipped };
+}
+
+/**
+ * Adds hook exports to an environment, refusing the names the agent owns. Returns the names
+ * that were refused.
+ */
+export function applyExports(
+  env: Record<string, string>,
+  exports: Record<string, string>,
+): string[] {
+  const refused: string[] = [];
+  for (const [name, value] of Object.entries(exports)) {
+    if (isReservedName(name)) {
+      refused.push(name);
+    } else {
+      env[name] = value;
+    }
+  }
+  return refused;
+}
+
+/** The engine's extra variables: backend credentials, so the token never touches a file. */
+export function engineCredentials(runToken: string): Record<string, string> {
+  return { TF_HTTP_USERNAME: "outpost", TF_HTTP_PASSWORD: runToken };
+}

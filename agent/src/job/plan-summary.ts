@@ -1,0 +1,44 @@
+import type { PlanSummary } from "./types.ts";
+
+type Change = { change?: { actions?: unknown; importing?: unknown } };
+
+/**
+ * Counts a `terraform show -json` plan the way the CLI's "Plan: N to add…" line does: a
+ * replacement (delete+create in either order) counts as one add and one destroy, `importing`
+ * as an import. `hasChanges` is also true for output-only changes, like `-detailed-exitcode`.
+ * Throws if the document is not a JSON plan.
+ */
+export function summarizePlan(json: string): PlanSummary {
+  const doc = JSON.parse(json) as { resource_changes?: unknown; output_changes?: unknown };
+  if (typeof doc !== "object" || doc === null) {
+    throw new Error("the JSON plan is not an object");
+  }
+  const summary: PlanSummary = { adds: 0, changes: 0, destroys: 0, imports: 0, hasChanges: false };
+  const resources = Array.isArray(doc.resource_changes) ? (doc.resource_changes as Change[]) : [];
+  for (const rc of resources) {
+    const actions = Array.isArray(rc.change?.actions) ? (rc.change.actions as string[]) : [];
+    if (actions.includes("create")) {
+      summary.adds += 1;
+    }
+    if (actions.includes("delete")) {
+      summary.destroys += 1;
+    }
+    if (actions.includes("update")) {
+      summary.changes += 1;
+    }
+    if (rc.change?.importing !== undefined && rc.change.importing !== null) {
+      summary.imports += 1;
+    }
+  }
+  const outputs = doc.output_changes;
+  const outputChanged =
+    typeof outputs === "object" &&
+    outputs !== null &&
+    Object.values(outputs as Record<string, { actions?: unknown }>).some((o) => {
+      const actions = o.actions;
+      return Array.isArray(actions) && actions.some((a) => a !== "no-op");
+    });
+  summary.hasChanges =
+    summary.adds + summary.changes + summary.destroys + summary.imports > 0 || outputChanged;
+  return summary;
+}

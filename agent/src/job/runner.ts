@@ -1,0 +1,353 @@
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { computeBackoffMs } from "../backoff.ts";
+import { ensureEngine } from "../engines/install.ts";
+import { TransientError } from "../errors.ts";
+import { type RunningProcess, startProcess } from "../exec/process.ts";
+import { secretVariants } from "../logs/masker.ts";
+import { LogStreamer } from "../logs/streamer.ts";
+import { applyExports, buildJobEnvironment, engineCredentials } from "./environment.ts";
+import { writeBackendOverride, writeTerraformVariables } from "./files.ts";
+import { type HookName, runHook } from "./hooks.ts";
+import { summarizePlan } from "./plan-summary.ts";
+import { extractConfiguration, resolveWorkingDirectory } from "./source.ts";
+import type {
+  CoordinatorPort,
+  JobAssignment,
+  JobOutcome,
+  JobSettings,
+  PlanSummary,
+} from "./types.ts";
+import { cloneAtCommit } from "./vcs.ts";
+
+const PLAN_FILE = "plan.tfplan";
+const LOCK_FILE = ".terraform.lock.hcl";
+
+/** A job in progress. */
+export type JobHandle = {
+  /** Resolves (never rejects) when the job ended and its directory is gone. */
+  readonly done: Promise<JobOutcome>;
+  /** Graceful: SIGINT now, again after the grace period. Force: SIGKILL now. Idempotent. */
+  cancel(options: { force: boolean }): void;
+};
+
+class JobFailure extends Error {
+  readonly exitCode: number | null;
+  constructor(message: string, exitCode: number | null = null) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+class Canceled extends Error {}
+
+/**
+ * Runs one job in a fresh directory under `settings.dataDir/jobs`, removed afterwards whatever
+ * happens. Plan: engine install, configuration, override and tfvars files, pre-plan hook,
+ * `init`, `plan -detailed-exitcode`, post-plan hook, `show -json`, then uploads the plan file,
+ * lock file and JSON plan and reports the summary. Apply: downloads the plan and lock file,
+ * pre-apply hook, `init`, `apply` the saved plan, post-apply hook. The log (masked) streams
+ * through `port.sendLogChunk`; the outcome says succeeded, failed (with why) or canceled.
+ */
+export function startJob(
+  assignment: JobAssignment,
+  port: CoordinatorPort,
+  settings: JobSettings,
+): JobHandle {
+  const job = new Job(assignment, port, settings);
+  return { done: job.run(), cancel: (options) => job.cancel(options.force) };
+}
+
+class Job {
+  private canceled: "graceful" | "force" | null = null;
+  private current: RunningProcess | null = null;
+  private killHook: (() => void) | null = null;
+  private log: LogStreamer | null = null;
+  private env: Record<string, string> = {};
+  private engineEnv: Record<string, string> = {};
+  private lastExitCode: number | null = null;
+  private readonly a: JobAssignment;
+  private readonly port: CoordinatorPort;
+  private readonly settings: JobSettings;
+
+  constructor(a: JobAssignment, port: CoordinatorPort, settings: JobSettings) {
+    this.a = a;
+    this.port = port;
+    this.settings = settings;
+  }
+
+  cancel(force: boolean): void {
+    if (this.canceled === "force" || (this.canceled === "graceful" && !force)) {
+      return;
+    }
+    this.canceled = force ? "force" : "graceful";
+    if (force) {
+      this.current?.forceKill();
+    } else {
+      this.current?.cancel(this.settings.cancelGraceMs);
+    }
+    this.killHook?.();
+  }
+
+  async run(): Promise<JobOutcome> {
+    const jobsDir = path.join(this.settings.dataDir, "jobs");
+    await mkdir(jobsDir, { recursive: true });
+    const root = await mkdtemp(path.join(jobsDir, `${this.a.jobId.replace(/[^\w-]/g, "_")}-`));
+    let outcome: JobOutcome;
+    try {
+      const secrets = [
+        this.a.runToken,
+        ...this.a.variables.filter((v) => v.sensitive).map((v) => v.value),
+      ];
+      this.log = new LogStreamer({
+        send: this.port.sendLogChunk,
+        spoolFile: path.join(root, "log.spool"),
+        secrets: secretVariants(secrets),
+      });
+      outcome = await this.execute(root);
+      try {
+        await this.log.close();
+      } catch (error) {
+        outcome = {
+          ...outcome,
+          status: "failed",
+          message: `log upload failed: ${(error as Error).message}`,
+        };
+      }
+      outcome.logLength = this.log.length;
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+    return outcome;
+  }
+
+  private say(line: string): void {
+    this.log?.write(`${line}\n`);
+  }
+
+  private async execute(root: string): Promise<JobOutcome> {
+    let planSummary: PlanSummary | null = null;
+    try {
+      this.say(
+        `Outpost agent: ${this.a.phase} job ${this.a.jobId} for run ${this.a.runId} in workspace ${this.a.workspaceName}`,
+      );
+      const workDir = await this.prepare(root);
+      if (this.a.phase === "plan") {
+        planSummary = await this.plan(root, workDir);
+      } else {
+        await this.apply(root, workDir);
+      }
+      return {
+        status: "succeeded",
+        message: null,
+        exitCode: this.lastExitCode,
+        planSummary,
+        logLength: 0,
+      };
+    } catch (error) {
+      if (this.canceled !== null || error instanceof Canceled) {
+        this.say(`\nOutpost agent: the ${this.a.phase} was canceled`);
+        return {
+          status: "canceled",
+          message: "canceled",
+          exitCode: this.lastExitCode,
+          planSummary,
+          logLength: 0,
+        };
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      this.say(`\nOutpost agent: ${this.a.phase} failed: ${message}`);
+      const exitCode = error instanceof JobFailure ? error.exitCode : this.lastExitCode;
+      return { status: "failed", message, exitCode, planSummary, logLength: 0 };
+    }
+  }
+
+  private checkCanceled(): void {
+    if (this.canceled !== null) {
+      throw new Canceled("canceled");
+    }
+  }
+
+  /** Engine, configuration, working directory, generated files and the environment. */
+  private async prepare(root: string): Promise<string> {
+    const engine = await retryTransient(() =>
+      ensureEngine({
+        engine: this.a.engine,
+        version: this.a.engineVersion,
+        dataDir: this.settings.dataDir,
+        releaseMirror: this.settings.releaseMirror,
+        searchPath: this.settings.hostEnv.PATH ?? "",
+        onProgress: (line) => this.say(line),
+      }),
+    );
+    this.checkCanceled();
+    const configDir = path.join(root, "config");
+    await Promise.all(["home", "tmp", "scratch"].map((d) => mkdir(path.join(root, d))));
+    const source = this.a.source;
+    if (source.kind === "configuration") {
+      const archive = path.join(root, "configuration.tar.gz");
+      await retryTransient(() => this.port.downloadConfiguration(source.url, archive));
+      const { droppedLinks } = await extractConfiguration({
+        archive,
+        expectedSha256: source.sha256,
+        dest: configDir,
+        maxBytes: this.settings.maxConfigurationBytes,
+      });
+      for (const link of droppedLinks) {
+        this.say(`Outpost agent: skipped link ${link} in the configuration`);
+      }
+    } else {
+      this.say(`Cloning ${source.repoUrl} at ${source.commitSha}`);
+      await cloneAtCommit({
+        ...source,
+        dest: configDir,
+        allowFileRepos: this.settings.allowFileRepos,
+        hostEnv: this.settings.hostEnv,
+      });
+    }
+    const workDir = await resolveWorkingDirectory(configDir, this.a.workingDirectory);
+    await writeBackendOverride(workDir, this.a.stateAddress);
+    await writeTerraformVariables(workDir, this.a.variables);
+    const { env, skipped } = buildJobEnvironment({
+      assignment: this.a,
+      hostEnv: this.settings.hostEnv,
+      allowlist: this.settings.envForward,
+      jobRoot: root,
+      engineDir: path.dirname(engine.path),
+    });
+    for (const name of skipped) {
+      this.say(`Outpost agent: ignored workspace variable ${name} (reserved or not a valid name)`);
+    }
+    this.env = env;
+    this.engineEnv = { ...engineCredentials(this.a.runToken) };
+    this.enginePath = engine.path;
+    return workDir;
+  }
+
+  private enginePath = "";
+
+  private async plan(root: string, workDir: string): Promise<PlanSummary> {
+    await this.hook("pre-plan", root, workDir);
+    await this.engine(workDir, ["init", "-input=false", "-no-color"], "init");
+    const args = ["plan", `-out=${PLAN_FILE}`, "-input=false", "-detailed-exitcode", "-no-color"];
+    if (this.a.operation === "destroy") {
+      args.push("-destroy");
+    }
+    if (this.a.speculative) {
+      args.push("-lock=false");
+    }
+    await this.engine(workDir, args, "plan", [0, 2]);
+    await this.hook("post-plan", root, workDir);
+    const planJson = path.join(root, "scratch", "plan.json");
+    // stdout to a file: a JSON plan holds every variable value, so it never enters the log.
+    await this.engine(workDir, ["show", "-json", PLAN_FILE], "show", [0], planJson);
+    const summary = summarizePlan(await readFile(planJson, "utf8"));
+    await retryTransient(() =>
+      this.port.uploadArtifact("plan-file", path.join(workDir, PLAN_FILE)),
+    );
+    if (existsSync(path.join(workDir, LOCK_FILE))) {
+      await retryTransient(() =>
+        this.port.uploadArtifact("lock-file", path.join(workDir, LOCK_FILE)),
+      );
+    }
+    await retryTransient(() => this.port.uploadArtifact("plan-json", planJson));
+    return summary;
+  }
+
+  private async apply(root: string, workDir: string): Promise<void> {
+    const planFile = path.join(workDir, PLAN_FILE);
+    if (!(await retryTransient(() => this.port.downloadArtifact("plan-file", planFile)))) {
+      throw new JobFailure("the coordinator has no plan file for this run");
+    }
+    const hasLock = await retryTransient(() =>
+      this.port.downloadArtifact("lock-file", path.join(workDir, LOCK_FILE)),
+    );
+    if (!hasLock) {
+      await rm(path.join(workDir, LOCK_FILE), { force: true });
+    }
+    await this.hook("pre-apply", root, workDir);
+    await this.engine(workDir, ["init", "-input=false", "-no-color"], "init");
+    await this.engine(workDir, ["apply", "-input=false", "-no-color", PLAN_FILE], "apply");
+    if (this.canceled !== null) {
+      // The apply completed before the cancel took effect: it succeeded, skip the hook.
+      this.say("\nOutpost agent: the cancel came after the apply completed; skipping post-apply");
+      return;
+    }
+    await this.hook("post-apply", root, workDir);
+  }
+
+  private async hook(name: HookName, root: string, workDir: string): Promise<void> {
+    this.checkCanceled();
+    const exports = await runHook({
+      name,
+      hooksDir: this.settings.hooksDir,
+      timeoutMs: this.settings.hookTimeoutMs,
+      cwd: workDir,
+      env: this.env,
+      scratchDir: path.join(root, "scratch"),
+      onOutput: (chunk) => this.log?.write(chunk),
+      control: { onStart: (kill) => (this.killHook = kill) },
+    }).finally(() => {
+      this.killHook = null;
+    });
+    for (const refused of applyExports(this.env, exports)) {
+      this.say(
+        `Outpost agent: ignored ${refused} exported by the ${name} hook (reserved by the agent)`,
+      );
+    }
+  }
+
+  /** Runs one engine command; throws unless it exits with one of `okCodes`. */
+  private async engine(
+    workDir: string,
+    args: string[],
+    what: string,
+    okCodes = [0],
+    stdoutFile?: string,
+  ): Promise<number> {
+    this.checkCanceled();
+    this.say(`\n$ ${this.a.engine} ${args.join(" ")}`);
+    const child = startProcess({
+      command: this.enginePath,
+      args,
+      cwd: workDir,
+      env: { ...this.env, ...this.engineEnv },
+      onOutput: (chunk) => this.log?.write(chunk),
+      stdoutFile,
+    });
+    this.current = child;
+    // A cancel that arrived between checkCanceled and the spawn still reaches the engine.
+    if (this.canceled === "force") {
+      child.forceKill();
+    } else if (this.canceled === "graceful") {
+      child.cancel(this.settings.cancelGraceMs);
+    }
+    const exit = await child.exited.finally(() => {
+      this.current = null;
+    });
+    this.lastExitCode = exit.code;
+    if (exit.code !== null && okCodes.includes(exit.code)) {
+      // Finished despite a cancel (e.g. the apply completed): the work is done, report it so.
+      return exit.code;
+    }
+    this.checkCanceled();
+    const how =
+      exit.code === null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+    throw new JobFailure(`${this.a.engine} ${what} ${how}`, exit.code);
+  }
+}
+
+/** Retries `fn` on {@link TransientError} with backoff, up to 5 attempts. */
+async function retryTransient<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!(error instanceof TransientError) || attempt >= 4) {
+        throw error;
+      }
+      await delay(computeBackoffMs({ attempt, retryAfter: error.retryAfter }));
+    }
+  }
+}

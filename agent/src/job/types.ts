@@ -1,0 +1,97 @@
+import type { Engine } from "../engines/release.ts";
+import type { LogSender } from "../logs/streamer.ts";
+
+/** A workspace variable as the job receives it (sensitive values in clear, only in memory). */
+export type JobVariable = {
+  key: string;
+  value: string;
+  category: "env" | "terraform";
+  /** Terraform variables only: `value` is an HCL expression, not a string. */
+  hcl: boolean;
+  sensitive: boolean;
+};
+
+/** Where the configuration comes from: an uploaded tarball, or a commit the agent clones. */
+export type JobSource =
+  | { kind: "configuration"; url: string; sha256: string }
+  | { kind: "vcs"; repoUrl: string; commitSha: string };
+
+/**
+ * One job handed to this agent (local type until `src/protocol/` defines the wire schema; the
+ * loop maps the protocol's job to this).
+ */
+export type JobAssignment = {
+  jobId: string;
+  runId: string;
+  workspaceId: string;
+  workspaceName: string;
+  phase: "plan" | "apply";
+  operation: "plan" | "apply" | "destroy";
+  /** Speculative plans run with `-lock=false` and are never applied. */
+  speculative: boolean;
+  engine: Engine;
+  engineVersion: string;
+  /** Relative to the configuration root; "" for the root itself. */
+  workingDirectory: string;
+  variables: JobVariable[];
+  source: JobSource;
+  /** Per-run token: the state backend password; masked in logs, never written to disk. */
+  runToken: string;
+  /** Full URL of the workspace's state on the coordinator (`…/state/v1/{workspaceId}`). */
+  stateAddress: string;
+};
+
+/** Files carried from the plan job to the apply job and shown to users. */
+export type ArtifactName = "plan-file" | "lock-file" | "plan-json";
+
+/**
+ * What the runner needs from the coordinator, bound to one job and its lease. The HTTP client
+ * implements it against the agent API; tests implement it in memory.
+ */
+export type CoordinatorPort = {
+  /** Writes the configuration tarball at `url` to `destFile` (the runner checks its sha256). */
+  downloadConfiguration(url: string, destFile: string): Promise<void>;
+  uploadArtifact(name: ArtifactName, file: string): Promise<void>;
+  /** Writes the artifact to `destFile`; resolves false when the coordinator has none. */
+  downloadArtifact(name: ArtifactName, destFile: string): Promise<boolean>;
+  /** Appends log bytes at `offset` (see {@link LogSender}). */
+  sendLogChunk: LogSender;
+};
+
+/** Counts from the JSON plan, reported with the plan job's finish. */
+export type PlanSummary = {
+  adds: number;
+  changes: number;
+  destroys: number;
+  imports: number;
+  hasChanges: boolean;
+};
+
+/** How a job ended, for the finish call. */
+export type JobOutcome = {
+  status: "succeeded" | "failed" | "canceled";
+  /** Why it failed or was canceled; null on success. */
+  message: string | null;
+  /** Exit code of the last engine command, if one ran. */
+  exitCode: number | null;
+  /** Plan jobs that reached `show -json`. */
+  planSummary: PlanSummary | null;
+  /** Bytes of (masked) log the coordinator holds. */
+  logLength: number;
+};
+
+/** Agent-level settings a job needs (a subset of the agent configuration). */
+export type JobSettings = {
+  dataDir: string;
+  hooksDir: string;
+  hookTimeoutMs: number;
+  envForward: string[];
+  /** The agent's own environment, from which allowlisted variables are forwarded. */
+  hostEnv: NodeJS.ProcessEnv;
+  releaseMirror: string | null;
+  allowFileRepos: boolean;
+  /** Between the first and the second SIGINT of a graceful cancel. */
+  cancelGraceMs: number;
+  /** Cap on the configuration tarball and on its extracted size. */
+  maxConfigurationBytes: number;
+};

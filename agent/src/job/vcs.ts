@@ -1,0 +1,62 @@
+import { execFile } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import { promisify } from "node:util";
+import { ConfigurationError } from "./source.ts";
+
+const execFileAsync = promisify(execFile);
+const COMMIT = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+
+/**
+ * Clones `repoUrl` at exactly `commitSha` into `dest` (shallow fetch of that commit; a full
+ * fetch if the server refuses fetching by id). Runs git with the agent's own environment, so
+ * credential helpers and SSH agents of the agent host work, never with the job's variables.
+ * Only https, http, ssh and scp-like URLs are allowed (plus file:// and local paths when
+ * `allowFileRepos`, for development); git's own protocol allowlist enforces the same for
+ * submodules and redirects. Throws {@link ConfigurationError} with git's message on failure.
+ */
+export async function cloneAtCommit(input: {
+  repoUrl: string;
+  commitSha: string;
+  dest: string;
+  allowFileRepos: boolean;
+  hostEnv: NodeJS.ProcessEnv;
+}): Promise<void> {
+  const sha = input.commitSha.toLowerCase();
+  if (!COMMIT.test(sha)) {
+    throw new ConfigurationError(`"${input.commitSha}" is not a full commit id`);
+  }
+  const isRemote =
+    /^(https?|ssh):\/\//i.test(input.repoUrl) || /^[\w.-]+@[\w.-]+:/.test(input.repoUrl);
+  const isFile = /^file:\/\//i.test(input.repoUrl) || input.repoUrl.startsWith("/");
+  if (!(isRemote || (isFile && input.allowFileRepos))) {
+    throw new ConfigurationError(
+      isFile
+        ? `repository ${input.repoUrl} is a local path; start the agent with --allow-file-repos to allow it`
+        : `repository URL ${input.repoUrl} is not https, http or ssh`,
+    );
+  }
+  const env = {
+    ...input.hostEnv,
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_ALLOW_PROTOCOL: input.allowFileRepos ? "https:http:ssh:file" : "https:http:ssh",
+  };
+  const git = async (...args: string[]) => {
+    try {
+      await execFileAsync("git", args, { cwd: input.dest, env, timeout: 10 * 60_000 });
+    } catch (error) {
+      const stderr = String((error as { stderr?: unknown }).stderr ?? "").trim();
+      throw new ConfigurationError(
+        `git ${args[0]} failed: ${stderr.split("\n").pop() ?? String(error)}`,
+      );
+    }
+  };
+  await mkdir(input.dest, { recursive: true });
+  await git("init", "--quiet");
+  await git("remote", "add", "origin", input.repoUrl);
+  try {
+    await git("fetch", "--quiet", "--depth", "1", "--no-tags", "origin", sha);
+  } catch {
+    await git("fetch", "--quiet", "--no-tags", "origin");
+  }
+  await git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", sha);
+}
