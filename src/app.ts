@@ -4,11 +4,15 @@
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
+import { agentRoutes } from "./agents/routes.ts";
 import { createDb } from "./db/client.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError, errorResponse, handleError } from "./errors.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
 import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
+import { poolRoutes } from "./pools/routes.ts";
+import { stateApiRoutes } from "./state/api-routes.ts";
+import { stateRoutes } from "./state/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
@@ -32,6 +36,11 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/api/v1", organizationRoutes);
   app.route("/api/v1/tokens", tokenRoutes);
   app.route("/api/v1/workspaces", workspaceRoutes);
+  app.route("/api/v1/workspaces", stateApiRoutes);
+  // The Terraform http backend: outside /api (own auth scheme, custom methods, large bodies).
+  app.route("/state/v1", stateRoutes);
+  app.route("/api/v1/pools", poolRoutes);
+  app.route("/agent/v1", agentRoutes);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
     type: "http",

@@ -1,0 +1,441 @@
+/**
+ * AgentPool: one Durable Object per agent pool. It holds the pool's job queue, agent registry and
+ * leases in SQLite and keeps ONE alarm set to the earliest deadline of any row. The rules live in
+ * `queue.ts` (pure) and `pool-ops.ts`; this class is the RPC surface, the held long-polls, the
+ * alarm and the delivery of job-ended events. Semantics: docs/queue.md.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { newId } from "../src/db/ids.ts";
+import { onJobEnded } from "../src/jobs/hooks.ts";
+import { fail, ok, type Result } from "../src/lib/result.ts";
+import {
+  type ExitInstruction,
+  MAX_POLL_WAIT_SECONDS,
+  type RunningJob,
+} from "../src/protocol/index.ts";
+import * as ops from "./pool-ops.ts";
+import {
+  earliestDue,
+  endJob,
+  getAgent,
+  getJob,
+  insertAgent,
+  insertJob,
+  type JobRow,
+  readSettings,
+  toJobView,
+  touchAgent,
+  writeSettings,
+} from "./pool-store.ts";
+import {
+  type AgentRef,
+  type AgentView,
+  type FinishReport,
+  type HeartbeatOutcome,
+  type JobEndedEvent,
+  type JobView,
+  type PollOutcome,
+  type PoolSettings,
+  QueuedJob,
+  type RegisterInput,
+  type WaitInfo,
+} from "./pool-types.ts";
+import {
+  DEFAULT_POOL_SETTINGS,
+  HEARTBEAT_INTERVAL_SECONDS,
+  mergeSettings,
+  outboxRetryDelayMs,
+} from "./queue.ts";
+import { applySchema } from "./schema.ts";
+
+type Waiter = {
+  agentId: string;
+  resolve: (outcome: PollOutcome) => void;
+  timer: ReturnType<typeof setTimeout>;
+};
+
+/** An event being delivered is not retried by the alarm for this long. */
+const OUTBOX_CLAIM_MS = 60_000;
+const OUTBOX_BATCH = 100;
+
+export type RegisterOutcome = {
+  agentId: string;
+  heartbeatIntervalSeconds: number;
+  pollWaitSeconds: number;
+  leaseStartTimeoutSeconds: number;
+};
+
+export class AgentPool extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private settings: PoolSettings = DEFAULT_POOL_SETTINGS;
+  /** Held long-polls, oldest first. In memory only: a lost waiter is a poll that ended early. */
+  private readonly waiters: Waiter[] = [];
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    void ctx.blockConcurrencyWhile(async () => {
+      applySchema(this.sql);
+      this.settings = readSettings(this.sql);
+    });
+  }
+
+  /** Applies the pool's liveness settings (null → default); every deadline moves with them. */
+  async configure(
+    overrides: Partial<Record<keyof PoolSettings, number | null>>,
+  ): Promise<PoolSettings> {
+    this.settings = mergeSettings(overrides);
+    writeSettings(this.sql, this.settings);
+    await this.afterChange();
+    return this.settings;
+  }
+
+  /**
+   * Queues a job. Idempotent by job id: a job already known (in any state, even ended) is
+   * returned as it is and never queued twice. A matching held poll is answered at once.
+   */
+  async enqueue(
+    input: QueuedJob,
+  ): Promise<Result<{ job: JobView; created: boolean }, "invalid_job" | "pool_deleted">> {
+    const parsed = QueuedJob.safeParse(input);
+    if (!parsed.success) {
+      return fail("invalid_job");
+    }
+    if (this.isRetired()) {
+      return fail("pool_deleted");
+    }
+    const existing = getJob(this.sql, parsed.data.jobId);
+    if (existing) {
+      return ok({ job: toJobView(existing), created: false });
+    }
+    insertJob(this.sql, parsed.data, Date.now());
+    await this.afterChange();
+    const row = getJob(this.sql, parsed.data.jobId);
+    if (!row) {
+      throw new Error(`job ${parsed.data.jobId} lost after enqueue`);
+    }
+    return ok({ job: toJobView(row), created: true });
+  }
+
+  /**
+   * Cancels a job: queued or leased-unstarted ends now; started gets a cancel request delivered
+   * with the agent's next heartbeat, or with `force` ends now. Canceling an ended job is a no-op.
+   */
+  async cancelJob(
+    jobId: string,
+    options: { force?: boolean } = {},
+  ): Promise<Result<JobView, "not_found">> {
+    const result = ops.cancel(this.ops(), jobId, options.force === true);
+    await this.afterChange();
+    return result;
+  }
+
+  /** Why a job still waits: no agent registered or online, all busy, wrong phase, or its place. */
+  async whyWaiting(jobId: string): Promise<Result<WaitInfo, "not_found">> {
+    return ops.waitInfo(this.ops(), jobId);
+  }
+
+  async getJob(jobId: string): Promise<JobView | null> {
+    const row = getJob(this.sql, jobId);
+    return row ? toJobView(row) : null;
+  }
+
+  /** Registered agents with status and jobs; offline agents past the retention window are gone. */
+  async listAgents(): Promise<AgentView[]> {
+    return ops.listedAgents(this.ops());
+  }
+
+  /** Registers an agent under the token that authenticated it. */
+  async register(input: RegisterInput): Promise<Result<RegisterOutcome, "pool_deleted">> {
+    if (this.isRetired()) {
+      return fail("pool_deleted");
+    }
+    const now = Date.now();
+    const agentId = newId("agent");
+    insertAgent(
+      this.sql,
+      {
+        id: agentId,
+        token_id: input.tokenId,
+        name: input.name,
+        version: input.version,
+        os: input.os,
+        arch: input.arch,
+        capacity: input.capacity,
+        accepts: input.acceptedPhases.join(","),
+        state: "online",
+        state_reason: null,
+        registered_at: now,
+        last_contact_at: now,
+        poll_held_until: null,
+        state_changed_at: now,
+        due_at: null,
+      },
+      this.settings,
+    );
+    await this.afterChange();
+    return ok({
+      agentId,
+      heartbeatIntervalSeconds: HEARTBEAT_INTERVAL_SECONDS,
+      pollWaitSeconds: MAX_POLL_WAIT_SECONDS,
+      leaseStartTimeoutSeconds: Math.ceil(this.settings.leaseStartTimeoutMs / 1000),
+    });
+  }
+
+  /**
+   * Asks for work: leases the next matching job now, or holds the call up to `waitMs` (at most
+   * 50 s) and answers the moment one is queued. A held poll counts as contact throughout.
+   */
+  async pollJob(ref: AgentRef, waitMs: number): Promise<Result<PollOutcome, "agent_not_found">> {
+    const agent = ops.resolveAgent(this.sql, ref);
+    if (!agent) {
+      return fail("agent_not_found");
+    }
+    const exit = ops.exitFor(agent);
+    if (exit) {
+      return ok({ kind: "exit", exit });
+    }
+    const now = Date.now();
+    const wait = Math.min(Math.max(0, Math.floor(waitMs)), MAX_POLL_WAIT_SECONDS * 1000);
+    const online = touchAgent(this.sql, agent, now, agent.poll_held_until, this.settings);
+    const job = ops.tryLease(this.ops(), online);
+    if (job || wait === 0) {
+      await this.afterChange();
+      return ok(job ? { kind: "job", job } : { kind: "none" });
+    }
+    touchAgent(
+      this.sql,
+      online,
+      now,
+      Math.max(online.poll_held_until ?? 0, now + wait),
+      this.settings,
+    );
+    await this.scheduleAlarm();
+    const outcome = await new Promise<PollOutcome>((resolve) => {
+      const waiter: Waiter = {
+        agentId: agent.id,
+        resolve,
+        timer: setTimeout(() => this.settle(waiter, { kind: "none" }), wait),
+      };
+      this.waiters.push(waiter);
+    });
+    const after = getAgent(this.sql, agent.id);
+    if (after) {
+      const stillHeld = this.waiters.some((w) => w.agentId === agent.id);
+      touchAgent(
+        this.sql,
+        after,
+        Date.now(),
+        stillHeld ? after.poll_held_until : null,
+        this.settings,
+      );
+    }
+    await this.afterChange();
+    return ok(outcome);
+  }
+
+  /** Two-phase acknowledge of a lease; after it, the job can only end through its agent or a timeout. */
+  async startJob(
+    ref: AgentRef,
+    jobId: string,
+    leaseId: string,
+  ): Promise<Result<JobView, "agent_not_found" | ops.LeaseFailure>> {
+    return this.withAgent(ref, (ctx, agent) => ops.start(ctx, agent, jobId, leaseId));
+  }
+
+  /** Renews the listed leases; answers cancel requests and, for an offline agent, an exit. */
+  async heartbeat(
+    ref: AgentRef,
+    running: RunningJob[],
+  ): Promise<Result<HeartbeatOutcome, "agent_not_found">> {
+    return this.withAgent(ref, (ctx, agent) => {
+      const exit: ExitInstruction | null = ops.exitFor(agent);
+      const cancel = exit
+        ? running.map((r) => ({ ...r, mode: "force" as const, reason: exit.reason }))
+        : ops.heartbeat(ctx, agent, running);
+      return ok({ cancel, exit, heartbeatIntervalSeconds: HEARTBEAT_INTERVAL_SECONDS });
+    });
+  }
+
+  /** The agent's report that a job ended; repeating it answers the same. */
+  async finishJob(
+    ref: AgentRef,
+    jobId: string,
+    leaseId: string,
+    report: FinishReport,
+  ): Promise<Result<JobView, "agent_not_found" | ops.LeaseFailure>> {
+    return this.withAgent(ref, (ctx, agent) => ops.finish(ctx, agent, jobId, leaseId, report));
+  }
+
+  /** Graceful exit: unstarted leases return to the queue, jobs still running fail. */
+  async goodbye(
+    ref: AgentRef,
+    reason: string | null,
+  ): Promise<Result<{ agentId: string }, "agent_not_found">> {
+    return this.withAgent(ref, (ctx, agent) => {
+      if (agent.state === "online" || agent.state === "unknown") {
+        const jobReason = `agent ${agent.id} exited while running this job`;
+        ops.loseAgent(ctx, agent, "exited", reason ?? "said goodbye", jobReason);
+      }
+      return ok({ agentId: agent.id });
+    });
+  }
+
+  /** A revoked token's agents are told to exit; their running jobs fail, unstarted ones requeue. */
+  async revokeToken(tokenId: string): Promise<{ agentIds: string[] }> {
+    const ctx = this.ops();
+    const agents = this.sql
+      .exec<{ id: string }>(
+        "SELECT id FROM agents WHERE token_id = ? AND state IN ('online', 'unknown')",
+        tokenId,
+      )
+      .toArray();
+    for (const { id } of agents) {
+      const agent = getAgent(this.sql, id);
+      if (agent) {
+        const jobReason = `the token of agent ${id} was revoked while it ran this job`;
+        ops.loseAgent(ctx, agent, "exited", "its agent token was revoked", jobReason);
+      }
+    }
+    await this.afterChange();
+    return { agentIds: agents.map((a) => a.id) };
+  }
+
+  /** The pool is being deleted: every unfinished job errors, every agent is told to exit, storage is emptied. */
+  async retire(): Promise<void> {
+    const ctx = this.ops();
+    for (const job of this.sql
+      .exec<JobRow>("SELECT * FROM jobs WHERE state <> 'ended'")
+      .toArray()) {
+      endJob(this.sql, job, ops.systemEnd("errored", "the agent pool was deleted"), ctx.now);
+    }
+    this.sql.exec(
+      "UPDATE agents SET state = 'exited', state_reason = 'the agent pool was deleted'",
+    );
+    this.sql.exec("INSERT OR REPLACE INTO settings (key, value) VALUES ('retired', '1')");
+    this.dispatch();
+    while (this.sql.exec("SELECT 1 FROM outbox LIMIT 1").toArray().length > 0) {
+      if (!(await this.flushOutbox(true))) {
+        break;
+      }
+    }
+    for (const table of ["agents", "jobs", "class_rounds", "workspace_rounds"]) {
+      this.sql.exec(`DELETE FROM ${table}`);
+    }
+    await this.scheduleAlarm();
+  }
+
+  /** Every overdue deadline handled, events delivered, the next alarm set. Idempotent. */
+  override async alarm(): Promise<void> {
+    ops.sweepDue(this.ops());
+    await this.afterChange();
+  }
+
+  private ops(): ops.OpsContext {
+    return { sql: this.sql, settings: this.settings, now: Date.now() };
+  }
+
+  private isRetired(): boolean {
+    return this.sql.exec("SELECT 1 FROM settings WHERE key = 'retired'").toArray().length > 0;
+  }
+
+  private async withAgent<T, R extends string>(
+    ref: AgentRef,
+    run: (ctx: ops.OpsContext, agent: NonNullable<ReturnType<typeof getAgent>>) => Result<T, R>,
+  ): Promise<Result<T, R | "agent_not_found">> {
+    const agent = ops.resolveAgent(this.sql, ref);
+    if (!agent) {
+      return fail("agent_not_found");
+    }
+    const ctx = this.ops();
+    const current = touchAgent(this.sql, agent, ctx.now, agent.poll_held_until, this.settings);
+    const result = run(ctx, current);
+    await this.afterChange();
+    return result;
+  }
+
+  /** After any mutation: answer held polls that can now be served, deliver events, re-arm the alarm. */
+  private async afterChange(): Promise<void> {
+    this.dispatch();
+    await this.scheduleAlarm();
+    if (await this.flushOutbox(false)) {
+      await this.scheduleAlarm();
+    }
+  }
+
+  /** Matches held polls (oldest first) with queued jobs; offline agents' polls get an exit. */
+  private dispatch(): void {
+    for (const waiter of [...this.waiters]) {
+      const agent = getAgent(this.sql, waiter.agentId);
+      const exit = agent ? ops.exitFor(agent) : { reason: "this agent is no longer registered" };
+      if (exit) {
+        this.settle(waiter, { kind: "exit", exit });
+      } else if (agent) {
+        const job = ops.tryLease(this.ops(), agent);
+        if (job) {
+          this.settle(waiter, { kind: "job", job });
+        }
+      }
+    }
+  }
+
+  private settle(waiter: Waiter, outcome: PollOutcome): void {
+    const index = this.waiters.indexOf(waiter);
+    if (index >= 0) {
+      this.waiters.splice(index, 1);
+      clearTimeout(waiter.timer);
+      waiter.resolve(outcome);
+    }
+  }
+
+  /**
+   * Delivers due job-ended events to `onJobEnded`, at least once: each is claimed before the
+   * call and deleted after it; a failure is retried with backoff by the alarm.
+   */
+  private async flushOutbox(all: boolean): Promise<boolean> {
+    const now = Date.now();
+    const rows = this.sql
+      .exec<{ id: number; event: string; attempts: number }>(
+        `SELECT id, event, attempts FROM outbox ${all ? "" : "WHERE next_attempt_at <= ?"} ORDER BY id LIMIT ${OUTBOX_BATCH}`,
+        ...(all ? [] : [now]),
+      )
+      .toArray();
+    for (const row of rows) {
+      this.sql.exec(
+        "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ?",
+        now + OUTBOX_CLAIM_MS,
+        row.id,
+      );
+    }
+    let delivered = false;
+    for (const row of rows) {
+      try {
+        await onJobEnded(this.env, JSON.parse(row.event) as JobEndedEvent);
+        this.sql.exec("DELETE FROM outbox WHERE id = ?", row.id);
+        delivered = true;
+      } catch (err) {
+        console.error(
+          JSON.stringify({ level: "error", msg: "onJobEnded failed", err: String(err) }),
+        );
+        this.sql.exec(
+          "UPDATE outbox SET next_attempt_at = ? WHERE id = ?",
+          Date.now() + outboxRetryDelayMs(row.attempts + 1),
+          row.id,
+        );
+      }
+    }
+    return rows.length > 0 && (delivered || !all);
+  }
+
+  /** The one alarm: the earliest deadline of any row, or none when nothing is due. */
+  private async scheduleAlarm(): Promise<void> {
+    const next = earliestDue(this.sql);
+    if (next === null) {
+      await this.ctx.storage.deleteAlarm();
+      return;
+    }
+    if ((await this.ctx.storage.getAlarm()) !== next) {
+      await this.ctx.storage.setAlarm(next);
+    }
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * `/agent/v1/*`: the agent protocol. An agent token authenticates every call; after `register`
+ * the `Outpost-Agent-Id` header names the agent, and job-scoped calls carry the lease id (the
+ * fencing token) in the path. Bodies are the zod schemas of `src/protocol/`.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AgentRef } from "../../durable/pool-types.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../errors.ts";
+import { onJobLeased } from "../jobs/hooks.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { requireAuth } from "../middleware/auth.ts";
+import { poolStub } from "../pools/service.ts";
+import {
+  AgentId,
+  FinishRequest,
+  FinishResponse,
+  GoodbyeRequest,
+  GoodbyeResponse,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  JobId,
+  JobsNextResponse,
+  LeaseId,
+  MAX_POLL_WAIT_SECONDS,
+  MAX_REQUESTED_WAIT_SECONDS,
+  RegisterRequest,
+  RegisterResponse,
+  StartResponse,
+} from "../protocol/index.ts";
+
+const agentAuth = requireAuth({ kinds: ["agent"] });
+
+const AgentHeaders = z.object({
+  "outpost-agent-id": AgentId.openapi({
+    param: { name: "Outpost-Agent-Id", in: "header" },
+    description: "The agent id returned by register",
+  }),
+});
+
+const LeaseParams = z.strictObject({
+  jobId: JobId.openapi({
+    param: { name: "jobId", in: "path" },
+    example: `run_${"a".repeat(26)}%3Aplan`,
+    description: "<run id>:plan or <run id>:apply, colon percent-encoded",
+  }),
+  leaseId: LeaseId.openapi({ param: { name: "leaseId", in: "path" } }),
+});
+
+const NextQuery = z.strictObject({
+  wait: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_REQUESTED_WAIT_SECONDS)
+    .default(0)
+    .openapi({
+      param: { name: "wait", in: "query" },
+      description: `Seconds to hold the request for work; at most ${MAX_POLL_WAIT_SECONDS} are used`,
+    }),
+});
+
+/** Who is calling: the agent token's pool and the agent the header names. */
+function agentRef(c: Context<AppEnv>, agentId: string): { poolId: string; ref: AgentRef } {
+  const principal = c.get("principal");
+  if (principal?.kind !== "agent") {
+    throw new Error("agent route without agent auth");
+  }
+  return { poolId: principal.poolId, ref: { agentId, tokenId: principal.tokenId } };
+}
+
+function agentFailure(reason: string, ids: { agentId: string; jobId?: string; leaseId?: string }) {
+  switch (reason) {
+    case "agent_not_found":
+      return new ApiError(
+        "NOT_FOUND",
+        `agent ${ids.agentId} is not registered in this pool with this token; register again`,
+      );
+    case "job_not_found":
+      return new ApiError("NOT_FOUND", `job ${ids.jobId} not found in this pool`);
+    case "lease_lost":
+      return new ApiError(
+        "LEASE_LOST",
+        `lease ${ids.leaseId} of job ${ids.jobId} is not held by agent ${ids.agentId}`,
+      );
+    default:
+      return new ApiError("NOT_FOUND", "this agent pool no longer exists");
+  }
+}
+
+const common = { tags: ["agent"], security: [{ bearer: [] }] };
+
+export const agentRoutes = newRouter()
+  .openapi(
+    createRoute({
+      ...common,
+      method: "post",
+      path: "/register",
+      summary: "Register an agent with the pool of its token",
+      middleware: [agentAuth] as const,
+      request: { body: jsonBody(RegisterRequest.openapi("AgentRegisterRequest")) },
+      responses: {
+        201: jsonResponse(RegisterResponse.openapi("AgentRegisterResponse"), "The agent's id"),
+        ...errorResponses(400, 401, 404, 413, 415),
+      },
+    }),
+    async (c) => {
+      const { poolId } = agentRef(c, "");
+      const body = c.req.valid("json");
+      const principal = c.get("principal");
+      const result = await poolStub(c.env, poolId).register({
+        tokenId: principal.tokenId,
+        name: body.name ?? null,
+        version: body.version,
+        os: body.os,
+        arch: body.arch,
+        capacity: body.capacity,
+        acceptedPhases: body.acceptedPhases,
+      });
+      if (!result.ok) {
+        throw agentFailure(result.reason, { agentId: "" });
+      }
+      return c.json({ ...result.value, poolId }, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "post",
+      path: "/jobs/next",
+      summary: "Long-poll for work: answered the moment a matching job is queued, 204 when none",
+      middleware: [agentAuth] as const,
+      request: { headers: AgentHeaders, query: NextQuery },
+      responses: {
+        200: jsonResponse(JobsNextResponse.openapi("JobsNextResponse"), "A job, or exit"),
+        204: { description: "No job arrived within the wait" },
+        ...errorResponses(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const agentId = c.req.valid("header")["outpost-agent-id"];
+      const { poolId, ref } = agentRef(c, agentId);
+      const waitMs = Math.min(c.req.valid("query").wait, MAX_POLL_WAIT_SECONDS) * 1000;
+      const result = await poolStub(c.env, poolId).pollJob(ref, waitMs);
+      if (!result.ok) {
+        throw agentFailure(result.reason, { agentId });
+      }
+      const outcome = result.value;
+      if (outcome.kind === "none") {
+        return c.body(null, 204);
+      }
+      if (outcome.kind === "exit") {
+        return c.json({ action: "exit" as const, exit: outcome.exit }, 200);
+      }
+      const job = await onJobLeased(c.env, outcome.job);
+      return c.json({ action: "run" as const, job }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "post",
+      path: "/jobs/{jobId}/leases/{leaseId}/start",
+      summary: "Acknowledge a lease (two-phase take); unacknowledged leases return to the queue",
+      middleware: [agentAuth] as const,
+      request: { headers: AgentHeaders, params: LeaseParams },
+      responses: {
+        200: jsonResponse(StartResponse.openapi("StartResponse"), "The job is started"),
+        ...errorResponses(400, 401, 404, 409),
+      },
+    }),
+    async (c) => {
+      const agentId = c.req.valid("header")["outpost-agent-id"];
+      const { jobId, leaseId } = c.req.valid("param");
+      const { poolId, ref } = agentRef(c, agentId);
+      const result = await poolStub(c.env, poolId).startJob(ref, jobId, leaseId);
+      if (!result.ok) {
+        throw agentFailure(result.reason, { agentId, jobId, leaseId });
+      }
+      return c.json({ jobId, leaseId, state: "started" as const }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "post",
+      path: "/heartbeat",
+      summary: "Report running jobs; the answer carries cancel requests and an exit instruction",
+      middleware: [agentAuth] as const,
+      request: {
+        headers: AgentHeaders,
+        body: jsonBody(HeartbeatRequest.openapi("HeartbeatRequest")),
+      },
+      responses: {
+        200: jsonResponse(HeartbeatResponse.openapi("HeartbeatResponse"), "Instructions"),
+        ...errorResponses(400, 401, 404, 413, 415),
+      },
+    }),
+    async (c) => {
+      const agentId = c.req.valid("header")["outpost-agent-id"];
+      const { poolId, ref } = agentRef(c, agentId);
+      const result = await poolStub(c.env, poolId).heartbeat(ref, c.req.valid("json").running);
+      if (!result.ok) {
+        throw agentFailure(result.reason, { agentId });
+      }
+      return c.json(result.value, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "post",
+      path: "/jobs/{jobId}/leases/{leaseId}/finish",
+      summary: "Report how a job ended (idempotent for the same lease)",
+      middleware: [agentAuth] as const,
+      request: {
+        headers: AgentHeaders,
+        params: LeaseParams,
+        body: jsonBody(FinishRequest.openapi("FinishRequest")),
+      },
+      responses: {
+        200: jsonResponse(FinishResponse.openapi("FinishResponse"), "The job has ended"),
+        ...errorResponses(400, 401, 404, 409, 413, 415),
+      },
+    }),
+    async (c) => {
+      const agentId = c.req.valid("header")["outpost-agent-id"];
+      const { jobId, leaseId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const { poolId, ref } = agentRef(c, agentId);
+      const result = await poolStub(c.env, poolId).finishJob(ref, jobId, leaseId, {
+        outcome: body.outcome,
+        exitCode: body.exitCode,
+        planSummary: body.planSummary ?? null,
+        message: body.message ?? null,
+      });
+      if (!result.ok) {
+        throw agentFailure(result.reason, { agentId, jobId, leaseId });
+      }
+      const outcome = result.value.outcome ?? body.outcome;
+      return c.json({ jobId, state: "ended" as const, outcome }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      ...common,
+      method: "post",
+      path: "/goodbye",
+      summary: "Graceful exit: the agent is exited and takes no more work",
+      middleware: [agentAuth] as const,
+      request: {
+        headers: AgentHeaders,
+        body: jsonBody(GoodbyeRequest.openapi("GoodbyeRequest")),
+      },
+      responses: {
+        200: jsonResponse(GoodbyeResponse.openapi("GoodbyeResponse"), "The agent has exited"),
+        ...errorResponses(400, 401, 404, 413, 415),
+      },
+    }),
+    async (c) => {
+      const agentId = c.req.valid("header")["outpost-agent-id"];
+      const { poolId, ref } = agentRef(c, agentId);
+      const result = await poolStub(c.env, poolId).goodbye(ref, c.req.valid("json").reason ?? null);
+      if (!result.ok) {
+        throw agentFailure(result.reason, { agentId });
+      }
+      return c.json({ agentId, status: "exited" as const }, 200);
+    },
+  );

@@ -1,0 +1,90 @@
+/** D1 access for agent pools and agent tokens. Every read is scoped to the org. */
+import { and, asc, desc, eq, isNull } from "drizzle-orm";
+import type { Database } from "../db/client.ts";
+import { agentPools, agentTokens, workspaces } from "../db/schema.ts";
+import type { AgentTokenRow, PoolRow } from "./model.ts";
+
+export function getPool(db: Database, orgId: string, id: string): Promise<PoolRow | undefined> {
+  return db.query.agentPools.findFirst({
+    where: and(eq(agentPools.orgId, orgId), eq(agentPools.id, id)),
+  });
+}
+
+export function listPoolRows(db: Database, orgId: string): Promise<PoolRow[]> {
+  return db
+    .select()
+    .from(agentPools)
+    .where(eq(agentPools.orgId, orgId))
+    .orderBy(asc(agentPools.name));
+}
+
+/** Inserts unless the name is taken in the org; the returning row is absent when it was. */
+export function insertPoolQuery(db: Database, row: typeof agentPools.$inferInsert) {
+  return db.insert(agentPools).values(row).onConflictDoNothing().returning();
+}
+
+export function updatePoolQuery(
+  db: Database,
+  orgId: string,
+  id: string,
+  set: Partial<typeof agentPools.$inferInsert>,
+) {
+  return db
+    .update(agentPools)
+    .set(set)
+    .where(and(eq(agentPools.orgId, orgId), eq(agentPools.id, id)))
+    .returning();
+}
+
+export function findPoolByName(db: Database, orgId: string, name: string) {
+  return db.query.agentPools.findFirst({
+    where: and(eq(agentPools.orgId, orgId), eq(agentPools.name, name)),
+  });
+}
+
+/** The workspaces assigned to a pool (which keep it from being deleted). */
+export function workspacesUsingPool(db: Database, poolId: string) {
+  return db
+    .select({ id: workspaces.id, name: workspaces.name })
+    .from(workspaces)
+    .where(eq(workspaces.poolId, poolId))
+    .orderBy(asc(workspaces.name));
+}
+
+export function deletePoolTokensQuery(db: Database, poolId: string) {
+  return db.delete(agentTokens).where(eq(agentTokens.poolId, poolId));
+}
+
+export function deletePoolQuery(db: Database, orgId: string, id: string) {
+  return db.delete(agentPools).where(and(eq(agentPools.orgId, orgId), eq(agentPools.id, id)));
+}
+
+export function insertAgentTokenQuery(db: Database, row: typeof agentTokens.$inferInsert) {
+  return db.insert(agentTokens).values(row);
+}
+
+/** Active tokens of a pool, newest first. */
+export function listAgentTokenRows(db: Database, poolId: string): Promise<AgentTokenRow[]> {
+  return db
+    .select()
+    .from(agentTokens)
+    .where(and(eq(agentTokens.poolId, poolId), isNull(agentTokens.revokedAt)))
+    .orderBy(desc(agentTokens.createdAt), desc(agentTokens.id));
+}
+
+export function getAgentToken(db: Database, orgId: string, poolId: string, id: string) {
+  return db.query.agentTokens.findFirst({
+    where: and(
+      eq(agentTokens.orgId, orgId),
+      eq(agentTokens.poolId, poolId),
+      eq(agentTokens.id, id),
+    ),
+  });
+}
+
+export function revokeAgentTokenQuery(db: Database, id: string, now: number) {
+  return db
+    .update(agentTokens)
+    .set({ revokedAt: now })
+    .where(and(eq(agentTokens.id, id), isNull(agentTokens.revokedAt)));
+}

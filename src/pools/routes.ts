@@ -1,0 +1,201 @@
+/**
+ * `/api/v1/pools`: agent pools and their agent tokens. Owners change them; every role reads
+ * pools and their agents.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { AgentStatus, JobPhase } from "../protocol/index.ts";
+import { poolError } from "./errors.ts";
+import { livenessSetting, PoolName } from "./model.ts";
+import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";
+import { poolTokenRoutes } from "./token-routes.ts";
+
+export const AgentPoolSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    unknownAfterSeconds: z.int().openapi({ description: "No contact this long: unknown" }),
+    erroredAfterSeconds: z.int().openapi({ description: "Unknown this long: errored" }),
+    retentionSeconds: z.int().openapi({ description: "Offline this long: dropped from listings" }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi("AgentPool");
+
+const AgentSchema = z
+  .object({
+    id: z.string(),
+    name: z.string().nullable(),
+    version: z.string(),
+    os: z.string(),
+    arch: z.string(),
+    status: AgentStatus,
+    statusReason: z.string().nullable(),
+    capacity: z.int(),
+    acceptedPhases: z.array(JobPhase),
+    tokenId: z.string(),
+    runningJobs: z.array(
+      z.object({ jobId: z.string(), phase: JobPhase, state: z.enum(["leased", "started"]) }),
+    ),
+    lastContactAt: z.string(),
+    registeredAt: z.string(),
+  })
+  .openapi("Agent");
+
+const AgentPoolDetail = AgentPoolSchema.extend({
+  agents: z.array(AgentSchema),
+  workspaces: z.array(z.object({ id: z.string(), name: z.string() })),
+}).openapi("AgentPoolDetail");
+
+const liveness = {
+  unknownAfterSeconds: livenessSetting("unknownAfterSeconds").optional(),
+  erroredAfterSeconds: livenessSetting("erroredAfterSeconds").optional(),
+  retentionSeconds: livenessSetting("retentionSeconds").optional(),
+};
+
+const CreatePool = z
+  .strictObject({ name: PoolName, description: z.string().max(1000).optional(), ...liveness })
+  .openapi("CreateAgentPool");
+
+const UpdatePool = z
+  .strictObject({
+    name: PoolName.optional(),
+    description: z.string().max(1000).optional(),
+    ...liveness,
+  })
+  .refine((body) => Object.keys(body).length > 0, "name at least one field to change")
+  .openapi("UpdateAgentPool", { description: "null resets a liveness setting to its default" });
+
+export const PoolIdParams = z.strictObject({ poolId: idParam("pool", "poolId") });
+
+export const poolRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/",
+      tags: ["pools"],
+      summary: "Create an agent pool",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("owner")] as const,
+      request: { body: jsonBody(CreatePool) },
+      responses: {
+        201: jsonResponse(AgentPoolSchema, "The pool"),
+        ...errorResponses(400, 401, 403, 409, 413, 415),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const body = c.req.valid("json");
+      const result = await createPool(c.var.db, c.env, {
+        ...body,
+        orgId: principal.orgId,
+        actor: principal.tokenId,
+      });
+      if (!result.ok) {
+        throw poolError(result, "pool");
+      }
+      return c.json(result.value, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/",
+      tags: ["pools"],
+      summary: "List the org's agent pools",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("reader")] as const,
+      responses: {
+        200: jsonResponse(z.object({ pools: z.array(AgentPoolSchema) }), "Pools by name"),
+        ...errorResponses(401, 403),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      return c.json({ pools: await listPools(c.var.db, principal.orgId) }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{poolId}",
+      tags: ["pools"],
+      summary: "A pool with its agents, their status and jobs, and the workspaces using it",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("reader")] as const,
+      request: { params: PoolIdParams },
+      responses: {
+        200: jsonResponse(AgentPoolDetail, "The pool"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { poolId } = c.req.valid("param");
+      const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
+      if (!result.ok) {
+        throw poolError(result, `pool ${poolId}`);
+      }
+      return c.json(result.value, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "patch",
+      path: "/{poolId}",
+      tags: ["pools"],
+      summary: "Rename a pool or change its liveness settings",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("owner")] as const,
+      request: { params: PoolIdParams, body: jsonBody(UpdatePool) },
+      responses: {
+        200: jsonResponse(AgentPoolSchema, "The pool"),
+        ...errorResponses(400, 401, 403, 404, 409, 413, 415),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { poolId } = c.req.valid("param");
+      const result = await updatePool(c.var.db, c.env, {
+        orgId: principal.orgId,
+        id: poolId,
+        actor: principal.tokenId,
+        patch: c.req.valid("json"),
+      });
+      if (!result.ok) {
+        throw poolError(result, `pool ${poolId}`);
+      }
+      return c.json(result.value, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{poolId}",
+      tags: ["pools"],
+      summary: "Delete a pool that no workspace uses (409 names the workspaces that do)",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("owner")] as const,
+      request: { params: PoolIdParams },
+      responses: {
+        204: { description: "Deleted; its tokens are gone and its agents told to exit" },
+        ...errorResponses(400, 401, 403, 404, 409),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { poolId } = c.req.valid("param");
+      const result = await deletePool(c.var.db, c.env, {
+        orgId: principal.orgId,
+        id: poolId,
+        actor: principal.tokenId,
+      });
+      if (!result.ok) {
+        throw poolError(result, `pool ${poolId}`);
+      }
+      return c.body(null, 204);
+    },
+  )
+  .route("/", poolTokenRoutes);

@@ -1,0 +1,119 @@
+/**
+ * `/api/v1/pools/{poolId}/tokens`: agent tokens. Owners manage them; a secret appears only in the
+ * create response. Revoking one makes its agents exit.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { poolError } from "./errors.ts";
+import { createAgentToken, listAgentTokens, revokeAgentToken } from "./service.ts";
+
+const AgentToken = z
+  .object({
+    id: z.string(),
+    poolId: z.string(),
+    description: z.string(),
+    createdAt: z.string(),
+    lastUsedAt: z.string().nullable(),
+    revokedAt: z.string().nullable(),
+  })
+  .openapi("AgentToken");
+
+const CreatedAgentToken = AgentToken.extend({
+  token: z.string().openapi({ description: "The secret. Shown once; store it now." }),
+}).openapi("CreatedAgentToken");
+
+const RevokedAgentToken = AgentToken.extend({
+  exitedAgentIds: z.array(z.string()).openapi({ description: "Agents told to exit" }),
+}).openapi("RevokedAgentToken");
+
+const CreateAgentToken = z
+  .strictObject({ description: z.string().trim().min(1).max(200) })
+  .openapi("CreateAgentToken");
+
+const PoolParams = z.strictObject({ poolId: idParam("pool", "poolId") });
+const TokenParams = PoolParams.extend({ tokenId: idParam("atok", "tokenId") });
+
+export const poolTokenRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{poolId}/tokens",
+      tags: ["pools"],
+      summary: "Create an agent token for the pool",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("owner")] as const,
+      request: { params: PoolParams, body: jsonBody(CreateAgentToken) },
+      responses: {
+        201: jsonResponse(CreatedAgentToken, "The token, with its secret shown this once"),
+        ...errorResponses(400, 401, 403, 404, 413, 415),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { poolId } = c.req.valid("param");
+      const result = await createAgentToken(c.var.db, {
+        orgId: principal.orgId,
+        poolId,
+        description: c.req.valid("json").description,
+        actor: principal.tokenId,
+      });
+      if (!result.ok) {
+        throw poolError(result, `pool ${poolId}`);
+      }
+      return c.json(result.value, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{poolId}/tokens",
+      tags: ["pools"],
+      summary: "List the pool's active agent tokens with created and last-used times",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("owner")] as const,
+      request: { params: PoolParams },
+      responses: {
+        200: jsonResponse(z.object({ tokens: z.array(AgentToken) }), "Active tokens"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { poolId } = c.req.valid("param");
+      const result = await listAgentTokens(c.var.db, principal.orgId, poolId);
+      if (!result.ok) {
+        throw poolError(result, `pool ${poolId}`);
+      }
+      return c.json({ tokens: result.value }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{poolId}/tokens/{tokenId}",
+      tags: ["pools"],
+      summary: "Revoke an agent token: its next request gets 401 and its agents are told to exit",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("owner")] as const,
+      request: { params: TokenParams },
+      responses: {
+        200: jsonResponse(RevokedAgentToken, "The revoked token"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { poolId, tokenId } = c.req.valid("param");
+      const result = await revokeAgentToken(c.var.db, c.env, {
+        orgId: principal.orgId,
+        poolId,
+        id: tokenId,
+        actor: principal.tokenId,
+      });
+      if (!result.ok) {
+        throw poolError(result, `agent token ${tokenId}`);
+      }
+      return c.json(result.value, 200);
+    },
+  );

@@ -1,0 +1,166 @@
+/**
+ * The agent protocol (`/agent/v1/*`): every body the agent sends and every answer it receives.
+ * Both sides parse with these schemas, so version skew is a typed failure rather than a crash.
+ * Imports `zod` only: the Node agent shares this file.
+ */
+import { z } from "zod";
+
+/** The header that carries the agent id handed out by `register`. */
+export const AGENT_ID_HEADER = "Outpost-Agent-Id";
+/** The longest a `jobs/next` long-poll is held, below edge idle timeouts. */
+export const MAX_POLL_WAIT_SECONDS = 50;
+/** The largest `wait` a client may ask for; anything above is clamped to {@link MAX_POLL_WAIT_SECONDS}. */
+export const MAX_REQUESTED_WAIT_SECONDS = 3600;
+
+export const AgentId = z.string().regex(/^agt_[a-z2-7]{26}$/, "must be an agt_ id");
+export type AgentId = z.infer<typeof AgentId>;
+
+export const LeaseId = z.string().regex(/^lease_[a-z2-7]{26}$/, "must be a lease_ id");
+export type LeaseId = z.infer<typeof LeaseId>;
+
+export const JobPhase = z.enum(["plan", "apply"]);
+export type JobPhase = z.infer<typeof JobPhase>;
+
+/** `<runId>:plan` or `<runId>:apply`; the colon is percent-encoded (`%3A`) in paths. */
+export const JobId = z
+  .string()
+  .regex(/^run_[a-z2-7]{26}:(plan|apply)$/, "must be <run id>:plan or <run id>:apply");
+export type JobId = z.infer<typeof JobId>;
+
+export const AgentStatus = z.enum(["idle", "busy", "unknown", "errored", "exited"]);
+export type AgentStatus = z.infer<typeof AgentStatus>;
+
+const Label = z.string().trim().min(1).max(100);
+
+export const RegisterRequest = z.strictObject({
+  /** Display only. */
+  name: Label.nullish(),
+  version: Label,
+  os: Label,
+  arch: Label,
+  /** Concurrent jobs this agent runs. */
+  capacity: z.int().min(1).max(64).default(1),
+  acceptedPhases: z
+    .array(JobPhase)
+    .min(1)
+    .max(2)
+    .refine((phases) => new Set(phases).size === phases.length, "phases must not repeat")
+    .default(["plan", "apply"]),
+});
+export type RegisterRequest = z.infer<typeof RegisterRequest>;
+
+export const RegisterResponse = z.object({
+  agentId: AgentId,
+  poolId: z.string(),
+  heartbeatIntervalSeconds: z.int().positive(),
+  pollWaitSeconds: z.int().positive(),
+  leaseStartTimeoutSeconds: z.int().positive(),
+});
+export type RegisterResponse = z.infer<typeof RegisterResponse>;
+
+export const PlanSummary = z.strictObject({
+  adds: z.int().min(0),
+  changes: z.int().min(0),
+  destroys: z.int().min(0),
+  imports: z.int().min(0).default(0),
+  hasChanges: z.boolean(),
+});
+export type PlanSummary = z.infer<typeof PlanSummary>;
+
+/** A workspace variable handed to the agent with its job (added by the run service). */
+export const JobVariable = z.object({
+  key: z.string(),
+  value: z.string(),
+  category: z.enum(["env", "terraform"]),
+  isHcl: z.boolean(),
+  isSensitive: z.boolean(),
+});
+export type JobVariable = z.infer<typeof JobVariable>;
+
+/** A leased job as the agent receives it from `jobs/next`. */
+export const JobAssignment = z.object({
+  jobId: JobId,
+  leaseId: LeaseId,
+  runId: z.string(),
+  workspaceId: z.string(),
+  phase: JobPhase,
+  /** Must be acknowledged with `start` before this time, or the job returns to the queue. */
+  startBy: z.iso.datetime(),
+  /** What to run, as the run service describes it. */
+  spec: z.record(z.string(), z.unknown()),
+  /** The per-run token (`op_run_…`) for state, configuration, logs and artifacts. */
+  runToken: z.string().optional(),
+  variables: z.array(JobVariable).optional(),
+});
+export type JobAssignment = z.infer<typeof JobAssignment>;
+
+export const ExitInstruction = z.object({
+  /** Why the coordinator wants this agent gone, in words. */
+  reason: z.string(),
+});
+export type ExitInstruction = z.infer<typeof ExitInstruction>;
+
+/** `jobs/next` answers 200 with one of these, or 204 when the wait ended without work. */
+export const JobsNextResponse = z.discriminatedUnion("action", [
+  z.object({ action: z.literal("run"), job: JobAssignment }),
+  z.object({ action: z.literal("exit"), exit: ExitInstruction }),
+]);
+export type JobsNextResponse = z.infer<typeof JobsNextResponse>;
+
+export const StartResponse = z.object({
+  jobId: JobId,
+  leaseId: LeaseId,
+  state: z.literal("started"),
+});
+export type StartResponse = z.infer<typeof StartResponse>;
+
+export const RunningJob = z.strictObject({ jobId: JobId, leaseId: LeaseId });
+export type RunningJob = z.infer<typeof RunningJob>;
+
+export const HeartbeatRequest = z.strictObject({
+  /** Every job this agent is running right now (started, not yet finished). */
+  running: z.array(RunningJob).max(64).default([]),
+});
+export type HeartbeatRequest = z.infer<typeof HeartbeatRequest>;
+
+export const CancelRequest = z.object({
+  jobId: JobId,
+  leaseId: LeaseId,
+  /** graceful: SIGINT the engine and finish as canceled; force: SIGKILL now, the job has ended. */
+  mode: z.enum(["graceful", "force"]),
+  reason: z.string(),
+});
+export type CancelRequest = z.infer<typeof CancelRequest>;
+
+export const HeartbeatResponse = z.object({
+  cancel: z.array(CancelRequest),
+  /** Present when the agent must stop: it errored or exited earlier, or the pool is gone. */
+  exit: ExitInstruction.nullable(),
+  heartbeatIntervalSeconds: z.int().positive(),
+});
+export type HeartbeatResponse = z.infer<typeof HeartbeatResponse>;
+
+export const JobOutcome = z.enum(["succeeded", "failed", "canceled"]);
+export type JobOutcome = z.infer<typeof JobOutcome>;
+
+export const FinishRequest = z.strictObject({
+  outcome: JobOutcome,
+  exitCode: z.int().min(0).max(255).nullable(),
+  planSummary: PlanSummary.nullish(),
+  /** Short human-readable detail, e.g. the last error line. */
+  message: z.string().max(2000).nullish(),
+});
+export type FinishRequest = z.infer<typeof FinishRequest>;
+
+export const FinishResponse = z.object({
+  jobId: JobId,
+  state: z.literal("ended"),
+  outcome: z.enum(["succeeded", "failed", "canceled", "errored"]),
+});
+export type FinishResponse = z.infer<typeof FinishResponse>;
+
+export const GoodbyeRequest = z.strictObject({ reason: z.string().max(500).nullish() });
+export type GoodbyeRequest = z.infer<typeof GoodbyeRequest>;
+
+export const GoodbyeResponse = z.object({ agentId: AgentId, status: z.literal("exited") });
+export type GoodbyeResponse = z.infer<typeof GoodbyeResponse>;

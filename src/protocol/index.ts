@@ -1,0 +1,2 @@
+/** The wire contract shared by the Worker and the Node agent. */
+export * from "./agent.ts";

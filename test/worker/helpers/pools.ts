@@ -1,0 +1,131 @@
+/**
+ * Agent pools in tests: pools and agent tokens through the real services, agents registered
+ * through the real HTTP routes, jobs queued through the real Durable Object, and time made to
+ * pass by shifting the pool's stored timestamps back (never by sleeping).
+ */
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import type { QueuedJob } from "../../../durable/pool-types.ts";
+import { TIME_COLUMNS } from "../../../durable/schema.ts";
+import { newId } from "../../../src/db/ids.ts";
+import {
+  createAgentToken,
+  createPool,
+  poolStub,
+  revokeAgentToken,
+} from "../../../src/pools/service.ts";
+import { requestJson } from "./api.ts";
+import { db, type TestOrg } from "./fixtures.ts";
+
+let counter = 0;
+
+/** A new pool in the org, with one active agent token. */
+export async function seedPool(
+  org: TestOrg,
+  settings: {
+    unknownAfterSeconds?: number;
+    erroredAfterSeconds?: number;
+    retentionSeconds?: number;
+  } = {},
+): Promise<{ poolId: string; token: string; tokenId: string }> {
+  const pool = await createPool(db, env, {
+    orgId: org.orgId,
+    actor: org.ownerTokenId,
+    name: `pool-${counter++}-${Date.now().toString(36)}`,
+    ...settings,
+  });
+  if (!pool.ok) {
+    throw new Error(`seedPool: ${pool.reason}`);
+  }
+  const token = await addAgentToken(org, pool.value.id);
+  return { poolId: pool.value.id, ...token };
+}
+
+export async function addAgentToken(org: TestOrg, poolId: string) {
+  const created = await createAgentToken(db, {
+    orgId: org.orgId,
+    poolId,
+    description: "test agents",
+    actor: org.ownerTokenId,
+  });
+  if (!created.ok) {
+    throw new Error(`addAgentToken: ${created.reason}`);
+  }
+  return { token: created.value.token, tokenId: created.value.id };
+}
+
+/** An agent token of the pool that has been revoked. */
+export async function revokedAgentToken(org: TestOrg, poolId: string): Promise<string> {
+  const { token, tokenId } = await addAgentToken(org, poolId);
+  const revoked = await revokeAgentToken(db, env, {
+    orgId: org.orgId,
+    poolId,
+    id: tokenId,
+    actor: org.ownerTokenId,
+  });
+  if (!revoked.ok) {
+    throw new Error(`revokedAgentToken: ${revoked.reason}`);
+  }
+  return token;
+}
+
+export type AgentOptions = {
+  capacity?: number;
+  acceptedPhases?: ("plan" | "apply")[];
+  name?: string;
+};
+
+/** Registers an agent through `POST /agent/v1/register`; returns its id. */
+export async function registerAgent(token: string, options: AgentOptions = {}): Promise<string> {
+  const res = await requestJson<{ agentId: string }>("/agent/v1/register", {
+    method: "POST",
+    token,
+    body: { version: "0.1.0", os: "linux", arch: "amd64", ...options },
+  });
+  if (res.status !== 201) {
+    throw new Error(`registerAgent: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  return res.body.agentId;
+}
+
+/** A valid job for the queue; `runId` is fresh unless given. */
+export function makeJob(
+  workspaceId: string,
+  options: { phase?: "plan" | "apply"; speculative?: boolean; runId?: string; orgId?: string } = {},
+): QueuedJob {
+  const phase = options.phase ?? "plan";
+  const runId = options.runId ?? newId("run");
+  return {
+    jobId: `${runId}:${phase}`,
+    runId,
+    workspaceId,
+    orgId: options.orgId ?? "org_test",
+    phase,
+    priorityClass: phase === "apply" ? 0 : options.speculative ? 2 : 1,
+    spec: { operation: phase, note: "opaque to the pool" },
+  };
+}
+
+/** Queues a job and fails the test if the pool refuses it. */
+export async function enqueue(poolId: string, job: QueuedJob) {
+  const result = await poolStub(env, poolId).enqueue(job);
+  if (!result.ok) {
+    throw new Error(`enqueue: ${result.reason}`);
+  }
+  return result.value;
+}
+
+/** Makes `ms` pass for the pool: every stored time moves back by `ms`. */
+export async function advancePoolClock(poolId: string, ms: number): Promise<void> {
+  await runInDurableObject(poolStub(env, poolId), (_instance, state) => {
+    for (const [table, columns] of Object.entries(TIME_COLUMNS)) {
+      const sets = columns.map((c) => `${c} = ${c} - ${Math.round(ms)}`).join(", ");
+      state.storage.sql.exec(`UPDATE ${table} SET ${sets}`);
+    }
+  });
+}
+
+/** The job path segment: the colon percent-encoded, as agents send it. */
+export function jobPath(jobId: string, leaseId: string, action: "start" | "finish"): string {
+  return `/agent/v1/jobs/${encodeURIComponent(jobId)}/leases/${leaseId}/${action}`;
+}
