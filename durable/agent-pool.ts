@@ -210,8 +210,8 @@ export class AgentPool extends DurableObject<Env> {
       Math.max(online.poll_held_until ?? 0, now + wait),
       this.settings,
     );
-    await this.scheduleAlarm();
-    const outcome = await new Promise<PollOutcome>((resolve) => {
+    // The waiter is in place before the first await, so no enqueue can slip past it.
+    const held = new Promise<PollOutcome>((resolve) => {
       const waiter: Waiter = {
         agentId: agent.id,
         resolve,
@@ -219,6 +219,8 @@ export class AgentPool extends DurableObject<Env> {
       };
       this.waiters.push(waiter);
     });
+    await this.scheduleAlarm();
+    const outcome = await held;
     const after = getAgent(this.sql, agent.id);
     if (after) {
       const stillHeld = this.waiters.some((w) => w.agentId === agent.id);
