@@ -14,6 +14,7 @@ import { poolRoutes } from "./pools/routes.ts";
 import { stateApiRoutes } from "./state/api-routes.ts";
 import { stateRoutes } from "./state/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
+import { variableRoutes } from "./variables/routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
 export const API_VERSION = "0.1.0";
@@ -36,6 +37,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/api/v1", organizationRoutes);
   app.route("/api/v1/tokens", tokenRoutes);
   app.route("/api/v1/workspaces", workspaceRoutes);
+  app.route("/api/v1/workspaces", variableRoutes);
   app.route("/api/v1/workspaces", stateApiRoutes);
   // The Terraform http backend: outside /api (own auth scheme, custom methods, large bodies).
   app.route("/state/v1", stateRoutes);

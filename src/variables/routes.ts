@@ -1,0 +1,214 @@
+/**
+ * `/api/v1/workspaces/{workspaceId}/vars`: admins write, every role reads. A variable is named by
+ * its key and category; `?category=` picks one where the same key exists in both categories.
+ * Sensitive values are write-only: they read back as `sensitive: true, value: null`.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { ApiError } from "../errors.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { WorkspaceRef } from "../workspaces/model.ts";
+import { resolveWorkspace } from "../workspaces/service.ts";
+import { ANY_KEY_PATTERN, CATEGORIES, MAX_VALUE_LENGTH } from "./model.ts";
+import {
+  deleteVariable,
+  findVariable,
+  listVariables,
+  presentVariable,
+  putVariable,
+  type VariableFailure,
+} from "./service.ts";
+
+export const VariableSchema = z
+  .object({
+    id: z.string(),
+    key: z.string(),
+    category: z.enum(CATEGORIES),
+    value: z.string().nullable().openapi({ description: "Always null for sensitive variables" }),
+    hcl: z.boolean(),
+    sensitive: z.boolean(),
+    description: z.string(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi("Variable");
+
+const PutVariable = z
+  .strictObject({
+    value: z.string().max(MAX_VALUE_LENGTH).optional().openapi({
+      description: "Required for a new variable; omitted, the stored value is kept",
+    }),
+    category: z.enum(CATEGORIES),
+    hcl: z.boolean().default(false),
+    sensitive: z.boolean().default(false),
+    description: z.string().max(500).default(""),
+  })
+  .openapi("PutVariable");
+
+const Key = z
+  .string()
+  .regex(ANY_KEY_PATTERN, "must be a variable name (letters, digits, '_', '-'; at most 128)")
+  .openapi({ param: { name: "key", in: "path" }, example: "TF_LOG" });
+const WorkspaceParams = z.strictObject({ workspaceId: WorkspaceRef });
+const VariableParams = z.strictObject({ workspaceId: WorkspaceRef, key: Key });
+const CategoryQuery = z.strictObject({
+  category: z
+    .enum(CATEGORIES)
+    .optional()
+    .openapi({
+      param: { name: "category", in: "query" },
+      description: "Needed only when the key exists in both categories",
+    }),
+});
+
+function variableError(failure: VariableFailure, key: string): ApiError {
+  switch (failure.reason) {
+    case "not_found":
+      return new ApiError("NOT_FOUND", `variable ${key} not found`);
+    case "ambiguous":
+      return new ApiError(
+        "BAD_REQUEST",
+        `${key} exists as ${failure.categories.join(" and ")} variables; add ?category=`,
+        { issues: [{ path: "query.category", message: "required for this key" }] },
+      );
+    case "invalid":
+      return new ApiError("BAD_REQUEST", `invalid request: ${failure.message}`, {
+        issues: [{ path: failure.field, message: failure.message }],
+      });
+    case "too_many":
+      return new ApiError("CONFLICT", "this workspace has the maximum number of variables");
+    case "conflict":
+      return new ApiError("CONFLICT", `variable ${key} was changed concurrently; retry`);
+    case "no_encryption_key":
+      return new ApiError("UNAVAILABLE", `sensitive variables are unavailable: ${failure.message}`);
+  }
+}
+
+async function workspaceOf(c: Parameters<typeof orgPrincipal>[0], ref: string) {
+  const principal = orgPrincipal(c);
+  const workspace = await resolveWorkspace(c.var.db, principal.orgId, ref);
+  if (!workspace) {
+    throw new ApiError("NOT_FOUND", `workspace ${ref} not found`);
+  }
+  return { principal, workspace };
+}
+
+const tags = ["variables"];
+const security = [{ bearer: [] }];
+
+export const variableRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/vars",
+      tags,
+      summary: "List a workspace's variables (sensitive values never included)",
+      security,
+      middleware: [requireRole("reader")] as const,
+      request: { params: WorkspaceParams },
+      responses: {
+        200: jsonResponse(z.object({ variables: z.array(VariableSchema) }), "The variables"),
+        ...errorResponses(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const { workspace } = await workspaceOf(c, c.req.valid("param").workspaceId);
+      return c.json({ variables: await listVariables(c.var.db, workspace.id) }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/vars/{key}",
+      tags,
+      summary: "Get one variable",
+      security,
+      middleware: [requireRole("reader")] as const,
+      request: { params: VariableParams, query: CategoryQuery },
+      responses: {
+        200: jsonResponse(VariableSchema, "The variable"),
+        ...errorResponses(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId, key } = c.req.valid("param");
+      const { workspace } = await workspaceOf(c, workspaceId);
+      const found = await findVariable(c.var.db, workspace.id, key, c.req.valid("query").category);
+      if (!found.ok) {
+        throw variableError(found, key);
+      }
+      return c.json(presentVariable(found.value), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "put",
+      path: "/{workspaceId}/vars/{key}",
+      tags,
+      summary: "Create or replace a variable",
+      description:
+        "Replace semantics: omitted flags take their defaults; an omitted value keeps the stored one. A sensitive variable becomes non-sensitive only with a new value.",
+      security,
+      middleware: [requireRole("admin")] as const,
+      request: { params: VariableParams, query: CategoryQuery, body: jsonBody(PutVariable) },
+      responses: {
+        200: jsonResponse(VariableSchema, "The replaced variable"),
+        201: jsonResponse(VariableSchema, "The created variable"),
+        ...errorResponses(400, 401, 403, 404, 409, 413, 415),
+      },
+    }),
+    async (c) => {
+      const { workspaceId, key } = c.req.valid("param");
+      const write = c.req.valid("json");
+      const query = c.req.valid("query");
+      if (query.category !== undefined && query.category !== write.category) {
+        throw new ApiError("BAD_REQUEST", "?category= and the body's category differ", {
+          issues: [{ path: "query.category", message: "must match json.category" }],
+        });
+      }
+      const { principal, workspace } = await workspaceOf(c, workspaceId);
+      const result = await putVariable(c.var.db, {
+        orgId: principal.orgId,
+        workspaceId: workspace.id,
+        key,
+        write,
+        actor: principal.tokenId,
+        encryptionKey: c.env.ENCRYPTION_KEY,
+      });
+      if (!result.ok) {
+        throw variableError(result, key);
+      }
+      const { variable, created } = result.value;
+      return created ? c.json(variable, 201) : c.json(variable, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{workspaceId}/vars/{key}",
+      tags,
+      summary: "Delete a variable",
+      security,
+      middleware: [requireRole("admin")] as const,
+      request: { params: VariableParams, query: CategoryQuery },
+      responses: {
+        200: jsonResponse(VariableSchema, "The deleted variable"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId, key } = c.req.valid("param");
+      const { principal, workspace } = await workspaceOf(c, workspaceId);
+      const result = await deleteVariable(c.var.db, {
+        orgId: principal.orgId,
+        workspaceId: workspace.id,
+        key,
+        category: c.req.valid("query").category,
+        actor: principal.tokenId,
+      });
+      if (!result.ok) {
+        throw variableError(result, key);
+      }
+      return c.json(result.value, 200);
+    },
+  );
