@@ -76,7 +76,7 @@ const Settings = z.object({
   OUTPOST_NAME: z.string().min(1).max(100, "must be at most 100 characters").nullable(),
   "--log-level": z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }),
   "--concurrency": z.coerce
-    .number()
+    .number({ error: "must be an integer between 1 and 64" })
     .int("must be an integer between 1 and 64")
     .min(1, "must be an integer between 1 and 64")
     .max(64, "must be an integer between 1 and 64"),
@@ -85,7 +85,7 @@ const Settings = z.object({
     .min(1, "must list plan and/or apply, e.g. plan,apply")
     .transform((v) => [...new Set(v)]),
   "--hook-timeout": z.coerce
-    .number()
+    .number({ error: "must be a positive number of seconds" })
     .positive("must be a positive number of seconds")
     .max(86_400, "must be at most 86400 seconds"),
   "--env-forward": z.array(

@@ -1,0 +1,212 @@
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { buildJobEnvironment, isForwarded } from "../../agent/src/job/environment.ts";
+import { writeBackendOverride, writeTerraformVariables } from "../../agent/src/job/files.ts";
+import { runHook } from "../../agent/src/job/hooks.ts";
+import { summarizePlan } from "../../agent/src/job/plan-summary.ts";
+import type { JobAssignment } from "../../agent/src/job/types.ts";
+import { createLogger } from "../../agent/src/logger.ts";
+
+const dir = mkdtempSync(path.join(tmpdir(), "outpost-pieces-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const assignment: JobAssignment = {
+  jobId: "run_1:plan",
+  runId: "run_1",
+  workspaceId: "ws_1",
+  workspaceName: "core",
+  phase: "plan",
+  operation: "plan",
+  speculative: false,
+  engine: "terraform",
+  engineVersion: "1.9.5",
+  workingDirectory: "",
+  variables: [
+    { key: "AWS_REGION", value: "eu-west-1", category: "env", hcl: false, sensitive: false },
+    { key: "PATH", value: "/evil", category: "env", hcl: false, sensitive: false },
+    { key: "OUTPOST_RUN_ID", value: "forged", category: "env", hcl: false, sensitive: false },
+    { key: "bad-name", value: "x", category: "env", hcl: false, sensitive: false },
+    { key: "region", value: "x", category: "terraform", hcl: false, sensitive: false },
+  ],
+  source: { kind: "configuration", url: "u", sha256: "s" },
+  runToken: "op_run_secret",
+  stateAddress: "https://outpost.example.com/state/v1/ws_1",
+};
+
+describe("buildJobEnvironment", () => {
+  it("starts from nothing: only allowlisted host variables, workspace env vars and the agent's own", () => {
+    const { env, skipped } = buildJobEnvironment({
+      assignment,
+      hostEnv: {
+        PATH: "/usr/bin",
+        HOME: "/root",
+        AWS_PROFILE: "host",
+        VAULT_TOKEN: "host-secret",
+        HTTPS_PROXY: "http://proxy",
+      },
+      allowlist: ["AWS_*", "HTTPS_PROXY"],
+      jobRoot: "/data/jobs/j1",
+      engineDir: "/data/engines/terraform/1.9.5",
+    });
+    expect(env).toEqual({
+      AWS_PROFILE: "host",
+      HTTPS_PROXY: "http://proxy",
+      AWS_REGION: "eu-west-1",
+      PATH: "/data/engines/terraform/1.9.5:/usr/bin",
+      HOME: "/data/jobs/j1/home",
+      TMPDIR: "/data/jobs/j1/tmp",
+      TF_IN_AUTOMATION: "1",
+      TF_INPUT: "0",
+      OUTPOST_RUN_ID: "run_1",
+      OUTPOST_JOB_ID: "run_1:plan",
+      OUTPOST_JOB_PHASE: "plan",
+      OUTPOST_RUN_OPERATION: "plan",
+      OUTPOST_WORKSPACE_ID: "ws_1",
+      OUTPOST_WORKSPACE_NAME: "core",
+    });
+    expect(skipped).toEqual(["PATH", "OUTPOST_RUN_ID", "bad-name"]);
+  });
+
+  it("matches allowlist entries exactly or by PREFIX*", () => {
+    expect(isForwarded("AWS_REGION", ["AWS_*"])).toBe(true);
+    expect(isForwarded("AWSX", ["AWS_*"])).toBe(false);
+    expect(isForwarded("NO_PROXY", ["NO_PROXY"])).toBe(true);
+    expect(isForwarded("NO_PROXY_2", ["NO_PROXY"])).toBe(false);
+  });
+});
+
+describe("generated files", () => {
+  it("writes the backend override without any credential and tfvars by kind", async () => {
+    const work = path.join(dir, "files");
+    mkdirSync(work);
+    await writeBackendOverride(work, "https://outpost.example.com/state/v1/ws_1");
+    const override = readFileSync(path.join(work, "outpost_override.tf"), "utf8");
+    expect(override).toContain('backend "http"');
+    expect(override).toContain('address        = "https://outpost.example.com/state/v1/ws_1"');
+    expect(override).toContain('lock_address   = "https://outpost.example.com/state/v1/ws_1"');
+    expect(override).not.toMatch(/password|username/);
+
+    await writeTerraformVariables(work, [
+      {
+        key: "name",
+        value: 'quote " and ${not_interpolated}',
+        category: "terraform",
+        hcl: false,
+        sensitive: false,
+      },
+      { key: "ports", value: "[80, 443]", category: "terraform", hcl: true, sensitive: false },
+      { key: "ENV_ONLY", value: "x", category: "env", hcl: false, sensitive: false },
+    ]);
+    expect(JSON.parse(readFileSync(path.join(work, "outpost.auto.tfvars.json"), "utf8"))).toEqual({
+      name: 'quote " and ${not_interpolated}',
+    });
+    expect(readFileSync(path.join(work, "outpost.auto.tfvars"), "utf8")).toBe(
+      "ports = [80, 443]\n",
+    );
+    await expect(
+      writeTerraformVariables(work, [
+        { key: "x = 1\ny", value: "1", category: "terraform", hcl: true, sensitive: false },
+      ]),
+    ).rejects.toThrow(/not a valid identifier/);
+  });
+});
+
+describe("runHook", () => {
+  const hooksDir = path.join(dir, "hooks");
+  mkdirSync(hooksDir, { recursive: true });
+  const run = (name: "pre-plan" | "post-plan", output: string[] = []) =>
+    runHook({
+      name,
+      hooksDir,
+      timeoutMs: 5000,
+      cwd: dir,
+      env: { PATH: "/usr/bin:/bin", ONLY: "this" },
+      scratchDir: dir,
+      onOutput: (c) => {
+        output.push(c.toString());
+      },
+    });
+
+  it("does nothing when the hook does not exist", async () => {
+    expect(await run("pre-plan")).toEqual({});
+  });
+
+  it("refuses a hook file that is not executable", async () => {
+    writeFileSync(path.join(hooksDir, "post-plan"), "#!/bin/sh\n");
+    chmodSync(path.join(hooksDir, "post-plan"), 0o644);
+    await expect(run("post-plan")).rejects.toThrow(/hook post-plan .* is not an executable file/);
+  });
+
+  it("sees only the job environment and fails on a malformed export line", async () => {
+    const file = path.join(hooksDir, "pre-plan");
+    writeFileSync(
+      file,
+      '#!/bin/sh\nenv | sort\necho "A=1" >> "$OUTPOST_AGENT_ENV"\necho "not an assignment" >> "$OUTPOST_AGENT_ENV"\n',
+    );
+    chmodSync(file, 0o755);
+    const output: string[] = [];
+    await expect(run("pre-plan", output)).rejects.toThrow(
+      "hook pre-plan wrote an invalid line 2 to $OUTPOST_AGENT_ENV (expected KEY=value)",
+    );
+    const seen = output.join("");
+    expect(seen).toContain("ONLY=this");
+    expect(seen).toContain("OUTPOST_HOOK=pre-plan");
+    expect(seen).not.toContain("VITEST");
+  });
+});
+
+describe("summarizePlan", () => {
+  it("counts like terraform's Plan line, including replacements, imports and output changes", () => {
+    const rc = (actions: string[], importing?: object) => ({ change: { actions, importing } });
+    expect(
+      summarizePlan(
+        JSON.stringify({
+          resource_changes: [
+            rc(["create"]),
+            rc(["update"]),
+            rc(["delete"]),
+            rc(["delete", "create"]),
+            rc(["create", "delete"]),
+            rc(["no-op"], { id: "i-123" }),
+            rc(["read"]),
+          ],
+        }),
+      ),
+    ).toEqual({ adds: 3, changes: 1, destroys: 3, imports: 1, hasChanges: true });
+    expect(summarizePlan(JSON.stringify({ resource_changes: [rc(["no-op"])] })).hasChanges).toBe(
+      false,
+    );
+    expect(
+      summarizePlan(JSON.stringify({ output_changes: { ip: { actions: ["update"] } } })),
+    ).toEqual({ adds: 0, changes: 0, destroys: 0, imports: 0, hasChanges: true });
+    expect(() => summarizePlan("not json")).toThrow();
+  });
+});
+
+describe("createLogger", () => {
+  it("writes readable lines or JSON lines, and redacts token fields", () => {
+    const lines: string[] = [];
+    const text = createLogger({
+      level: "info",
+      json: false,
+      destination: { write: (l) => lines.push(l) },
+    });
+    text.debug("hidden");
+    text.info({ jobId: "run_1:plan", token: "op_agent_x" }, "job started");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^\d{4}-\d{2}-\d{2}T.* INFO job started jobId=run_1:plan token=\*\*\*\n$/,
+    );
+
+    const json: string[] = [];
+    const j = createLogger({
+      level: "debug",
+      json: true,
+      destination: { write: (l) => json.push(l) },
+    });
+    j.debug({ n: 1 }, "dbg");
+    expect(JSON.parse(json[0] ?? "")).toMatchObject({ level: 20, msg: "dbg", n: 1 });
+  });
+});
