@@ -1,0 +1,270 @@
+/**
+ * `/api/v1/workspaces/{workspaceId}/…`: state history, current outputs, rollback and the state
+ * lock for people and tools (JSON, bearer tokens, in the OpenAPI document). Readers and runs of
+ * the org read; admins roll back and force-unlock.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../errors.ts";
+import { PageQuery } from "../lib/paging.ts";
+import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
+import { requireAuth, requireRole } from "../middleware/auth.ts";
+import type { StateResult } from "./access.ts";
+import { forceUnlockState, getStateLock } from "./locks.ts";
+import { md5Base64 } from "./service.ts";
+import {
+  downloadVersion,
+  getVersion,
+  listVersions,
+  readOutputs,
+  rollbackState,
+} from "./versions.ts";
+
+const readers = requireAuth({ kinds: ["org", "run"], role: "reader" });
+
+const StateVersion = z
+  .object({
+    id: z.string(),
+    workspaceId: z.string(),
+    serial: z.number().int(),
+    lineage: z.string(),
+    md5: z.string().openapi({ description: "MD5 of the body, hex" }),
+    sizeBytes: z.number().int(),
+    terraformVersion: z.string().nullable(),
+    isEncrypted: z.boolean().openapi({ description: "OpenTofu client-side encrypted state" }),
+    isCurrent: z.boolean(),
+    outputsStatus: z.enum(["stored", "none", "encrypted", "too_large"]),
+    restoredFromId: z.string().nullable().openapi({ description: "Set on a rollback" }),
+    runId: z.string().nullable(),
+    createdBy: z.string().nullable().openapi({ description: "tok_… or run_… that wrote it" }),
+    createdAt: z.string(),
+    discardedAt: z.string().nullable().openapi({ description: "Set once the state was deleted" }),
+  })
+  .openapi("StateVersion");
+
+const Output = z
+  .object({
+    value: z
+      .unknown()
+      .openapi({ description: "null when sensitive and the caller is below admin" }),
+    type: z.unknown(),
+    sensitive: z.boolean(),
+  })
+  .openapi("StateOutput");
+
+const Outputs = z
+  .object({
+    stateVersionId: z.string().nullable(),
+    serial: z.number().int().nullable(),
+    outputsStatus: z.enum(["stored", "none", "encrypted", "too_large"]).nullable(),
+    outputs: z.record(z.string(), Output),
+  })
+  .openapi("StateOutputs");
+
+const StateLock = z
+  .object({
+    id: z.string(),
+    heldBy: z.string().nullable(),
+    runId: z.string().nullable(),
+    info: z.unknown().openapi({ description: "The lock info the client sent" }),
+  })
+  .openapi("StateLock");
+
+const WorkspaceParams = z.strictObject({ workspaceId: idParam("ws", "workspaceId") });
+const VersionParams = WorkspaceParams.extend({ stateVersionId: idParam("sv", "stateVersionId") });
+const ForceUnlockQuery = z.strictObject({
+  lockId: z
+    .string()
+    .min(1)
+    .max(256)
+    .optional()
+    .openapi({ param: { name: "lockId", in: "query" }, description: "Only release this lock" }),
+});
+
+function unwrap<T>(result: StateResult<T>): T {
+  if (!result.ok) {
+    throw new ApiError(result.reason.code, result.reason.message);
+  }
+  return result.value;
+}
+
+function deps(c: Context<AppEnv>) {
+  return { db: c.var.db, bucket: c.env.BLOBS };
+}
+
+const tags = ["state"];
+const security = [{ bearer: [] }];
+
+export const stateApiRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/state-versions",
+      tags,
+      security,
+      summary: "List state versions, newest first",
+      middleware: [readers] as const,
+      request: { params: WorkspaceParams, query: PageQuery },
+      responses: {
+        200: jsonResponse(
+          z.object({ stateVersions: z.array(StateVersion), nextCursor: z.string().nullable() }),
+          "A page of versions",
+        ),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId } = c.req.valid("param");
+      const page = c.req.valid("query");
+      return c.json(unwrap(await listVersions(deps(c), c.var.principal, workspaceId, page)), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/state-versions/{stateVersionId}",
+      tags,
+      security,
+      summary: "One state version",
+      middleware: [readers] as const,
+      request: { params: VersionParams },
+      responses: {
+        200: jsonResponse(StateVersion, "The version"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId, stateVersionId } = c.req.valid("param");
+      return c.json(
+        unwrap(await getVersion(deps(c), c.var.principal, workspaceId, stateVersionId)),
+        200,
+      );
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/state-versions/{stateVersionId}/download",
+      tags,
+      security,
+      summary: "Download a state version's body (the state file, streamed)",
+      middleware: [readers] as const,
+      request: { params: VersionParams },
+      responses: {
+        200: {
+          description: "The state file (JSON) byte for byte as written, with Content-MD5",
+          content: {
+            "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) },
+          },
+        },
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId, stateVersionId } = c.req.valid("param");
+      const state = unwrap(
+        await downloadVersion(deps(c), c.var.principal, workspaceId, stateVersionId),
+      );
+      return new Response(state.body, {
+        status: 200,
+        headers: {
+          "content-type": "application/octet-stream",
+          "content-length": String(state.sizeBytes),
+          "content-md5": md5Base64(state.md5Hex),
+          "content-disposition": `attachment; filename="${workspaceId}-${state.version.serial}.tfstate"`,
+        },
+      });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{workspaceId}/state-versions/{stateVersionId}/rollback",
+      tags,
+      security,
+      summary: "Make an old version current again: writes it as a new version with a higher serial",
+      middleware: [requireRole("admin")] as const,
+      request: { params: VersionParams },
+      responses: {
+        201: jsonResponse(StateVersion, "The new current version"),
+        ...errorResponses(400, 401, 403, 404, 409),
+      },
+    }),
+    async (c) => {
+      const { workspaceId, stateVersionId } = c.req.valid("param");
+      const version = unwrap(
+        await rollbackState(deps(c), { principal: c.var.principal, workspaceId, stateVersionId }),
+      );
+      return c.json(version, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/outputs",
+      tags,
+      security,
+      summary: "Outputs of the current state; sensitive values only for admins and owners",
+      middleware: [readers] as const,
+      request: { params: WorkspaceParams },
+      responses: {
+        200: jsonResponse(Outputs, "Current outputs"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId } = c.req.valid("param");
+      return c.json(unwrap(await readOutputs(deps(c), c.var.principal, workspaceId)), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/state-lock",
+      tags,
+      security,
+      summary: "Who holds the state lock",
+      middleware: [readers] as const,
+      request: { params: WorkspaceParams },
+      responses: {
+        200: jsonResponse(z.object({ lock: StateLock.nullable() }), "The lock, or null"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId } = c.req.valid("param");
+      return c.json(
+        { lock: unwrap(await getStateLock(c.var.db, c.var.principal, workspaceId)) },
+        200,
+      );
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{workspaceId}/state-lock",
+      tags,
+      security,
+      summary: "Force-unlock the state (admins; audited)",
+      middleware: [requireRole("admin")] as const,
+      request: { params: WorkspaceParams, query: ForceUnlockQuery },
+      responses: {
+        200: jsonResponse(
+          z.object({ released: StateLock.nullable() }),
+          "The released lock, or null when none was held",
+        ),
+        ...errorResponses(400, 401, 403, 404, 409),
+      },
+    }),
+    async (c) => {
+      const { workspaceId } = c.req.valid("param");
+      const { lockId } = c.req.valid("query");
+      const result = await forceUnlockState(c.var.db, {
+        principal: c.var.principal,
+        workspaceId,
+        lockId: lockId ?? null,
+      });
+      return c.json(unwrap(result), 200);
+    },
+  );

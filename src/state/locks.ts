@@ -1,0 +1,217 @@
+/**
+ * The state lock: LOCK and UNLOCK of the http backend, the admin force-unlock of the API, and
+ * the release of a run's locks when its job ends. One lock per workspace, a D1 row whose
+ * primary key makes taking it a single atomic insert.
+ */
+
+import { auditWhereQuery } from "../audit/service.ts";
+import type { Database } from "../db/client.ts";
+import { ok } from "../lib/result.ts";
+import type { Principal } from "../tokens/model.ts";
+import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
+import {
+  callerOf,
+  decideLock,
+  decideUnlock,
+  type HeldLock,
+  type LockInfo,
+  workspaceLockInfo,
+} from "./model.ts";
+import {
+  deleteLockQuery,
+  findRunLocks,
+  insertLockQuery,
+  PREVIOUS_STATEMENT_CHANGED,
+} from "./queries.ts";
+
+/**
+ * LOCK: takes the lock, or answers 200 again for the holder's own ID (a retried LOCK). Held by
+ * someone else, or the workspace user-locked by someone else → LOCKED with that holder's info.
+ */
+export async function lockState(
+  db: Database,
+  input: { principal: Principal; workspaceId: string; info: LockInfo; infoText: string },
+): Promise<StateResult<HeldLock>> {
+  const ws = await openWorkspace(db, input.principal, input.workspaceId, "write");
+  if (!ws.ok) {
+    return ws;
+  }
+  const caller = callerOf(input.principal);
+  const lockedBy = ws.value.lockedBy;
+  if (lockedBy !== null && lockedBy !== caller.principalId) {
+    return refuse(
+      "LOCKED",
+      `the workspace is locked by ${lockedBy}`,
+      workspaceLockInfo({ ...ws.value, lockedBy }),
+    );
+  }
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const lock = await loadLock(db, ws.value);
+    const decision = decideLock(lock, input.info.ID, caller);
+    if (decision === "already_held" && lock) {
+      return ok(lock);
+    }
+    if (decision === "conflict" && lock) {
+      return refuse(
+        "LOCKED",
+        `the state is locked by ${lock.runId ?? lock.createdBy ?? "unknown"}`,
+        lock.info,
+      );
+    }
+    const [taken] = await insertLockQuery(db, {
+      workspaceId: ws.value.id,
+      orgId: ws.value.orgId,
+      lockId: input.info.ID,
+      info: input.infoText,
+      runId: caller.runId,
+      createdBy: caller.principalId,
+      createdAt: Date.now(),
+    });
+    if (taken) {
+      return ok({
+        lockId: taken.lockId,
+        info: taken.info,
+        runId: taken.runId,
+        createdBy: taken.createdBy,
+      });
+    }
+    // Someone took it between the read and the insert: decide again against their lock.
+  }
+  return refuse("LOCKED", "the state lock is contended; retry");
+}
+
+export type UnlockRequest = { kind: "empty" } | { kind: "info"; id: string; text: string };
+
+/**
+ * UNLOCK: see {@link decideUnlock}. Nothing held → 200. A forced release (Terraform's empty
+ * body, OpenTofu's force-unlock by ID, an admin releasing someone else's lock) is audited.
+ */
+export async function unlockState(
+  db: Database,
+  input: { principal: Principal; workspaceId: string; request: UnlockRequest },
+): Promise<StateResult<{ released: boolean }>> {
+  const caller = callerOf(input.principal);
+  // Who may force is decided with the lock in hand; releasing one's own lock needs write access.
+  const need = input.request.kind === "empty" || caller.isAdmin ? "read" : "write";
+  const ws = await openWorkspace(db, input.principal, input.workspaceId, need);
+  if (!ws.ok) {
+    return ws;
+  }
+  const lock = await loadLock(db, ws.value);
+  const decision = decideUnlock(lock, input.request, caller);
+  if (decision.kind === "none_held" || lock === null) {
+    return ok({ released: false });
+  }
+  if (decision.kind === "conflict") {
+    return refuse("CONFLICT", decision.message, lock.info);
+  }
+  return ok({ released: await release(db, ws.value, lock, caller.principalId, decision.isForced) });
+}
+
+async function release(
+  db: Database,
+  ws: { id: string; orgId: string },
+  lock: HeldLock,
+  actor: string,
+  isForced: boolean,
+): Promise<boolean> {
+  const remove = deleteLockQuery(db, ws.id, lock.lockId);
+  if (!isForced) {
+    return (await remove).length > 0;
+  }
+  const [removed] = await db.batch([
+    remove,
+    auditWhereQuery(
+      db,
+      {
+        orgId: ws.orgId,
+        actor,
+        action: "state.force_unlock",
+        targetType: "workspace",
+        targetId: ws.id,
+        data: { lockId: lock.lockId, heldBy: lock.runId ?? lock.createdBy, info: lock.info },
+        now: Date.now(),
+      },
+      PREVIOUS_STATEMENT_CHANGED,
+    ),
+  ]);
+  return removed.length > 0;
+}
+
+/** The lock as the API shows it. */
+export function presentLock(lock: HeldLock & { createdAt?: number }) {
+  let info: unknown = null;
+  try {
+    info = JSON.parse(lock.info);
+  } catch {
+    info = null;
+  }
+  return { id: lock.lockId, heldBy: lock.createdBy, runId: lock.runId, info };
+}
+
+/** The workspace's state lock, for any reader. */
+export async function getStateLock(
+  db: Database,
+  principal: Principal,
+  workspaceId: string,
+): Promise<StateResult<ReturnType<typeof presentLock> | null>> {
+  const ws = await openWorkspace(db, principal, workspaceId, "read");
+  if (!ws.ok) {
+    return ws;
+  }
+  const lock = await loadLock(db, ws.value);
+  return ok(lock ? presentLock(lock) : null);
+}
+
+/**
+ * The API's force-unlock (admins, audited). With `lockId`, only that lock is released, so an
+ * admin never breaks a lock taken after they looked.
+ */
+export async function forceUnlockState(
+  db: Database,
+  input: { principal: Principal; workspaceId: string; lockId: string | null },
+): Promise<StateResult<{ released: ReturnType<typeof presentLock> | null }>> {
+  const ws = await openWorkspace(db, input.principal, input.workspaceId, "admin");
+  if (!ws.ok) {
+    return ws;
+  }
+  const lock = await loadLock(db, ws.value);
+  if (lock === null) {
+    return ok({ released: null });
+  }
+  if (input.lockId !== null && input.lockId !== lock.lockId) {
+    return refuse("CONFLICT", `the state is locked by lock ${lock.lockId}, not ${input.lockId}`);
+  }
+  const caller = callerOf(input.principal);
+  const released = await release(db, ws.value, lock, caller.principalId, true);
+  return ok({ released: released ? presentLock(lock) : null });
+}
+
+/**
+ * Releases every state lock a run holds; call it when a job of the run ends, however it ends
+ * (finished, errored, agent lost). Idempotent: a second call finds nothing. Audited per lock.
+ * Locks of ended runs are also released on sight by the next LOCK or write, as a safety net.
+ */
+export async function releaseRunStateLocks(db: Database, runId: string): Promise<number> {
+  let released = 0;
+  for (const lock of await findRunLocks(db, runId)) {
+    const [removed] = await db.batch([
+      deleteLockQuery(db, lock.workspaceId, lock.lockId),
+      auditWhereQuery(
+        db,
+        {
+          orgId: lock.orgId,
+          actor: "system",
+          action: "state.lock.release",
+          targetType: "workspace",
+          targetId: lock.workspaceId,
+          data: { lockId: lock.lockId, runId, reason: "the run's job ended" },
+          now: Date.now(),
+        },
+        PREVIOUS_STATEMENT_CHANGED,
+      ),
+    ]);
+    released += removed.length;
+  }
+  return released;
+}
