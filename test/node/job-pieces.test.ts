@@ -91,7 +91,7 @@ describe("generated files", () => {
     await writeTerraformVariables(work, [
       {
         key: "name",
-        value: 'quote " and ${not_interpolated}',
+        value: 'quote " and back\\slash',
         category: "terraform",
         hcl: false,
         sensitive: false,
@@ -100,7 +100,7 @@ describe("generated files", () => {
       { key: "ENV_ONLY", value: "x", category: "env", hcl: false, sensitive: false },
     ]);
     expect(JSON.parse(readFileSync(path.join(work, "outpost.auto.tfvars.json"), "utf8"))).toEqual({
-      name: 'quote " and ${not_interpolated}',
+      name: 'quote " and back\\slash',
     });
     expect(readFileSync(path.join(work, "outpost.auto.tfvars"), "utf8")).toBe(
       "ports = [80, 443]\n",

@@ -56,7 +56,17 @@ export function startJob(
   settings: JobSettings,
 ): JobHandle {
   const job = new Job(assignment, port, settings);
-  return { done: job.run(), cancel: (options) => job.cancel(options.force) };
+  // Only the agent's own disk can fail here (job dir, spool file); still an outcome, not a throw.
+  const done = job.run().catch(
+    (error: unknown): JobOutcome => ({
+      status: "failed",
+      message: `agent error: ${error instanceof Error ? error.message : String(error)}`,
+      exitCode: null,
+      planSummary: null,
+      logLength: 0,
+    }),
+  );
+  return { done, cancel: (options) => job.cancel(options.force) };
 }
 
 class Job {
