@@ -1,0 +1,152 @@
+/**
+ * The real coordinator for Node-side tests and benchmarks: `wrangler dev`'s engine
+ * (`unstable_startWorker`, Miniflare and workerd underneath) with this repository's
+ * wrangler.toml on a loopback port, with D1, R2 and Durable Objects persisted in a directory so
+ * it can be stopped and started again on the same state.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { unstable_startWorker } from "wrangler";
+
+type Worker = Awaited<ReturnType<typeof unstable_startWorker>>;
+
+const run = promisify(execFile);
+const root = resolve(import.meta.dirname, "..");
+const wrangler = join(root, "node_modules/wrangler/bin/wrangler.js");
+
+/** A free loopback port. */
+export async function freePort(): Promise<number> {
+  return new Promise((done, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => done(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+export type CoordinatorOptions = {
+  /** Where D1, R2 and Durable Objects persist; a fresh temp dir when absent. */
+  persistDir?: string;
+  port?: number;
+  /** Overrides of wrangler.toml vars (e.g. shorter timeouts for a test). */
+  vars?: Record<string, string>;
+};
+
+// The Request.cf lookup needs the internet; Miniflare's placeholder is fine on loopback.
+process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
+
+export const TEST_BOOTSTRAP_TOKEN = "local-bootstrap-secret-0123456789";
+const TEST_ENCRYPTION_KEY = "local1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+export type LocalCoordinator = {
+  url: string;
+  port: number;
+  persistDir: string;
+  /** Bootstraps an organization (first call only) and returns its owner token. */
+  bootstrap(name?: string): Promise<string>;
+  /** Fires the cron handler once, as Cloudflare does every minute. */
+  cron(): Promise<void>;
+  /** Stops the runtime; the state stays on disk. */
+  stop(): Promise<void>;
+  /** Stops and starts again on the same port and state. */
+  restart(): Promise<void>;
+  /** Stops and deletes the state when it was a temp dir. */
+  dispose(): Promise<void>;
+};
+
+/** Applies the D1 migrations to the persisted local database, exactly as `npm start` does. */
+async function applyMigrations(persistDir: string): Promise<void> {
+  await run(
+    process.execPath,
+    [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir],
+    { cwd: root, env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" } },
+  );
+}
+
+/** Starts the coordinator and resolves once it answers `/healthz`. */
+export async function startCoordinator(
+  options: CoordinatorOptions = {},
+): Promise<LocalCoordinator> {
+  const isTempDir = options.persistDir === undefined;
+  const persistDir = options.persistDir ?? (await mkdtemp(join(tmpdir(), "outpost-state-")));
+  const port = options.port ?? (await freePort());
+  const url = `http://127.0.0.1:${port}`;
+  let ownerToken: string | null = null;
+  await applyMigrations(persistDir);
+  const vars: Record<string, string> = {
+    BOOTSTRAP_TOKEN: TEST_BOOTSTRAP_TOKEN,
+    ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    ...options.vars,
+  };
+
+  const create = () =>
+    unstable_startWorker({
+      config: join(root, "wrangler.toml"),
+      bindings: Object.fromEntries(
+        Object.entries(vars).map(([name, value]) => [name, { type: "plain_text", value }]),
+      ),
+      dev: {
+        server: { hostname: "127.0.0.1", port },
+        persist: persistDir,
+        inspector: false,
+        watch: false,
+        liveReload: false,
+        logLevel: "warn",
+      },
+    });
+
+  let worker: Worker | null = await create();
+  await worker.ready;
+
+  const coordinator: LocalCoordinator = {
+    url,
+    port,
+    persistDir,
+    async bootstrap(name = "e2e") {
+      if (ownerToken) {
+        return ownerToken;
+      }
+      const res = await fetch(`${url}/api/v1/bootstrap`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${TEST_BOOTSTRAP_TOKEN}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ name }),
+      });
+      if (res.status !== 201) {
+        throw new Error(`bootstrap answered ${res.status}: ${await res.text()}`);
+      }
+      ownerToken = ((await res.json()) as { token: { token: string } }).token.token;
+      return ownerToken;
+    },
+    async cron() {
+      const res = await fetch(
+        `${url}/cdn-cgi/local/scheduled?cron=${encodeURIComponent("* * * * *")}`,
+      );
+      await res.arrayBuffer();
+    },
+    async stop() {
+      await worker?.dispose();
+      worker = null;
+    },
+    async restart() {
+      await coordinator.stop();
+      worker = await create();
+      await worker.ready;
+    },
+    async dispose() {
+      await coordinator.stop();
+      if (isTempDir) {
+        await rm(persistDir, { recursive: true, force: true });
+      }
+    },
+  };
+  return coordinator;
+}
