@@ -5,6 +5,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
 import { agentRoutes } from "./agents/routes.ts";
+import { configurationVersionRoutes } from "./configuration-versions/routes.ts";
 import { createDb } from "./db/client.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError, errorResponse, handleError } from "./errors.ts";
@@ -38,6 +39,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/api/v1/tokens", tokenRoutes);
   app.route("/api/v1/workspaces", workspaceRoutes);
   app.route("/api/v1/workspaces", variableRoutes);
+  app.route("/api/v1/workspaces", configurationVersionRoutes);
   app.route("/api/v1/workspaces", stateApiRoutes);
   // The Terraform http backend: outside /api (own auth scheme, custom methods, large bodies).
   app.route("/state/v1", stateRoutes);

@@ -17,6 +17,7 @@ export const ErrorCode = z.enum([
   "METHOD_NOT_ALLOWED",
   "CONFLICT",
   "LEASE_LOST",
+  "LENGTH_REQUIRED",
   "PAYLOAD_TOO_LARGE",
   "UNSUPPORTED_MEDIA_TYPE",
   "RANGE_NOT_SATISFIABLE",
@@ -44,6 +45,8 @@ export function codeToStatus(code: ErrorCode): ContentfulStatusCode {
     case "CONFLICT":
     case "LEASE_LOST":
       return 409;
+    case "LENGTH_REQUIRED":
+      return 411;
     case "PAYLOAD_TOO_LARGE":
       return 413;
     case "UNSUPPORTED_MEDIA_TYPE":
@@ -73,6 +76,8 @@ function statusToCode(status: number): ErrorCode {
       return "METHOD_NOT_ALLOWED";
     case 409:
       return "CONFLICT";
+    case 411:
+      return "LENGTH_REQUIRED";
     case 413:
       return "PAYLOAD_TOO_LARGE";
     case 415:

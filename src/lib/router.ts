@@ -24,6 +24,7 @@ export function errorResponses(...statuses: number[]) {
     403: "The token's role may not do this",
     404: "Not found in this organization",
     409: "Conflicts with the current state",
+    411: "Content-Length required",
     413: "Body too large",
     415: "Wrong content type",
     416: "Offset does not match",

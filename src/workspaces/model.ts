@@ -252,6 +252,11 @@ function compareCore(version: string, other: [number, number, number]): number {
   return 0;
 }
 
+/** Where every R2 object of a workspace lives; deleting the workspace removes this prefix. */
+export function workspaceBlobPrefix(workspaceId: string): string {
+  return `workspaces/${workspaceId}/`;
+}
+
 /** A workspace's lock holder: a user's token (`tok_…`) or a run (`run_…`). */
 export function lockHolderKind(lockedBy: string): "user" | "run" {
   return lockedBy.startsWith("run_") ? "run" : "user";

@@ -13,6 +13,7 @@ import {
   settingsForCreate,
   settingsForUpdate,
   type WorkspaceSettings,
+  workspaceBlobPrefix,
 } from "./model.ts";
 import {
   activeRunIds,
@@ -41,11 +42,6 @@ export const refuse = (failure: WorkspaceFailure): { ok: false } & WorkspaceFail
   ok: false,
   ...failure,
 });
-
-/** Where every R2 object of a workspace lives; deleting the workspace removes this prefix. */
-export function workspaceBlobPrefix(workspaceId: string): string {
-  return `workspaces/${workspaceId}/`;
-}
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

@@ -1,0 +1,188 @@
+/**
+ * `/api/v1/workspaces/{workspaceId}/configuration-versions`: members upload a tar.gz as the raw
+ * request body (Content-Length required, size-limited before anything is read); every role lists
+ * and reads them.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { ApiError } from "../errors.ts";
+import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
+import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
+import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { WorkspaceRef } from "../workspaces/model.ts";
+import { resolveWorkspace } from "../workspaces/service.ts";
+import { isUploadMediaType, UPLOAD_MEDIA_TYPES, uploadLimits } from "./model.ts";
+import {
+  getConfigurationVersion,
+  listConfigurationVersionRows,
+  presentConfigurationVersion,
+  uploadConfigurationVersion,
+} from "./service.ts";
+
+export const ConfigurationVersionSchema = z
+  .object({
+    id: z.string(),
+    workspaceId: z.string(),
+    source: z.enum(["upload", "vcs"]),
+    sha256: z.string().nullable().openapi({ description: "Hex SHA-256 of the uploaded tar.gz" }),
+    sizeBytes: z.number().int().nullable(),
+    repoUrl: z.string().nullable(),
+    commitSha: z.string().nullable(),
+    branch: z.string().nullable(),
+    createdBy: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .openapi("ConfigurationVersion");
+
+const WorkspaceParams = z.strictObject({ workspaceId: WorkspaceRef });
+const VersionParams = z.strictObject({
+  workspaceId: WorkspaceRef,
+  configurationVersionId: idParam("cv", "configurationVersionId"),
+});
+const binary = z.string().openapi({ format: "binary" });
+
+async function workspaceOf(c: Parameters<typeof orgPrincipal>[0], ref: string) {
+  const principal = orgPrincipal(c);
+  const workspace = await resolveWorkspace(c.var.db, principal.orgId, ref);
+  if (!workspace) {
+    throw new ApiError("NOT_FOUND", `workspace ${ref} not found`);
+  }
+  return { principal, workspace };
+}
+
+/** The declared body length, checked against the limit before a byte is read. */
+function declaredLength(header: string | undefined, maxBytes: number): number {
+  if (header === undefined) {
+    throw new ApiError("LENGTH_REQUIRED", "Content-Length is required for uploads");
+  }
+  if (!/^\d+$/.test(header.trim())) {
+    throw new ApiError("BAD_REQUEST", "Content-Length must be a number of bytes");
+  }
+  const length = Number(header.trim());
+  if (length > maxBytes) {
+    throw new ApiError("PAYLOAD_TOO_LARGE", `the upload is larger than ${maxBytes} bytes`);
+  }
+  if (length === 0) {
+    throw new ApiError("BAD_REQUEST", "the body is empty; send a tar.gz");
+  }
+  return length;
+}
+
+const tags = ["configuration-versions"];
+const security = [{ bearer: [] }];
+
+export const configurationVersionRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{workspaceId}/configuration-versions",
+      tags,
+      summary: "Upload a configuration (tar.gz as the raw body)",
+      description:
+        "Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree; 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).",
+      security,
+      middleware: [requireRole("member")] as const,
+      request: {
+        params: WorkspaceParams,
+        body: {
+          required: true,
+          content: Object.fromEntries(UPLOAD_MEDIA_TYPES.map((t) => [t, { schema: binary }])),
+        },
+      },
+      responses: {
+        201: jsonResponse(ConfigurationVersionSchema, "The stored configuration version"),
+        ...errorResponses(400, 401, 403, 404, 411, 413, 415),
+      },
+    }),
+    async (c) => {
+      if (!isUploadMediaType(c.req.header("content-type"))) {
+        throw new ApiError(
+          "UNSUPPORTED_MEDIA_TYPE",
+          `send the tar.gz as ${UPLOAD_MEDIA_TYPES.join(" or ")}`,
+        );
+      }
+      const limits = uploadLimits(c.env);
+      const contentLength = declaredLength(c.req.header("content-length"), limits.maxBytes);
+      const { principal, workspace } = await workspaceOf(c, c.req.valid("param").workspaceId);
+      const body = c.req.raw.body;
+      if (!body) {
+        throw new ApiError("BAD_REQUEST", "the body is empty; send a tar.gz");
+      }
+      const result = await uploadConfigurationVersion(c.var.db, c.env.BLOBS, {
+        orgId: principal.orgId,
+        workspaceId: workspace.id,
+        actor: principal.tokenId,
+        body,
+        contentLength,
+        limits,
+      });
+      if (!result.ok) {
+        throw new ApiError(
+          result.reason === "too_large" ? "PAYLOAD_TOO_LARGE" : "BAD_REQUEST",
+          `configuration refused: ${result.message}`,
+        );
+      }
+      return c.json(result.value, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/configuration-versions",
+      tags,
+      summary: "List a workspace's configuration versions, newest first",
+      security,
+      middleware: [requireRole("reader")] as const,
+      request: { params: WorkspaceParams, query: PageQuery },
+      responses: {
+        200: jsonResponse(
+          z.object({
+            configurationVersions: z.array(ConfigurationVersionSchema),
+            nextCursor: z.string().nullable(),
+          }),
+          "A page of configuration versions",
+        ),
+        ...errorResponses(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const { workspace } = await workspaceOf(c, c.req.valid("param").workspaceId);
+      const { limit, cursor } = c.req.valid("query");
+      const before = cursor === undefined ? undefined : decodeCursor(cursor, ["number", "string"]);
+      const rows = await listConfigurationVersionRows(c.var.db, workspace.id, { limit, before });
+      const page = takePage(rows, limit, (r) => [r.createdAt, r.id]);
+      return c.json(
+        {
+          configurationVersions: page.items.map(presentConfigurationVersion),
+          nextCursor: page.nextCursor,
+        },
+        200,
+      );
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/configuration-versions/{configurationVersionId}",
+      tags,
+      summary: "Get a configuration version",
+      security,
+      middleware: [requireRole("reader")] as const,
+      request: { params: VersionParams },
+      responses: {
+        200: jsonResponse(ConfigurationVersionSchema, "The configuration version"),
+        ...errorResponses(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId, configurationVersionId } = c.req.valid("param");
+      const { workspace } = await workspaceOf(c, workspaceId);
+      const row = await getConfigurationVersion(c.var.db, workspace.id, configurationVersionId);
+      if (!row) {
+        throw new ApiError(
+          "NOT_FOUND",
+          `configuration version ${configurationVersionId} not found`,
+        );
+      }
+      return c.json(presentConfigurationVersion(row), 200);
+    },
+  );

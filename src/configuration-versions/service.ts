@@ -1,0 +1,215 @@
+/**
+ * Configuration versions: a tar.gz uploaded once, streamed to R2 while its sha256, size and tar
+ * structure are checked in the same pass. A refused upload leaves nothing in R2 or D1.
+ */
+import { and, desc, eq, lt, or } from "drizzle-orm";
+import { auditQuery } from "../audit/service.ts";
+import type { Database } from "../db/client.ts";
+import { newId } from "../db/ids.ts";
+import { configurationVersions } from "../db/schema.ts";
+import { toHex } from "../lib/crypto.ts";
+import { inspectTarGz, type TarRejection } from "../lib/tar.ts";
+import { configurationVersionKey, type UploadLimits } from "./model.ts";
+
+export type ConfigurationVersionRow = typeof configurationVersions.$inferSelect;
+
+/** The public shape of a configuration version. */
+export function presentConfigurationVersion(row: ConfigurationVersionRow) {
+  return {
+    id: row.id,
+    workspaceId: row.workspaceId,
+    source: row.source,
+    sha256: row.sha256,
+    sizeBytes: row.sizeBytes,
+    repoUrl: row.repoUrl,
+    commitSha: row.commitSha,
+    branch: row.branch,
+    createdBy: row.createdBy,
+    createdAt: new Date(row.createdAt).toISOString(),
+  };
+}
+export type ConfigurationVersion = ReturnType<typeof presentConfigurationVersion>;
+
+export type UploadFailure =
+  | { reason: "too_large"; message: string }
+  | { reason: "invalid_archive"; message: string };
+
+/**
+ * Streams `body` (exactly `contentLength` bytes) to R2 under the version's key while hashing it
+ * and inspecting the archive. The D1 row and its audit event are written only once R2 holds the
+ * object and the archive passed; on any failure the object is deleted again.
+ */
+export async function uploadConfigurationVersion(
+  db: Database,
+  blobs: R2Bucket,
+  input: {
+    orgId: string;
+    workspaceId: string;
+    actor: string;
+    body: ReadableStream<Uint8Array>;
+    contentLength: number;
+    limits: UploadLimits;
+  },
+): Promise<{ ok: true; value: ConfigurationVersion } | ({ ok: false } & UploadFailure)> {
+  const id = newId("configurationVersion");
+  const key = configurationVersionKey(input.workspaceId, id);
+  const inspection = inspectTarGz(input.limits);
+  const inspector = inspection.writable.getWriter();
+  const digest = new crypto.DigestStream("SHA-256");
+  const hasher = digest.getWriter();
+  let sizeBytes = 0;
+  // A flag, not an error class: R2 may reject with its own error when the stream fails.
+  let isTooLarge = false;
+  const tap = new TransformStream<Uint8Array, Uint8Array>({
+    async transform(chunk, controller) {
+      sizeBytes += chunk.byteLength;
+      if (sizeBytes > input.limits.maxBytes) {
+        isTooLarge = true;
+        throw new Error("upload larger than the limit");
+      }
+      // Each consumer gets its own copy: a native stream may take ownership of what it is given.
+      await hasher.write(chunk.slice());
+      await inspector.write(chunk.slice());
+      controller.enqueue(chunk);
+    },
+    async flush() {
+      await hasher.close();
+      await inspector.close();
+    },
+  });
+
+  let stored = false;
+  try {
+    await blobs.put(
+      key,
+      input.body.pipeThrough(tap).pipeThrough(new FixedLengthStream(input.contentLength)),
+      {
+        httpMetadata: { contentType: "application/gzip" },
+      },
+    );
+    stored = true;
+  } catch (err) {
+    // Stop the inspection too (it may be waiting for bytes that will never come).
+    await Promise.all([inspector.abort(err).catch(() => {}), hasher.abort(err).catch(() => {})]);
+    const verdict = await inspection.result;
+    await blobs.delete(key);
+    if (isTooLarge) {
+      return {
+        ok: false,
+        reason: "too_large",
+        message: `the body is larger than ${input.limits.maxBytes} bytes`,
+      };
+    }
+    if (!verdict.ok) {
+      return failure(verdict.rejection);
+    }
+    throw err;
+  }
+  const verdict = await inspection.result;
+  if (!verdict.ok) {
+    await blobs.delete(key);
+    return failure(verdict.rejection);
+  }
+  const now = Date.now();
+  const row: ConfigurationVersionRow = {
+    id,
+    orgId: input.orgId,
+    workspaceId: input.workspaceId,
+    source: "upload",
+    r2Key: key,
+    sha256: toHex(await digest.digest),
+    sizeBytes,
+    repoUrl: null,
+    commitSha: null,
+    branch: null,
+    createdBy: input.actor,
+    createdAt: now,
+  };
+  try {
+    await db.batch([
+      db.insert(configurationVersions).values(row),
+      auditQuery(db, {
+        orgId: input.orgId,
+        actor: input.actor,
+        action: "configuration_version.create",
+        targetType: "configuration_version",
+        targetId: id,
+        data: {
+          workspaceId: input.workspaceId,
+          sha256: row.sha256,
+          sizeBytes,
+          entries: verdict.value.entries,
+        },
+        now,
+      }),
+    ]);
+  } catch (err) {
+    if (stored) {
+      await blobs.delete(key);
+    }
+    throw err;
+  }
+  return { ok: true, value: presentConfigurationVersion(row) };
+}
+
+function failure(rejection: TarRejection): { ok: false } & UploadFailure {
+  return rejection.reason === "too_large"
+    ? { ok: false, reason: "too_large", message: rejection.message }
+    : { ok: false, reason: "invalid_archive", message: rejection.message };
+}
+
+/** A configuration version of the workspace, or undefined. */
+export function getConfigurationVersion(
+  db: Database,
+  workspaceId: string,
+  id: string,
+): Promise<ConfigurationVersionRow | undefined> {
+  return db.query.configurationVersions.findFirst({
+    where: and(
+      eq(configurationVersions.workspaceId, workspaceId),
+      eq(configurationVersions.id, id),
+    ),
+  });
+}
+
+/**
+ * The workspace's newest configuration version (the default of a new run), or undefined when it
+ * has none. Ties on the creation time break by id, so the answer is stable.
+ */
+export function latestConfigurationVersion(
+  db: Database,
+  workspaceId: string,
+): Promise<ConfigurationVersionRow | undefined> {
+  return db.query.configurationVersions.findFirst({
+    where: eq(configurationVersions.workspaceId, workspaceId),
+    orderBy: [desc(configurationVersions.createdAt), desc(configurationVersions.id)],
+  });
+}
+
+/** One page of the workspace's versions, newest first, `limit + 1` rows to detect a next page. */
+export function listConfigurationVersionRows(
+  db: Database,
+  workspaceId: string,
+  page: { limit: number; before?: readonly [number, string] },
+): Promise<ConfigurationVersionRow[]> {
+  const before = page.before;
+  return db
+    .select()
+    .from(configurationVersions)
+    .where(
+      and(
+        eq(configurationVersions.workspaceId, workspaceId),
+        before === undefined
+          ? undefined
+          : or(
+              lt(configurationVersions.createdAt, before[0]),
+              and(
+                eq(configurationVersions.createdAt, before[0]),
+                lt(configurationVersions.id, before[1]),
+              ),
+            ),
+      ),
+    )
+    .orderBy(desc(configurationVersions.createdAt), desc(configurationVersions.id))
+    .limit(page.limit + 1);
+}
