@@ -1,0 +1,320 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { insertJob, pickNext } from "../../durable/pool-store.ts";
+import {
+  agentDueAt,
+  agentStatus,
+  agentTransition,
+  assignRound,
+  classesForPhases,
+  DEFAULT_POOL_SETTINGS,
+  jobDueAt,
+  mergeSettings,
+  outboxRetryDelayMs,
+  servedRound,
+} from "../../durable/queue.ts";
+import { poolStub } from "../../src/pools/service.ts";
+import { seedOrg } from "./helpers/fixtures.ts";
+import { advancePoolClock, enqueue, makeJob, registerAgent, seedPool } from "./helpers/pools.ts";
+
+const S = DEFAULT_POOL_SETTINGS;
+
+describe("queue.ts (pure)", () => {
+  it.each([
+    [
+      ["plan", "apply"],
+      [0, 1, 2],
+    ],
+    [["apply"], [0]],
+    [["plan"], [1, 2]],
+    [
+      ["apply", "plan"],
+      [0, 1, 2],
+    ],
+  ] as const)("classesForPhases(%j) = %j", (phases, classes) => {
+    expect(classesForPhases(phases)).toEqual(classes);
+  });
+
+  it.each([
+    // workspace next round, current round → assigned round
+    [null, 0, 0],
+    [null, 4, 4],
+    [3, 1, 3],
+    [2, 5, 5],
+  ])("assignRound(%s, %s) = %s", (next, current, round) => {
+    expect(assignRound(next, current)).toBe(round);
+  });
+
+  it("servedRound never goes back", () => {
+    expect(servedRound(3, 1)).toBe(3);
+    expect(servedRound(3, 5)).toBe(5);
+  });
+
+  it.each([
+    // state, lastContact, pollHeldUntil, stateChangedAt → due
+    ["online", 1_000, null, 0, 1_000 + S.unknownAfterMs],
+    ["online", 1_000, 40_000, 0, 40_000 + S.unknownAfterMs],
+    ["online", 50_000, 40_000, 0, 50_000 + S.unknownAfterMs],
+    ["unknown", 1_000, null, 31_000, 31_000 + S.erroredAfterMs],
+    ["errored", 1_000, null, 331_000, 1_000 + S.retentionMs],
+    ["exited", 7_000, null, 7_000, 7_000 + S.retentionMs],
+  ] as const)(
+    "agentDueAt(%s, contact %s, held %s, changed %s) = %s",
+    (state, contact, held, changed, due) => {
+      expect(
+        agentDueAt(
+          { state, lastContactAt: contact, pollHeldUntil: held, stateChangedAt: changed },
+          S,
+        ),
+      ).toBe(due);
+    },
+  );
+
+  it.each([
+    ["online", "unknown"],
+    ["unknown", "errored"],
+    ["errored", "drop"],
+    ["exited", "drop"],
+  ] as const)("agentTransition(%s) = %s", (state, next) => {
+    expect(agentTransition(state)).toBe(next);
+  });
+
+  it.each([
+    ["online", 0, "idle"],
+    ["online", 2, "busy"],
+    ["unknown", 1, "unknown"],
+    ["errored", 0, "errored"],
+    ["exited", 0, "exited"],
+  ] as const)("agentStatus(%s, %s jobs) = %s", (state, jobs, status) => {
+    expect(agentStatus(state, jobs)).toBe(status);
+  });
+
+  it.each([
+    ["queued", "plan", null],
+    ["leased", "plan", 100 + S.leaseStartTimeoutMs],
+    ["started", "plan", 200 + S.planTimeoutMs],
+    ["started", "apply", 200 + S.applyTimeoutMs],
+    ["ended", "apply", 300 + 7 * 24 * 3_600_000],
+  ] as const)("jobDueAt(%s %s) = %s", (state, phase, due) => {
+    expect(jobDueAt({ state, phase, leasedAt: 100, startedAt: 200, endedAt: 300 }, S)).toBe(due);
+  });
+
+  it("backs off redelivery exponentially up to ten minutes", () => {
+    expect([1, 2, 3].map(outboxRetryDelayMs)).toEqual([2_000, 4_000, 8_000]);
+    expect(outboxRetryDelayMs(40)).toBe(600_000);
+  });
+
+  it("merges overrides over the defaults, ignoring null and nonsense", () => {
+    expect(mergeSettings({ unknownAfterMs: 5_000, erroredAfterMs: null, retentionMs: -1 })).toEqual(
+      {
+        ...S,
+        unknownAfterMs: 5_000,
+      },
+    );
+  });
+});
+
+describe("queue order", () => {
+  it("serves apply before plan before speculative, and shares fairly across workspaces", async () => {
+    const org = await seedOrg();
+    const pool = await seedPool(org);
+    const stub = poolStub(env, pool.poolId);
+    const a1 = makeJob("ws_a");
+    const a2 = makeJob("ws_a");
+    const a3 = makeJob("ws_a");
+    const b1 = makeJob("ws_b");
+    const spec = makeJob("ws_c", { speculative: true });
+    const apply = makeJob("ws_a", { phase: "apply" });
+    for (const job of [spec, a1, a2, a3, b1, apply]) {
+      await enqueue(pool.poolId, job);
+    }
+    const agentId = await registerAgent(pool.token, { capacity: 10 });
+    const ref = { agentId, tokenId: pool.tokenId };
+    const order: string[] = [];
+    const take = async () => {
+      const r = await stub.pollJob(ref, 0);
+      if (r.ok && r.value.kind === "job") order.push(r.value.job.jobId);
+    };
+    await take();
+    await take();
+    await take();
+    // A workspace arriving now joins the current round: it goes before a's second job.
+    const c1 = makeJob("ws_c");
+    await enqueue(pool.poolId, c1);
+    for (let i = 0; i < 4; i++) await take();
+    expect(order).toEqual([apply, a1, b1, c1, a2, a3, spec].map((j) => j.jobId));
+  });
+
+  it("is idempotent by job id, refuses malformed jobs, and removes a canceled queued job", async () => {
+    const org = await seedOrg();
+    const pool = await seedPool(org);
+    const stub = poolStub(env, pool.poolId);
+    const job = makeJob("ws_i");
+    expect((await stub.enqueue(job)).ok && true).toBe(true);
+    const again = await stub.enqueue({ ...job, spec: { other: true } });
+    expect(again).toMatchObject({ ok: true, value: { created: false, job: { state: "queued" } } });
+    for (const bad of [
+      { ...job, jobId: `${job.runId}:apply` },
+      { ...job, priorityClass: 0 },
+      { ...job, phase: "destroy" },
+      { ...job, spec: "nope" },
+      { ...job, extra: 1 },
+    ]) {
+      expect(await stub.enqueue(bad as never)).toEqual({ ok: false, reason: "invalid_job" });
+    }
+    expect(await stub.cancelJob(job.jobId)).toMatchObject({
+      ok: true,
+      value: { state: "ended", outcome: "canceled" },
+    });
+    const agentId = await registerAgent(pool.token);
+    expect(await stub.pollJob({ agentId, tokenId: pool.tokenId }, 0)).toEqual({
+      ok: true,
+      value: { kind: "none" },
+    });
+    // Ended is final: the same job id is never queued again.
+    expect(await stub.enqueue(job)).toMatchObject({
+      ok: true,
+      value: { created: false, job: { state: "ended" } },
+    });
+    expect(await stub.cancelJob(makeJob("ws_i").jobId)).toEqual({ ok: false, reason: "not_found" });
+  });
+});
+
+describe("whyWaiting", () => {
+  it("names the reason a job waits", async () => {
+    const org = await seedOrg();
+    const pool = await seedPool(org);
+    const stub = poolStub(env, pool.poolId);
+    const apply = makeJob("ws_w", { phase: "apply" });
+    const plan = makeJob("ws_w");
+    await enqueue(pool.poolId, plan);
+    await enqueue(pool.poolId, apply);
+    const reason = async (jobId: string) => {
+      const r = await stub.whyWaiting(jobId);
+      return r.ok && r.value.state === "queued" ? r.value : r;
+    };
+    expect(await reason(plan.jobId)).toEqual({
+      state: "queued",
+      position: 2,
+      queueLength: 2,
+      reason: { kind: "no_agents_registered" },
+    });
+    const planner = await registerAgent(pool.token, { acceptedPhases: ["plan"] });
+    expect((await reason(apply.jobId)) as unknown).toMatchObject({
+      position: 1,
+      reason: { kind: "no_agent_accepts_phase", phase: "apply", online: 1 },
+    });
+    expect((await reason(plan.jobId)) as unknown).toMatchObject({
+      reason: { kind: "behind_other_jobs", ahead: 1 },
+    });
+    await advancePoolClock(pool.poolId, 31_000);
+    await runDurableObjectAlarm(stub);
+    expect((await reason(plan.jobId)) as unknown).toMatchObject({
+      reason: { kind: "no_agents_online", registered: 1, lastContactAt: expect.any(Number) },
+    });
+    const leased = await stub.pollJob({ agentId: planner, tokenId: pool.tokenId }, 0);
+    expect(leased).toMatchObject({ ok: true, value: { kind: "job", job: { jobId: plan.jobId } } });
+    expect(await stub.whyWaiting(plan.jobId)).toMatchObject({
+      ok: true,
+      value: { state: "leased", agentId: planner, startBy: expect.any(Number) },
+    });
+  });
+});
+
+describe("scale: picking the next job is O(log n)", () => {
+  it("reads a handful of rows to pick from 10,000 queued jobs", async () => {
+    const org = await seedOrg();
+    const pool = await seedPool(org);
+    const stub = poolStub(env, pool.poolId);
+    const expected = await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      for (let i = 0; i < 10_000; i++) {
+        insertJob(sql, makeJob(`ws_${i % 97}`, { speculative: i % 3 === 0 }), Date.now());
+      }
+      const count = sql
+        .exec<{ n: number }>("SELECT COUNT(*) AS n FROM jobs WHERE state = 'queued'")
+        .one().n;
+      const head = sql
+        .exec<{ job_id: string }>(
+          "SELECT job_id FROM jobs WHERE state = 'queued' ORDER BY priority_class, round, seq LIMIT 1",
+        )
+        .one().job_id;
+      const all = pickNext(sql, [0, 1, 2]);
+      // An apply-only agent against 10,000 plan jobs: the case a filtered scan would make O(n).
+      const applyOnly = pickNext(sql, [0]);
+      // The yardstick: the same question without the index reads every queued row.
+      const scan = sql.exec(
+        "SELECT job_id FROM jobs WHERE state = 'queued' ORDER BY spec, seq LIMIT 1",
+      );
+      scan.toArray();
+      return { count, head, all, applyOnly, scanRowsRead: scan.rowsRead };
+    });
+    expect(expected.count).toBe(10_000);
+    expect(expected.scanRowsRead).toBeGreaterThanOrEqual(10_000);
+    expect(expected.all.job?.job_id).toBe(expected.head);
+    expect(expected.all.rowsRead).toBeLessThanOrEqual(5);
+    expect(expected.applyOnly.job).toBeNull();
+    expect(expected.applyOnly.rowsRead).toBeLessThanOrEqual(2);
+
+    // Through the object: the lease takes the head, and the next pick is still cheap.
+    const agentId = await registerAgent(pool.token, { capacity: 2 });
+    const leased = await stub.pollJob({ agentId, tokenId: pool.tokenId }, 0);
+    expect(leased).toMatchObject({
+      ok: true,
+      value: { kind: "job", job: { jobId: expected.head } },
+    });
+    const after = await runInDurableObject(stub, (_i, state) =>
+      pickNext(state.storage.sql, [1, 2]),
+    );
+    expect(after.rowsRead).toBeLessThanOrEqual(5);
+  }, 60_000);
+});
+
+describe("durability", () => {
+  it("keeps queue, leases and agents across eviction, and the alarm still fires", async () => {
+    const org = await seedOrg();
+    const pool = await seedPool(org);
+    const stub = poolStub(env, pool.poolId);
+    const agentId = await registerAgent(pool.token);
+    const leasedJob = makeJob("ws_e");
+    const queuedJob = makeJob("ws_e");
+    await enqueue(pool.poolId, leasedJob);
+    await enqueue(pool.poolId, queuedJob);
+    const lease = await stub.pollJob({ agentId, tokenId: pool.tokenId }, 0);
+    expect(lease).toMatchObject({ ok: true, value: { kind: "job" } });
+
+    await evictDurableObject(stub);
+
+    expect(await stub.getJob(leasedJob.jobId)).toMatchObject({ state: "leased", agentId });
+    expect(await stub.getJob(queuedJob.jobId)).toMatchObject({ state: "queued" });
+    expect((await stub.listAgents()).map((a) => [a.id, a.status])).toEqual([[agentId, "busy"]]);
+    const alarm = await runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
+    expect(alarm).toEqual(expect.any(Number));
+
+    await advancePoolClock(pool.poolId, 31_000);
+    await evictDurableObject(stub);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.getJob(leasedJob.jobId)).toMatchObject({ state: "queued" });
+  });
+
+  it("runs the alarm idempotently and treats overdue rows as due; no alarm when nothing is due", async () => {
+    const org = await seedOrg();
+    const pool = await seedPool(org);
+    const stub = poolStub(env, pool.poolId);
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBeNull();
+    const agentId = await registerAgent(pool.token);
+    await advancePoolClock(pool.poolId, 10 * 60_000);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // Ten minutes overdue: online → unknown → errored in one run.
+    expect((await stub.listAgents())[0]).toMatchObject({ id: agentId, status: "errored" });
+    const next = await runInDurableObject(stub, (_i, state) => state.storage.getAlarm());
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect((await stub.listAgents())[0]?.status).toBe("errored");
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBe(next);
+    await advancePoolClock(pool.poolId, 3 * 3_600_000);
+    await runDurableObjectAlarm(stub);
+    expect(await stub.listAgents()).toEqual([]);
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBeNull();
+  });
+});
