@@ -252,9 +252,9 @@ export class JsonScanner {
         if (b === 0x5d) {
           return this.close(1, chunk, i);
         }
-        return this.startValue(b, chunk, i);
+        return this.startValue(b, i);
       case S.Value:
-        return this.startValue(b, chunk, i);
+        return this.startValue(b, i);
       case S.AfterValue: {
         const top = this.stack[this.stack.length - 1];
         if (b === 0x2c) {
@@ -279,7 +279,7 @@ export class JsonScanner {
     return false;
   }
 
-  private startValue(b: number, chunk: Uint8Array, i: number): boolean {
+  private startValue(b: number, i: number): boolean {
     const depth = this.stack.length;
     let kind: ScannedField["kind"];
     if (b === 0x7b || b === 0x5b) {

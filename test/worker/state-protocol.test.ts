@@ -136,6 +136,15 @@ describe("locks", () => {
     expect((await bob.lock()).status).toBe(200);
   });
 
+  it("concurrent LOCKs with different IDs: exactly one wins", async () => {
+    const { org, ws } = await setup();
+    const clients = [org.tokens.member, org.tokens.admin, org.tokens.owner].map(
+      (token) => new BackendClient(ws, token),
+    );
+    const answers = await Promise.all(clients.map((client) => client.lock()));
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 423, 423]);
+  });
+
   it("a retried LOCK with the held ID answers 200 again", async () => {
     const { tf } = await setup();
     const info = lockInfo();
@@ -280,6 +289,18 @@ describe("serials, lineage and retries", () => {
     expect(await retry.json()).toMatchObject({ isNoop: true });
     expect(await snapshotD1()).toEqual(before);
     expect((await versions(ws)).length).toBe(1);
+  });
+
+  it("concurrent writes of the same serial with different bodies: exactly one is stored", async () => {
+    const { org, ws, tf } = await setup();
+    await tf.put(stateJson({ serial: 1, lineage: "l" }));
+    const other = new BackendClient(ws, org.tokens.admin);
+    const [a, b] = await Promise.all([
+      tf.put(stateJson({ serial: 2, lineage: "l", terraformVersion: "1.9.6" })),
+      other.put(stateJson({ serial: 2, lineage: "l", terraformVersion: "1.9.7" })),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    expect((await versions(ws)).map((v) => v.serial)).toEqual([1, 2]);
   });
 
   it("refuses with 409 naming the rule: stale serial, same serial other body, other lineage", async () => {
