@@ -75,7 +75,9 @@ async function runSequence(seed: number, steps: number): Promise<Tally> {
     const roll = random();
     if (random() < 0.04) {
       const quiet = pick(model.agents);
-      if (quiet) silentUntil.set(quiet.id, step + 30 + Math.floor(random() * 30));
+      if (quiet) {
+        silentUntil.set(quiet.id, step + 30 + Math.floor(random() * 30));
+      }
     }
     const agent = pick(
       model.agents.filter((a) => !a.dropped && (silentUntil.get(a.id) ?? -1) < step),
@@ -89,15 +91,21 @@ async function runSequence(seed: number, steps: number): Promise<Tally> {
     } else if (roll < 0.4) {
       const expected = model.poll(agent.id);
       const got = await stub.pollJob(ref(agent.id), 0);
-      if (!got.ok) throw new Error(`${where}: poll refused ${got.reason}`);
+      if (!got.ok) {
+        throw new Error(`${where}: poll refused ${got.reason}`);
+      }
       if (expected === "exit" || expected === null) {
         expect(got.value.kind, where).toBe(expected === "exit" ? "exit" : "none");
-        if (expected === "exit") tally.exit++;
+        if (expected === "exit") {
+          tally.exit++;
+        }
       } else {
         expect(got.value.kind === "job" ? got.value.job.jobId : got.value.kind, where).toBe(
           expected.jobId,
         );
-        if (got.value.kind === "job") expected.leaseId = got.value.job.leaseId;
+        if (got.value.kind === "job") {
+          expected.leaseId = got.value.job.leaseId;
+        }
         tally.leased++;
       }
     } else if (roll < 0.52) {
@@ -134,7 +142,9 @@ async function runSequence(seed: number, steps: number): Promise<Tally> {
       const offline = agent.state === "errored" || agent.state === "exited";
       model.contact(agent);
       const got = await stub.heartbeat(ref(agent.id), running);
-      if (!got.ok) throw new Error(`${where}: heartbeat refused ${got.reason}`);
+      if (!got.ok) {
+        throw new Error(`${where}: heartbeat refused ${got.reason}`);
+      }
       expect(got.value.exit !== null, where).toBe(offline);
       const graceful = offline ? [] : started.filter((j) => j.cancelRequested).map((j) => j.jobId);
       expect(
@@ -170,7 +180,9 @@ async function runSequence(seed: number, steps: number): Promise<Tally> {
           lostLeases.push({ agentId: was.agentId, jobId: j.jobId, leaseId: was.leaseId });
           tally.requeued++;
         }
-        if (was?.state === "started" && j.state === "ended") tally.errored++;
+        if (was?.state === "started" && j.state === "ended") {
+          tally.errored++;
+        }
       }
       await advancePoolClock(pool.poolId, STEP_MS);
       await runDurableObjectAlarm(stub);

@@ -134,7 +134,9 @@ describe("queue order", () => {
     const order: string[] = [];
     const take = async () => {
       const r = await stub.pollJob(ref, 0);
-      if (r.ok && r.value.kind === "job") order.push(r.value.job.jobId);
+      if (r.ok && r.value.kind === "job") {
+        order.push(r.value.job.jobId);
+      }
     };
     await take();
     await take();
@@ -142,7 +144,9 @@ describe("queue order", () => {
     // A workspace arriving now joins the current round: it goes before a's second job.
     const c1 = makeJob("ws_c");
     await enqueue(pool.poolId, c1);
-    for (let i = 0; i < 4; i++) await take();
+    for (let i = 0; i < 4; i++) {
+      await take();
+    }
     expect(order).toEqual([apply, a1, b1, c1, a2, a3, spec].map((j) => j.jobId));
   });
 

@@ -119,8 +119,12 @@ export class QueueModel {
       return null;
     }
     const classes: (0 | 1 | 2)[] = [];
-    if (agent.phases.includes("apply")) classes.push(0);
-    if (agent.phases.includes("plan")) classes.push(1, 2);
+    if (agent.phases.includes("apply")) {
+      classes.push(0);
+    }
+    if (agent.phases.includes("plan")) {
+      classes.push(1, 2);
+    }
     for (const cls of classes) {
       const candidates = this.jobs
         .filter((j) => j.state === "queued" && j.cls === cls)
@@ -167,7 +171,9 @@ export class QueueModel {
 
   cancel(jobId: string, force: boolean): void {
     const job = this.job(jobId);
-    if (!job) return;
+    if (!job) {
+      return;
+    }
     if (job.state === "queued" || job.state === "leased" || (job.state === "started" && force)) {
       job.state = "ended";
       job.endedBy = "system";
@@ -194,14 +200,17 @@ export class QueueModel {
             : agent.state === "unknown"
               ? agent.changedAt + s.erroredAfterMs
               : agent.lastContact + s.retentionMs;
-        if (due > this.now) break;
+        if (due > this.now) {
+          break;
+        }
         if (agent.state === "online") {
           agent.state = "unknown";
           agent.changedAt = due;
         } else if (agent.state === "unknown") {
           for (const job of this.held(agent.id)) {
-            if (job.state === "leased") this.requeue(job);
-            else {
+            if (job.state === "leased") {
+              this.requeue(job);
+            } else {
               job.state = "ended";
               job.endedBy = "system";
             }
@@ -222,7 +231,9 @@ export class QueueModel {
   }
 
   status(agent: ModelAgent): string {
-    if (agent.state !== "online") return agent.state;
+    if (agent.state !== "online") {
+      return agent.state;
+    }
     return this.held(agent.id).length > 0 ? "busy" : "idle";
   }
 }
