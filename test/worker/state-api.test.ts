@@ -1,6 +1,7 @@
 /** The state API under /api/v1/workspaces/:id: history, download, outputs, rollback, the lock. */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { deleteWorkspaceStateBlobs } from "../../src/state/blobs.ts";
 import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
@@ -316,6 +317,18 @@ describe("state lock API", () => {
       .bind(ws)
       .all();
     expect(audit.results).toEqual([{ action: "state.force_unlock" }]);
+  });
+});
+
+describe("deleteWorkspaceStateBlobs", () => {
+  it("removes every state object of the workspace and nothing else", async () => {
+    const org = await seedOrg();
+    const { ws } = await withHistory(org, 2);
+    const { ws: kept } = await withHistory(org, 1);
+    expect(await deleteWorkspaceStateBlobs(env.BLOBS, org.orgId, ws)).toBe(4); // 2 bodies + 2 outputs
+    const left = await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` });
+    expect(left.objects.map((o) => o.key).every((key) => key.includes(kept))).toBe(true);
+    expect(left.objects.length).toBe(2);
   });
 });
 
