@@ -5,7 +5,6 @@
  * alarm and the delivery of job-ended events. Semantics: docs/queue.md.
  */
 import { DurableObject } from "cloudflare:workers";
-import { newId } from "../src/db/ids.ts";
 import { onJobEnded } from "../src/jobs/hooks.ts";
 import { fail, ok, type Result } from "../src/lib/result.ts";
 import {
@@ -13,15 +12,14 @@ import {
   MAX_POLL_WAIT_SECONDS,
   type RunningJob,
 } from "../src/protocol/index.ts";
+import { deliverDue, hasPending } from "./outbox.ts";
+import * as admin from "./pool-admin.ts";
 import * as ops from "./pool-ops.ts";
 import {
   earliestDue,
-  endJob,
   getAgent,
   getJob,
-  insertAgent,
   insertJob,
-  type JobRow,
   readSettings,
   toJobView,
   touchAgent,
@@ -40,12 +38,7 @@ import {
   type RegisterInput,
   type WaitInfo,
 } from "./pool-types.ts";
-import {
-  DEFAULT_POOL_SETTINGS,
-  HEARTBEAT_INTERVAL_SECONDS,
-  mergeSettings,
-  outboxRetryDelayMs,
-} from "./queue.ts";
+import { DEFAULT_POOL_SETTINGS, HEARTBEAT_INTERVAL_SECONDS, mergeSettings } from "./queue.ts";
 import { applySchema } from "./schema.ts";
 
 type Waiter = {
@@ -53,10 +46,6 @@ type Waiter = {
   resolve: (outcome: PollOutcome) => void;
   timer: ReturnType<typeof setTimeout>;
 };
-
-/** An event being delivered is not retried by the alarm for this long. */
-const OUTBOX_CLAIM_MS = 60_000;
-const OUTBOX_BATCH = 100;
 
 export type RegisterOutcome = {
   agentId: string;
@@ -101,7 +90,7 @@ export class AgentPool extends DurableObject<Env> {
     if (!parsed.success) {
       return fail("invalid_job");
     }
-    if (this.isRetired()) {
+    if (admin.isRetired(this.sql)) {
       return fail("pool_deleted");
     }
     const existing = getJob(this.sql, parsed.data.jobId);
@@ -147,32 +136,10 @@ export class AgentPool extends DurableObject<Env> {
 
   /** Registers an agent under the token that authenticated it. */
   async register(input: RegisterInput): Promise<Result<RegisterOutcome, "pool_deleted">> {
-    if (this.isRetired()) {
+    if (admin.isRetired(this.sql)) {
       return fail("pool_deleted");
     }
-    const now = Date.now();
-    const agentId = newId("agent");
-    insertAgent(
-      this.sql,
-      {
-        id: agentId,
-        token_id: input.tokenId,
-        name: input.name,
-        version: input.version,
-        os: input.os,
-        arch: input.arch,
-        capacity: input.capacity,
-        accepts: input.acceptedPhases.join(","),
-        state: "online",
-        state_reason: null,
-        registered_at: now,
-        last_contact_at: now,
-        poll_held_until: null,
-        state_changed_at: now,
-        due_at: null,
-      },
-      this.settings,
-    );
+    const agentId = admin.registerAgent(this.ops(), input);
     await this.afterChange();
     return ok({
       agentId,
@@ -275,55 +242,31 @@ export class AgentPool extends DurableObject<Env> {
     reason: string | null,
   ): Promise<Result<{ agentId: string }, "agent_not_found">> {
     return this.withAgent(ref, (ctx, agent) => {
-      if (agent.state === "online" || agent.state === "unknown") {
-        const jobReason = `agent ${agent.id} exited while running this job`;
-        ops.loseAgent(ctx, agent, "exited", reason ?? "said goodbye", jobReason);
-      }
+      admin.sayGoodbye(ctx, agent, reason);
       return ok({ agentId: agent.id });
     });
   }
 
   /** A revoked token's agents are told to exit; their running jobs fail, unstarted ones requeue. */
   async revokeToken(tokenId: string): Promise<{ agentIds: string[] }> {
-    const ctx = this.ops();
-    const agents = this.sql
-      .exec<{ id: string }>(
-        "SELECT id FROM agents WHERE token_id = ? AND state IN ('online', 'unknown')",
-        tokenId,
-      )
-      .toArray();
-    for (const { id } of agents) {
-      const agent = getAgent(this.sql, id);
-      if (agent) {
-        const jobReason = `the token of agent ${id} was revoked while it ran this job`;
-        ops.loseAgent(ctx, agent, "exited", "its agent token was revoked", jobReason);
-      }
-    }
+    const agentIds = admin.revokeTokenAgents(this.ops(), tokenId);
     await this.afterChange();
-    return { agentIds: agents.map((a) => a.id) };
+    return { agentIds };
   }
 
   /** The pool is being deleted: every unfinished job errors, every agent is told to exit, storage is emptied. */
   async retire(): Promise<void> {
-    const ctx = this.ops();
-    for (const job of this.sql
-      .exec<JobRow>("SELECT * FROM jobs WHERE state <> 'ended'")
-      .toArray()) {
-      endJob(this.sql, job, ops.systemEnd("errored", "the agent pool was deleted"), ctx.now);
-    }
-    this.sql.exec(
-      "UPDATE agents SET state = 'exited', state_reason = 'the agent pool was deleted'",
-    );
-    this.sql.exec("INSERT OR REPLACE INTO settings (key, value) VALUES ('retired', '1')");
+    admin.retirePool(this.ops());
     this.dispatch();
-    while (this.sql.exec("SELECT 1 FROM outbox LIMIT 1").toArray().length > 0) {
-      if (!(await this.flushOutbox(true))) {
+    while (hasPending(this.sql)) {
+      const { delivered } = await deliverDue(this.sql, (e) => this.deliver(e), {
+        ignoreSchedule: true,
+      });
+      if (delivered === 0) {
         break;
       }
     }
-    for (const table of ["agents", "jobs", "class_rounds", "workspace_rounds"]) {
-      this.sql.exec(`DELETE FROM ${table}`);
-    }
+    admin.clearRetiredPool(this.sql);
     await this.scheduleAlarm();
   }
 
@@ -335,10 +278,6 @@ export class AgentPool extends DurableObject<Env> {
 
   private ops(): ops.OpsContext {
     return { sql: this.sql, settings: this.settings, now: Date.now() };
-  }
-
-  private isRetired(): boolean {
-    return this.sql.exec("SELECT 1 FROM settings WHERE key = 'retired'").toArray().length > 0;
   }
 
   private async withAgent<T, R extends string>(
@@ -360,9 +299,16 @@ export class AgentPool extends DurableObject<Env> {
   private async afterChange(): Promise<void> {
     this.dispatch();
     await this.scheduleAlarm();
-    if (await this.flushOutbox(false)) {
+    const { delivered, failed } = await deliverDue(this.sql, (e) => this.deliver(e), {
+      ignoreSchedule: false,
+    });
+    if (delivered + failed > 0) {
       await this.scheduleAlarm();
     }
+  }
+
+  private deliver(event: JobEndedEvent): Promise<void> {
+    return onJobEnded(this.env, event);
   }
 
   /** Matches held polls (oldest first) with queued jobs; offline agents' polls get an exit. */
@@ -388,45 +334,6 @@ export class AgentPool extends DurableObject<Env> {
       clearTimeout(waiter.timer);
       waiter.resolve(outcome);
     }
-  }
-
-  /**
-   * Delivers due job-ended events to `onJobEnded`, at least once: each is claimed before the
-   * call and deleted after it; a failure is retried with backoff by the alarm.
-   */
-  private async flushOutbox(all: boolean): Promise<boolean> {
-    const now = Date.now();
-    const rows = this.sql
-      .exec<{ id: number; event: string; attempts: number }>(
-        `SELECT id, event, attempts FROM outbox ${all ? "" : "WHERE next_attempt_at <= ?"} ORDER BY id LIMIT ${OUTBOX_BATCH}`,
-        ...(all ? [] : [now]),
-      )
-      .toArray();
-    for (const row of rows) {
-      this.sql.exec(
-        "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ?",
-        now + OUTBOX_CLAIM_MS,
-        row.id,
-      );
-    }
-    let delivered = false;
-    for (const row of rows) {
-      try {
-        await onJobEnded(this.env, JSON.parse(row.event) as JobEndedEvent);
-        this.sql.exec("DELETE FROM outbox WHERE id = ?", row.id);
-        delivered = true;
-      } catch (err) {
-        console.error(
-          JSON.stringify({ level: "error", msg: "onJobEnded failed", err: String(err) }),
-        );
-        this.sql.exec(
-          "UPDATE outbox SET next_attempt_at = ? WHERE id = ?",
-          Date.now() + outboxRetryDelayMs(row.attempts + 1),
-          row.id,
-        );
-      }
-    }
-    return rows.length > 0 && (delivered || !all);
   }
 
   /** The one alarm: the earliest deadline of any row, or none when nothing is due. */
