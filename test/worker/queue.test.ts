@@ -1,7 +1,9 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { deliverDue } from "../../durable/outbox.ts";
 import { insertJob, pickNext } from "../../durable/pool-store.ts";
+import type { JobEndedEvent } from "../../durable/pool-types.ts";
 import {
   agentDueAt,
   agentStatus,
@@ -14,6 +16,7 @@ import {
   outboxRetryDelayMs,
   servedRound,
 } from "../../durable/queue.ts";
+import { onJobEnded } from "../../src/jobs/hooks.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
 import { advancePoolClock, enqueue, makeJob, registerAgent, seedPool } from "./helpers/pools.ts";
@@ -320,5 +323,82 @@ describe("durability", () => {
     await runDurableObjectAlarm(stub);
     expect(await stub.listAgents()).toEqual([]);
     expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBeNull();
+  });
+});
+
+describe("job-ended events", () => {
+  it("are delivered at least once: a failed delivery stays queued with backoff and is retried", async () => {
+    const org = await seedOrg();
+    const pool = await seedPool(org);
+    const stub = poolStub(env, pool.poolId);
+    const event = { jobId: makeJob("ws_o").jobId, note: "opaque here" };
+    const result = await runInDurableObject(stub, async (_i, state) => {
+      const sql = state.storage.sql;
+      const now = Date.now();
+      sql.exec(
+        "INSERT INTO outbox (event, next_attempt_at) VALUES (?, ?)",
+        JSON.stringify(event),
+        now,
+      );
+      const failing = await deliverDue(sql, () => Promise.reject(new Error("D1 down")), {
+        ignoreSchedule: false,
+      });
+      const row = sql
+        .exec<{ attempts: number; next_attempt_at: number }>(
+          "SELECT attempts, next_attempt_at FROM outbox",
+        )
+        .one();
+      const notYet = await deliverDue(sql, () => Promise.resolve(), { ignoreSchedule: false });
+      const seen: unknown[] = [];
+      const forced = await deliverDue(
+        sql,
+        async (e) => {
+          seen.push(e);
+        },
+        { ignoreSchedule: true },
+      );
+      const left = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n;
+      return { failing, row, now, notYet, forced, seen, left };
+    });
+    expect(result.failing).toEqual({ delivered: 0, failed: 1 });
+    expect(result.row.attempts).toBe(1);
+    expect(result.row.next_attempt_at).toBeGreaterThan(result.now);
+    expect(result.notYet).toEqual({ delivered: 0, failed: 0 });
+    expect(result.forced).toEqual({ delivered: 1, failed: 0 });
+    expect(result.seen).toEqual([event]);
+    expect(result.left).toBe(0);
+  });
+
+  it("onJobEnded records one audit event however often the same ending is delivered", async () => {
+    const org = await seedOrg();
+    const job = makeJob("ws_h", { orgId: org.orgId });
+    const event: JobEndedEvent = {
+      jobId: job.jobId,
+      runId: job.runId,
+      workspaceId: job.workspaceId,
+      orgId: org.orgId,
+      phase: "plan",
+      outcome: "errored",
+      action: "job.errored",
+      actor: "system",
+      agentId: null,
+      reason: "agent x stopped responding",
+      exitCode: null,
+      planSummary: null,
+      forced: false,
+      endedAt: Date.now(),
+    };
+    await onJobEnded(env, event);
+    await onJobEnded(env, event);
+    const rows = await env.DB.prepare(
+      "SELECT action, actor, data FROM audit_events WHERE target_id = ?",
+    )
+      .bind(job.jobId)
+      .all<{ action: string; actor: string; data: string }>();
+    expect(rows.results).toHaveLength(1);
+    expect(rows.results[0]).toMatchObject({ action: "job.errored", actor: "system" });
+    expect(JSON.parse(rows.results[0]?.data ?? "{}")).toMatchObject({
+      reason: "agent x stopped responding",
+    });
   });
 });
