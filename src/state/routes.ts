@@ -10,6 +10,7 @@ import { type Context, Hono } from "hono";
 import { idPattern } from "../db/ids.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError, zodIssues } from "../errors.ts";
+import { toHex } from "../lib/crypto.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
 import type { Principal } from "../tokens/model.ts";
@@ -116,7 +117,16 @@ type LockBody = { kind: "empty" } | { kind: "info"; info: LockInfo; text: string
 
 /** The lock-info body of LOCK/UNLOCK: empty (Terraform's force-unlock) or LockInfo JSON. */
 async function lockBody(c: Context<AppEnv>): Promise<LockBody> {
-  const text = await c.req.text();
+  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  const md5Header = c.req.header("content-md5");
+  if (md5Header !== undefined) {
+    const expected = parseContentMd5(md5Header);
+    const actual = toHex(await crypto.subtle.digest("MD5", bytes));
+    if (expected === null || toHex(expected) !== actual) {
+      throw new ApiError("BAD_REQUEST", "Content-MD5 does not match the body");
+    }
+  }
+  const text = new TextDecoder().decode(bytes);
   if (text.length === 0) {
     return { kind: "empty" };
   }

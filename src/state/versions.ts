@@ -10,14 +10,8 @@ import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { ingestState } from "./ingest.ts";
 import { JsonScanner } from "./json-scan.ts";
-import {
-  callerOf,
-  checkWorkspaceLock,
-  maySeeSensitiveOutputs,
-  type PresentedOutput,
-  presentOutputs,
-  rollbackSerial,
-} from "./model.ts";
+import { callerOf, checkWorkspaceLock, rollbackSerial } from "./model.ts";
+import { maySeeSensitiveOutputs, type PresentedOutput, presentOutputs } from "./outputs.ts";
 import {
   findCurrentVersion,
   findVersion,

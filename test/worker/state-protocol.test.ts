@@ -439,6 +439,11 @@ describe("bad input", () => {
     expect((await tf.send("LOCK", tf.address, "{nope")).status).toBe(400);
     expect((await tf.send("LOCK", tf.address, JSON.stringify({ ID: "" }))).status).toBe(400);
     expect((await tf.send("LOCK", tf.address, JSON.stringify({ ID: 3 }))).status).toBe(400);
+    const wrongMd5 = { "content-md5": await md5Base64(new TextEncoder().encode("other")) };
+    expect((await tf.send("LOCK", tf.address, JSON.stringify(lockInfo()), wrongMd5)).status).toBe(
+      400,
+    );
+    expect((await tf.send("UNLOCK", tf.address, "", wrongMd5)).status).toBe(400);
     expect(
       (await tf.send("LOCK", tf.address, JSON.stringify({ ID: "x".repeat(70_000) }))).status,
     ).toBe(413);
