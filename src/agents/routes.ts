@@ -34,7 +34,7 @@ const agentAuth = requireAuth({ kinds: ["agent"] });
 
 const AgentHeaders = z.object({
   "outpost-agent-id": AgentId.openapi({
-    param: { name: "Outpost-Agent-Id", in: "header" },
+    param: { name: "outpost-agent-id", in: "header" },
     description: "The agent id returned by register",
   }),
 });
@@ -106,11 +106,10 @@ export const agentRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { poolId } = agentRef(c, "");
+      const { poolId, ref } = agentRef(c, "");
       const body = c.req.valid("json");
-      const principal = c.get("principal");
       const result = await poolStub(c.env, poolId).register({
-        tokenId: principal.tokenId,
+        tokenId: ref.tokenId,
         name: body.name ?? null,
         version: body.version,
         os: body.os,
