@@ -70,6 +70,7 @@ export type JobRow = {
   due_at: number | null;
 };
 
+/** The pool's settings as last configured, or the defaults. */
 export function readSettings(sql: SqlStorage): PoolSettings {
   const row = sql
     .exec<{ value: string }>("SELECT value FROM settings WHERE key = 'pool'")
@@ -100,6 +101,7 @@ function nextSeq(sql: SqlStorage): number {
   return Number(row.value);
 }
 
+/** A job by id, in any state; null when the pool never saw it (or forgot it after 7 days). */
 export function getJob(sql: SqlStorage, jobId: string): JobRow | null {
   return sql.exec<JobRow>("SELECT * FROM jobs WHERE job_id = ?", jobId).toArray()[0] ?? null;
 }
@@ -213,6 +215,7 @@ export function requeueJob(sql: SqlStorage, jobId: string): void {
   );
 }
 
+/** Marks a leased job started; from now on only its agent, a timeout or a cancel ends it. */
 export function startJob(sql: SqlStorage, job: JobRow, now: number, settings: PoolSettings): void {
   const due = jobDueAt({ ...toClock(job), state: "started", startedAt: now }, settings);
   sql.exec(
@@ -273,6 +276,7 @@ export function endJob(sql: SqlStorage, job: JobRow, end: JobEnd, now: number): 
   return event;
 }
 
+/** Recomputes a job's deadline from its state and the settings. */
 export function setJobDue(sql: SqlStorage, job: JobRow, settings: PoolSettings): void {
   sql.exec(
     "UPDATE jobs SET due_at = ? WHERE job_id = ?",
@@ -301,10 +305,12 @@ export function agentJobs(sql: SqlStorage, agentId: string): JobRow[] {
     .toArray();
 }
 
+/** An agent by id, whatever its state; null once dropped after the retention window. */
 export function getAgent(sql: SqlStorage, agentId: string): AgentRow | null {
   return sql.exec<AgentRow>("SELECT * FROM agents WHERE id = ?", agentId).toArray()[0] ?? null;
 }
 
+/** Stores a newly registered agent with its first liveness deadline. */
 export function insertAgent(sql: SqlStorage, agent: AgentRow, settings: PoolSettings): void {
   sql.exec(
     `INSERT INTO agents (id, token_id, name, version, os, arch, capacity, accepts, state, registered_at,
@@ -355,6 +361,7 @@ export function touchAgent(
   return next;
 }
 
+/** Moves an agent to `state` as of `at`; a held poll no longer counts as contact. */
 export function setAgentState(
   sql: SqlStorage,
   agent: AgentRow,
@@ -407,6 +414,7 @@ export function earliestDue(sql: SqlStorage): number | null {
   return row.due;
 }
 
+/** The RPC shape of a job row. */
 export function toJobView(row: JobRow): JobView {
   return {
     jobId: row.job_id,
@@ -430,10 +438,12 @@ export function toJobView(row: JobRow): JobView {
   };
 }
 
+/** The phases an agent registered to accept. */
 export function acceptedPhases(agent: AgentRow): JobPhase[] {
   return agent.accepts.split(",").filter((p): p is JobPhase => p === "plan" || p === "apply");
 }
 
+/** The RPC shape of an agent row with the jobs it holds. */
 export function toAgentView(agent: AgentRow, jobs: JobRow[]): AgentView {
   return {
     id: agent.id,

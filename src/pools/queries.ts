@@ -4,12 +4,14 @@ import type { Database } from "../db/client.ts";
 import { agentPools, agentTokens, workspaces } from "../db/schema.ts";
 import type { AgentTokenRow, PoolRow } from "./model.ts";
 
+/** A pool of the org; another org's pool is as absent as none. */
 export function getPool(db: Database, orgId: string, id: string): Promise<PoolRow | undefined> {
   return db.query.agentPools.findFirst({
     where: and(eq(agentPools.orgId, orgId), eq(agentPools.id, id)),
   });
 }
 
+/** The org's pools by name. */
 export function listPoolRows(db: Database, orgId: string): Promise<PoolRow[]> {
   return db
     .select()
@@ -23,6 +25,7 @@ export function insertPoolQuery(db: Database, row: typeof agentPools.$inferInser
   return db.insert(agentPools).values(row).onConflictDoNothing().returning();
 }
 
+/** Updates a pool of the org; the returning row is absent when there is none. */
 export function updatePoolQuery(
   db: Database,
   orgId: string,
@@ -36,6 +39,7 @@ export function updatePoolQuery(
     .returning();
 }
 
+/** The org's pool with this name, if any. */
 export function findPoolByName(db: Database, orgId: string, name: string) {
   return db.query.agentPools.findFirst({
     where: and(eq(agentPools.orgId, orgId), eq(agentPools.name, name)),
@@ -51,14 +55,17 @@ export function workspacesUsingPool(db: Database, poolId: string) {
     .orderBy(asc(workspaces.name));
 }
 
+/** Every token of the pool, revoked or not (they cannot outlive it). */
 export function deletePoolTokensQuery(db: Database, poolId: string) {
   return db.delete(agentTokens).where(eq(agentTokens.poolId, poolId));
 }
 
+/** Deletes the pool; the workspaces foreign key refuses it while one is assigned. */
 export function deletePoolQuery(db: Database, orgId: string, id: string) {
   return db.delete(agentPools).where(and(eq(agentPools.orgId, orgId), eq(agentPools.id, id)));
 }
 
+/** Stores a new agent token (its hash, never its secret). */
 export function insertAgentTokenQuery(db: Database, row: typeof agentTokens.$inferInsert) {
   return db.insert(agentTokens).values(row);
 }
@@ -72,6 +79,7 @@ export function listAgentTokenRows(db: Database, poolId: string): Promise<AgentT
     .orderBy(desc(agentTokens.createdAt), desc(agentTokens.id));
 }
 
+/** A token of the org's pool, revoked or not. */
 export function getAgentToken(db: Database, orgId: string, poolId: string, id: string) {
   return db.query.agentTokens.findFirst({
     where: and(
@@ -82,6 +90,7 @@ export function getAgentToken(db: Database, orgId: string, poolId: string, id: s
   });
 }
 
+/** Revokes once: an already revoked token keeps its first revocation time. */
 export function revokeAgentTokenQuery(db: Database, id: string, now: number) {
   return db
     .update(agentTokens)
