@@ -35,6 +35,75 @@ export type UploadFailure =
   | { reason: "invalid_archive"; message: string };
 
 /**
+ * The pass-through between the request body and R2: counts the bytes (refusing past the limit),
+ * hashes them, and feeds the tar inspection, each at the pace of the slowest.
+ */
+function uploadTap(limits: UploadLimits) {
+  const inspection = inspectTarGz(limits);
+  const inspector = inspection.writable.getWriter();
+  const digest = new crypto.DigestStream("SHA-256");
+  const hasher = digest.getWriter();
+  const sha256 = digest.digest.then(toHex);
+  // Failures surface through write/close/verdict; these would otherwise reject unobserved.
+  for (const promise of [inspector.closed, hasher.closed, sha256]) {
+    promise.catch(() => {});
+  }
+  // Flags, not error classes: R2 may reject with its own error when the stream fails.
+  const state = { sizeBytes: 0, isTooLarge: false };
+  const stream = new TransformStream<Uint8Array, Uint8Array>({
+    async transform(chunk, controller) {
+      state.sizeBytes += chunk.byteLength;
+      if (state.sizeBytes > limits.maxBytes) {
+        state.isTooLarge = true;
+        throw new Error("upload larger than the limit");
+      }
+      // Each consumer gets its own copy: a native stream may take ownership of what it is given.
+      await hasher.write(chunk.slice());
+      await inspector.write(chunk.slice());
+      controller.enqueue(chunk);
+    },
+    async flush() {
+      await hasher.close();
+      await inspector.close();
+    },
+  });
+  return {
+    stream,
+    state,
+    sha256,
+    verdict: inspection.result,
+    /** Ends the hashing and the inspection (which may be waiting for bytes that never come). */
+    async abort(reason: unknown): Promise<void> {
+      await Promise.all([
+        inspector.abort(reason).catch(() => {}),
+        hasher.abort(reason).catch(() => {}),
+      ]);
+    },
+  };
+}
+
+/**
+ * Copies the body into the tap with an explicit reader, so that every read is awaited here and a
+ * failure ends with the body cancelled, before the response goes out. Never rejects.
+ */
+async function pump(body: ReadableStream<Uint8Array>, into: WritableStream<Uint8Array>) {
+  const reader = body.getReader();
+  const writer = into.getWriter();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        await writer.close();
+        return;
+      }
+      await writer.write(value);
+    }
+  } catch (err) {
+    await Promise.all([reader.cancel(err).catch(() => {}), writer.abort(err).catch(() => {})]);
+  }
+}
+
+/**
  * Streams `body` (exactly `contentLength` bytes) to R2 under the version's key while hashing it
  * and inspecting the archive. The D1 row and its audit event are written only once R2 holds the
  * object and the archive passed; on any failure the object is deleted again.
@@ -53,63 +122,36 @@ export async function uploadConfigurationVersion(
 ): Promise<{ ok: true; value: ConfigurationVersion } | ({ ok: false } & UploadFailure)> {
   const id = newId("configurationVersion");
   const key = configurationVersionKey(input.workspaceId, id);
-  const inspection = inspectTarGz(input.limits);
-  const inspector = inspection.writable.getWriter();
-  const digest = new crypto.DigestStream("SHA-256");
-  const hasher = digest.getWriter();
-  let sizeBytes = 0;
-  // A flag, not an error class: R2 may reject with its own error when the stream fails.
-  let isTooLarge = false;
-  const tap = new TransformStream<Uint8Array, Uint8Array>({
-    async transform(chunk, controller) {
-      sizeBytes += chunk.byteLength;
-      if (sizeBytes > input.limits.maxBytes) {
-        isTooLarge = true;
-        throw new Error("upload larger than the limit");
-      }
-      // Each consumer gets its own copy: a native stream may take ownership of what it is given.
-      await hasher.write(chunk.slice());
-      await inspector.write(chunk.slice());
-      controller.enqueue(chunk);
-    },
-    async flush() {
-      await hasher.close();
-      await inspector.close();
-    },
-  });
-
-  let stored = false;
+  const tap = uploadTap(input.limits);
+  const piping = pump(input.body, tap.stream.writable);
   try {
     await blobs.put(
       key,
-      input.body.pipeThrough(tap).pipeThrough(new FixedLengthStream(input.contentLength)),
+      tap.stream.readable.pipeThrough(new FixedLengthStream(input.contentLength)),
       {
         httpMetadata: { contentType: "application/gzip" },
       },
     );
-    stored = true;
   } catch (err) {
-    // Stop the inspection too (it may be waiting for bytes that will never come).
-    await Promise.all([inspector.abort(err).catch(() => {}), hasher.abort(err).catch(() => {})]);
-    const verdict = await inspection.result;
+    await Promise.all([piping, tap.abort(err)]);
+    const verdict = await tap.verdict;
     await blobs.delete(key);
-    if (isTooLarge) {
-      return {
-        ok: false,
-        reason: "too_large",
-        message: `the body is larger than ${input.limits.maxBytes} bytes`,
-      };
+    if (tap.state.isTooLarge) {
+      const message = `the body is larger than ${input.limits.maxBytes} bytes`;
+      return { ok: false, reason: "too_large", message };
     }
     if (!verdict.ok) {
       return failure(verdict.rejection);
     }
     throw err;
   }
-  const verdict = await inspection.result;
+  await piping;
+  const verdict = await tap.verdict;
   if (!verdict.ok) {
     await blobs.delete(key);
     return failure(verdict.rejection);
   }
+  const sizeBytes = tap.state.sizeBytes;
   const now = Date.now();
   const row: ConfigurationVersionRow = {
     id,
@@ -117,7 +159,7 @@ export async function uploadConfigurationVersion(
     workspaceId: input.workspaceId,
     source: "upload",
     r2Key: key,
-    sha256: toHex(await digest.digest),
+    sha256: await tap.sha256,
     sizeBytes,
     repoUrl: null,
     commitSha: null,
@@ -144,9 +186,7 @@ export async function uploadConfigurationVersion(
       }),
     ]);
   } catch (err) {
-    if (stored) {
-      await blobs.delete(key);
-    }
+    await blobs.delete(key);
     throw err;
   }
   return { ok: true, value: presentConfigurationVersion(row) };

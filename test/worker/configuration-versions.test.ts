@@ -5,7 +5,7 @@ import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { GOOD_TREE, upload, type Version } from "./helpers/configuration-versions.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg } from "./helpers/fixtures.ts";
 import { GNU_TAR_GZ, PAX_TAR_GZ } from "./helpers/gnu-tar-fixtures.ts";
 import { fromBase64, sha256Hex, tarGz } from "./helpers/tarball.ts";
 import { createWorkspace } from "./helpers/workspaces.ts";
