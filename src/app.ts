@@ -12,6 +12,8 @@ import { ApiError, errorResponse, handleError } from "./errors.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
 import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
 import { poolRoutes } from "./pools/routes.ts";
+import { jobDataRoutes } from "./runs/agent-routes.ts";
+import { runRoutes } from "./runs/routes.ts";
 import { stateApiRoutes } from "./state/api-routes.ts";
 import { stateRoutes } from "./state/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
@@ -45,6 +47,8 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/state/v1", stateRoutes);
   app.route("/api/v1/pools", poolRoutes);
   app.route("/agent/v1", agentRoutes);
+  app.route("/api/v1", runRoutes);
+  app.route("/agent/v1", jobDataRoutes);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
     type: "http",

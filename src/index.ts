@@ -1,4 +1,6 @@
 import { newApp } from "./app.ts";
+import { createDb } from "./db/client.ts";
+import { reconcile } from "./runs/reconcile.ts";
 
 export { AgentPool } from "../durable/agent-pool.ts";
 export { RunLog } from "../durable/run-log.ts";
@@ -7,4 +9,15 @@ const app = newApp();
 
 export default {
   fetch: app.fetch,
+  /** Every minute: reconcile runs with the pool queues (see src/runs/reconcile.ts). */
+  async scheduled(_controller, env, ctx) {
+    ctx.waitUntil(
+      reconcile({ env, db: createDb(env.DB) }).then((report) => {
+        const repaired = Object.values(report).reduce((n, ids) => n + ids.length, 0);
+        if (repaired > 0) {
+          console.log(JSON.stringify({ level: "info", msg: "reconciled runs", ...report }));
+        }
+      }),
+    );
+  },
 } satisfies ExportedHandler<Env>;

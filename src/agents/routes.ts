@@ -8,7 +8,7 @@ import type { Context } from "hono";
 import type { AgentRef } from "../../durable/pool-types.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
-import { onJobLeased } from "../jobs/hooks.ts";
+import { onJobLeased, onJobStarted } from "../jobs/hooks.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { poolStub } from "../pools/service.ts";
@@ -177,6 +177,7 @@ export const agentRoutes = newRouter()
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId, jobId, leaseId });
       }
+      await onJobStarted(c.env, { runId: result.value.runId, phase: result.value.phase });
       return c.json({ jobId, leaseId, state: "started" as const }, 200);
     },
   )

@@ -1,20 +1,32 @@
 /**
  * Where the pool scheduler meets the rest of the coordinator. The agent routes call
- * {@link onJobLeased} before handing a job to an agent; the AgentPool Durable Object calls
- * {@link onJobEnded} (at least once) whenever a job ends. The run service extends both.
+ * {@link onJobLeased} before handing a job to an agent and {@link onJobStarted} once it is
+ * acknowledged; the AgentPool Durable Object calls {@link onJobEnded} (at least once) whenever a
+ * job ends. Each hands the event to the run lifecycle (`src/runs/events.ts`).
  */
 import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
 import { createDb } from "../db/client.ts";
 import { base32 } from "../db/ids.ts";
 import { auditEvents } from "../db/schema.ts";
 import type { JobAssignment } from "../protocol/index.ts";
+import { handleJobEnded, handleJobStarted, prepareLease } from "../runs/events.ts";
+
+/** The agent acknowledged a lease: the run is planning or applying now. */
+export async function onJobStarted(
+  env: Env,
+  job: { runId: string; phase: "plan" | "apply" },
+): Promise<void> {
+  await handleJobStarted({ env, db: createDb(env.DB) }, job);
+}
 
 /**
- * Turns a lease into what the agent receives. Today: the job and its spec as the run service
- * queued it. The run service adds the per-run token and variables here.
+ * Turns a lease into what the agent receives: the job and its spec as the run service queued it,
+ * plus a fresh per-run token and the workspace variables (sensitive ones decrypted only here).
  */
-export async function onJobLeased(_env: Env, leased: LeasedJob): Promise<JobAssignment> {
+export async function onJobLeased(env: Env, leased: LeasedJob): Promise<JobAssignment> {
+  const extras = await prepareLease({ env, db: createDb(env.DB) }, leased);
   return {
+    ...(extras ?? {}),
     jobId: leased.jobId,
     leaseId: leased.leaseId,
     runId: leased.runId,
@@ -32,6 +44,7 @@ export async function onJobLeased(_env: Env, leased: LeasedJob): Promise<JobAssi
  */
 export async function onJobEnded(env: Env, event: JobEndedEvent): Promise<void> {
   const db = createDb(env.DB);
+  await handleJobEnded({ env, db }, event);
   await db
     .insert(auditEvents)
     .values({

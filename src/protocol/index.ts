@@ -1,2 +1,3 @@
 /** The wire contract shared by the Worker and the Node agent. */
 export * from "./agent.ts";
+export * from "./jobs.ts";

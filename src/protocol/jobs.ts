@@ -1,0 +1,44 @@
+/**
+ * What a job is about, as the run service describes it when it queues the job (`JobAssignment.spec`),
+ * and the run-token routes the agent uses while it runs. Imports `zod` only: shared with the agent.
+ */
+import { z } from "zod";
+
+export const JobConfiguration = z.object({
+  id: z.string(),
+  source: z.enum(["upload", "vcs"]),
+  /** Of the tar.gz, for uploads. */
+  sha256: z.string().nullable(),
+  sizeBytes: z.number().nullable(),
+  /** For VCS runs: the agent clones this repository at this commit itself. */
+  repoUrl: z.string().nullable(),
+  commitSha: z.string().nullable(),
+});
+export type JobConfiguration = z.infer<typeof JobConfiguration>;
+
+export const JobSpec = z.object({
+  operation: z.enum(["plan", "apply", "destroy"]),
+  phase: z.enum(["plan", "apply"]),
+  isSpeculative: z.boolean(),
+  isDestroy: z.boolean(),
+  workspaceName: z.string(),
+  engine: z.enum(["terraform", "tofu"]),
+  engineVersion: z.string(),
+  /** Relative to the configuration's root; "" is the root. */
+  workingDirectory: z.string(),
+  configuration: JobConfiguration.nullable(),
+});
+export type JobSpec = z.infer<typeof JobSpec>;
+
+/** The artefacts a plan job uploads and its apply job downloads (`…/artifacts/{name}`). */
+export const ArtifactName = z.enum(["plan.tfplan", "terraform.lock.hcl", "plan.json"]);
+export type ArtifactName = z.infer<typeof ArtifactName>;
+
+/** Answer to a log append: the bytes the coordinator holds for the job. */
+export const LogAppendResponse = z.object({ received: z.number().int().min(0) });
+export type LogAppendResponse = z.infer<typeof LogAppendResponse>;
+
+/** Header of a 416 answer to a log append: where the agent must resume. */
+export const LOG_LENGTH_HEADER = "Outpost-Log-Length";
+/** Header of the configuration download: the tarball's sha256. */
+export const SHA256_HEADER = "Outpost-Sha256";

@@ -1,0 +1,200 @@
+/**
+ * What a job's per-run token may do on the agent side: append to its job's log, download its
+ * configuration, and upload (plan job) or download (same run) plan artefacts. Everything else
+ * — other jobs, other runs, other orgs — answers 404.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../errors.ts";
+import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
+import { requireAuth } from "../middleware/auth.ts";
+import { limitBody } from "../middleware/body-limit.ts";
+import {
+  ArtifactName,
+  JobId,
+  LeaseId,
+  LOG_LENGTH_HEADER,
+  SHA256_HEADER,
+} from "../protocol/index.ts";
+import { artifactKey } from "./blobs.ts";
+import { parseJobId } from "./model.ts";
+import { getRunById } from "./queries.ts";
+
+export const MAX_LOG_CHUNK_BYTES = 1024 * 1024;
+export const MAX_ARTIFACT_BYTES = 100 * 1024 * 1024;
+
+const JobParams = z.strictObject({
+  jobId: JobId.openapi({
+    param: { name: "jobId", in: "path" },
+    example: `run_${"a".repeat(26)}:plan`,
+  }),
+});
+const LeaseParams = JobParams.extend({
+  leaseId: LeaseId.openapi({ param: { name: "leaseId", in: "path" } }),
+});
+const ArtifactParams = JobParams.extend({
+  name: ArtifactName.openapi({ param: { name: "name", in: "path" } }),
+});
+
+const runToken = requireAuth({ kinds: ["run"] });
+
+/** The run token's principal, checked to belong to `jobId` (or, with `sameRun`, to its run). */
+function scopedJob(c: Context<AppEnv>, id: string, sameRun = false) {
+  const principal = c.get("principal");
+  const job = parseJobId(id);
+  if (principal?.kind !== "run" || !job) {
+    throw new ApiError("NOT_FOUND", `job ${id} not found`);
+  }
+  const allowed = sameRun ? principal.runId === job.runId : principal.jobId === id;
+  if (!allowed) {
+    throw new ApiError("NOT_FOUND", `job ${id} not found`);
+  }
+  return { principal, job };
+}
+
+export const jobDataRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "put",
+      path: "/jobs/{jobId}/leases/{leaseId}/logs",
+      tags: ["agent"],
+      summary: "Append log bytes at an offset (416 with the length held on a gap or overlap)",
+      security: [{ bearer: [] }],
+      middleware: [runToken, limitBody(MAX_LOG_CHUNK_BYTES)] as const,
+      request: {
+        params: LeaseParams,
+        query: z.strictObject({
+          offset: z.coerce
+            .number()
+            .int()
+            .min(0)
+            .openapi({ param: { name: "offset", in: "query" } }),
+        }),
+      },
+      responses: {
+        200: jsonResponse(z.object({ received: z.number() }), "Bytes the coordinator holds"),
+        ...errorResponses(400, 401, 404, 409, 413, 416),
+      },
+    }),
+    async (c) => {
+      const { jobId, leaseId } = c.req.valid("param");
+      const { offset } = c.req.valid("query");
+      scopedJob(c, jobId);
+      const data = new Uint8Array(await c.req.arrayBuffer());
+      const result = await c.env.RUN_LOG.getByName(jobId).append(leaseId, offset, data);
+      if (!result.ok) {
+        if (result.reason === "lease_lost") {
+          throw new ApiError("LEASE_LOST", `lease ${leaseId} no longer holds job ${jobId}`);
+        }
+        throw new ApiError(
+          "RANGE_NOT_SATISFIABLE",
+          `expected offset ${result.received}, got ${offset}`,
+          {
+            details: { received: result.received },
+            headers: { [LOG_LENGTH_HEADER]: String(result.received) },
+          },
+        );
+      }
+      return c.json({ received: result.received }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/jobs/{jobId}/configuration",
+      tags: ["agent"],
+      summary: "Download the job's configuration tarball",
+      security: [{ bearer: [] }],
+      middleware: [runToken] as const,
+      request: { params: JobParams },
+      responses: {
+        200: { description: "The tar.gz", content: { "application/gzip": { schema: z.string() } } },
+        ...errorResponses(401, 404, 409),
+      },
+    }),
+    async (c) => {
+      const { jobId } = c.req.valid("param");
+      const { job } = scopedJob(c, jobId);
+      const run = await getRunById(c.var.db, job.runId);
+      const cv = run?.configurationVersionId
+        ? await c.var.db.query.configurationVersions.findFirst({
+            where: (t, { eq }) => eq(t.id, run.configurationVersionId ?? ""),
+          })
+        : undefined;
+      if (!cv?.r2Key) {
+        throw new ApiError(
+          "CONFLICT",
+          `job ${jobId} has no uploaded configuration (a VCS run clones it)`,
+        );
+      }
+      const object = await c.env.BLOBS.get(cv.r2Key);
+      if (!object) {
+        throw new ApiError("NOT_FOUND", `configuration ${cv.id} is gone`);
+      }
+      return c.body(object.body, 200, {
+        "content-type": "application/gzip",
+        "content-length": String(object.size),
+        ...(cv.sha256 ? { [SHA256_HEADER]: cv.sha256 } : {}),
+      });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "put",
+      path: "/jobs/{jobId}/artifacts/{name}",
+      tags: ["agent"],
+      summary: "Upload a plan artefact (plan jobs only)",
+      security: [{ bearer: [] }],
+      middleware: [runToken, limitBody(MAX_ARTIFACT_BYTES)] as const,
+      request: { params: ArtifactParams },
+      responses: {
+        200: jsonResponse(z.object({ name: z.string(), sizeBytes: z.number() }), "Stored"),
+        ...errorResponses(400, 401, 404, 409, 413),
+      },
+    }),
+    async (c) => {
+      const { jobId, name } = c.req.valid("param");
+      const { job } = scopedJob(c, jobId);
+      if (job.phase !== "plan") {
+        throw new ApiError("CONFLICT", "only the plan job uploads plan artefacts");
+      }
+      const length = Number(c.req.header("content-length"));
+      const body = c.req.raw.body;
+      if (!body || !Number.isInteger(length)) {
+        throw new ApiError("BAD_REQUEST", "a body with Content-Length is required");
+      }
+      const stored = await c.env.BLOBS.put(artifactKey(job.runId, name), body);
+      return c.json({ name, sizeBytes: stored?.size ?? 0 }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/jobs/{jobId}/artifacts/{name}",
+      tags: ["agent"],
+      summary: "Download a plan artefact of the same run",
+      security: [{ bearer: [] }],
+      middleware: [runToken] as const,
+      request: { params: ArtifactParams },
+      responses: {
+        200: {
+          description: "The artefact",
+          content: { "application/octet-stream": { schema: z.string() } },
+        },
+        ...errorResponses(401, 404),
+      },
+    }),
+    async (c) => {
+      const { jobId, name } = c.req.valid("param");
+      const { job } = scopedJob(c, jobId, true);
+      const object = await c.env.BLOBS.get(artifactKey(job.runId, name));
+      if (!object) {
+        throw new ApiError("NOT_FOUND", `artefact ${name} of run ${job.runId} not found`);
+      }
+      return c.body(object.body, 200, {
+        "content-type": "application/octet-stream",
+        "content-length": String(object.size),
+      });
+    },
+  );

@@ -1,0 +1,174 @@
+/**
+ * The scheduler's job events applied to runs: a lease gets its per-run token and variables, a
+ * start moves the run to planning/applying, and an ending moves it on (planned, applied,
+ * errored, canceled). Every handler is idempotent: events may arrive more than once.
+ */
+import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
+import { newId } from "../db/ids.ts";
+import type { JobVariable } from "../protocol/index.ts";
+import { generateToken, hashToken } from "../tokens/model.ts";
+import { loadVariablesForJob } from "../variables/service.ts";
+import type { Deps } from "./deps.ts";
+import { cancelPoolJob } from "./jobs.ts";
+import { type RunStatus, statusAfterPlan } from "./model.ts";
+import { endRun, queueApply } from "./progress.ts";
+import {
+  getRunById,
+  insertRunTokenQuery,
+  moveRun,
+  type RunRow,
+  revokeRunTokensQuery,
+} from "./queries.ts";
+import { planningContextChanged } from "./service.ts";
+
+/**
+ * What a lease adds to the job for its agent: a fresh per-run token (older tokens of the same
+ * job die, since only this lease may act) and the workspace variables, sensitive ones decrypted
+ * only into this answer (never for a pull request from a fork). Opens the job's log for the lease.
+ */
+export async function prepareLease(
+  deps: Deps,
+  leased: LeasedJob,
+): Promise<{ runToken: string; variables: JobVariable[] } | null> {
+  const run = await getRunById(deps.db, leased.runId);
+  if (!run || run.status.endsWith("canceled") || run.status === "errored") {
+    return null;
+  }
+  const now = Date.now();
+  const secret = generateToken("run");
+  await deps.db.batch([
+    revokeRunTokensQuery(deps.db, run.id, now, leased.jobId),
+    insertRunTokenQuery(deps.db, {
+      id: newId("runToken"),
+      orgId: run.orgId,
+      runId: run.id,
+      workspaceId: run.workspaceId,
+      jobId: leased.jobId,
+      tokenHash: await hashToken(secret),
+      createdAt: now,
+    }),
+  ]);
+  const variables = await loadVariablesForJob(deps.env, deps.db, run.workspaceId, {
+    includeSensitive: !run.isFork,
+  });
+  await deps.env.RUN_LOG.getByName(leased.jobId).open(leased.jobId, leased.leaseId);
+  return {
+    runToken: secret,
+    variables: variables.map((v) => ({
+      key: v.key,
+      value: v.value,
+      category: v.category,
+      isHcl: v.hcl,
+      isSensitive: v.sensitive,
+    })),
+  };
+}
+
+/**
+ * The agent acknowledged the job: the run is planning or applying. An apply whose workspace
+ * changed execution mode or pool since the plan errors instead, and its job is canceled.
+ */
+export async function handleJobStarted(
+  deps: Deps,
+  job: { runId: string; phase: "plan" | "apply" },
+) {
+  const now = Date.now();
+  const run = await getRunById(deps.db, job.runId);
+  if (!run) {
+    return;
+  }
+  if (job.phase === "plan") {
+    const workspace = await deps.db.query.workspaces.findFirst({
+      where: (w, { eq }) => eq(w.id, run.workspaceId),
+    });
+    await moveRun(deps.db, run.id, ["plan_queued"], "planning", now, {
+      plannedExecutionMode: workspace?.executionMode ?? null,
+      plannedPoolId: workspace?.poolId ?? null,
+    });
+    return;
+  }
+  const workspace = await deps.db.query.workspaces.findFirst({
+    where: (w, { eq }) => eq(w.id, run.workspaceId),
+  });
+  const changed = workspace ? planningContextChanged(run, workspace) : "the workspace was deleted";
+  if (changed) {
+    const errored = await moveRun(deps.db, run.id, ["apply_queued"], "errored", now, {
+      statusReason: changed,
+    });
+    if (errored) {
+      await cancelPoolJob(deps, errored, { force: true });
+      await endRun(deps, errored);
+    }
+    return;
+  }
+  await moveRun(deps.db, run.id, ["apply_queued"], "applying", now);
+}
+
+/** A job ended; the run follows. Repeated events find the run already moved and do nothing. */
+export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
+  await deps.env.RUN_LOG.getByName(event.jobId).finish(event.jobId);
+  const run = await getRunById(deps.db, event.runId);
+  if (!run) {
+    return;
+  }
+  const moved = await applyEnding(deps, run, event);
+  if (moved?.status === "planned" && moved.isAutoApply) {
+    const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", Date.now());
+    if (confirmed) {
+      await queueApply(deps, confirmed);
+    }
+    return;
+  }
+  if (moved && moved.status !== "planned") {
+    await endRun(deps, moved);
+  }
+}
+
+/** Moves the run as the job's ending says; undefined when it had already moved on. */
+async function applyEnding(
+  deps: Deps,
+  run: RunRow,
+  event: JobEndedEvent,
+): Promise<RunRow | undefined> {
+  const now = Date.now();
+  const running: RunStatus[] =
+    event.phase === "plan" ? ["plan_queued", "planning"] : ["apply_queued", "applying"];
+  if (event.outcome === "succeeded") {
+    // A job can only succeed after it started; if the start event was lost, catch up first.
+    const [queued, started] = running as [RunStatus, RunStatus];
+    if (run.status === queued) {
+      await moveRun(deps.db, run.id, [queued], started, now);
+    }
+    return succeed(deps, run, event, started, now);
+  }
+  if (event.outcome === "canceled") {
+    return moveRun(deps.db, run.id, running, event.forced ? "force_canceled" : "canceled", now, {
+      statusReason: event.reason ?? `${event.phase} canceled`,
+    });
+  }
+  const exit = event.exitCode !== null ? ` with exit code ${event.exitCode}` : "";
+  return moveRun(deps.db, run.id, running, "errored", now, {
+    statusReason: event.reason ?? `${event.phase} failed${exit}`,
+  });
+}
+
+function succeed(
+  deps: Deps,
+  run: RunRow,
+  event: JobEndedEvent,
+  started: RunStatus,
+  now: number,
+): Promise<RunRow | undefined> {
+  if (event.phase === "apply") {
+    return moveRun(deps.db, run.id, [started], "applied", now);
+  }
+  const summary = event.planSummary ?? {
+    adds: 0,
+    changes: 0,
+    destroys: 0,
+    imports: 0,
+    hasChanges: false,
+  };
+  const next = statusAfterPlan(run, { hasChanges: summary.hasChanges });
+  return moveRun(deps.db, run.id, [started], next, now, { planSummary: summary });
+}

@@ -1,0 +1,42 @@
+/** The public shape of a run. */
+import type { RunStatus } from "./model.ts";
+import { isTerminal } from "./model.ts";
+import type { RunRow } from "./queries.ts";
+
+const iso = (ms: number | null | undefined) =>
+  ms === null || ms === undefined ? null : new Date(ms).toISOString();
+
+export function presentRun(row: RunRow, waitingReason: string | null = null) {
+  const status = row.status as RunStatus;
+  const timestamps = Object.fromEntries(
+    Object.entries(row.statusTimestamps ?? {}).map(([key, ms]) => [key, iso(ms)]),
+  );
+  return {
+    id: row.id,
+    workspaceId: row.workspaceId,
+    status,
+    statusReason: row.statusReason,
+    waitingReason,
+    operation: row.operation,
+    isSpeculative: row.isSpeculative,
+    isAutoApply: row.isAutoApply,
+    message: row.message,
+    configurationVersionId: row.configurationVersionId,
+    planSummary: row.planSummary ?? null,
+    source: row.source,
+    vcs: {
+      commitSha: row.commitSha,
+      branch: row.branch,
+      pullRequestNumber: row.pullRequestNumber,
+      author: row.author,
+      commitMessage: row.commitMessage,
+      isFork: row.isFork,
+    },
+    cancelRequestedAt: iso(row.cancelRequestedAt),
+    statusTimestamps: timestamps,
+    isTerminal: isTerminal(status),
+    createdBy: row.createdBy,
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+  };
+}

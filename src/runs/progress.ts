@@ -1,0 +1,62 @@
+/**
+ * How runs move forward without a user: promotion of the next run of a workspace, queueing of
+ * the apply, and the cleanup every run gets when it reaches a terminal status.
+ */
+import { releaseRunStateLocks } from "../state/locks.ts";
+import type { Deps } from "./deps.ts";
+import { enqueueJob } from "./jobs.ts";
+import {
+  claimWorkspace,
+  getRunById,
+  moveRun,
+  nextPendingRun,
+  type RunRow,
+  releaseWorkspaceQuery,
+  revokeRunTokensQuery,
+} from "./queries.ts";
+
+/** Moves a pending run to `plan_queued` and puts its plan job in the pool's queue. */
+export async function startPlan(deps: Deps, runId: string): Promise<void> {
+  const run = await moveRun(deps.db, runId, ["pending"], "plan_queued", Date.now());
+  if (run) {
+    await enqueueJob(deps, run, "plan");
+  }
+}
+
+/**
+ * Promotes the oldest pending run of a free, unlocked workspace to current and starts its plan.
+ * Safe to call any time and from anywhere: the claim is compare-and-set.
+ */
+export async function advanceWorkspace(deps: Deps, workspaceId: string): Promise<void> {
+  const next = await nextPendingRun(deps.db, workspaceId);
+  if (!next) {
+    return;
+  }
+  if (await claimWorkspace(deps.db, workspaceId, next.id, Date.now())) {
+    await startPlan(deps, next.id);
+  }
+}
+
+/** confirmed → apply_queued, with the apply job enqueued. */
+export async function queueApply(deps: Deps, run: RunRow): Promise<RunRow> {
+  const queued = await moveRun(deps.db, run.id, ["confirmed"], "apply_queued", Date.now());
+  if (queued) {
+    await enqueueJob(deps, queued, "apply");
+    return queued;
+  }
+  return (await getRunById(deps.db, run.id)) ?? run;
+}
+
+/**
+ * What every run gets once terminal: its tokens die, its state locks and the workspace are
+ * released, and the workspace's next pending run is promoted. Idempotent.
+ */
+export async function endRun(deps: Deps, run: RunRow): Promise<void> {
+  const now = Date.now();
+  await deps.db.batch([
+    revokeRunTokensQuery(deps.db, run.id, now),
+    releaseWorkspaceQuery(deps.db, run.workspaceId, run.id, now),
+  ]);
+  await releaseRunStateLocks(deps.db, run.id);
+  await advanceWorkspace(deps, run.workspaceId);
+}

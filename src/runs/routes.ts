@@ -1,0 +1,373 @@
+/**
+ * Runs for users: `/api/v1/workspaces/{workspaceId}/runs` (queue, list) and `/api/v1/runs/…`
+ * (get with why it waits, list by commit, confirm, discard, cancel, force-cancel, logs).
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../errors.ts";
+import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { WorkspaceRef } from "../workspaces/model.ts";
+import { resolveWorkspace } from "../workspaces/service.ts";
+import { isTerminal, jobId, RUN_STATUSES, type RunStatus } from "./model.ts";
+import { presentRun } from "./present.ts";
+import { getRun, listRunsPage, type RunRow } from "./queries.ts";
+import {
+  type ActionFailure,
+  cancelRun,
+  confirmRun,
+  createRun,
+  discardRun,
+  forceCancelRun,
+} from "./service.ts";
+import { whyWaiting } from "./why.ts";
+
+const Run = z
+  .object({
+    id: z.string(),
+    workspaceId: z.string(),
+    status: z.enum(RUN_STATUSES),
+    statusReason: z.string().nullable(),
+    waitingReason: z.string().nullable().openapi({ description: "Why the run waits, in words" }),
+    operation: z.enum(["plan", "apply", "destroy"]),
+    isSpeculative: z.boolean(),
+    isAutoApply: z.boolean(),
+    message: z.string(),
+    configurationVersionId: z.string().nullable(),
+    planSummary: z.record(z.string(), z.unknown()).nullable(),
+    source: z.string(),
+    vcs: z.object({
+      commitSha: z.string().nullable(),
+      branch: z.string().nullable(),
+      pullRequestNumber: z.number().nullable(),
+      author: z.string().nullable(),
+      commitMessage: z.string().nullable(),
+      isFork: z.boolean(),
+    }),
+    cancelRequestedAt: z.string().nullable(),
+    statusTimestamps: z.record(z.string(), z.string().nullable()),
+    isTerminal: z.boolean(),
+    createdBy: z.string().nullable(),
+    createdAt: z.string().nullable(),
+    updatedAt: z.string().nullable(),
+  })
+  .openapi("Run");
+
+const CreateRun = z
+  .strictObject({
+    operation: z.enum(["plan", "apply", "destroy"]).default("apply"),
+    isSpeculative: z.boolean().default(false),
+    message: z.string().max(2000).default(""),
+    configurationVersionId: z
+      .string()
+      .regex(/^cv_[a-z2-7]{26}$/, "must be a cv_ id")
+      .optional(),
+  })
+  .openapi("CreateRun");
+
+const WorkspaceParams = z.strictObject({
+  workspaceId: WorkspaceRef.openapi({ param: { name: "workspaceId", in: "path" } }),
+});
+const RunParams = z.strictObject({ runId: idParam("run", "runId") });
+const ListQuery = PageQuery.extend({
+  status: z
+    .enum(RUN_STATUSES)
+    .optional()
+    .openapi({ param: { name: "status", in: "query" } }),
+  commitSha: z
+    .string()
+    .regex(/^[0-9a-f]{7,64}$/, "must be a hex commit sha")
+    .optional()
+    .openapi({ param: { name: "commitSha", in: "query" } }),
+});
+const RunList = z
+  .object({ runs: z.array(Run), nextCursor: z.string().nullable() })
+  .openapi("RunList");
+
+const deps = (c: Context<AppEnv>) => ({ env: c.env, db: c.var.db });
+
+async function loadRun(c: Context<AppEnv>, runId: string): Promise<RunRow> {
+  const run = await getRun(c.var.db, orgPrincipal(c).orgId, runId);
+  if (!run) {
+    throw new ApiError("NOT_FOUND", `run ${runId} not found`);
+  }
+  return run;
+}
+
+async function listPage(
+  c: Context<AppEnv>,
+  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: string },
+  query: { limit: number; cursor?: string | undefined },
+) {
+  const after = query.cursor
+    ? decodeCursor(query.cursor, ["number", "string"] as const)
+    : undefined;
+  const rows = await listRunsPage(c.var.db, filter, {
+    limit: query.limit,
+    ...(after ? { after } : {}),
+  });
+  const page = takePage(rows, query.limit, (r) => [r.createdAt, r.id]);
+  const runs = await Promise.all(
+    page.items.map(async (r) => presentRun(r, await whyWaiting(deps(c), r))),
+  );
+  return { runs, nextCursor: page.nextCursor };
+}
+
+function actionError(failure: ActionFailure, run: RunRow, action: string): ApiError {
+  const messages: Record<ActionFailure, string> = {
+    invalid_status: `run ${run.id} is ${run.status}; it cannot be ${action}ed`,
+    use_discard: `run ${run.id} is planned and waits for confirmation; discard it instead`,
+    already_canceling: `run ${run.id} is already being canceled`,
+    not_canceling: `force-cancel needs a cancel first (POST /api/v1/runs/${run.id}/cancel)`,
+    too_soon: `force-cancel is allowed 10 s after cancel; the engine may still stop cleanly`,
+    workspace_changed: `run ${run.id} errored: the workspace changed since it was planned`,
+  };
+  return new ApiError("CONFLICT", messages[failure]);
+}
+
+const actionRoute = (action: "confirm" | "discard" | "cancel" | "force-cancel", summary: string) =>
+  createRoute({
+    method: "post",
+    path: `/runs/{runId}/${action}`,
+    tags: ["runs"],
+    summary,
+    security: [{ bearer: [] }],
+    middleware: [requireRole("member")] as const,
+    request: { params: RunParams },
+    responses: {
+      200: jsonResponse(Run, "The run after the action"),
+      ...errorResponses(400, 401, 403, 404, 409),
+    },
+  });
+
+export const runRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/workspaces/{workspaceId}/runs",
+      tags: ["runs"],
+      summary: "Queue a run (plan, apply or destroy; speculative plans never wait or apply)",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("member")] as const,
+      request: { params: WorkspaceParams, body: jsonBody(CreateRun) },
+      responses: {
+        201: jsonResponse(Run, "The queued run"),
+        ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { workspaceId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const workspace = await resolveWorkspace(c.var.db, principal.orgId, workspaceId);
+      if (!workspace) {
+        throw new ApiError("NOT_FOUND", `workspace ${workspaceId} not found`);
+      }
+      const result = await createRun(deps(c), workspace, {
+        operation: body.operation,
+        isSpeculative: body.isSpeculative || body.operation === "plan",
+        message: body.message,
+        configurationVersionId: body.configurationVersionId,
+        source: c.req.header("user-agent")?.startsWith("outpost-cli") ? "cli" : "api",
+        actor: principal.tokenId,
+      });
+      if (!result.ok) {
+        switch (result.reason) {
+          case "local_workspace":
+            throw new ApiError(
+              "CONFLICT",
+              `workspace ${workspace.name} uses local execution: run terraform on your machine against its state backend, or set executionMode to agent`,
+            );
+          case "no_pool":
+            throw new ApiError("CONFLICT", `workspace ${workspace.name} has no agent pool`);
+          case "no_configuration":
+            throw new ApiError(
+              "CONFLICT",
+              `workspace ${workspace.name} has no configuration version; upload one first`,
+            );
+          case "configuration_not_found":
+            throw new ApiError(
+              "NOT_FOUND",
+              `configuration version ${body.configurationVersionId} not found in this workspace`,
+            );
+          case "over_queue_limit":
+            throw new ApiError(
+              "RATE_LIMITED",
+              "too many queued runs in this organization; retry later",
+              {
+                headers: { "Retry-After": "30" },
+              },
+            );
+        }
+      }
+      return c.json(presentRun(result.value, await whyWaiting(deps(c), result.value)), 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/workspaces/{workspaceId}/runs",
+      tags: ["runs"],
+      summary: "List a workspace's runs, newest first",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("reader")] as const,
+      request: { params: WorkspaceParams, query: ListQuery },
+      responses: { 200: jsonResponse(RunList, "A page of runs"), ...errorResponses(400, 401, 404) },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { workspaceId } = c.req.valid("param");
+      const query = c.req.valid("query");
+      const workspace = await resolveWorkspace(c.var.db, principal.orgId, workspaceId);
+      if (!workspace) {
+        throw new ApiError("NOT_FOUND", `workspace ${workspaceId} not found`);
+      }
+      const filter = {
+        orgId: principal.orgId,
+        workspaceId: workspace.id,
+        ...(query.status ? { status: query.status } : {}),
+        ...(query.commitSha ? { commitSha: query.commitSha } : {}),
+      };
+      return c.json(await listPage(c, filter, query), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/runs",
+      tags: ["runs"],
+      summary: "List the organization's runs, optionally by commit sha or status",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("reader")] as const,
+      request: { query: ListQuery },
+      responses: { 200: jsonResponse(RunList, "A page of runs"), ...errorResponses(400, 401) },
+    }),
+    async (c) => {
+      const query = c.req.valid("query");
+      const filter = {
+        orgId: orgPrincipal(c).orgId,
+        ...(query.status ? { status: query.status } : {}),
+        ...(query.commitSha ? { commitSha: query.commitSha } : {}),
+      };
+      return c.json(await listPage(c, filter, query), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/runs/{runId}",
+      tags: ["runs"],
+      summary: "A run: status, timestamps, plan summary, and why it waits",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("reader")] as const,
+      request: { params: RunParams },
+      responses: { 200: jsonResponse(Run, "The run"), ...errorResponses(400, 401, 404) },
+    }),
+    async (c) => {
+      const run = await loadRun(c, c.req.valid("param").runId);
+      return c.json(presentRun(run, await whyWaiting(deps(c), run)), 200);
+    },
+  )
+  .openapi(actionRoute("confirm", "Confirm a planned run: its apply is queued"), async (c) => {
+    const principal = orgPrincipal(c);
+    const run = await loadRun(c, c.req.valid("param").runId);
+    const workspace = await resolveWorkspace(c.var.db, principal.orgId, run.workspaceId);
+    if (!workspace) {
+      throw new ApiError("NOT_FOUND", `workspace ${run.workspaceId} not found`);
+    }
+    const result = await confirmRun(deps(c), run, workspace, principal.tokenId);
+    if (!result.ok) {
+      throw actionError(result.reason, run, "confirm");
+    }
+    return c.json(presentRun(result.value, await whyWaiting(deps(c), result.value)), 200);
+  })
+  .openapi(actionRoute("discard", "Discard a planned run"), async (c) => {
+    const run = await loadRun(c, c.req.valid("param").runId);
+    const result = await discardRun(deps(c), run, orgPrincipal(c).tokenId);
+    if (!result.ok) {
+      throw actionError(result.reason, run, "discard");
+    }
+    return c.json(presentRun(result.value), 200);
+  })
+  .openapi(actionRoute("cancel", "Cancel a run (graceful: the engine gets SIGINT)"), async (c) => {
+    const run = await loadRun(c, c.req.valid("param").runId);
+    const result = await cancelRun(deps(c), run, orgPrincipal(c).tokenId);
+    if (!result.ok) {
+      throw actionError(result.reason, run, "cancel");
+    }
+    return c.json(presentRun(result.value), 200);
+  })
+  .openapi(
+    actionRoute("force-cancel", "Force-cancel a canceling run (10 s after cancel; SIGKILL)"),
+    async (c) => {
+      const run = await loadRun(c, c.req.valid("param").runId);
+      const result = await forceCancelRun(deps(c), run, orgPrincipal(c).tokenId);
+      if (!result.ok) {
+        throw actionError(result.reason, run, "force-cancel");
+      }
+      return c.json(presentRun(result.value), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/runs/{runId}/logs",
+      tags: ["runs"],
+      summary: "Log bytes of a phase from an offset (live while the phase runs)",
+      description:
+        "Answers text/plain bytes. `Outpost-Log-Next-Offset` says where to continue; `Outpost-Log-Complete: true` once the phase ended and everything was read.",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("reader")] as const,
+      request: {
+        params: RunParams,
+        query: z.strictObject({
+          phase: z
+            .enum(["plan", "apply"])
+            .default("plan")
+            .openapi({ param: { name: "phase", in: "query" } }),
+          offset: z.coerce
+            .number()
+            .int()
+            .min(0)
+            .default(0)
+            .openapi({ param: { name: "offset", in: "query" } }),
+          limit: z.coerce
+            .number()
+            .int()
+            .min(1)
+            .max(1024 * 1024)
+            .default(1024 * 1024)
+            .openapi({ param: { name: "limit", in: "query" } }),
+        }),
+      },
+      responses: {
+        200: {
+          description: "Log bytes (text/plain; possibly a partial UTF-8 sequence at the end)",
+        },
+        ...errorResponses(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const run = await loadRun(c, c.req.valid("param").runId);
+      const { phase, offset, limit } = c.req.valid("query");
+      const id = jobId(run.id, phase);
+      const read = await c.env.RUN_LOG.getByName(id).read(offset, limit);
+      return c.body(new Uint8Array(read.data), 200, {
+        "content-type": "text/plain; charset=utf-8",
+        "Outpost-Log-Next-Offset": String(read.nextOffset),
+        "Outpost-Log-Complete": String(
+          read.isComplete || (read.data.byteLength === 0 && isPhaseOver(run, phase)),
+        ),
+      });
+    },
+  );
+
+/** True when the phase can produce no more log: the run ended or moved past it. */
+function isPhaseOver(run: RunRow, phase: "plan" | "apply"): boolean {
+  if (isTerminal(run.status as RunStatus)) {
+    return true;
+  }
+  return phase === "plan" && !["pending", "plan_queued", "planning"].includes(run.status);
+}

@@ -1,0 +1,92 @@
+/**
+ * "Why does my run wait?" answered from the real state: the workspace lock, the run ahead of it,
+ * the org's queue limit, or the pool (no agents, none online, all busy, none for this phase,
+ * position in the queue).
+ */
+
+import { eq } from "drizzle-orm";
+import type { WaitInfo, WaitReason } from "../../durable/pool-types.ts";
+import { orgTokens, runs } from "../db/schema.ts";
+import { poolStub } from "../pools/service.ts";
+import type { Deps } from "./deps.ts";
+import { jobId, type RunStatus, WAITING_STATUSES } from "./model.ts";
+import type { RunRow } from "./queries.ts";
+import { countQueuedRuns } from "./queries.ts";
+import { queueLimit } from "./service.ts";
+
+/** Words for a pool's wait reason. */
+export function describeWaitReason(
+  reason: WaitReason,
+  poolName: string,
+  phase: "plan" | "apply",
+): string {
+  switch (reason.kind) {
+    case "no_agents_registered":
+      return `no agent is registered in pool ${poolName}`;
+    case "no_agents_online":
+      return reason.lastContactAt
+        ? `no agent online in pool ${poolName} (${reason.registered} registered, last contact ${new Date(reason.lastContactAt).toISOString()})`
+        : `no agent online in pool ${poolName}`;
+    case "no_agent_accepts_phase":
+      return `none of the ${reason.online} online agents in pool ${poolName} accepts ${phase} jobs`;
+    case "all_agents_busy":
+      return `all ${reason.agents} agents in pool ${poolName} are busy (${reason.runningJobs} jobs running)`;
+    case "behind_other_jobs":
+      return `waiting behind ${reason.ahead} other ${reason.ahead === 1 ? "job" : "jobs"} in pool ${poolName}`;
+  }
+}
+
+function describeJobWait(info: WaitInfo, poolName: string, phase: "plan" | "apply"): string {
+  if (info.state === "queued") {
+    const position = `position ${info.position} of ${info.queueLength} in the queue`;
+    return `${describeWaitReason(info.reason, poolName, phase)}; ${position}`;
+  }
+  if (info.state === "leased") {
+    return `handed to agent ${info.agentId}, waiting for it to start (by ${new Date(info.startBy).toISOString()})`;
+  }
+  return `the ${phase} job is ${info.state}`;
+}
+
+/** Why `run` waits, or null when it is not waiting. */
+export async function whyWaiting(deps: Deps, run: RunRow): Promise<string | null> {
+  if (!WAITING_STATUSES.includes(run.status as RunStatus)) {
+    return null;
+  }
+  const workspace = await deps.db.query.workspaces.findFirst({
+    where: (w, { eq }) => eq(w.id, run.workspaceId),
+  });
+  if (!workspace) {
+    return null;
+  }
+  if (run.status === "pending") {
+    if (workspace.lockedBy?.startsWith("tok_")) {
+      const holder = await deps.db.query.orgTokens.findFirst({
+        where: eq(orgTokens.id, workspace.lockedBy),
+      });
+      const reason = workspace.lockReason ? `: ${workspace.lockReason}` : "";
+      return `workspace ${workspace.name} is locked by ${holder ? `token "${holder.description}"` : workspace.lockedBy}${reason}`;
+    }
+    const current =
+      workspace.currentRunId ??
+      (workspace.lockedBy?.startsWith("run_") ? workspace.lockedBy : null);
+    if (current && current !== run.id) {
+      const ahead = await deps.db.query.runs.findFirst({ where: eq(runs.id, current) });
+      return `waiting for run ${current}${ahead ? ` (${ahead.status.replaceAll("_", " ")})` : ""} to finish`;
+    }
+    if ((await countQueuedRuns(deps.db, run.orgId)) > queueLimit(deps.env)) {
+      return "the organization is over its queue limit";
+    }
+    return "waiting to be queued";
+  }
+  const phase = run.status === "apply_queued" ? "apply" : "plan";
+  const poolId = run.plannedPoolId ?? workspace.poolId;
+  if (!poolId) {
+    return `workspace ${workspace.name} has no agent pool`;
+  }
+  const pool = await deps.db.query.agentPools.findFirst({ where: (p, { eq }) => eq(p.id, poolId) });
+  const info = await poolStub(deps.env, poolId).whyWaiting(jobId(run.id, phase));
+  if (!info.ok) {
+    return `the ${phase} job is not in pool ${pool?.name ?? poolId}'s queue yet; it will be re-queued within a minute`;
+  }
+  return describeJobWait(info.value, pool?.name ?? poolId, phase);
+}
