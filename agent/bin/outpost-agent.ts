@@ -12,7 +12,8 @@ try {
     process.exit(EXIT_CODES.ok);
   }
   const logger = createLogger({ level: config.logLevel, json: config.logJson });
-  process.exitCode = await runAgent(config, logger);
+  // Exit now: idle keep-alive sockets or timers must not hold a finished agent open.
+  process.exit(await runAgent(config, logger));
 } catch (error) {
   const { exitCode, text } = describeFatal(error);
   process.stderr.write(`${text}\n`);

@@ -28,6 +28,10 @@ export type AgentConfig = {
   /** Absolute; a missing directory simply means no hooks. */
   hooksDir: string;
   hookTimeoutMs: number;
+  /** After the first SIGTERM/SIGINT, how long running jobs may still take before they are canceled. */
+  shutdownGraceMs: number;
+  /** Between the first and the second SIGINT of a graceful job cancel. */
+  cancelGraceMs: number;
   /** Host variable names (or `PREFIX*` patterns) forwarded into job environments. */
   envForward: string[];
   /** Base URL of a release mirror laid out as `{mirror}/{engine}/{version}/{file}`; null = official sites. */
@@ -46,6 +50,8 @@ const FLAG_OPTIONS = {
   "data-dir": { type: "string" },
   "hooks-dir": { type: "string" },
   "hook-timeout": { type: "string" },
+  "shutdown-grace": { type: "string" },
+  "cancel-grace": { type: "string" },
   "env-forward": { type: "string", multiple: true },
   "release-mirror": { type: "string" },
   "allow-file-repos": { type: "boolean" },
@@ -57,6 +63,8 @@ const ConfigFile = z.strictObject({
   dataDir: z.string().optional(),
   hooksDir: z.string().optional(),
   hookTimeoutSeconds: z.number().optional(),
+  shutdownGraceSeconds: z.number().optional(),
+  cancelGraceSeconds: z.number().optional(),
   concurrency: z.number().optional(),
   accept: z.array(z.string()).optional(),
   releaseMirror: z.string().optional(),
@@ -67,6 +75,12 @@ const httpUrl = z
   .url("must be an http(s) URL")
   .refine((v) => /^https?:\/\//i.test(v), "must be an http(s) URL")
   .transform((v) => v.replace(/\/+$/, ""));
+
+/** A number of seconds in [min, max], from a flag (string) or the config file (number). */
+function seconds(min: number, max: number) {
+  const message = `must be a number of seconds between ${min} and ${max}`;
+  return z.coerce.number({ error: message }).min(min, message).max(max, message);
+}
 
 const Settings = z.object({
   OUTPOST_ADDRESS: z.string({ error: "is required" }).pipe(httpUrl),
@@ -88,6 +102,8 @@ const Settings = z.object({
     .number({ error: "must be a positive number of seconds" })
     .positive("must be a positive number of seconds")
     .max(86_400, "must be at most 86400 seconds"),
+  "--shutdown-grace": seconds(0, 86_400),
+  "--cancel-grace": seconds(1, 3_600),
   "--env-forward": z.array(
     z.string().regex(ENV_PATTERN, "must be variable names like AWS_REGION or prefixes like AWS_*"),
   ),
@@ -108,10 +124,13 @@ Flags:
   --data-dir DIR           engine cache and job dirs (default $XDG_DATA_HOME/outpost-agent)
   --hooks-dir DIR          hook executables (default <data-dir>/hooks)
   --hook-timeout SECONDS   per hook (default 60)
+  --shutdown-grace SECONDS after SIGTERM/SIGINT, time running jobs get before a cancel (default 300)
+  --cancel-grace SECONDS   between the first and second SIGINT of a job cancel (default 30)
   --env-forward NAME       forward a host variable (or PREFIX*) to jobs; repeatable
   --release-mirror URL     engine mirror laid out as URL/{engine}/{version}/{file}
   --config FILE            JSON file: envForwardAllowlist, dataDir, hooksDir, hookTimeoutSeconds,
-                           concurrency, accept, releaseMirror (flags win)
+                           shutdownGraceSeconds, cancelGraceSeconds, concurrency, accept,
+                           releaseMirror (flags win)
   --allow-file-repos       development only: allow file:// VCS repositories`;
 
 /**
@@ -134,6 +153,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig 
     "--concurrency": flags.concurrency ?? file.concurrency ?? 1,
     "--accept": flags.accept?.split(",").map((p) => p.trim()) ?? file.accept ?? [...PHASES],
     "--hook-timeout": flags["hook-timeout"] ?? file.hookTimeoutSeconds ?? 60,
+    "--shutdown-grace": flags["shutdown-grace"] ?? file.shutdownGraceSeconds ?? 300,
+    "--cancel-grace": flags["cancel-grace"] ?? file.cancelGraceSeconds ?? 30,
     "--env-forward": [
       ...(flags["env-forward"] ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()),
       ...(file.envForwardAllowlist ?? []),
@@ -161,6 +182,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): AgentConfig 
     dataDir: path.resolve(s["--data-dir"]),
     hooksDir: path.resolve(s["--hooks-dir"]),
     hookTimeoutMs: Math.round(s["--hook-timeout"] * 1000),
+    shutdownGraceMs: Math.round(s["--shutdown-grace"] * 1000),
+    cancelGraceMs: Math.round(s["--cancel-grace"] * 1000),
     envForward: [...new Set(s["--env-forward"])],
     releaseMirror: s["--release-mirror"],
     allowFileRepos: flags["allow-file-repos"] === true,

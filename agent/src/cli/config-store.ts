@@ -1,0 +1,76 @@
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { UsageError } from "./errors.ts";
+
+/** What `outpost login` saves: where the coordinator is and the org token to use. */
+export const Credentials = z.strictObject({
+  address: z
+    .string()
+    .regex(/^https?:\/\/[^\s]+$/, "must be an http(s) URL")
+    .transform((v) => v.replace(/\/+$/, "")),
+  token: z.string().regex(/^op_org_[A-Za-z0-9_-]+$/, "must be an org token (op_org_…)"),
+});
+export type Credentials = z.infer<typeof Credentials>;
+
+/** `$XDG_CONFIG_HOME/outpost/config.json`, or `~/.config/outpost/config.json`. */
+export function configFile(env: NodeJS.ProcessEnv): string {
+  const base = env.XDG_CONFIG_HOME || path.join(env.HOME || homedir(), ".config");
+  return path.join(base, "outpost", "config.json");
+}
+
+/**
+ * Saves the credentials readable by the user only: the directory is 0700, the file is written
+ * 0600 under a temp name and renamed, so no other user ever sees a partial or loose file.
+ */
+export async function saveCredentials(env: NodeJS.ProcessEnv, value: Credentials): Promise<string> {
+  const file = configFile(env);
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const temp = `${file}.${process.pid}.tmp`;
+  await writeFile(temp, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });
+  await rename(temp, file);
+  return file;
+}
+
+export async function removeCredentials(env: NodeJS.ProcessEnv): Promise<boolean> {
+  const file = configFile(env);
+  try {
+    await rm(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The credentials to use: `OUTPOST_ADDRESS` and `OUTPOST_TOKEN` from the environment (for CI)
+ * win over the saved file. Throws UsageError when there are none or they are malformed.
+ */
+export async function loadCredentials(env: NodeJS.ProcessEnv): Promise<Credentials> {
+  const file = configFile(env);
+  let saved: Record<string, unknown> = {};
+  try {
+    saved = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+      throw new UsageError(`cannot read ${file}; run \`outpost login\` again`);
+    }
+  }
+  const address = env.OUTPOST_ADDRESS || saved.address;
+  const token = env.OUTPOST_TOKEN || saved.token;
+  if (address === undefined || token === undefined) {
+    throw new UsageError(
+      "not logged in: run `outpost login --address URL`, or set OUTPOST_ADDRESS and OUTPOST_TOKEN",
+    );
+  }
+  const parsed = Credentials.safeParse({ address, token });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const name = issue?.path[0] === "token" ? "the token" : "the address";
+    throw new UsageError(
+      `${name} ${issue?.message ?? "is invalid"} (from ${file} or the environment)`,
+    );
+  }
+  return parsed.data;
+}

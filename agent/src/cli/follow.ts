@@ -1,0 +1,121 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { computeBackoffMs } from "../backoff.ts";
+import { TransientError } from "../errors.ts";
+import { seg, type UserApi } from "./api.ts";
+import { CLI_EXIT, type CliExitCode } from "./errors.ts";
+import type { Io } from "./output.ts";
+import { Run } from "./schemas.ts";
+
+export const NEXT_OFFSET_HEADER = "Outpost-Log-Next-Offset";
+export const COMPLETE_HEADER = "Outpost-Log-Complete";
+
+/** How often a follower asks again while nothing new arrived. */
+const POLL_MS = 500;
+/** A follower gives up after the coordinator was unreachable this long. */
+const GIVE_UP_AFTER_MS = 5 * 60_000;
+
+/** Retries `fn` through transient failures (a coordinator restart) for up to five minutes. */
+async function patiently<T>(fn: () => Promise<T>): Promise<T> {
+  const since = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!(error instanceof TransientError) || Date.now() - since > GIVE_UP_AFTER_MS) {
+        throw error;
+      }
+      await delay(
+        computeBackoffMs({ attempt, baseMs: 250, capMs: 5_000, retryAfter: error.retryAfter }),
+      );
+    }
+  }
+}
+
+export function getRun(api: UserApi, runId: string): Promise<Run> {
+  return patiently(() => api.call("GET", `/api/v1/runs/${seg(runId)}`, Run));
+}
+
+/**
+ * Writes a phase's log to `io.out` as it grows, until the coordinator says it is complete
+ * (the phase ended and every byte was read). Returns the bytes written.
+ */
+export async function followLog(
+  api: UserApi,
+  runId: string,
+  phase: "plan" | "apply",
+  io: Io,
+  options: { follow: boolean } = { follow: true },
+): Promise<number> {
+  let offset = 0;
+  for (;;) {
+    const res = await patiently(() =>
+      api.raw("GET", `/api/v1/runs/${seg(runId)}/logs?phase=${phase}&offset=${offset}`),
+    );
+    const data = new Uint8Array(await res.arrayBuffer());
+    const next = Number(res.headers.get(NEXT_OFFSET_HEADER));
+    const isComplete = res.headers.get(COMPLETE_HEADER) === "true";
+    if (data.byteLength > 0) {
+      io.out.write(data);
+    }
+    offset = Number.isSafeInteger(next) && next >= offset ? next : offset + data.byteLength;
+    if (isComplete || (!options.follow && data.byteLength === 0)) {
+      return offset;
+    }
+    if (data.byteLength === 0) {
+      await delay(POLL_MS);
+    }
+  }
+}
+
+/**
+ * Polls the run until `isDone(run)`, printing why it waits (on `io.err`) whenever the reason
+ * changes, so a run stuck in the queue says so.
+ */
+export async function waitFor(
+  api: UserApi,
+  runId: string,
+  isDone: (run: Run) => boolean,
+  io: Io,
+): Promise<Run> {
+  let said: string | null = null;
+  for (;;) {
+    const run = await getRun(api, runId);
+    if (isDone(run)) {
+      return run;
+    }
+    if (run.waitingReason !== null && run.waitingReason !== said) {
+      said = run.waitingReason;
+      io.err.write(`Waiting: ${said}\n`);
+    }
+    await delay(POLL_MS);
+  }
+}
+
+/** The CLI exit code for a run that stopped moving. */
+export function exitCodeFor(run: Run): CliExitCode {
+  switch (run.status) {
+    case "errored":
+      return CLI_EXIT.runErrored;
+    case "canceled":
+    case "force_canceled":
+    case "discarded":
+      return CLI_EXIT.runCanceled;
+    default:
+      return CLI_EXIT.ok;
+  }
+}
+
+/** One line saying how the run ended (or where it stopped), for stderr. */
+export function describeEnd(run: Run): string {
+  const reason = run.statusReason ? `: ${run.statusReason}` : "";
+  switch (run.status) {
+    case "applied":
+      return `Run ${run.id} applied`;
+    case "planned_and_finished":
+      return `Run ${run.id} planned${run.isSpeculative ? " (speculative)" : " with no changes"}; nothing to apply`;
+    case "planned":
+      return `Run ${run.id} is planned and waits for confirmation: outpost confirm ${run.id}`;
+    default:
+      return `Run ${run.id} ${run.status.replace("_", "-")}${reason}`;
+  }
+}

@@ -1,0 +1,34 @@
+/** Where a command writes: results to `out`, progress and notices to `err`. */
+export type Io = {
+  out: { write(chunk: string | Uint8Array): unknown };
+  err: { write(chunk: string): unknown };
+};
+
+/** Left-aligned columns separated by two spaces; the first row is the header. */
+export function table(rows: string[][]): string {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length);
+    });
+  }
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n")
+    .concat("\n");
+}
+
+/** Pretty JSON with a trailing newline, for `--json`. */
+export function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** A cell for a possibly missing value. */
+export function cell(value: string | number | boolean | null | undefined): string {
+  return value === null || value === undefined || value === "" ? "-" : String(value);
+}

@@ -1,0 +1,156 @@
+import {
+  AGENT_ID_HEADER,
+  FinishRequest,
+  FinishResponse,
+  GoodbyeResponse,
+  HeartbeatResponse,
+  JobsNextResponse,
+  RegisterRequest,
+  RegisterResponse,
+  type RunningJob,
+  StartResponse,
+} from "../../../src/protocol/index.ts";
+import { ExitRequest } from "../errors.ts";
+import { EXIT_CODES } from "../exit-codes.ts";
+import {
+  CoordinatorError,
+  type HttpTarget,
+  type RequestInput,
+  readJson,
+  segment,
+  send,
+} from "./http.ts";
+
+/** Extra time on top of the long-poll wait before a `jobs/next` request counts as lost. */
+const POLL_MARGIN_MS = 20_000;
+
+/**
+ * The agent token was not accepted: revoked, or unknown (its pool was deleted). The process
+ * must stop with {@link EXIT_CODES.tokenRevoked}.
+ */
+export class TokenRejected extends ExitRequest {
+  override name = "TokenRejected";
+  constructor(message: string) {
+    super(message, EXIT_CODES.tokenRevoked);
+  }
+}
+
+/** True when the coordinator does not know this agent id (any more): register again. */
+export function isAgentUnknown(error: unknown): boolean {
+  return error instanceof CoordinatorError && error.status === 404 && error.code === "NOT_FOUND";
+}
+
+/** True when a job-scoped call was refused because this agent no longer holds the lease. */
+export function isLeaseGone(error: unknown): boolean {
+  return error instanceof CoordinatorError && (error.status === 404 || error.status === 409);
+}
+
+/**
+ * The agent protocol (`/agent/v1/*`) with the agent token. Every body sent is built from and
+ * every answer parsed with the shared schemas of `src/protocol/`. Failures: TransientError
+ * (network, timeout, 429, 5xx), {@link TokenRejected} (401), CoordinatorError (other 4xx),
+ * ProtocolError (unreadable answer).
+ */
+export class AgentApi {
+  private agentId: string | null = null;
+  private readonly target: HttpTarget;
+  private readonly token: string;
+
+  constructor(options: { address: string; token: string; userAgent: string }) {
+    this.target = { address: options.address, userAgent: options.userAgent };
+    this.token = options.token;
+  }
+
+  /** The id from the last successful `register`, or null before it. */
+  get id(): string | null {
+    return this.agentId;
+  }
+
+  /** Registers this process with the token's pool; later calls use the id it returns. */
+  async register(body: RegisterRequest): Promise<RegisterResponse> {
+    const res = await this.call({
+      method: "POST",
+      path: "/agent/v1/register",
+      ...json(RegisterRequest.parse(body)),
+    });
+    const answer = await readJson(res, RegisterResponse, "register");
+    this.agentId = answer.agentId;
+    return answer;
+  }
+
+  /** Long-polls for work; null when the wait ended without a job. */
+  async next(waitSeconds: number, signal?: AbortSignal): Promise<JobsNextResponse | null> {
+    const res = await this.call({
+      method: "POST",
+      path: `/agent/v1/jobs/next?wait=${waitSeconds}`,
+      timeoutMs: waitSeconds * 1000 + POLL_MARGIN_MS,
+      ...(signal ? { signal } : {}),
+    });
+    if (res.status === 204) {
+      await res.body?.cancel();
+      return null;
+    }
+    return readJson(res, JobsNextResponse, "jobs/next");
+  }
+
+  /** The two-phase acknowledge of a lease. */
+  async start(jobId: string, leaseId: string): Promise<StartResponse> {
+    const res = await this.call({
+      method: "POST",
+      path: `/agent/v1/jobs/${segment(jobId)}/leases/${segment(leaseId)}/start`,
+    });
+    return readJson(res, StartResponse, "start");
+  }
+
+  async heartbeat(running: RunningJob[]): Promise<HeartbeatResponse> {
+    const res = await this.call({
+      method: "POST",
+      path: "/agent/v1/heartbeat",
+      ...json({ running }),
+    });
+    return readJson(res, HeartbeatResponse, "heartbeat");
+  }
+
+  /** Reports how a job ended; repeating it for the same lease answers the same. */
+  async finish(jobId: string, leaseId: string, body: FinishRequest): Promise<FinishResponse> {
+    const res = await this.call({
+      method: "POST",
+      path: `/agent/v1/jobs/${segment(jobId)}/leases/${segment(leaseId)}/finish`,
+      ...json(FinishRequest.parse(body)),
+    });
+    return readJson(res, FinishResponse, "finish");
+  }
+
+  async goodbye(reason: string | null): Promise<GoodbyeResponse> {
+    const res = await this.call({
+      method: "POST",
+      path: "/agent/v1/goodbye",
+      timeoutMs: 10_000,
+      ...json({ reason }),
+    });
+    return readJson(res, GoodbyeResponse, "goodbye");
+  }
+
+  private async call(input: Omit<RequestInput, "token">): Promise<Response> {
+    const headers: Record<string, string> = { ...input.headers };
+    if (this.agentId !== null) {
+      headers[AGENT_ID_HEADER] = this.agentId;
+    }
+    try {
+      return await send(this.target, { ...input, headers, token: this.token });
+    } catch (error) {
+      if (error instanceof CoordinatorError && error.status === 401) {
+        throw new TokenRejected(
+          error.code === "TOKEN_REVOKED"
+            ? "the agent token has been revoked; create a new one for this pool"
+            : `the coordinator does not accept the agent token (${error.message})`,
+        );
+      }
+      throw error;
+    }
+  }
+}
+
+function json(body: unknown): { headers: Record<string, string>; body: string } {
+  return { headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+}

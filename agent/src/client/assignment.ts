@@ -1,0 +1,74 @@
+import { JobSpec, type JobAssignment as WireAssignment } from "../../../src/protocol/index.ts";
+import type { JobAssignment } from "../job/types.ts";
+import { segment } from "./http.ts";
+import { configurationPath } from "./job-port.ts";
+
+export type MappedAssignment = { ok: true; value: JobAssignment } | { ok: false; reason: string };
+
+/**
+ * Turns a job as the coordinator hands it out into what the runner executes. Refuses (with a
+ * reason the run will show) a job without a per-run token, with a spec this agent cannot read,
+ * or without a usable configuration source; nothing is guessed.
+ */
+export function toRunnerAssignment(job: WireAssignment, address: string): MappedAssignment {
+  const spec = JobSpec.safeParse(job.spec);
+  if (!spec.success) {
+    const issue = spec.error.issues[0];
+    return {
+      ok: false,
+      reason: `the agent cannot read this job's spec (${issue?.path.join(".") || "spec"}: ${issue?.message ?? "invalid"}); upgrade the agent`,
+    };
+  }
+  if (job.runToken === undefined) {
+    return { ok: false, reason: "the coordinator sent the job without a per-run token" };
+  }
+  const s = spec.data;
+  const configuration = s.configuration;
+  let source: JobAssignment["source"];
+  if (configuration === null) {
+    return { ok: false, reason: "the run has no configuration version" };
+  }
+  if (configuration.source === "upload") {
+    if (configuration.sha256 === null) {
+      return { ok: false, reason: `configuration ${configuration.id} has no sha256` };
+    }
+    source = {
+      kind: "configuration",
+      url: `${address}${configurationPath(job.jobId)}`,
+      sha256: configuration.sha256,
+    };
+  } else {
+    if (configuration.repoUrl === null || configuration.commitSha === null) {
+      return {
+        ok: false,
+        reason: `configuration ${configuration.id} names no repository and commit to clone`,
+      };
+    }
+    source = { kind: "vcs", repoUrl: configuration.repoUrl, commitSha: configuration.commitSha };
+  }
+  return {
+    ok: true,
+    value: {
+      jobId: job.jobId,
+      runId: job.runId,
+      workspaceId: job.workspaceId,
+      workspaceName: s.workspaceName,
+      phase: job.phase,
+      operation: s.operation,
+      speculative: s.isSpeculative,
+      engine: s.engine,
+      engineVersion: s.engineVersion,
+      workingDirectory: s.workingDirectory,
+      variables: (job.variables ?? []).map((v) => ({
+        key: v.key,
+        value: v.value,
+        category: v.category,
+        hcl: v.isHcl,
+        sensitive: v.isSensitive,
+      })),
+      source,
+      runToken: job.runToken,
+      stateAddress: `${address}/state/v1/${segment(job.workspaceId)}`,
+    },
+  };
+}

@@ -1,0 +1,164 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { TransientError } from "../errors.ts";
+
+/** This package's version, sent as the User-Agent and at registration. */
+export const PACKAGE_VERSION: string = z
+  .object({ version: z.string() })
+  .parse(
+    JSON.parse(readFileSync(path.join(import.meta.dirname, "../../package.json"), "utf8")),
+  ).version;
+
+/** The coordinator's error envelope (`{ "error": { "code", "message" } }`), read leniently. */
+const ErrorEnvelope = z.object({
+  error: z.object({ code: z.string(), message: z.string() }),
+});
+
+/**
+ * The coordinator refused a request for a reason retrying will not fix (4xx other than 429).
+ * `code` is the coordinator's error code (`LEASE_LOST`, `NOT_FOUND`, …) or `HTTP_<status>` when
+ * the answer had no error envelope.
+ */
+export class CoordinatorError extends Error {
+  override name = "CoordinatorError";
+  readonly status: number;
+  readonly code: string;
+
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** The coordinator answered something this client cannot read (version skew or a proxy page). */
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+}
+
+export type RequestInput = {
+  method: string;
+  /** Path and query, starting with `/`. */
+  path: string;
+  token: string;
+  headers?: Record<string, string>;
+  body?: string | Uint8Array;
+  /** Aborting it rejects with the signal's reason (never a TransientError). */
+  signal?: AbortSignal;
+  /** Until the response headers arrive and while the body is read; default 60 s. */
+  timeoutMs?: number;
+  /** Statuses handed back to the caller instead of being thrown (e.g. 416 for log appends). */
+  passStatuses?: number[];
+};
+
+/** Connection settings shared by every request of one client. */
+export type HttpTarget = {
+  /** Base URL without a trailing slash. */
+  address: string;
+  userAgent: string;
+};
+
+/**
+ * Sends one request. Resolves with a 2xx response (or one in `passStatuses`). Network errors,
+ * timeouts, 429 and 5xx reject with {@link TransientError} (carrying `Retry-After`); any other
+ * status rejects with {@link CoordinatorError}; an abort through `signal` rejects with its reason.
+ */
+export async function send(target: HttpTarget, input: RequestInput): Promise<Response> {
+  const timeout = AbortSignal.timeout(input.timeoutMs ?? 60_000);
+  const signal = input.signal ? AbortSignal.any([input.signal, timeout]) : timeout;
+  const what = `${input.method} ${input.path.split("?")[0]}`;
+  let res: Response;
+  try {
+    res = await fetch(`${target.address}${input.path}`, {
+      method: input.method,
+      headers: {
+        authorization: `Bearer ${input.token}`,
+        "user-agent": target.userAgent,
+        ...input.headers,
+      },
+      body: input.body,
+      signal,
+    });
+  } catch (error) {
+    if (input.signal?.aborted) {
+      throw input.signal.reason;
+    }
+    const reason = timeout.aborted ? "timed out" : describeCause(error);
+    throw new TransientError(`${what}: cannot reach ${target.address} (${reason})`, {
+      cause: error,
+    });
+  }
+  if (res.ok || input.passStatuses?.includes(res.status)) {
+    return res;
+  }
+  const text = await res.text().catch(() => "");
+  const envelope = ErrorEnvelope.safeParse(safeJson(text));
+  const code = envelope.success ? envelope.data.error.code : `HTTP_${res.status}`;
+  const message = envelope.success
+    ? envelope.data.error.message
+    : text.trim().slice(0, 200) || res.statusText;
+  if (res.status === 429 || res.status >= 500) {
+    throw new TransientError(`${what} answered ${res.status} ${code}: ${message}`, {
+      retryAfter: res.headers.get("retry-after"),
+    });
+  }
+  throw new CoordinatorError(
+    res.status,
+    code,
+    `${what} answered ${res.status} ${code}: ${message}`,
+  );
+}
+
+/**
+ * Reads a JSON answer and parses it with `schema`. A body that is not JSON or does not match
+ * rejects with {@link ProtocolError} naming the first mismatching field.
+ */
+export async function readJson<T extends z.ZodType>(
+  res: Response,
+  schema: T,
+  what: string,
+): Promise<z.infer<T>> {
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (error) {
+    throw new TransientError(`${what}: the answer was cut off (${describeCause(error)})`, {
+      cause: error,
+    });
+  }
+  const parsed = schema.safeParse(safeJson(text));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.join(".") || "(body)";
+    throw new ProtocolError(
+      `${what}: unexpected answer from the coordinator (${where}: ${issue?.message ?? "invalid"}); are the agent and coordinator versions compatible?`,
+    );
+  }
+  return parsed.data;
+}
+
+/** `encodeURIComponent` for one path segment (job ids contain a colon). */
+export function segment(value: string): string {
+  return encodeURIComponent(value);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A network error's most specific message (undici nests the system error as `cause`). */
+export function describeCause(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = error.cause;
+    if (cause instanceof Error && "code" in cause && typeof cause.code === "string") {
+      return cause.code;
+    }
+    return cause instanceof Error ? cause.message : error.message;
+  }
+  return String(error);
+}

@@ -1,0 +1,136 @@
+import { createWriteStream } from "node:fs";
+import { readFile, rm } from "node:fs/promises";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import {
+  LOG_LENGTH_HEADER,
+  LogAppendResponse,
+  type ArtifactName as WireArtifactName,
+} from "../../../src/protocol/index.ts";
+import { TransientError } from "../errors.ts";
+import type { ArtifactName, CoordinatorPort } from "../job/types.ts";
+import type { LogSendResult } from "../logs/streamer.ts";
+import { describeCause, type HttpTarget, ProtocolError, readJson, segment, send } from "./http.ts";
+
+/** The runner's artifact names as the agent API spells them. */
+export const WIRE_ARTIFACT_NAMES: Record<ArtifactName, WireArtifactName> = {
+  "plan-file": "plan.tfplan",
+  "lock-file": "terraform.lock.hcl",
+  "plan-json": "plan.json",
+};
+
+/** Transfers of configurations and artifacts may be large; a stuck one still ends. */
+const TRANSFER_TIMEOUT_MS = 30 * 60_000;
+const DISK_ERRORS = new Set(["ENOSPC", "EACCES", "EROFS", "EDQUOT", "EMFILE"]);
+
+/** The path of a job's configuration tarball on the agent API. */
+export function configurationPath(jobId: string): string {
+  return `/agent/v1/jobs/${segment(jobId)}/configuration`;
+}
+
+/**
+ * The {@link CoordinatorPort} of one job and lease, authenticated with the job's per-run token.
+ * Network errors, 429 and 5xx reject with TransientError (the runner retries them); a lost lease
+ * (409) or a run that ended (401, its token died) reject with CoordinatorError.
+ */
+export function jobPort(options: {
+  target: HttpTarget;
+  jobId: string;
+  leaseId: string;
+  runToken: string;
+}): CoordinatorPort {
+  const { target, jobId, leaseId, runToken } = options;
+  const token = runToken;
+  return {
+    async downloadConfiguration(url, destFile) {
+      // The run token goes only to the coordinator it came from.
+      if (!url.startsWith(`${target.address}/`)) {
+        throw new Error(`refusing to send the run token to ${url}`);
+      }
+      await download(target, { path: url.slice(target.address.length), token }, destFile);
+    },
+    async uploadArtifact(name, file) {
+      // Buffered: the route needs Content-Length, and plan artefacts are capped at 100 MiB.
+      const body = await readFile(file);
+      await send(target, {
+        method: "PUT",
+        path: `/agent/v1/jobs/${segment(jobId)}/artifacts/${WIRE_ARTIFACT_NAMES[name]}`,
+        token,
+        headers: { "content-type": "application/octet-stream" },
+        body,
+        timeoutMs: TRANSFER_TIMEOUT_MS,
+      }).then((res) => res.body?.cancel());
+    },
+    async downloadArtifact(name, destFile) {
+      const res = await send(target, {
+        method: "GET",
+        path: `/agent/v1/jobs/${segment(jobId)}/artifacts/${WIRE_ARTIFACT_NAMES[name]}`,
+        token,
+        timeoutMs: TRANSFER_TIMEOUT_MS,
+        passStatuses: [404],
+      });
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return false;
+      }
+      await writeBody(res, destFile);
+      return true;
+    },
+    async sendLogChunk(offset, bytes): Promise<LogSendResult> {
+      const res = await send(target, {
+        method: "PUT",
+        path: `/agent/v1/jobs/${segment(jobId)}/leases/${segment(leaseId)}/logs?offset=${offset}`,
+        token,
+        headers: { "content-type": "application/octet-stream" },
+        body: bytes,
+        passStatuses: [416],
+      });
+      if (res.status === 416) {
+        await res.body?.cancel();
+        const held = Number(res.headers.get(LOG_LENGTH_HEADER));
+        if (!Number.isSafeInteger(held) || held < 0) {
+          throw new ProtocolError(`log append answered 416 without a valid ${LOG_LENGTH_HEADER}`);
+        }
+        return { rangeMismatch: held };
+      }
+      await readJson(res, LogAppendResponse, "log append");
+      return { ok: true };
+    },
+  };
+}
+
+async function download(
+  target: HttpTarget,
+  input: { path: string; token: string },
+  destFile: string,
+): Promise<void> {
+  const res = await send(target, {
+    method: "GET",
+    path: input.path,
+    token: input.token,
+    timeoutMs: TRANSFER_TIMEOUT_MS,
+  });
+  await writeBody(res, destFile);
+}
+
+/** Streams a response body to a file; a connection cut midway is transient (and the file goes). */
+async function writeBody(res: Response, destFile: string): Promise<void> {
+  if (!res.body) {
+    throw new ProtocolError("the coordinator answered without a body");
+  }
+  try {
+    await pipeline(
+      Readable.fromWeb(res.body as WebReadableStream<Uint8Array>),
+      createWriteStream(destFile),
+    );
+  } catch (error) {
+    await rm(destFile, { force: true });
+    const code = error instanceof Error && "code" in error ? String(error.code) : "";
+    // A full or read-only disk is the agent host's problem; retrying the download won't help.
+    if (DISK_ERRORS.has(code)) {
+      throw error;
+    }
+    throw new TransientError(`download cut off (${describeCause(error)})`, { cause: error });
+  }
+}
