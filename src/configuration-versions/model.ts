@@ -15,8 +15,12 @@ export const UPLOAD_MEDIA_TYPES = [
 export type UploadLimits = { maxBytes: number; maxUnpackedBytes: number; maxEntries: number };
 
 /** The one R2 key of a configuration version's tarball, under its workspace's prefix. */
-export function configurationVersionKey(workspaceId: string, configurationVersionId: string) {
-  return `${workspaceBlobPrefix(workspaceId)}configuration-versions/${configurationVersionId}.tar.gz`;
+export function configurationVersionKey(
+  orgId: string,
+  workspaceId: string,
+  configurationVersionId: string,
+): string {
+  return `${workspaceBlobPrefix(orgId, workspaceId)}configuration-versions/${configurationVersionId}.tar.gz`;
 }
 
 function positiveInt(value: string | undefined, fallback: number): number {

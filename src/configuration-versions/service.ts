@@ -121,7 +121,7 @@ export async function uploadConfigurationVersion(
   },
 ): Promise<{ ok: true; value: ConfigurationVersion } | ({ ok: false } & UploadFailure)> {
   const id = newId("configurationVersion");
-  const key = configurationVersionKey(input.workspaceId, id);
+  const key = configurationVersionKey(input.orgId, input.workspaceId, id);
   const tap = uploadTap(input.limits);
   const piping = pump(input.body, tap.stream.writable);
   try {

@@ -252,9 +252,12 @@ function compareCore(version: string, other: [number, number, number]): number {
   return 0;
 }
 
-/** Where every R2 object of a workspace lives; deleting the workspace removes this prefix. */
-export function workspaceBlobPrefix(workspaceId: string): string {
-  return `workspaces/${workspaceId}/`;
+/**
+ * Where R2 objects of a workspace live (configuration versions, state versions, run artifacts):
+ * deleting the workspace deletes everything under this prefix.
+ */
+export function workspaceBlobPrefix(orgId: string, workspaceId: string): string {
+  return `orgs/${orgId}/workspaces/${workspaceId}/`;
 }
 
 /** A workspace's lock holder: a user's token (`tok_…`) or a run (`run_…`). */

@@ -7,6 +7,7 @@ import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
+import { deleteWorkspaceStateBlobs } from "../state/blobs.ts";
 import {
   lockHolderKind,
   type SettingsInput,
@@ -283,7 +284,7 @@ export async function deleteWorkspace(
   if (deleted.length === 0) {
     return refuse(await whyNotDeleted(db, input.orgId, current.id));
   }
-  await deleteBlobs(blobs, current.id, blobKeys);
+  await deleteBlobs(blobs, current, blobKeys);
   return { ok: true, value: presentWorkspace(current) };
 }
 
@@ -317,14 +318,23 @@ async function blobKeysOf(db: Database, workspaceId: string): Promise<string[]> 
 }
 
 /** Best effort: D1 is the source of truth; a leftover object is garbage, never a live secret. */
-async function deleteBlobs(blobs: R2Bucket, workspaceId: string, keys: string[]): Promise<void> {
+async function deleteBlobs(
+  blobs: R2Bucket,
+  workspace: { orgId: string; id: string },
+  keys: string[],
+): Promise<void> {
+  const workspaceId = workspace.id;
   try {
+    await deleteWorkspaceStateBlobs(blobs, workspace.orgId, workspaceId);
     for (let i = 0; i < keys.length; i += 1000) {
       await blobs.delete(keys.slice(i, i + 1000));
     }
     let cursor: string | undefined;
     do {
-      const listed = await blobs.list({ prefix: workspaceBlobPrefix(workspaceId), cursor });
+      const listed = await blobs.list({
+        prefix: workspaceBlobPrefix(workspace.orgId, workspaceId),
+        cursor,
+      });
       if (listed.objects.length > 0) {
         await blobs.delete(listed.objects.map((o) => o.key));
       }

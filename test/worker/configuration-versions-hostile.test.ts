@@ -32,7 +32,7 @@ async function expectRefused(
   expect(res.status, JSON.stringify(res.body)).toBe(status);
   expect(res.body.error.message).toMatch(message);
   expect(await snapshotD1()).toEqual(before);
-  expect((await env.BLOBS.list({ prefix: `workspaces/${workspaceId}/` })).objects).toEqual([]);
+  expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
 }
 
 const HOSTILE: { name: string; archive: () => Promise<Uint8Array>; message: RegExp }[] = [
@@ -249,7 +249,7 @@ describe("configured upload limits", () => {
     expect(res.status).toBe(413);
     expect(res.body.error.message).toMatch(/unpacks to more than 1048576 bytes/);
     expect(await snapshotD1()).toEqual(before);
-    expect((await env.BLOBS.list({ prefix: `workspaces/${ws.id}/` })).objects).toEqual([]);
+    expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
     // The same archive passes under the default limit.
     expect((await uploadWith({}, org, ws.id, bomb)).status).toBe(201);
   });
@@ -294,7 +294,7 @@ describe("configured upload limits", () => {
       message: "the body is larger than 4096 bytes",
     });
     expect(await snapshotD1()).toEqual(before);
-    expect((await env.BLOBS.list({ prefix: `workspaces/${ws.id}/` })).objects).toEqual([]);
+    expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
   });
 
   it("refuses an archive with more entries than allowed", async () => {
@@ -307,7 +307,7 @@ describe("configured upload limits", () => {
       reason: "too_large",
       message: "more than 10 entries",
     });
-    expect((await env.BLOBS.list({ prefix: `workspaces/${ws.id}/` })).objects).toEqual([]);
+    expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
     const ten = await serviceUpload(org, ws.id, await tarGz(entries.slice(1)), {});
     expect(ten.ok).toBe(true);
   });

@@ -25,7 +25,7 @@ describe("POST /api/v1/workspaces/:workspaceId/configuration-versions", () => {
       sizeBytes: bytes.byteLength,
     });
     const object = await env.BLOBS.get(
-      `workspaces/${ws.id}/configuration-versions/${res.body.id}.tar.gz`,
+      `orgs/${org.orgId}/workspaces/${ws.id}/configuration-versions/${res.body.id}.tar.gz`,
     );
     expect(new Uint8Array((await object?.arrayBuffer()) ?? new ArrayBuffer(0))).toEqual(bytes);
     const row = await env.DB.prepare("SELECT * FROM configuration_versions WHERE id = ?")
@@ -134,7 +134,7 @@ describe("POST /api/v1/workspaces/:workspaceId/configuration-versions", () => {
     const empty = await upload(org, ws.id, new Uint8Array(0));
     expect(empty.status).toBe(400);
     expect(await snapshotD1()).toEqual(before);
-    expect((await env.BLOBS.list({ prefix: `workspaces/${ws.id}/` })).objects).toEqual([]);
+    expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
   });
 
   it("refuses by Content-Length before reading the body (413)", async () => {

@@ -287,7 +287,8 @@ describe("PUT/GET /api/v1/workspaces/:workspaceId/vars/:key", () => {
       token: org.tokens.reader,
     });
     expect(badCategory.status).toBe(400);
-  });
+    // Many cases, each with two full D1 snapshots: slower than the default 5 s on a busy machine.
+  }, 30_000);
 });
 
 const withVariable = async (org: TestOrg) => {

@@ -175,7 +175,8 @@ describe("POST /api/v1/workspaces/:workspaceId/lock and /unlock", () => {
     expect((await lock("missing-ws", org.tokens.member)).status).toBe(404);
     expect((await unlock("missing-ws", org.tokens.member)).status).toBe(404);
     expect(await snapshotD1()).toEqual(before);
-  });
+    // Many cases, each with two full D1 snapshots: slower than the default 5 s on a busy machine.
+  }, 30_000);
 });
 
 describeAuth("POST /api/v1/workspaces/:workspaceId/lock", {

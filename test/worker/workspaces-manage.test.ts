@@ -111,7 +111,8 @@ describe("PATCH /api/v1/workspaces/:workspaceId", () => {
       }
       expect(await snapshotD1()).toEqual(before);
     }
-  });
+    // Many cases, each with two full D1 snapshots: slower than the default 5 s on a busy machine.
+  }, 30_000);
 
   it("writes nothing for a patch that changes nothing, and answers 404 for unknown names", async () => {
     const org = await seedOrg();
@@ -146,10 +147,14 @@ describe("DELETE /api/v1/workspaces/:workspaceId", () => {
     const ws = await createWorkspace(org);
     await seedRun(org.orgId, ws.id, "applied");
     const now = Date.now();
-    const key = `workspaces/${ws.id}/configuration-versions/cv.tar.gz`;
+    const prefix = `orgs/${org.orgId}/workspaces/${ws.id}/`;
+    const key = `${prefix}configuration-versions/cv.tar.gz`;
     await env.BLOBS.put(key, "tarball");
-    await env.BLOBS.put(`workspaces/${ws.id}/other/object`, "x");
-    await env.BLOBS.put("workspaces/ws_keep/object", "kept");
+    await env.BLOBS.put(`${prefix}runs/run_x/plan.tfplan`, "x");
+    await env.BLOBS.put(`${prefix}state-versions/sv_x.outputs.json`, "{}");
+    // Another workspace whose id starts like this one's must keep its objects.
+    const neighbour = `orgs/${org.orgId}/workspaces/${ws.id}x/object`;
+    await env.BLOBS.put(neighbour, "kept");
     await db.batch([
       db.insert(variables).values({
         id: newId("variable"),
@@ -182,8 +187,8 @@ describe("DELETE /api/v1/workspaces/:workspaceId", () => {
         .first<{ n: number }>();
       expect(row?.n, table).toBe(0);
     }
-    expect((await env.BLOBS.list({ prefix: `workspaces/${ws.id}/` })).objects).toEqual([]);
-    expect(await env.BLOBS.get("workspaces/ws_keep/object")).not.toBeNull();
+    expect((await env.BLOBS.list({ prefix })).objects).toEqual([]);
+    expect(await env.BLOBS.get(neighbour)).not.toBeNull();
     expect((await auditOf(ws.id)).map((a) => a.action)).toEqual([
       "workspace.create",
       "workspace.delete",

@@ -162,7 +162,8 @@ describe("POST /api/v1/workspaces", () => {
       ).toBe(true);
       expect(await snapshotD1()).toEqual(before);
     }
-  });
+    // Many cases, each with two full D1 snapshots: slower than the default 5 s on a busy machine.
+  }, 30_000);
 
   it("accepts https, ssh:// and scp-like repository URLs", async () => {
     const org = await seedOrg();
