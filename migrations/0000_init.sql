@@ -125,6 +125,20 @@ CREATE TABLE `runs` (
 CREATE INDEX `runs_ws_created_idx` ON `runs` (`workspace_id`,`created_at`);--> statement-breakpoint
 CREATE INDEX `runs_org_status_idx` ON `runs` (`org_id`,`status`);--> statement-breakpoint
 CREATE INDEX `runs_commit_idx` ON `runs` (`org_id`,`commit_sha`);--> statement-breakpoint
+CREATE TABLE `sessions` (
+	`id` text PRIMARY KEY NOT NULL,
+	`org_id` text NOT NULL,
+	`token_id` text NOT NULL,
+	`secret_hash` text NOT NULL,
+	`created_at` integer DEFAULT (cast(unixepoch('subsec') * 1000 as integer)) NOT NULL,
+	`expires_at` integer NOT NULL,
+	`revoked_at` integer,
+	FOREIGN KEY (`org_id`) REFERENCES `organizations`(`id`) ON UPDATE no action ON DELETE no action,
+	FOREIGN KEY (`token_id`) REFERENCES `org_tokens`(`id`) ON UPDATE no action ON DELETE no action
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `sessions_secretHash_unique` ON `sessions` (`secret_hash`);--> statement-breakpoint
+CREATE INDEX `sessions_token_idx` ON `sessions` (`token_id`);--> statement-breakpoint
 CREATE TABLE `state_locks` (
 	`workspace_id` text PRIMARY KEY NOT NULL,
 	`org_id` text NOT NULL,

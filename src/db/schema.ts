@@ -327,3 +327,25 @@ export const auditEvents = sqliteTable(
   },
   (t) => [index("audit_events_org_created_idx").on(t.orgId, t.createdAt)],
 );
+
+/**
+ * Dashboard sessions: an org token exchanged for a cookie. Only the SHA-256 of the cookie secret
+ * is stored; a session is valid while unexpired, not signed out, and its token is not revoked.
+ */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    tokenId: text()
+      .notNull()
+      .references(() => orgTokens.id),
+    secretHash: text().notNull().unique(),
+    createdAt: createdAt(),
+    expiresAt: integer().notNull(),
+    revokedAt: integer(),
+  },
+  (t) => [index("sessions_token_idx").on(t.tokenId)],
+);
