@@ -69,7 +69,9 @@ class EntryChecker {
       return "an entry has an empty or invalid name";
     }
     if (!segments) {
-      return `entry ${JSON.stringify(name)} is an absolute path`;
+      return name.includes("\\")
+        ? `entry ${JSON.stringify(name)} contains a backslash`
+        : `entry ${JSON.stringify(name)} is an absolute path`;
     }
     if (segments.includes("..")) {
       return `entry ${JSON.stringify(name)} contains '..'`;

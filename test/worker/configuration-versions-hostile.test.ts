@@ -49,6 +49,11 @@ const HOSTILE: { name: string; archive: () => Promise<Uint8Array>; message: RegE
     message: /contains '\.\.'/,
   },
   {
+    name: "backslash path",
+    archive: () => tarGz([file("..\\..\\evil.tf")]),
+    message: /contains a backslash/,
+  },
+  {
     name: "Windows drive path",
     archive: () => tarGz([file("C:/Windows/evil")]),
     message: /absolute path/,
