@@ -57,7 +57,7 @@ const CategoryQuery = z.strictObject({
     .optional()
     .openapi({
       param: { name: "category", in: "query" },
-      description: "Needed only when the key exists in both categories",
+      description: "Picks a category; on one variable, needed only when the key exists in both",
     }),
 });
 
@@ -105,7 +105,7 @@ export const variableRoutes = newRouter()
       summary: "List a workspace's variables (sensitive values never included)",
       security,
       middleware: [requireRole("reader")] as const,
-      request: { params: WorkspaceParams },
+      request: { params: WorkspaceParams, query: CategoryQuery },
       responses: {
         200: jsonResponse(z.object({ variables: z.array(VariableSchema) }), "The variables"),
         ...errorResponses(400, 401, 404),
@@ -113,7 +113,12 @@ export const variableRoutes = newRouter()
     }),
     async (c) => {
       const { workspace } = await workspaceOf(c, c.req.valid("param").workspaceId);
-      return c.json({ variables: await listVariables(c.var.db, workspace.id) }, 200);
+      const { category } = c.req.valid("query");
+      const variables = await listVariables(c.var.db, workspace.id);
+      return c.json(
+        { variables: category ? variables.filter((v) => v.category === category) : variables },
+        200,
+      );
     },
   )
   .openapi(

@@ -67,6 +67,11 @@ describe("PUT/GET /api/v1/workspaces/:workspaceId/vars/:key", () => {
       "env:TF_LOG=DEBUG",
       'terraform:region=["a", "b"]',
     ]);
+    const envOnly = await requestJson<{ variables: Variable[] }>(
+      `/api/v1/workspaces/${ws.id}/vars?category=env`,
+      { token: org.tokens.reader },
+    );
+    expect(envOnly.body.variables.map((v) => v.key)).toEqual(["TF_LOG"]);
     const audit = await env.DB.prepare(
       "SELECT action FROM audit_events WHERE target_id = ? ORDER BY created_at, rowid",
     )
@@ -289,6 +294,55 @@ describe("PUT/GET /api/v1/workspaces/:workspaceId/vars/:key", () => {
     expect(badCategory.status).toBe(400);
     // Many cases, each with two full D1 snapshots: slower than the default 5 s on a busy machine.
   }, 30_000);
+});
+
+describe("concurrent writes", () => {
+  it("two creates of the same variable: one 201, the other 200 or 409, never a 500", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    const results = await Promise.all([
+      put(org, ws.id, "RACE", { category: "env", value: "a" }),
+      put(org, ws.id, "RACE", { category: "env", value: "b" }),
+    ]);
+    const statuses = results.map((r) => r.status).sort();
+    expect([
+      [200, 201],
+      [201, 409],
+    ]).toContainEqual(statuses);
+    const rows = await env.DB.prepare("SELECT id FROM variables WHERE workspace_id = ?")
+      .bind(ws.id)
+      .all<{ id: string }>();
+    expect(rows.results).toHaveLength(1);
+    const events = await env.DB.prepare(
+      "SELECT action FROM audit_events WHERE target_id = ? ORDER BY rowid",
+    )
+      .bind(rows.results[0]?.id)
+      .all<{ action: string }>();
+    expect(events.results.map((e) => e.action)).toEqual(
+      statuses[0] === 200 ? ["variable.create", "variable.update"] : ["variable.create"],
+    );
+  });
+});
+
+describe("bad input on reads and deletes", () => {
+  it("answers 400 for malformed keys and 404 for unknown workspaces or variables", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    const before = await snapshotD1();
+    for (const [method, path, status] of [
+      ["GET", `/api/v1/workspaces/${ws.id}/vars/bad.key`, 400],
+      ["DELETE", `/api/v1/workspaces/${ws.id}/vars/bad%20key`, 400],
+      ["DELETE", `/api/v1/workspaces/${ws.id}/vars/MISSING`, 404],
+      ["GET", "/api/v1/workspaces/no-such-ws/vars", 404],
+      ["GET", "/api/v1/workspaces/bad name/vars", 400],
+      ["GET", `/api/v1/workspaces/${ws.id}/vars?sensitive=true`, 400],
+      ["GET", `/api/v1/workspaces/${ws.id}/vars?category=secret`, 400],
+    ] as const) {
+      const res = await requestJson<ErrorBody>(path, { method, token: org.tokens.admin });
+      expect(res.status, `${method} ${path}`).toBe(status);
+    }
+    expect(await snapshotD1()).toEqual(before);
+  });
 });
 
 const withVariable = async (org: TestOrg) => {

@@ -198,6 +198,12 @@ describe("DELETE /api/v1/workspaces/:workspaceId", () => {
       token: org.tokens.admin,
     });
     expect(again.status).toBe(404);
+    const malformed = await requestJson<ErrorBody>("/api/v1/workspaces/not%20a%20name", {
+      method: "DELETE",
+      token: org.tokens.admin,
+    });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.issues?.[0]?.path).toBe("param.workspaceId");
   });
 
   it("refuses with 409 while a run is active, the workspace is locked or its state is", async () => {

@@ -211,6 +211,27 @@ describe("POST /api/v1/workspaces", () => {
   });
 });
 
+describe("concurrent creates", () => {
+  it("two creates of the same name: one 201, one 409, one audit event", async () => {
+    const org = await seedOrg();
+    const body = { name: "racing", engineVersion: "1.9.5" };
+    const send = () =>
+      requestJson<WorkspaceBody>("/api/v1/workspaces", {
+        method: "POST",
+        token: org.tokens.admin,
+        body,
+      });
+    const results = await Promise.all([send(), send()]);
+    expect(results.map((r) => r.status).sort()).toEqual([201, 409]);
+    const events = await env.DB.prepare(
+      "SELECT count(*) AS n FROM audit_events WHERE org_id = ? AND action = 'workspace.create'",
+    )
+      .bind(org.orgId)
+      .first<{ n: number }>();
+    expect(events?.n).toBe(1);
+  });
+});
+
 describe("GET /api/v1/workspaces", () => {
   it("lists the org's workspaces by name, a page at a time, never another org's", async () => {
     const org = await seedOrg();
