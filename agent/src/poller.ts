@@ -1,4 +1,3 @@
-import { setTimeout as delay } from "node:timers/promises";
 import type { JobAssignment as WireAssignment } from "../../src/protocol/index.ts";
 import { computeBackoffMs } from "./backoff.ts";
 import type { AgentApi } from "./client/agent-api.ts";
@@ -10,6 +9,7 @@ import { EXIT_CODES, type ExitCode } from "./exit-codes.ts";
 import { type JobHandle, startJob } from "./job/runner.ts";
 import type { CoordinatorPort, JobOutcome, JobSettings } from "./job/types.ts";
 import type { Logger } from "./logger.ts";
+import { errorText, RunningJobs, sleep } from "./running-jobs.ts";
 
 export type AgentLoopOptions = {
   api: Pick<AgentApi, "register" | "next" | "start" | "heartbeat" | "finish" | "goodbye">;
@@ -27,10 +27,6 @@ export type AgentLoopOptions = {
   startJob?: typeof startJob;
 };
 
-type Running = { jobId: string; leaseId: string; handle: JobHandle; finished: Promise<void> };
-
-const FINISH_MESSAGE_MAX = 2000;
-
 /**
  * The agent's life: register, long-poll for jobs (up to the configured concurrency), start each
  * lease at once, heartbeat every interval the coordinator gives, relay cancel requests to jobs,
@@ -42,7 +38,7 @@ const FINISH_MESSAGE_MAX = 2000;
 export class AgentLoop {
   private readonly o: AgentLoopOptions;
   private readonly log: Logger;
-  private readonly running = new Map<string, Running>();
+  private readonly running: RunningJobs;
   /** Aborted when no more work may be taken (signal, exit request, bug). */
   private readonly lifetime = new AbortController();
   /** Aborted when waiting politely is over (second signal, exit request). */
@@ -50,7 +46,6 @@ export class AgentLoop {
   private readonly heartbeatStop = new AbortController();
   private stopMode: "graceful" | "force" | null = null;
   private ending: ExitRequest | null = null;
-  private listeners = new Set<() => void>();
   private registering: Promise<boolean> | null = null;
   private isPolling = false;
   private taken = 0;
@@ -60,6 +55,12 @@ export class AgentLoop {
   constructor(options: AgentLoopOptions) {
     this.o = options;
     this.log = options.logger;
+    this.running = new RunningJobs({
+      api: options.api,
+      logger: options.logger,
+      forced: this.forced.signal,
+      onExitRequest: (request) => this.end(request),
+    });
   }
 
   private get capacity(): number {
@@ -83,7 +84,11 @@ export class AgentLoop {
         this.lifetime.abort();
       }
     }
-    await this.drain();
+    const isGraceful = this.ending === null && this.stopMode === "graceful";
+    await this.running.drain({
+      graceMs: isGraceful ? this.o.shutdownGraceMs : null,
+      cancelWaitMs: 2 * this.o.settings.cancelGraceMs + 5_000,
+    });
     this.heartbeatStop.abort();
     await heartbeats;
     if (bug !== null) {
@@ -112,9 +117,7 @@ export class AgentLoop {
       this.stopMode = "force";
       this.log.warn({ runningJobs: this.running.size }, "forced shutdown: killing running jobs");
       this.forced.abort();
-      for (const job of this.running.values()) {
-        job.handle.cancel({ force: true });
-      }
+      this.running.cancelAll(true);
     }
   }
 
@@ -127,9 +130,7 @@ export class AgentLoop {
     this.log.error({ exitCode: request.exitCode }, request.message);
     this.lifetime.abort();
     this.forced.abort();
-    for (const job of this.running.values()) {
-      job.handle.cancel({ force: true });
-    }
+    this.running.cancelAll(true);
   }
 
   /** Registers (again); false when a shutdown came first. Concurrent callers share one attempt. */
@@ -175,11 +176,11 @@ export class AgentLoop {
     let attempt = 0;
     while (!this.lifetime.signal.aborted) {
       if (this.o.single && this.taken > 0) {
-        await this.until(() => this.running.size === 0);
+        await this.running.until(() => this.running.size === 0, this.lifetime.signal);
         return;
       }
       if (this.running.size >= this.capacity) {
-        await this.until(() => this.running.size < this.capacity);
+        await this.running.until(() => this.running.size < this.capacity, this.lifetime.signal);
         continue;
       }
       try {
@@ -188,10 +189,7 @@ export class AgentLoop {
         this.isPolling = false;
         attempt = 0;
         if (answer?.action === "exit") {
-          throw new ExitRequest(
-            `the coordinator told this agent to exit: ${answer.exit.reason}`,
-            EXIT_CODES.toldToExit,
-          );
+          throw await this.toldToExit(answer.exit.reason);
         }
         if (answer?.action === "run") {
           await this.take(answer.job);
@@ -243,60 +241,7 @@ export class AgentLoop {
       ? (this.o.startJob ?? startJob)(mapped.value, this.o.portFor(job), this.o.settings)
       : refusedJob(mapped.reason);
     log.info({ phase: job.phase, runId: job.runId }, "job started");
-    const entry: Running = {
-      jobId: job.jobId,
-      leaseId: job.leaseId,
-      handle,
-      finished: Promise.resolve(),
-    };
-    this.running.set(job.jobId, entry);
-    this.notify();
-    entry.finished = handle.done
-      .then((outcome) => this.report(entry, outcome))
-      .catch((error: unknown) => log.error({ err: errorText(error) }, "reporting the job failed"))
-      .finally(() => {
-        this.running.delete(job.jobId);
-        this.notify();
-      });
-  }
-
-  /** Sends the finish, retrying transient failures (fewer once a shutdown is forced). */
-  private async report(entry: Running, outcome: JobOutcome): Promise<void> {
-    const log = this.log.child({ jobId: entry.jobId });
-    const body = {
-      outcome: outcome.status,
-      exitCode:
-        outcome.exitCode === null ? null : Math.min(255, Math.max(0, Math.trunc(outcome.exitCode))),
-      planSummary: outcome.planSummary,
-      message: outcome.message === null ? null : outcome.message.slice(0, FINISH_MESSAGE_MAX),
-    };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const answer = await this.o.api.finish(entry.jobId, entry.leaseId, body);
-        const fields = { outcome: answer.outcome, logBytes: outcome.logLength };
-        if (body.message === null) {
-          log.info(fields, "job finished");
-        } else {
-          log.info({ ...fields, message: body.message }, "job finished");
-        }
-        return;
-      } catch (error) {
-        if (error instanceof ExitRequest) {
-          this.end(error);
-          return;
-        }
-        if (isLeaseGone(error)) {
-          log.warn({ err: errorText(error) }, "the coordinator had already ended this job");
-          return;
-        }
-        const mayRetry = !this.forced.signal.aborted || attempt < 2;
-        if (!(error instanceof TransientError) || !mayRetry) {
-          log.error({ err: errorText(error), outcome: body.outcome }, "could not report the job");
-          return;
-        }
-        await this.pause(attempt, error, "finish", this.forced.signal);
-      }
-    }
+    this.running.add(job.jobId, job.leaseId, handle);
   }
 
   private async heartbeatLoop(): Promise<void> {
@@ -307,27 +252,19 @@ export class AgentLoop {
       if (signal.aborted || (this.running.size === 0 && this.isPolling)) {
         continue;
       }
-      const running = [...this.running.values()].map((r) => ({
-        jobId: r.jobId,
-        leaseId: r.leaseId,
-      }));
       try {
-        const answer = await this.o.api.heartbeat(running);
+        const answer = await this.o.api.heartbeat(this.running.list());
         this.heartbeatMs = answer.heartbeatIntervalSeconds * 1000;
         for (const request of answer.cancel) {
-          const job = this.running.get(request.jobId);
-          if (job?.leaseId === request.leaseId) {
-            this.log.info({ jobId: job.jobId, mode: request.mode }, `cancel: ${request.reason}`);
-            job.handle.cancel({ force: request.mode === "force" });
+          if (this.running.cancel(request.jobId, request.leaseId, request.mode === "force")) {
+            this.log.info(
+              { jobId: request.jobId, mode: request.mode },
+              `cancel: ${request.reason}`,
+            );
           }
         }
         if (answer.exit !== null) {
-          this.end(
-            new ExitRequest(
-              `the coordinator told this agent to exit: ${answer.exit.reason}`,
-              EXIT_CODES.toldToExit,
-            ),
-          );
+          this.end(await this.toldToExit(answer.exit.reason));
         }
       } catch (error) {
         if (error instanceof ExitRequest) {
@@ -346,28 +283,23 @@ export class AgentLoop {
     }
   }
 
-  /** Waits for running jobs: the grace period, then a graceful cancel, then a forced one. */
-  private async drain(): Promise<void> {
-    const allDone = () => Promise.all([...this.running.values()].map((r) => r.finished));
-    if (this.running.size === 0) {
-      return;
-    }
-    if (this.ending === null && this.stopMode === "graceful") {
-      await Promise.race([allDone(), sleep(this.o.shutdownGraceMs, this.forced.signal)]);
-      if (this.running.size > 0 && !this.forced.signal.aborted) {
-        this.log.warn({ runningJobs: this.running.size }, "grace period over: canceling jobs");
-        for (const job of this.running.values()) {
-          job.handle.cancel({ force: false });
-        }
-        const cancelWaitMs = 2 * this.o.settings.cancelGraceMs + 5_000;
-        await Promise.race([allDone(), sleep(cancelWaitMs, this.forced.signal)]);
-      }
-      for (const job of this.running.values()) {
-        job.handle.cancel({ force: true });
+  /**
+   * The exit request for an `exit` instruction. Revoking a token makes the coordinator tell its
+   * agents to exit; one more call tells that apart (401 TOKEN_REVOKED), so scripts see exit
+   * code 3 for a revoked token and 4 for everything else.
+   */
+  private async toldToExit(reason: string): Promise<ExitRequest> {
+    try {
+      await this.o.api.heartbeat(this.running.list());
+    } catch (error) {
+      if (error instanceof ExitRequest) {
+        return error;
       }
     }
-    // Killed jobs end quickly; their finish gets a couple of attempts. Bounded regardless.
-    await Promise.race([allDone(), sleep(30_000)]);
+    return new ExitRequest(
+      `the coordinator told this agent to exit: ${reason}`,
+      EXIT_CODES.toldToExit,
+    );
   }
 
   private async goodbye(reason: string): Promise<void> {
@@ -394,28 +326,6 @@ export class AgentLoop {
     this.log[level]({ err: error.message, retryInMs: waitMs }, `${what} failed; retrying`);
     await sleep(waitMs, signal);
   }
-
-  private notify(): void {
-    for (const listener of this.listeners) {
-      listener();
-    }
-  }
-
-  /** Resolves once `condition` holds (checked on every change) or the lifetime ends. */
-  private until(condition: () => boolean): Promise<void> {
-    return new Promise((resolve) => {
-      const check = () => {
-        if (condition() || this.lifetime.signal.aborted) {
-          this.listeners.delete(check);
-          this.lifetime.signal.removeEventListener("abort", check);
-          resolve();
-        }
-      };
-      this.listeners.add(check);
-      this.lifetime.signal.addEventListener("abort", check);
-      check();
-    });
-  }
 }
 
 /** A job the agent cannot run (unreadable spec, no token): it ends at once as failed. */
@@ -428,17 +338,4 @@ function refusedJob(reason: string): JobHandle {
     logLength: 0,
   };
   return { done: Promise.resolve(outcome), cancel: () => {} };
-}
-
-/** Sleeps; resolves early (never rejects) when `signal` aborts. */
-async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  try {
-    await delay(ms, undefined, signal ? { signal } : {});
-  } catch {
-    // Aborted: the caller re-checks why.
-  }
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
