@@ -7,8 +7,9 @@ import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import type { ErrorCode } from "../errors.ts";
 import { ok } from "../lib/result.ts";
+import { isRunStatus, isTerminal as isTerminalStatus } from "../runs/model.ts";
 import { type Principal, roleAtLeast } from "../tokens/model.ts";
-import { type HeldLock, TERMINAL_RUN_STATUSES } from "./model.ts";
+import type { HeldLock } from "./model.ts";
 import {
   deleteLockQuery,
   findLock,
@@ -39,7 +40,7 @@ export function refuse(
 export type Need = "read" | "write" | "admin";
 
 function isTerminal(status: string | undefined): boolean {
-  return status === undefined || TERMINAL_RUN_STATUSES.includes(status);
+  return status === undefined || !isRunStatus(status) || isTerminalStatus(status);
 }
 
 /**

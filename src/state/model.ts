@@ -27,16 +27,6 @@ export const STATE_FIELDS: Record<string, FieldSpec> = {
   outputs: { maxBytes: OUTPUTS_MAX_BYTES },
 };
 
-/** Run statuses after which a run holds nothing (its token and its state lock are dead). */
-export const TERMINAL_RUN_STATUSES: readonly string[] = [
-  "applied",
-  "planned_and_finished",
-  "errored",
-  "canceled",
-  "force_canceled",
-  "discarded",
-];
-
 /**
  * Terraform's `statemgr.LockInfo`. The Go struct has no json tags, so the keys are the field
  * names. Unknown keys are kept (the stored text is what the client sent).
