@@ -1,24 +1,20 @@
 /**
- * Workspaces: create, read, update, delete, and the user lock, each change with its audit event
- * in the same D1 batch. Expected refusals come back as {@link WorkspaceFailure}, never thrown.
+ * Workspaces: create, read and update, each change with its audit event in the same D1 batch.
+ * Expected refusals come back as {@link WorkspaceFailure}, never thrown. Deleting is in
+ * `delete.ts`, the user lock in `lock.ts`.
  */
-import { eq, sql } from "drizzle-orm";
-import { auditQuery, auditWhereQuery } from "../audit/service.ts";
+import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
-import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
-import { deleteWorkspaceStateBlobs } from "../state/blobs.ts";
+import { workspaces } from "../db/schema.ts";
 import {
   lockHolderKind,
   type SettingsInput,
   settingsForCreate,
   settingsForUpdate,
   type WorkspaceSettings,
-  workspaceBlobPrefix,
 } from "./model.ts";
 import {
-  activeRunIds,
-  deleteIdleWorkspaceQuery,
   findWorkspace,
   findWorkspaceByName,
   listWorkspaceRows,
@@ -246,108 +242,5 @@ export async function updateWorkspace(
       return refuse({ reason: "name_taken", name: resolved.value.name });
     }
     throw err;
-  }
-}
-
-/**
- * Deletes a workspace with its variables, configuration versions, runs and state (D1 cascades),
- * then its R2 objects. Refused while a run is active, while it is locked, or while its state is
- * locked; the check and the delete are one statement, so no run can slip in between.
- */
-export async function deleteWorkspace(
-  db: Database,
-  blobs: R2Bucket,
-  input: { orgId: string; ref: string; actor: string },
-): Promise<WorkspaceResult<Workspace>> {
-  const current = await findWorkspace(db, input.orgId, input.ref);
-  if (!current) {
-    return refuse({ reason: "not_found" });
-  }
-  const blobKeys = await blobKeysOf(db, current.id);
-  const now = Date.now();
-  const [deleted] = await db.batch([
-    deleteIdleWorkspaceQuery(db, input.orgId, current.id),
-    auditWhereQuery(
-      db,
-      {
-        orgId: input.orgId,
-        actor: input.actor,
-        action: "workspace.delete",
-        targetType: "workspace",
-        targetId: current.id,
-        data: { name: current.name },
-        now,
-      },
-      sql`NOT EXISTS (SELECT 1 FROM ${workspaces} WHERE ${workspaces.id} = ${current.id})`,
-    ),
-  ]);
-  if (deleted.length === 0) {
-    return refuse(await whyNotDeleted(db, input.orgId, current.id));
-  }
-  await deleteBlobs(blobs, current, blobKeys);
-  return { ok: true, value: presentWorkspace(current) };
-}
-
-async function whyNotDeleted(db: Database, orgId: string, id: string): Promise<WorkspaceFailure> {
-  const row = await findWorkspace(db, orgId, id);
-  if (!row) {
-    return { reason: "not_found" };
-  }
-  const runIds = await activeRunIds(db, id);
-  if (runIds.length > 0) {
-    return { reason: "active_runs", runIds };
-  }
-  if (row.lockedBy) {
-    return { reason: "locked", lockedBy: row.lockedBy };
-  }
-  return { reason: "state_locked" };
-}
-
-async function blobKeysOf(db: Database, workspaceId: string): Promise<string[]> {
-  const [configs, states] = await db.batch([
-    db
-      .select({ key: configurationVersions.r2Key })
-      .from(configurationVersions)
-      .where(eq(configurationVersions.workspaceId, workspaceId)),
-    db
-      .select({ key: stateVersions.r2Key })
-      .from(stateVersions)
-      .where(eq(stateVersions.workspaceId, workspaceId)),
-  ]);
-  return [...configs, ...states].flatMap((r) => (r.key ? [r.key] : []));
-}
-
-/** Best effort: D1 is the source of truth; a leftover object is garbage, never a live secret. */
-async function deleteBlobs(
-  blobs: R2Bucket,
-  workspace: { orgId: string; id: string },
-  keys: string[],
-): Promise<void> {
-  const workspaceId = workspace.id;
-  try {
-    await deleteWorkspaceStateBlobs(blobs, workspace.orgId, workspaceId);
-    for (let i = 0; i < keys.length; i += 1000) {
-      await blobs.delete(keys.slice(i, i + 1000));
-    }
-    let cursor: string | undefined;
-    do {
-      const listed = await blobs.list({
-        prefix: workspaceBlobPrefix(workspace.orgId, workspaceId),
-        cursor,
-      });
-      if (listed.objects.length > 0) {
-        await blobs.delete(listed.objects.map((o) => o.key));
-      }
-      cursor = listed.truncated ? listed.cursor : undefined;
-    } while (cursor);
-  } catch (err) {
-    console.error(
-      JSON.stringify({
-        level: "warn",
-        msg: "workspace blob cleanup failed",
-        workspaceId,
-        err: String(err),
-      }),
-    );
   }
 }

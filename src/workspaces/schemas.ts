@@ -1,0 +1,121 @@
+/** Request and response shapes of the workspace routes, and how refusals map to HTTP errors. */
+import { z } from "@hono/zod-openapi";
+import { ApiError } from "../errors.ts";
+import {
+  Branch,
+  ENGINES,
+  EngineVersion,
+  EXECUTION_MODES,
+  FORK_PULL_REQUEST_POLICIES,
+  RepoUrl,
+  TriggerPath,
+  WorkingDirectory,
+  WorkspaceName,
+  WorkspaceRef,
+} from "./model.ts";
+import type { WorkspaceFailure } from "./service.ts";
+
+const PoolId = z.string().regex(/^pool_[a-z2-7]{26}$/, "must be a pool_ id");
+
+export const WorkspaceSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    executionMode: z.enum(EXECUTION_MODES),
+    poolId: z.string().nullable(),
+    engine: z.enum(ENGINES),
+    engineVersion: z.string(),
+    workingDirectory: z.string(),
+    autoApply: z.boolean(),
+    vcsRepoUrl: z.string().nullable(),
+    vcsBranch: z.string().nullable(),
+    vcsTriggerPaths: z.array(z.string()),
+    forkPullRequests: z.enum(FORK_PULL_REQUEST_POLICIES),
+    lock: z
+      .object({
+        lockedBy: z.string().openapi({ description: "A token id (tok_…) or a run id (run_…)" }),
+        holderKind: z.enum(["user", "run"]),
+        reason: z.string(),
+        lockedAt: z.string(),
+      })
+      .nullable(),
+    currentRunId: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi("Workspace");
+
+const settingsFields = {
+  description: z.string().max(1000).optional(),
+  executionMode: z.enum(EXECUTION_MODES).optional().openapi({
+    description: "Defaults to agent when poolId is given, else local; agent needs a pool",
+  }),
+  poolId: PoolId.nullable().optional(),
+  engine: z.enum(ENGINES).optional(),
+  workingDirectory: WorkingDirectory.optional(),
+  autoApply: z.boolean().optional(),
+  vcsRepoUrl: RepoUrl.nullable().optional(),
+  vcsBranch: Branch.nullable().optional(),
+  vcsTriggerPaths: z.array(TriggerPath).max(100).nullable().optional(),
+  forkPullRequests: z.enum(FORK_PULL_REQUEST_POLICIES).optional(),
+};
+
+export const CreateWorkspace = z
+  .strictObject({ name: WorkspaceName, engineVersion: EngineVersion, ...settingsFields })
+  .openapi("CreateWorkspace");
+
+export const UpdateWorkspace = z
+  .strictObject({
+    name: WorkspaceName.optional(),
+    engineVersion: EngineVersion.optional(),
+    ...settingsFields,
+  })
+  .openapi("UpdateWorkspace");
+
+export const Params = z.strictObject({ workspaceId: WorkspaceRef });
+export const LockBody = z
+  .strictObject({ reason: z.string().trim().min(1).max(500) })
+  .openapi("LockWorkspace");
+export const UnlockQuery = z.strictObject({
+  force: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({ description: "Admins: release a lock held by another token or by a run" }),
+});
+
+/** Maps a refused workspace operation to the HTTP error a client sees. */
+export function workspaceError(failure: WorkspaceFailure, ref: string): ApiError {
+  switch (failure.reason) {
+    case "not_found":
+      return new ApiError("NOT_FOUND", `workspace ${ref} not found`);
+    case "name_taken":
+      return new ApiError("CONFLICT", `a workspace named ${failure.name} exists`);
+    case "invalid":
+      return new ApiError("BAD_REQUEST", `invalid request: ${failure.message}`, {
+        issues: [{ path: `json.${failure.field}`, message: failure.message }],
+      });
+    case "active_runs":
+      return new ApiError("CONFLICT", `workspace ${ref} has active runs; cancel them first`, {
+        details: { runIds: failure.runIds },
+      });
+    case "locked":
+      return new ApiError("CONFLICT", `workspace ${ref} is locked by ${failure.lockedBy}`, {
+        details: { lockedBy: failure.lockedBy },
+      });
+    case "state_locked":
+      return new ApiError("CONFLICT", `the state of workspace ${ref} is locked`);
+    case "not_lock_holder":
+      return new ApiError(
+        "FORBIDDEN",
+        `workspace ${ref} is locked by ${failure.lockedBy}; only the holder or an admin may unlock`,
+        { details: { lockedBy: failure.lockedBy } },
+      );
+    case "needs_force":
+      return new ApiError(
+        "CONFLICT",
+        `workspace ${ref} is locked by ${failure.lockedBy}; add ?force=true to force-unlock`,
+        { details: { lockedBy: failure.lockedBy } },
+      );
+  }
+}
