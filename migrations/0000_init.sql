@@ -51,6 +51,7 @@ CREATE TABLE `configuration_versions` (
 	`repo_url` text,
 	`commit_sha` text,
 	`branch` text,
+	`is_speculative` integer DEFAULT false NOT NULL,
 	`created_by` text,
 	`created_at` integer DEFAULT (cast(unixepoch('subsec') * 1000 as integer)) NOT NULL,
 	FOREIGN KEY (`workspace_id`) REFERENCES `workspaces`(`id`) ON UPDATE no action ON DELETE cascade

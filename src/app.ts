@@ -17,7 +17,10 @@ import { runRoutes } from "./runs/routes.ts";
 import { stateApiRoutes } from "./state/api-routes.ts";
 import { stateRoutes } from "./state/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
+import { uiRoutes } from "./ui/routes.tsx";
 import { variableRoutes } from "./variables/routes.ts";
+import { vcsHookRoutes } from "./vcs/routes.ts";
+import { webhookRoutes } from "./vcs/webhook-routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
 export const API_VERSION = "0.1.0";
@@ -49,6 +52,10 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/agent/v1", agentRoutes);
   app.route("/api/v1", runRoutes);
   app.route("/agent/v1", jobDataRoutes);
+  app.route("/", uiRoutes);
+  app.route("/api/v1/vcs-hooks", vcsHookRoutes);
+  // VCS webhooks: outside /api (no org token; the signature is the auth; own body limit).
+  app.route("/webhooks", webhookRoutes);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
     type: "http",

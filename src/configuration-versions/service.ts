@@ -164,6 +164,7 @@ export async function uploadConfigurationVersion(
     repoUrl: null,
     commitSha: null,
     branch: null,
+    isSpeculative: false,
     createdBy: input.actor,
     createdAt: now,
   };
@@ -221,7 +222,11 @@ export function latestConfigurationVersion(
   workspaceId: string,
 ): Promise<ConfigurationVersionRow | undefined> {
   return db.query.configurationVersions.findFirst({
-    where: eq(configurationVersions.workspaceId, workspaceId),
+    // A pull request's commit is not the workspace's code until it is merged.
+    where: and(
+      eq(configurationVersions.workspaceId, workspaceId),
+      eq(configurationVersions.isSpeculative, false),
+    ),
     orderBy: [desc(configurationVersions.createdAt), desc(configurationVersions.id)],
   });
 }

@@ -151,6 +151,8 @@ export const configurationVersions = sqliteTable(
     repoUrl: text(),
     commitSha: text(),
     branch: text(),
+    /** A pull request's commit: usable by its speculative plan, never a workspace's default. */
+    isSpeculative: integer({ mode: "boolean" }).notNull().default(false),
     createdBy: text(),
     createdAt: createdAt(),
   },

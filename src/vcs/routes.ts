@@ -1,0 +1,261 @@
+/**
+ * `/api/v1/vcs-hooks`: webhook endpoints for GitHub and GitLab. Admins manage them; the secret
+ * appears only in the create and rotate responses.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { RepoUrl } from "../workspaces/model.ts";
+import {
+  createHook,
+  DEFAULT_ROTATION_GRACE_SECONDS,
+  deleteHook,
+  getHook,
+  listHooks,
+  MAX_ROTATION_GRACE_SECONDS,
+  presentHook,
+  recentDeliveries,
+  rotateHookSecret,
+  updateHook,
+} from "./hooks.ts";
+
+const VcsHook = z
+  .object({
+    id: z.string(),
+    provider: z.enum(["github", "gitlab"]),
+    repoUrl: z.string().nullable().openapi({
+      description: "The one repository this hook serves; null serves every repository of the org",
+    }),
+    description: z.string(),
+    url: z.string().openapi({ description: "Paste this into the VCS webhook settings" }),
+    previousSecretExpiresAt: z.string().nullable().openapi({
+      description: "Until when the secret replaced by the last rotation is still accepted",
+    }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi("VcsHook");
+
+const VcsHookWithSecret = VcsHook.extend({
+  secret: z.string().openapi({ description: "The webhook secret. Shown once; store it now." }),
+}).openapi("VcsHookWithSecret");
+
+const CreateVcsHook = z
+  .strictObject({
+    provider: z.enum(["github", "gitlab"]),
+    repoUrl: RepoUrl.nullable().default(null),
+    description: z.string().trim().max(200).default(""),
+  })
+  .openapi("CreateVcsHook");
+
+const UpdateVcsHook = z
+  .strictObject({
+    repoUrl: RepoUrl.nullable().optional(),
+    description: z.string().trim().max(200).optional(),
+  })
+  .openapi("UpdateVcsHook");
+
+const RotateVcsHookSecret = z
+  .strictObject({
+    graceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_ROTATION_GRACE_SECONDS)
+      .default(DEFAULT_ROTATION_GRACE_SECONDS)
+      .openapi({ description: "How long the old secret stays valid; 0 revokes it at once" }),
+  })
+  .openapi("RotateVcsHookSecret");
+
+const Delivery = z
+  .object({
+    id: z.string(),
+    deliveryId: z.string(),
+    event: z.string(),
+    receivedAt: z.string(),
+    outcome: z.record(z.string(), z.unknown()).nullable().openapi({
+      description: "Runs queued, plans canceled and workspaces skipped with the reason",
+    }),
+  })
+  .openapi("VcsDelivery");
+
+const HookParams = z.strictObject({ hookId: idParam("hook", "hookId") });
+const origin = (url: string) => new URL(url).origin;
+
+function parseOutcome(text: string | null): Record<string, unknown> | null {
+  if (text === null) {
+    return null;
+  }
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return { status: "unreadable" };
+  }
+}
+
+export const vcsHookRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/",
+      tags: ["vcs"],
+      summary: "Create a GitHub or GitLab webhook endpoint",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("admin")] as const,
+      request: { body: jsonBody(CreateVcsHook) },
+      responses: {
+        201: jsonResponse(VcsHookWithSecret, "The hook, with its secret shown this once"),
+        ...errorResponses(400, 401, 403, 413, 415),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const body = c.req.valid("json");
+      const { row, secret } = await createHook(c.var.db, c.env, {
+        orgId: principal.orgId,
+        provider: body.provider,
+        repoUrl: body.repoUrl,
+        description: body.description,
+        actor: principal.tokenId,
+      });
+      return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/",
+      tags: ["vcs"],
+      summary: "List the org's VCS hooks (never their secrets)",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("admin")] as const,
+      responses: {
+        200: jsonResponse(z.object({ hooks: z.array(VcsHook) }), "The hooks"),
+        ...errorResponses(401, 403),
+      },
+    }),
+    async (c) => {
+      const rows = await listHooks(c.var.db, orgPrincipal(c).orgId);
+      return c.json({ hooks: rows.map((r) => presentHook(r, origin(c.req.url))) }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{hookId}",
+      tags: ["vcs"],
+      summary: "Show a VCS hook",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("admin")] as const,
+      request: { params: HookParams },
+      responses: {
+        200: jsonResponse(VcsHook, "The hook"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const hook = await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId);
+      return c.json(presentHook(hook, origin(c.req.url)), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "patch",
+      path: "/{hookId}",
+      tags: ["vcs"],
+      summary: "Change a hook's description or the repository it serves",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("admin")] as const,
+      request: { params: HookParams, body: jsonBody(UpdateVcsHook) },
+      responses: {
+        200: jsonResponse(VcsHook, "The updated hook"),
+        ...errorResponses(400, 401, 403, 404, 413, 415),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
+      const updated = await updateHook(c.var.db, hook, c.req.valid("json"), principal.tokenId);
+      return c.json(presentHook(updated, origin(c.req.url)), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      path: "/{hookId}",
+      tags: ["vcs"],
+      summary: "Delete a hook; its URL answers 404 from then on",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("admin")] as const,
+      request: { params: HookParams },
+      responses: {
+        200: jsonResponse(VcsHook, "The deleted hook"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
+      await deleteHook(c.var.db, hook, principal.tokenId);
+      return c.json(presentHook(hook, origin(c.req.url)), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/{hookId}/rotate-secret",
+      tags: ["vcs"],
+      summary: "Replace the secret; the old one stays valid for graceSeconds",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("admin")] as const,
+      request: { params: HookParams, body: jsonBody(RotateVcsHookSecret) },
+      responses: {
+        200: jsonResponse(VcsHookWithSecret, "The hook, with its new secret shown this once"),
+        ...errorResponses(400, 401, 403, 404, 413, 415),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
+      const { graceSeconds } = c.req.valid("json");
+      const { row, secret } = await rotateHookSecret(
+        c.var.db,
+        c.env,
+        hook,
+        graceSeconds,
+        principal.tokenId,
+      );
+      return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{hookId}/deliveries",
+      tags: ["vcs"],
+      summary: "The hook's 50 most recent deliveries and what each one did",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("admin")] as const,
+      request: { params: HookParams },
+      responses: {
+        200: jsonResponse(z.object({ deliveries: z.array(Delivery) }), "Recent deliveries"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const hook = await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId);
+      const rows = await recentDeliveries(c.var.db, hook.id, 50);
+      return c.json(
+        {
+          deliveries: rows.map((r) => ({
+            id: r.id,
+            deliveryId: r.deliveryId,
+            event: r.event,
+            receivedAt: new Date(r.receivedAt).toISOString(),
+            outcome: parseOutcome(r.outcome),
+          })),
+        },
+        200,
+      );
+    },
+  );

@@ -1,0 +1,200 @@
+/**
+ * Acting on a verified delivery: record it once (the unique (hook, delivery id) row is the
+ * dedupe), then, outside the request (`waitUntil`), create a VCS configuration version and a run
+ * on every workspace the event reaches, cancel superseded pull request plans, and write what
+ * happened back on the delivery row so an admin can see why a push did or did not run.
+ */
+import { and, eq, inArray, isNotNull, ne } from "drizzle-orm";
+import { newId } from "../db/ids.ts";
+import { configurationVersions, runs, vcsDeliveries, workspaces } from "../db/schema.ts";
+import type { Deps } from "../runs/deps.ts";
+import { ACTIVE_STATUSES } from "../runs/model.ts";
+import { cancelRun, createRun } from "../runs/service.ts";
+import type { WorkspaceRow } from "../workspaces/queries.ts";
+import type { HookRow } from "./hooks.ts";
+import { decideTriggers, summaryLine, type VcsEvent } from "./model.ts";
+
+/** What a delivery did, per workspace; stored as JSON on the delivery row. */
+export type DeliveryOutcome = {
+  status: "processed" | "failed";
+  runs: { workspaceId: string; runId: string }[];
+  canceled: { workspaceId: string; runId: string }[];
+  skipped: { workspaceId: string; reason: string }[];
+  error?: string;
+};
+
+/**
+ * Records the delivery; false when the same delivery id was already recorded for this hook (a
+ * redelivery), in which case nothing else may happen.
+ */
+export async function recordDelivery(
+  deps: Deps,
+  hook: HookRow,
+  deliveryId: string,
+  event: string,
+): Promise<{ isNew: boolean; id: string }> {
+  const id = newId("delivery");
+  const inserted = await deps.db
+    .insert(vcsDeliveries)
+    .values({ id, orgId: hook.orgId, hookId: hook.id, deliveryId, event, receivedAt: Date.now() })
+    .onConflictDoNothing()
+    .returning({ id: vcsDeliveries.id });
+  return { isNew: inserted.length > 0, id };
+}
+
+/** Workspaces of the org with a repository configured; matching is done by the pure model. */
+function vcsWorkspaces(deps: Deps, orgId: string): Promise<WorkspaceRow[]> {
+  return deps.db
+    .select()
+    .from(workspaces)
+    .where(and(eq(workspaces.orgId, orgId), isNotNull(workspaces.vcsRepoUrl)));
+}
+
+/** Active speculative plans of the same pull request on the workspace at another commit. */
+function supersededPlans(deps: Deps, workspaceId: string, source: string, event: VcsEvent) {
+  if (event.kind !== "pull_request") {
+    return Promise.resolve([]);
+  }
+  return deps.db
+    .select()
+    .from(runs)
+    .where(
+      and(
+        eq(runs.workspaceId, workspaceId),
+        eq(runs.source, source as "github" | "gitlab"),
+        eq(runs.pullRequestNumber, event.number),
+        eq(runs.isSpeculative, true),
+        inArray(runs.status, [...ACTIVE_STATUSES]),
+        event.action === "close" ? undefined : ne(runs.commitSha, event.commitSha),
+      ),
+    );
+}
+
+async function queueFor(
+  deps: Deps,
+  hook: HookRow,
+  ws: WorkspaceRow,
+  event: VcsEvent,
+  isFork: boolean,
+): Promise<{ runId: string } | { reason: string }> {
+  const repoUrl = ws.vcsRepoUrl ?? "";
+  const branch = event.kind === "push" ? event.branch : event.headBranch;
+  const cvId = newId("configurationVersion");
+  await deps.db.insert(configurationVersions).values({
+    id: cvId,
+    orgId: ws.orgId,
+    workspaceId: ws.id,
+    source: "vcs",
+    repoUrl,
+    commitSha: event.commitSha,
+    branch,
+    isSpeculative: event.kind === "pull_request",
+    createdBy: hook.id,
+    createdAt: Date.now(),
+  });
+  const message =
+    event.kind === "push"
+      ? summaryLine(event.commitMessage) || `push to ${event.branch}`
+      : summaryLine(`#${event.number}: ${event.title ?? event.headBranch}`);
+  const created = await createRun(deps, ws, {
+    operation: event.kind === "push" ? "apply" : "plan",
+    isSpeculative: event.kind === "pull_request",
+    message,
+    configurationVersionId: cvId,
+    source: hook.provider,
+    actor: hook.id,
+    vcs: {
+      commitSha: event.commitSha,
+      branch,
+      pullRequestNumber: event.kind === "pull_request" ? event.number : null,
+      author: event.author,
+      commitMessage: event.kind === "push" ? event.commitMessage : event.title,
+      isFork,
+    },
+  });
+  if (!created.ok) {
+    return { reason: `run not queued: ${created.reason}` };
+  }
+  return { runId: created.value.id };
+}
+
+/** Whether this hook already queued a run for this commit on the workspace (a retried delivery). */
+async function alreadyQueued(deps: Deps, hook: HookRow, wsId: string, event: VcsEvent) {
+  const existing = await deps.db
+    .select({ id: runs.id })
+    .from(runs)
+    .where(
+      and(
+        eq(runs.workspaceId, wsId),
+        eq(runs.createdBy, hook.id),
+        eq(runs.commitSha, event.commitSha),
+        eq(runs.isSpeculative, event.kind === "pull_request"),
+      ),
+    )
+    .limit(1);
+  return existing[0]?.id ?? null;
+}
+
+/**
+ * Applies the event to every matching workspace. Never throws: a failure is recorded on the
+ * delivery row (and the row's dedupe is released so a manual redelivery retries, skipping
+ * workspaces that already got their run).
+ */
+export async function processDelivery(
+  deps: Deps,
+  hook: HookRow,
+  deliveryRowId: string,
+  event: VcsEvent,
+): Promise<DeliveryOutcome> {
+  const outcome: DeliveryOutcome = { status: "processed", runs: [], canceled: [], skipped: [] };
+  try {
+    const candidates = await vcsWorkspaces(deps, hook.orgId);
+    const byId = new Map(candidates.map((w) => [w.id, w]));
+    for (const decision of decideTriggers(event, candidates)) {
+      const ws = byId.get(decision.workspaceId);
+      if (!ws) {
+        continue;
+      }
+      if (decision.action === "skip") {
+        outcome.skipped.push({ workspaceId: ws.id, reason: decision.reason });
+        continue;
+      }
+      for (const old of await supersededPlans(deps, ws.id, hook.provider, event)) {
+        const canceled = await cancelRun(deps, old, hook.id);
+        if (canceled.ok) {
+          outcome.canceled.push({ workspaceId: ws.id, runId: old.id });
+        }
+      }
+      if (decision.action === "cancel_only") {
+        continue;
+      }
+      const existing = await alreadyQueued(deps, hook, ws.id, event);
+      if (existing) {
+        outcome.runs.push({ workspaceId: ws.id, runId: existing });
+        continue;
+      }
+      const queued = await queueFor(deps, hook, ws, event, decision.isFork);
+      if ("runId" in queued) {
+        outcome.runs.push({ workspaceId: ws.id, runId: queued.runId });
+      } else {
+        outcome.skipped.push({ workspaceId: ws.id, reason: queued.reason });
+      }
+    }
+  } catch (error) {
+    outcome.status = "failed";
+    outcome.error = error instanceof Error ? error.message : String(error);
+    console.error(
+      JSON.stringify({ level: "error", msg: "vcs delivery failed", hookId: hook.id, error }),
+    );
+  }
+  await deps.db
+    .update(vcsDeliveries)
+    .set({
+      outcome: JSON.stringify(outcome),
+      // A failed delivery frees its id so a manual redelivery tries again instead of being
+      // answered "duplicate" forever; the row stays, renamed, as the record of the failure.
+      ...(outcome.status === "failed" ? { deliveryId: `failed:${deliveryRowId}` } : {}),
+    })
+    .where(eq(vcsDeliveries.id, deliveryRowId));
+  return outcome;
+}
