@@ -1,5 +1,5 @@
 /** D1 access for workspaces. Every query is scoped by org id: nothing crosses organizations. */
-import { and, asc, eq, gt, isNull, notExists, notInArray } from "drizzle-orm";
+import { and, asc, eq, gt, isNull, notExists, notInArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { agentPools, runs, stateLocks, workspaces } from "../db/schema.ts";
 import { TERMINAL_RUN_STATUSES, WORKSPACE_ID_PATTERN } from "./model.ts";
@@ -23,11 +23,14 @@ export function findWorkspaceByName(db: Database, orgId: string, name: string) {
   });
 }
 
-/** One page of the org's workspaces in name order, `limit + 1` rows to detect a next page. */
+/**
+ * One page of the org's workspaces in name order, `limit + 1` rows to detect a next page;
+ * `search` keeps names containing it (literally: no wildcards).
+ */
 export function listWorkspaceRows(
   db: Database,
   orgId: string,
-  page: { limit: number; after?: string },
+  page: { limit: number; after?: string; search?: string },
 ): Promise<WorkspaceRow[]> {
   return db
     .select()
@@ -36,6 +39,7 @@ export function listWorkspaceRows(
       and(
         eq(workspaces.orgId, orgId),
         page.after === undefined ? undefined : gt(workspaces.name, page.after),
+        page.search === undefined ? undefined : sql`instr(${workspaces.name}, ${page.search}) > 0`,
       ),
     )
     .orderBy(asc(workspaces.name))

@@ -63,10 +63,22 @@ export const workspaceRoutes = newRouter()
       method: "get",
       path: "/",
       tags,
-      summary: "List workspaces by name, a page at a time",
+      summary: "List workspaces by name, a page at a time, optionally by part of the name",
       security,
       middleware: [requireRole("reader")] as const,
-      request: { query: PageQuery },
+      request: {
+        query: PageQuery.extend({
+          search: z
+            .string()
+            .min(1)
+            .max(90)
+            .optional()
+            .openapi({
+              param: { name: "search", in: "query" },
+              description: "Only workspaces whose name contains this text",
+            }),
+        }),
+      },
       responses: {
         200: jsonResponse(
           z.object({ workspaces: z.array(WorkspaceSchema), nextCursor: z.string().nullable() }),
@@ -77,9 +89,9 @@ export const workspaceRoutes = newRouter()
     }),
     async (c) => {
       const principal = orgPrincipal(c);
-      const { limit, cursor } = c.req.valid("query");
+      const { limit, cursor, search } = c.req.valid("query");
       const after = cursor === undefined ? undefined : decodeCursor(cursor, ["string"])[0];
-      const rows = await listWorkspaces(c.var.db, principal.orgId, { limit, after });
+      const rows = await listWorkspaces(c.var.db, principal.orgId, { limit, after, search });
       const page = takePage(rows, limit, (r) => [r.row.name]);
       return c.json(
         { workspaces: page.items.map((r) => r.workspace), nextCursor: page.nextCursor },

@@ -183,7 +183,7 @@ export async function createWorkspace(
 export async function listWorkspaces(
   db: Database,
   orgId: string,
-  page: { limit: number; after?: string },
+  page: { limit: number; after?: string; search?: string },
 ) {
   const rows = await listWorkspaceRows(db, orgId, page);
   return rows.map((row) => ({ row, workspace: presentWorkspace(row) }));

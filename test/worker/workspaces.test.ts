@@ -256,6 +256,21 @@ describe("GET /api/v1/workspaces", () => {
       token: org.tokens.member,
     });
     expect(all.body.workspaces).toHaveLength(3);
+    for (const [search, names] of [
+      ["rav", ["bravo"]],
+      ["a", ["alpha", "bravo", "charlie"]],
+      ["%", []],
+      ["_", []],
+    ] as const) {
+      const found = await requestJson<{ workspaces: WorkspaceBody[] }>(
+        `/api/v1/workspaces?search=${encodeURIComponent(search)}`,
+        { token: org.tokens.reader },
+      );
+      expect(
+        found.body.workspaces.map((w) => w.name),
+        search,
+      ).toEqual(names);
+    }
   });
 
   it("refuses a bad limit, a forged cursor and unknown query parameters with 400", async () => {
