@@ -1,0 +1,63 @@
+/** Form handling for the dashboard: CSRF first, then zod on the remaining fields. */
+import { z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { ApiError } from "../errors.ts";
+import type { Viewer } from "./layout.tsx";
+import { CSRF_FIELD, checkCsrf, type UiEnv } from "./session.ts";
+
+/** Checkbox: present ("on") or absent. */
+export const Checkbox = z
+  .literal("on")
+  .optional()
+  .transform((v) => v === "on");
+
+/**
+ * Reads a urlencoded or multipart form, refuses it (403) without the session's CSRF token, and
+ * validates the other fields (400 naming the first bad one). Unknown fields are refused.
+ */
+export async function readForm<T extends z.ZodType>(
+  c: Context<UiEnv>,
+  schema: T,
+): Promise<z.output<T>> {
+  const body = await c.req.parseBody();
+  checkCsrf(c.var.session, body[CSRF_FIELD]);
+  const fields: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (key !== CSRF_FIELD) {
+      fields[key] = value;
+    }
+  }
+  const parsed = schema.safeParse(fields);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.join(".") || "form";
+    throw new ApiError("BAD_REQUEST", `${where}: ${issue?.message ?? "invalid"}`);
+  }
+  return parsed.data;
+}
+
+/** What the layout needs to know about the signed-in token. */
+export function viewerOf(c: Context<UiEnv>): Viewer {
+  const s = c.var.session;
+  return { role: s.role, tokenDescription: s.tokenDescription, csrf: s.csrf };
+}
+
+/** Post/redirect/get: a fixed notice key, never free text, so no message can be reflected. */
+export function redirectWithNotice(c: Context<UiEnv>, path: string, notice: string) {
+  return c.redirect(`${path}?done=${encodeURIComponent(notice)}`, 303);
+}
+
+/** The notice text of a `done` key, or undefined for anything unknown. */
+export function noticeText(c: Context<UiEnv>, notices: Record<string, string>): string | undefined {
+  const key = c.req.query("done");
+  return key && Object.hasOwn(notices, key) ? notices[key] : undefined;
+}
+
+/** The id path parameter, validated against its prefix (a malformed id is simply not found). */
+export function idOf(c: Context<UiEnv>, name: string, prefix: string): string {
+  const value = c.req.param(name) ?? "";
+  if (!new RegExp(`^${prefix}_[a-z2-7]{26}$`).test(value)) {
+    throw new ApiError("NOT_FOUND", `${prefix} ${value.slice(0, 40)} not found`);
+  }
+  return value;
+}

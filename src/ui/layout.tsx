@@ -1,0 +1,126 @@
+/**
+ * The page shell and small shared pieces. Every dynamic string goes through JSX, which escapes
+ * text and attribute values; nothing here uses raw HTML.
+ */
+import type { Child } from "hono/jsx";
+import type { Role } from "../tokens/model.ts";
+import { CSRF_FIELD } from "./session.ts";
+
+export type Viewer = { role: Role; tokenDescription: string; csrf: string };
+
+const NAV = [
+  { href: "/ui/pools", label: "Agent pools", key: "pools" },
+  { href: "/ui/workspaces", label: "Workspaces", key: "workspaces" },
+  { href: "/ui/tokens", label: "Org tokens", key: "tokens" },
+] as const;
+
+export type Section = (typeof NAV)[number]["key"] | "login";
+
+/** The whole page: header with navigation and sign-out, then `children` in `<main>`. */
+export function Layout(props: {
+  title: string;
+  section: Section;
+  viewer?: Viewer | undefined;
+  children: Child;
+}) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{`${props.title} · Outpost`}</title>
+        <link rel="stylesheet" href="/ui/static/app.css" />
+        <script src="/ui/static/app.js" defer />
+      </head>
+      <body>
+        <a class="skip" href="#main">
+          Skip to content
+        </a>
+        <header class="top">
+          <a href="/ui/pools">Outpost</a>
+          {props.viewer ? (
+            <>
+              <nav aria-label="Main">
+                <ul>
+                  {NAV.map((item) => (
+                    <li>
+                      <a
+                        href={item.href}
+                        aria-current={item.key === props.section ? "page" : undefined}
+                      >
+                        {item.label}
+                      </a>
+                    </li>
+                  ))}
+                </ul>
+              </nav>
+              <div class="who">
+                <span>
+                  {props.viewer.tokenDescription} ({props.viewer.role})
+                </span>
+                <form method="post" action="/ui/logout" class="inline">
+                  <Csrf token={props.viewer.csrf} />
+                  <button type="submit">Sign out</button>
+                </form>
+              </div>
+            </>
+          ) : null}
+        </header>
+        <main id="main">
+          <h1>{props.title}</h1>
+          {props.children}
+        </main>
+      </body>
+    </html>
+  );
+}
+
+/** The hidden CSRF field every form carries. */
+export function Csrf(props: { token: string }) {
+  return <input type="hidden" name={CSRF_FIELD} value={props.token} />;
+}
+
+/** A status word with its colour class; the word itself is always shown, never colour alone. */
+export function Badge(props: { status: string }) {
+  return <span class={`badge status-${props.status.replace(/[^a-z_]/g, "")}`}>{props.status}</span>;
+}
+
+/** A machine-readable time with a readable UTC text; "never" for null. */
+export function Time(props: { iso: string | null | undefined }) {
+  if (!props.iso) {
+    return <span class="muted">never</span>;
+  }
+  return <time datetime={props.iso}>{props.iso.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</time>;
+}
+
+/** A notice box; `kind` error is announced to assistive technology at once. */
+export function Notice(props: { kind?: "error" | "ok" | "info"; children: Child }) {
+  const kind = props.kind ?? "info";
+  return (
+    <div
+      class={`notice ${kind === "info" ? "" : kind}`}
+      role={kind === "error" ? "alert" : "status"}
+    >
+      {props.children}
+    </div>
+  );
+}
+
+/** A one-time secret with a copy button (shown only when the script runs). */
+export function Secret(props: { id: string; label: string; value: string }) {
+  return (
+    <div>
+      <p>
+        <strong>{props.label}</strong>
+      </p>
+      <div class="secret">
+        <pre id={props.id} class="mono">
+          {props.value}
+        </pre>
+        <button type="button" class="secondary" data-copy={props.id} hidden>
+          Copy
+        </button>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,280 @@
+/** Agent pools: the list, and one pool with its agents (live) and its agent tokens. */
+import type { presentAgent, presentAgentToken, presentPool } from "../../pools/model.ts";
+import { roleAtLeast } from "../../tokens/model.ts";
+import { Badge, Csrf, Layout, Notice, Secret, Time, type Viewer } from "../layout.tsx";
+
+type Pool = ReturnType<typeof presentPool>;
+type Agent = ReturnType<typeof presentAgent>;
+type AgentToken = ReturnType<typeof presentAgentToken>;
+
+export function PoolsPage(props: { viewer: Viewer; pools: Pool[]; error?: string }) {
+  const canManage = roleAtLeast(props.viewer.role, "owner");
+  return (
+    <Layout title="Agent pools" section="pools" viewer={props.viewer}>
+      {props.error ? <Notice kind="error">{props.error}</Notice> : null}
+      {props.pools.length === 0 ? (
+        <p class="muted">No agent pools yet.</p>
+      ) : (
+        <table>
+          <caption class="muted">Pools of this organization</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Description</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.pools.map((p) => (
+              <tr>
+                <td>
+                  <a href={`/ui/pools/${p.id}`}>{p.name}</a>
+                </td>
+                <td>{p.description}</td>
+                <td>
+                  <Time iso={p.createdAt} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {canManage ? (
+        <form method="post" action="/ui/pools">
+          <Csrf token={props.viewer.csrf} />
+          <fieldset>
+            <legend>New agent pool</legend>
+            <div class="row">
+              <div>
+                <label for="pool-name">Name</label>
+                <input id="pool-name" name="name" required maxlength={63} />
+              </div>
+              <div>
+                <label for="pool-description">Description</label>
+                <input id="pool-description" name="description" maxlength={500} />
+              </div>
+              <button type="submit">Create pool</button>
+            </div>
+          </fieldset>
+        </form>
+      ) : null}
+    </Layout>
+  );
+}
+
+/** The agents table body; also the fragment the live endpoint answers. */
+export function AgentRows(props: { agents: Agent[] }) {
+  if (props.agents.length === 0) {
+    return (
+      <tr>
+        <td colspan={7} class="muted">
+          No agents have registered with this pool yet.
+        </td>
+      </tr>
+    );
+  }
+  return (
+    <>
+      {props.agents.map((a) => (
+        <tr data-agent={a.id}>
+          <td>
+            {a.name ?? <span class="muted">(unnamed)</span>}
+            <div class="muted mono">{a.id}</div>
+          </td>
+          <td>
+            <Badge status={a.status} />
+            {a.statusReason ? <div class="muted">{a.statusReason}</div> : null}
+          </td>
+          <td>
+            <Time iso={a.lastContactAt} />
+          </td>
+          <td class="mono">{a.version}</td>
+          <td class="mono">
+            {a.os}/{a.arch}
+          </td>
+          <td>
+            {a.runningJobs.length === 0 ? (
+              <span class="muted">none</span>
+            ) : (
+              a.runningJobs.map((j) => (
+                <div>
+                  <a class="mono" href={`/ui/runs/${j.jobId.split(":")[0] ?? ""}`}>
+                    {j.jobId}
+                  </a>{" "}
+                  ({j.state})
+                </div>
+              ))
+            )}
+          </td>
+          <td>{a.capacity}</td>
+        </tr>
+      ))}
+    </>
+  );
+}
+
+export type CreatedToken = { description: string; token: string };
+
+export function PoolPage(props: {
+  viewer: Viewer;
+  pool: Pool;
+  agents: Agent[];
+  workspaces: { id: string; name: string }[];
+  tokens: AgentToken[];
+  address: string;
+  created?: CreatedToken | undefined;
+  notice?: string | undefined;
+  error?: string | undefined;
+}) {
+  const { pool } = props;
+  const canManage = roleAtLeast(props.viewer.role, "owner");
+  return (
+    <Layout title={`Pool ${pool.name}`} section="pools" viewer={props.viewer}>
+      {props.error ? <Notice kind="error">{props.error}</Notice> : null}
+      {props.notice ? <Notice kind="ok">{props.notice}</Notice> : null}
+      {props.created ? (
+        <Notice kind="ok">
+          <p>
+            Agent token <strong>{props.created.description}</strong> created. Copy it now: it is
+            shown only once.
+          </p>
+          <Secret id="new-token" label="Token" value={props.created.token} />
+          <Secret
+            id="install-command"
+            label="Start an agent"
+            value={`OUTPOST_ADDRESS=${props.address} OUTPOST_TOKEN=${props.created.token} npx outpost-agent`}
+          />
+        </Notice>
+      ) : null}
+      <p>{pool.description}</p>
+      <dl class="facts">
+        <dt>Id</dt>
+        <dd class="mono">{pool.id}</dd>
+        <dt>Unknown after</dt>
+        <dd>{pool.unknownAfterSeconds} s without contact</dd>
+        <dt>Errored after</dt>
+        <dd>{pool.erroredAfterSeconds} s unknown</dd>
+        <dt>Workspaces</dt>
+        <dd>
+          {props.workspaces.length === 0 ? (
+            <span class="muted">none</span>
+          ) : (
+            props.workspaces.map((w, i) => (
+              <>
+                {i > 0 ? ", " : ""}
+                <a href={`/ui/workspaces/${w.id}`}>{w.name}</a>
+              </>
+            ))
+          )}
+        </dd>
+      </dl>
+      <section data-live={`/ui/pools/${pool.id}/live.json`} data-interval="1500">
+        <h2 id="agents-heading">Agents</h2>
+        <table aria-labelledby="agents-heading">
+          <thead>
+            <tr>
+              <th scope="col">Agent</th>
+              <th scope="col">Status</th>
+              <th scope="col">Last contact</th>
+              <th scope="col">Version</th>
+              <th scope="col">Platform</th>
+              <th scope="col">Running job</th>
+              <th scope="col">Capacity</th>
+            </tr>
+          </thead>
+          <tbody id="agents" aria-live="polite">
+            <AgentRows agents={props.agents} />
+          </tbody>
+        </table>
+      </section>
+      <h2 id="tokens-heading">Agent tokens</h2>
+      <TokenTable
+        viewer={props.viewer}
+        poolId={pool.id}
+        tokens={props.tokens}
+        canManage={canManage}
+      />
+      {canManage ? (
+        <form method="post" action={`/ui/pools/${pool.id}/tokens`}>
+          <Csrf token={props.viewer.csrf} />
+          <fieldset>
+            <legend>New agent token</legend>
+            <div class="row">
+              <div>
+                <label for="token-description">Description</label>
+                <input id="token-description" name="description" required maxlength={200} />
+              </div>
+              <button type="submit">Create token</button>
+            </div>
+          </fieldset>
+        </form>
+      ) : null}
+    </Layout>
+  );
+}
+
+function TokenTable(props: {
+  viewer: Viewer;
+  poolId: string;
+  tokens: AgentToken[];
+  canManage: boolean;
+}) {
+  if (props.tokens.length === 0) {
+    return <p class="muted">No agent tokens yet.</p>;
+  }
+  return (
+    <table aria-labelledby="tokens-heading">
+      <thead>
+        <tr>
+          <th scope="col">Description</th>
+          <th scope="col">Created</th>
+          <th scope="col">Last used</th>
+          <th scope="col">Status</th>
+          {props.canManage ? <th scope="col">Revoke</th> : null}
+        </tr>
+      </thead>
+      <tbody>
+        {props.tokens.map((t) => (
+          <tr>
+            <td>{t.description}</td>
+            <td>
+              <Time iso={t.createdAt} />
+            </td>
+            <td>
+              <Time iso={t.lastUsedAt} />
+            </td>
+            <td>{t.revokedAt ? <Badge status="revoked" /> : <Badge status="active" />}</td>
+            {props.canManage ? (
+              <td>
+                {t.revokedAt ? (
+                  <Time iso={t.revokedAt} />
+                ) : (
+                  <form
+                    method="post"
+                    action={`/ui/pools/${props.poolId}/tokens/${t.id}/revoke`}
+                    data-typed-confirm=""
+                  >
+                    <Csrf token={props.viewer.csrf} />
+                    <label for={`confirm-${t.id}`}>Type the description to revoke</label>
+                    <div class="row">
+                      <input
+                        id={`confirm-${t.id}`}
+                        name="confirm"
+                        autocomplete="off"
+                        data-expected={t.description}
+                        required
+                      />
+                      <button type="submit" class="danger">
+                        Revoke
+                      </button>
+                    </div>
+                  </form>
+                )}
+              </td>
+            ) : null}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

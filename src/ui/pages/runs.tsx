@@ -1,0 +1,182 @@
+/**
+ * One run: status and why it waits, the status timeline, the plan summary, the actions the
+ * viewer's role allows, and the plan/apply log tails (ANSI colours as classes, text escaped).
+ * The summary, timeline and actions are also the fragments of the live endpoint.
+ */
+import { canForceCancel, planCancel, type RunStatus } from "../../runs/model.ts";
+import type { presentRun } from "../../runs/present.ts";
+import type { RunRow } from "../../runs/queries.ts";
+import { roleAtLeast } from "../../tokens/model.ts";
+import { parseAnsi } from "../ansi.ts";
+import { Badge, Csrf, Layout, Notice, Time, type Viewer } from "../layout.tsx";
+
+type Run = ReturnType<typeof presentRun>;
+
+export type LogTail = { phase: "plan" | "apply"; text: string; nextOffset: number };
+
+/** Log text as escaped spans; only class names from the fixed ANSI set are emitted. */
+export function LogText(props: { text: string }) {
+  return (
+    <>
+      {parseAnsi(props.text).map((s) =>
+        s.classes ? <span class={s.classes}>{s.text}</span> : s.text,
+      )}
+    </>
+  );
+}
+
+export function RunSummary(props: { run: Run }) {
+  const { run } = props;
+  const plan = run.planSummary as {
+    adds?: number;
+    changes?: number;
+    destroys?: number;
+    hasChanges?: boolean;
+  } | null;
+  return (
+    <dl class="facts">
+      <dt>Status</dt>
+      <dd>
+        <Badge status={run.status} />
+        {run.cancelRequestedAt ? (
+          <span>
+            {" "}
+            cancel requested at <Time iso={run.cancelRequestedAt} />
+          </span>
+        ) : null}
+      </dd>
+      {run.statusReason ? (
+        <>
+          <dt>Reason</dt>
+          <dd>{run.statusReason}</dd>
+        </>
+      ) : null}
+      <dt>Why it waits</dt>
+      <dd>{run.waitingReason ?? <span class="muted">not waiting</span>}</dd>
+      <dt>Plan</dt>
+      <dd>
+        {plan ? (
+          plan.hasChanges === false ? (
+            "No changes."
+          ) : (
+            `${plan.adds ?? 0} to add, ${plan.changes ?? 0} to change, ${plan.destroys ?? 0} to destroy`
+          )
+        ) : (
+          <span class="muted">not planned yet</span>
+        )}
+      </dd>
+    </dl>
+  );
+}
+
+export function Timeline(props: { run: Run }) {
+  const entries = Object.entries(props.run.statusTimestamps)
+    .filter((e): e is [string, string] => typeof e[1] === "string")
+    .sort((a, b) => a[1].localeCompare(b[1]));
+  return (
+    <ol class="timeline">
+      {entries.map(([status, at]) => (
+        <li class={status === props.run.status ? "current" : undefined}>
+          <Badge status={status} /> <Time iso={at} />
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+/** The buttons this viewer may use on this run now; the server checks both again on submit. */
+export function RunActions(props: { viewer: Viewer; row: RunRow }) {
+  const { row, viewer } = props;
+  if (!roleAtLeast(viewer.role, "member")) {
+    return <p class="muted">Your role can view runs but not act on them.</p>;
+  }
+  const status = row.status as RunStatus;
+  const actions: { action: string; label: string; danger?: boolean }[] = [];
+  if (status === "planned") {
+    actions.push({ action: "confirm", label: "Confirm and apply" });
+    actions.push({ action: "discard", label: "Discard", danger: true });
+  }
+  if (planCancel(status, row.cancelRequestedAt).kind !== "refused") {
+    actions.push({ action: "cancel", label: "Cancel run", danger: true });
+  }
+  const force = canForceCancel(status, row.cancelRequestedAt, Date.now());
+  if (force.ok) {
+    actions.push({ action: "force-cancel", label: "Force cancel", danger: true });
+  }
+  if (actions.length === 0) {
+    return (
+      <p class="muted">
+        {!force.ok && force.reason === "too_soon"
+          ? "Canceling: force cancel becomes available 10 s after the cancel."
+          : "No actions available."}
+      </p>
+    );
+  }
+  return (
+    <div class="row">
+      {actions.map((a) => (
+        <form method="post" action={`/ui/runs/${row.id}/${a.action}`} class="inline">
+          <Csrf token={viewer.csrf} />
+          <button type="submit" class={a.danger ? "danger" : undefined}>
+            {a.label}
+          </button>
+        </form>
+      ))}
+    </div>
+  );
+}
+
+export function RunPage(props: {
+  viewer: Viewer;
+  run: Run;
+  row: RunRow;
+  workspaceName: string;
+  logs: LogTail[];
+  notice?: string | undefined;
+  error?: string | undefined;
+}) {
+  const { run } = props;
+  return (
+    <Layout title={`Run ${run.id}`} section="workspaces" viewer={props.viewer}>
+      {props.error ? <Notice kind="error">{props.error}</Notice> : null}
+      {props.notice ? <Notice kind="ok">{props.notice}</Notice> : null}
+      <p>
+        Workspace <a href={`/ui/workspaces/${run.workspaceId}`}>{props.workspaceName}</a> ·{" "}
+        {run.operation}
+        {run.isSpeculative ? " (speculative)" : ""} · queued <Time iso={run.createdAt} />
+        {run.message ? ` · ${run.message}` : ""}
+      </p>
+      <div data-live={`/ui/runs/${run.id}/live.json`} data-interval="1000">
+        <div id="run-summary" aria-live="polite">
+          <RunSummary run={run} />
+        </div>
+        <h2>Actions</h2>
+        <div id="run-actions">
+          <RunActions viewer={props.viewer} row={props.row} />
+        </div>
+        <h2>Timeline</h2>
+        <div id="run-timeline">
+          <Timeline run={run} />
+        </div>
+        {props.logs.map((log) => (
+          <section>
+            <h2 id={`log-${log.phase}-heading`}>
+              {log.phase === "plan" ? "Plan log" : "Apply log"}
+            </h2>
+            <pre
+              class="log"
+              role="log"
+              id={`log-${log.phase}`}
+              data-log={log.phase}
+              data-offset={String(log.nextOffset)}
+              tabindex={0}
+              aria-labelledby={`log-${log.phase}-heading`}
+            >
+              <LogText text={log.text} />
+            </pre>
+          </section>
+        ))}
+      </div>
+    </Layout>
+  );
+}

@@ -1,0 +1,349 @@
+/**
+ * Workspaces: the list, and one workspace with its execution mode and pool, lock, current run,
+ * recent runs and variables (sensitive values are write-only: never rendered, only replaced).
+ */
+import type { presentPool } from "../../pools/model.ts";
+import type { presentRun } from "../../runs/present.ts";
+import { roleAtLeast } from "../../tokens/model.ts";
+import type { Variable } from "../../variables/service.ts";
+import type { Workspace } from "../../workspaces/service.ts";
+import { Badge, Csrf, Layout, Notice, Time, type Viewer } from "../layout.tsx";
+
+type Pool = ReturnType<typeof presentPool>;
+type Run = ReturnType<typeof presentRun>;
+
+function PoolName(props: { poolId: string | null; pools: Pool[] }) {
+  if (!props.poolId) {
+    return <span class="muted">none</span>;
+  }
+  const pool = props.pools.find((p) => p.id === props.poolId);
+  return <a href={`/ui/pools/${props.poolId}`}>{pool ? pool.name : props.poolId}</a>;
+}
+
+function Lock(props: { workspace: Workspace }) {
+  const lock = props.workspace.lock;
+  if (!lock) {
+    return <span>unlocked</span>;
+  }
+  return (
+    <span>
+      locked by{" "}
+      {lock.holderKind === "run" ? (
+        <a class="mono" href={`/ui/runs/${lock.lockedBy}`}>
+          {lock.lockedBy}
+        </a>
+      ) : (
+        <span class="mono">{lock.lockedBy}</span>
+      )}
+      {lock.reason ? ` (${lock.reason})` : ""} since <Time iso={lock.lockedAt} />
+    </span>
+  );
+}
+
+export function WorkspacesPage(props: { viewer: Viewer; workspaces: Workspace[]; pools: Pool[] }) {
+  return (
+    <Layout title="Workspaces" section="workspaces" viewer={props.viewer}>
+      {props.workspaces.length === 0 ? (
+        <p class="muted">No workspaces yet. Create them with the API or the outpost CLI.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Execution mode</th>
+              <th scope="col">Pool</th>
+              <th scope="col">Lock</th>
+              <th scope="col">Current run</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.workspaces.map((w) => (
+              <tr>
+                <td>
+                  <a href={`/ui/workspaces/${w.id}`}>{w.name}</a>
+                </td>
+                <td>{w.executionMode}</td>
+                <td>
+                  <PoolName poolId={w.poolId} pools={props.pools} />
+                </td>
+                <td>
+                  <Lock workspace={w} />
+                </td>
+                <td>
+                  {w.currentRunId ? (
+                    <a class="mono" href={`/ui/runs/${w.currentRunId}`}>
+                      {w.currentRunId}
+                    </a>
+                  ) : (
+                    <span class="muted">none</span>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Layout>
+  );
+}
+
+export function WorkspacePage(props: {
+  viewer: Viewer;
+  workspace: Workspace;
+  pools: Pool[];
+  runs: Run[];
+  variables: Variable[];
+  notice?: string | undefined;
+  error?: string | undefined;
+}) {
+  const { workspace: ws, viewer } = props;
+  const isAdmin = roleAtLeast(viewer.role, "admin");
+  const isMember = roleAtLeast(viewer.role, "member");
+  return (
+    <Layout title={`Workspace ${ws.name}`} section="workspaces" viewer={viewer}>
+      {props.error ? <Notice kind="error">{props.error}</Notice> : null}
+      {props.notice ? <Notice kind="ok">{props.notice}</Notice> : null}
+      <p>{ws.description}</p>
+      <dl class="facts">
+        <dt>Id</dt>
+        <dd class="mono">{ws.id}</dd>
+        <dt>Execution mode</dt>
+        <dd>{ws.executionMode}</dd>
+        <dt>Agent pool</dt>
+        <dd>
+          <PoolName poolId={ws.poolId} pools={props.pools} />
+        </dd>
+        <dt>Engine</dt>
+        <dd>
+          {ws.engine} {ws.engineVersion}
+        </dd>
+        <dt>Auto-apply</dt>
+        <dd>{ws.autoApply ? "yes" : "no"}</dd>
+        <dt>Lock</dt>
+        <dd>
+          <Lock workspace={ws} />
+        </dd>
+        <dt>Current run</dt>
+        <dd>
+          {ws.currentRunId ? (
+            <a class="mono" href={`/ui/runs/${ws.currentRunId}`}>
+              {ws.currentRunId}
+            </a>
+          ) : (
+            <span class="muted">none</span>
+          )}
+        </dd>
+      </dl>
+      {isMember ? (
+        <div class="row">
+          {ws.executionMode === "agent" ? (
+            <form method="post" action={`/ui/workspaces/${ws.id}/runs`}>
+              <Csrf token={viewer.csrf} />
+              <fieldset>
+                <legend>Queue a run</legend>
+                <div class="row">
+                  <div>
+                    <label for="run-operation">Operation</label>
+                    <select id="run-operation" name="operation">
+                      <option value="apply">plan and apply</option>
+                      <option value="plan">plan only (speculative)</option>
+                      <option value="destroy">destroy</option>
+                    </select>
+                  </div>
+                  <div>
+                    <label for="run-message">Message</label>
+                    <input id="run-message" name="message" maxlength={2000} />
+                  </div>
+                  <button type="submit">Queue run</button>
+                </div>
+              </fieldset>
+            </form>
+          ) : null}
+          <form method="post" action={`/ui/workspaces/${ws.id}/${ws.lock ? "unlock" : "lock"}`}>
+            <Csrf token={viewer.csrf} />
+            <button type="submit" class="secondary">
+              {ws.lock ? "Unlock workspace" : "Lock workspace"}
+            </button>
+          </form>
+        </div>
+      ) : null}
+      {isAdmin ? (
+        <form method="post" action={`/ui/workspaces/${ws.id}/settings`}>
+          <Csrf token={viewer.csrf} />
+          <fieldset>
+            <legend>Execution</legend>
+            <div class="row">
+              <div>
+                <label for="ws-mode">Execution mode</label>
+                <select id="ws-mode" name="executionMode">
+                  <option value="agent" selected={ws.executionMode === "agent"}>
+                    agent (runs on the pool)
+                  </option>
+                  <option value="local" selected={ws.executionMode === "local"}>
+                    local (state only)
+                  </option>
+                </select>
+              </div>
+              <div>
+                <label for="ws-pool">Agent pool</label>
+                <select id="ws-pool" name="poolId">
+                  <option value="">(none)</option>
+                  {props.pools.map((p) => (
+                    <option value={p.id} selected={p.id === ws.poolId}>
+                      {p.name}
+                    </option>
+                  ))}
+                </select>
+              </div>
+              <button type="submit">Save</button>
+            </div>
+          </fieldset>
+        </form>
+      ) : null}
+      <h2 id="runs-heading">Recent runs</h2>
+      <RunsTable runs={props.runs} />
+      <h2 id="vars-heading">Variables</h2>
+      <VariablesTable
+        viewer={viewer}
+        workspaceId={ws.id}
+        variables={props.variables}
+        isAdmin={isAdmin}
+      />
+      {isAdmin ? <VariableForm viewer={viewer} workspaceId={ws.id} /> : null}
+    </Layout>
+  );
+}
+
+function RunsTable(props: { runs: Run[] }) {
+  if (props.runs.length === 0) {
+    return <p class="muted">No runs yet.</p>;
+  }
+  return (
+    <table aria-labelledby="runs-heading">
+      <thead>
+        <tr>
+          <th scope="col">Run</th>
+          <th scope="col">Status</th>
+          <th scope="col">Operation</th>
+          <th scope="col">Message</th>
+          <th scope="col">Created</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.runs.map((r) => (
+          <tr>
+            <td>
+              <a class="mono" href={`/ui/runs/${r.id}`}>
+                {r.id}
+              </a>
+            </td>
+            <td>
+              <Badge status={r.status} />
+            </td>
+            <td>
+              {r.operation}
+              {r.isSpeculative ? " (speculative)" : ""}
+            </td>
+            <td>{r.message}</td>
+            <td>
+              <Time iso={r.createdAt} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function VariablesTable(props: {
+  viewer: Viewer;
+  workspaceId: string;
+  variables: Variable[];
+  isAdmin: boolean;
+}) {
+  if (props.variables.length === 0) {
+    return <p class="muted">No variables.</p>;
+  }
+  return (
+    <table aria-labelledby="vars-heading">
+      <thead>
+        <tr>
+          <th scope="col">Key</th>
+          <th scope="col">Category</th>
+          <th scope="col">Value</th>
+          <th scope="col">Description</th>
+          {props.isAdmin ? <th scope="col">Delete</th> : null}
+        </tr>
+      </thead>
+      <tbody>
+        {props.variables.map((v) => (
+          <tr>
+            <td class="mono">{v.key}</td>
+            <td>{v.category}</td>
+            <td class="mono">
+              {v.sensitive ? <span class="muted">sensitive (write-only)</span> : v.value}
+              {v.hcl ? <span class="muted"> (HCL)</span> : null}
+            </td>
+            <td>{v.description}</td>
+            {props.isAdmin ? (
+              <td>
+                <form
+                  method="post"
+                  action={`/ui/workspaces/${props.workspaceId}/vars/${v.category}/${encodeURIComponent(v.key)}/delete`}
+                >
+                  <Csrf token={props.viewer.csrf} />
+                  <button
+                    type="submit"
+                    class="danger"
+                    aria-label={`Delete ${v.category} variable ${v.key}`}
+                  >
+                    Delete
+                  </button>
+                </form>
+              </td>
+            ) : null}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function VariableForm(props: { viewer: Viewer; workspaceId: string }) {
+  return (
+    <form method="post" action={`/ui/workspaces/${props.workspaceId}/vars`}>
+      <Csrf token={props.viewer.csrf} />
+      <fieldset>
+        <legend>Set a variable (replaces one with the same key and category)</legend>
+        <div class="row">
+          <div>
+            <label for="var-key">Key</label>
+            <input id="var-key" name="key" required maxlength={128} />
+          </div>
+          <div>
+            <label for="var-value">Value</label>
+            <input id="var-value" name="value" autocomplete="off" />
+          </div>
+          <div>
+            <label for="var-category">Category</label>
+            <select id="var-category" name="category">
+              <option value="terraform">terraform</option>
+              <option value="env">env</option>
+            </select>
+          </div>
+          <div>
+            <label for="var-description">Description</label>
+            <input id="var-description" name="description" maxlength={500} />
+          </div>
+          <label class="check">
+            <input type="checkbox" name="sensitive" value="on" /> Sensitive
+          </label>
+          <label class="check">
+            <input type="checkbox" name="hcl" value="on" /> HCL
+          </label>
+          <button type="submit">Save variable</button>
+        </div>
+      </fieldset>
+    </form>
+  );
+}

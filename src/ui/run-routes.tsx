@@ -1,0 +1,181 @@
+/**
+ * The run page, its live JSON endpoint (status fragments and log tails from byte offsets), and
+ * the run actions, each through the same service function and role as `/api/v1/runs/…`.
+ */
+import { z } from "@hono/zod-openapi";
+import { type Context, Hono } from "hono";
+import { ApiError } from "../errors.ts";
+import { isTerminal, jobId, type RunStatus } from "../runs/model.ts";
+import { presentRun } from "../runs/present.ts";
+import { getRun, type RunRow } from "../runs/queries.ts";
+import {
+  type ActionFailure,
+  cancelRun,
+  confirmRun,
+  discardRun,
+  forceCancelRun,
+} from "../runs/service.ts";
+import { whyWaiting } from "../runs/why.ts";
+import { resolveWorkspace } from "../workspaces/service.ts";
+import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
+import { type LogTail, LogText, RunActions, RunPage, RunSummary, Timeline } from "./pages/runs.tsx";
+import { requireUiRole, type UiEnv } from "./session.ts";
+
+/** Bytes of log one page load or one poll reads at most. */
+const LOG_READ_BYTES = 256 * 1024;
+
+const NOTICES = {
+  confirm: "Confirmed: the apply is queued.",
+  discard: "The run was discarded.",
+  cancel: "Cancel requested.",
+  "force-cancel": "The run was force-canceled.",
+};
+
+async function runOf(c: Context<UiEnv>): Promise<RunRow> {
+  const id = idOf(c, "runId", "run");
+  const run = await getRun(c.var.db, c.var.session.orgId, id);
+  if (!run) {
+    throw new ApiError("NOT_FOUND", `run ${id} not found`);
+  }
+  return run;
+}
+
+function phasesOf(run: RunRow): ("plan" | "apply")[] {
+  return run.isSpeculative ? ["plan"] : ["plan", "apply"];
+}
+
+/** True when the phase can produce no more log: the run ended or moved past it. */
+function isPhaseOver(run: RunRow, phase: "plan" | "apply"): boolean {
+  if (isTerminal(run.status as RunStatus)) {
+    return true;
+  }
+  return phase === "plan" && !["pending", "plan_queued", "planning"].includes(run.status);
+}
+
+/**
+ * Log text from `offset`, cut after the last complete line while the phase may still write, so
+ * no line (or UTF-8 sequence) is split between two reads.
+ */
+async function readTail(
+  c: Context<UiEnv>,
+  run: RunRow,
+  phase: "plan" | "apply",
+  offset: number,
+): Promise<LogTail & { isDone: boolean }> {
+  const read = await c.env.RUN_LOG.getByName(jobId(run.id, phase)).read(offset, LOG_READ_BYTES);
+  let bytes = new Uint8Array(read.data);
+  const over = read.isComplete || isPhaseOver(run, phase);
+  if (!read.isComplete && bytes.byteLength > 0) {
+    const lastNewline = bytes.lastIndexOf(10);
+    bytes = lastNewline < 0 ? new Uint8Array() : bytes.subarray(0, lastNewline + 1);
+  }
+  return {
+    phase,
+    text: new TextDecoder().decode(bytes),
+    nextOffset: offset + bytes.byteLength,
+    isDone: over && bytes.byteLength === 0,
+  };
+}
+
+function actionMessage(failure: ActionFailure): string {
+  const messages: Record<ActionFailure, string> = {
+    invalid_status: "The run is not in a status that allows this any more.",
+    use_discard: "The run waits for confirmation; discard it instead.",
+    already_canceling: "The run is already being canceled.",
+    not_canceling: "Force cancel needs a cancel first.",
+    too_soon: "Force cancel is allowed 10 s after cancel; the engine may still stop cleanly.",
+    workspace_changed: "The run errored: the workspace changed since it was planned.",
+  };
+  return messages[failure];
+}
+
+const deps = (c: Context<UiEnv>) => ({ db: c.var.db, env: c.env });
+
+const actions = {
+  confirm: async (c: Context<UiEnv>, run: RunRow) => {
+    const workspace = await resolveWorkspace(c.var.db, c.var.session.orgId, run.workspaceId);
+    if (!workspace) {
+      throw new ApiError("NOT_FOUND", "workspace not found");
+    }
+    return confirmRun(deps(c), run, workspace, c.var.session.tokenId);
+  },
+  discard: (c: Context<UiEnv>, run: RunRow) => discardRun(deps(c), run, c.var.session.tokenId),
+  cancel: (c: Context<UiEnv>, run: RunRow) => cancelRun(deps(c), run, c.var.session.tokenId),
+  "force-cancel": (c: Context<UiEnv>, run: RunRow) =>
+    forceCancelRun(deps(c), run, c.var.session.tokenId),
+} as const;
+
+export const runPages = new Hono<UiEnv>()
+  .get("/:runId", async (c) => {
+    const row = await runOf(c);
+    const [waiting, workspace, logs] = await Promise.all([
+      whyWaiting(deps(c), row),
+      resolveWorkspace(c.var.db, c.var.session.orgId, row.workspaceId),
+      Promise.all(phasesOf(row).map((phase) => readTail(c, row, phase, 0))),
+    ]);
+    return c.html(
+      <RunPage
+        viewer={viewerOf(c)}
+        run={presentRun(row, waiting)}
+        row={row}
+        workspaceName={workspace?.name ?? row.workspaceId}
+        logs={logs}
+        notice={noticeText(c, NOTICES)}
+      />,
+    );
+  })
+  .get("/:runId/live.json", async (c) => {
+    const row = await runOf(c);
+    const offsets = z
+      .strictObject({
+        planOffset: z.coerce.number().int().min(0).default(0),
+        applyOffset: z.coerce.number().int().min(0).default(0),
+      })
+      .safeParse(c.req.query());
+    if (!offsets.success) {
+      throw new ApiError("BAD_REQUEST", "planOffset and applyOffset must be whole byte offsets");
+    }
+    const run = presentRun(row, await whyWaiting(deps(c), row));
+    const viewer = viewerOf(c);
+    const logs = await Promise.all(
+      phasesOf(row).map((phase) =>
+        readTail(
+          c,
+          row,
+          phase,
+          phase === "plan" ? offsets.data.planOffset : offsets.data.applyOffset,
+        ),
+      ),
+    );
+    const [summary, actionsHtml, timeline, ...logHtml] = await Promise.all([
+      (<RunSummary run={run} />).toString(),
+      (<RunActions viewer={viewer} row={row} />).toString(),
+      (<Timeline run={run} />).toString(),
+      ...logs.map((log) => (<LogText text={log.text} />).toString()),
+    ]);
+    c.header("Cache-Control", "no-store");
+    return c.json({
+      status: row.status,
+      fragments: { "run-summary": summary, "run-actions": actionsHtml, "run-timeline": timeline },
+      logs: logs.map((log, i) => ({
+        phase: log.phase,
+        nextOffset: log.nextOffset,
+        html: logHtml[i] ?? "",
+      })),
+      done: run.isTerminal && logs.every((log) => log.isDone),
+    });
+  })
+  .post(
+    "/:runId/:action{confirm|discard|cancel|force-cancel}",
+    requireUiRole("member"),
+    async (c) => {
+      const row = await runOf(c);
+      await readForm(c, z.strictObject({}));
+      const action = c.req.param("action") as keyof typeof actions;
+      const result = await actions[action](c, row);
+      if (!result.ok) {
+        throw new ApiError("CONFLICT", actionMessage(result.reason));
+      }
+      return redirectWithNotice(c, `/ui/runs/${row.id}`, action);
+    },
+  );
