@@ -282,6 +282,7 @@ describe("GET /api/v1/workspaces", () => {
       "cursor=!!",
       "cursor=bm9wZQ",
       "x=1",
+      "search=",
     ]) {
       const res = await requestJson<ErrorBody>(`/api/v1/workspaces?${query}`, {
         token: org.tokens.reader,
