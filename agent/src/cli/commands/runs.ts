@@ -74,6 +74,7 @@ export const run: Command = async (ctx, args) => {
   return followRun(ctx, api, queued.id, {
     confirm: values.confirm === true || values["auto-approve"] === true,
     json: values.json === true,
+    showPlan: true,
   });
 };
 
@@ -82,7 +83,7 @@ async function followRun(
   ctx: CliContext,
   api: UserApi,
   runId: string,
-  options: { confirm: boolean; json: boolean },
+  options: { confirm: boolean; json: boolean; showPlan: boolean },
 ): Promise<CliExitCode> {
   let interrupts = 0;
   const stopListening = ctx.onInterrupt(() => {
@@ -97,8 +98,10 @@ async function followRun(
     });
   });
   try {
-    await waitFor(api, runId, (r) => !QUEUED.includes(r.status), ctx);
-    await followLog(api, runId, "plan", ctx);
+    if (options.showPlan) {
+      await waitFor(api, runId, (r) => !QUEUED.includes(r.status), ctx);
+      await followLog(api, runId, "plan", ctx);
+    }
     let current = await waitFor(
       api,
       runId,
@@ -149,7 +152,11 @@ export const confirm: Command = async (ctx, args) => {
   if (!values.follow) {
     return finishQuietly(ctx, confirmed, values.json === true);
   }
-  return followRun(ctx, api, runId, { confirm: false, json: values.json === true });
+  return followRun(ctx, api, runId, {
+    confirm: false,
+    json: values.json === true,
+    showPlan: false,
+  });
 };
 
 export const discard: Command = async (ctx, args) => {

@@ -1,0 +1,286 @@
+/**
+ * The `outpost` admin CLI as a user runs it (the real bin as a child process) against the real
+ * coordinator, with a real agent serving the runs it queues.
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { CLI_EXIT } from "../../agent/src/cli/errors.ts";
+import {
+  type AgentProcess,
+  CLI_BIN,
+  ENGINE_VERSION,
+  freshDir,
+  startAgent,
+  startWorld,
+  stateVersions,
+  type World,
+} from "./helpers/e2e.ts";
+
+let world: World;
+let agent: AgentProcess;
+let home: string;
+
+beforeAll(async () => {
+  world = await startWorld();
+  agent = startAgent(world, { args: ["--cancel-grace", "5"] });
+  home = freshDir(world, "cli-home");
+  await agent.waitForOutput(/registered/);
+});
+afterEach((context) => {
+  if (context.task.result?.state === "fail") {
+    console.log(agent.output());
+  }
+});
+afterAll(async () => {
+  agent?.kill("SIGKILL");
+  await world?.close();
+});
+
+type CliResult = { code: number | null; stdout: string; stderr: string };
+
+/** Runs the CLI; `onStdout` sees output as it arrives (to interrupt at the right moment). */
+function cli(
+  args: string[],
+  options: {
+    stdin?: string;
+    env?: Record<string, string>;
+    onStdout?: (text: string, child: ReturnType<typeof spawn>) => void;
+  } = {},
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI_BIN, ...args], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: home,
+        XDG_CONFIG_HOME: path.join(home, ".config"),
+        ...options.env,
+      },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), 45_000);
+    child.stdout.on("data", (d) => {
+      stdout += d;
+      options.onStdout?.(stdout, child);
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.stdin ?? "");
+  });
+}
+
+function configDir(files: Record<string, string>): string {
+  const dir = freshDir(world, "cli-config");
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), text);
+  }
+  return dir;
+}
+
+const resource = (name: string, value: string) =>
+  `resource "null_resource" "${name}" { value = "${value}" }\n`;
+
+/** One line on stderr, nothing on stdout: how every CLI error must look. */
+function expectOneLineError(result: CliResult, code: number, text: RegExp | string): void {
+  expect(result.code).toBe(code);
+  expect(result.stdout).toBe("");
+  expect(result.stderr.trimEnd().split("\n")).toHaveLength(1);
+  expect(result.stderr).toMatch(typeof text === "string" ? new RegExp(escape(text)) : text);
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+describe("outpost CLI", () => {
+  it("refuses to work before login, and login saves the token in a 0600 file", async () => {
+    expectOneLineError(await cli(["workspaces", "list"]), CLI_EXIT.usage, "not logged in");
+    expectOneLineError(
+      await cli(["login", "--address", world.coordinator.url], {
+        stdin: `op_org_${"A".repeat(43)}\n`,
+      }),
+      CLI_EXIT.requestFailed,
+      "unknown token",
+    );
+    const login = await cli(["login", "--address", `${world.coordinator.url}/`], {
+      stdin: `${world.ownerToken}\n`,
+    });
+    expect(login.code).toBe(0);
+    expect(login.stderr).toContain("Logged in to");
+    const file = path.join(home, ".config", "outpost", "config.json");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(path.dirname(file)).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({
+      address: world.coordinator.url,
+      token: world.ownerToken,
+    });
+    const who = await cli(["whoami"]);
+    expect(who.code).toBe(0);
+    expect(who.stdout).toContain("as owner");
+  });
+
+  it("manages pools, agent tokens, workspaces and variables", async () => {
+    const pool = await cli(["pools", "create", "cli-pool", "--description", "from the CLI"]);
+    expect(pool.code).toBe(0);
+    const poolId = pool.stdout.trim();
+    expect(poolId).toMatch(/^pool_/);
+    const token = await cli(["agent-tokens", "create", poolId, "--description", "ci"]);
+    expect(token.code).toBe(0);
+    expect(token.stdout.trim()).toMatch(/^op_agent_/);
+    const tokens = await cli(["agent-tokens", "list", poolId, "--json"]);
+    const [listed] = JSON.parse(tokens.stdout) as Array<{ id: string }>;
+    expect(listed?.id).toMatch(/^atok_/);
+    expect((await cli(["agent-tokens", "revoke", poolId, String(listed?.id)])).code).toBe(0);
+    const update = await cli(["pools", "update", poolId, "--unknown-after", "60"]);
+    expect(update.code).toBe(0);
+    const shown = await cli(["pools", "show", poolId]);
+    expect(shown.stdout).toContain("unknown after 60s");
+    expect((await cli(["pools", "list"])).stdout).toContain("cli-pool");
+
+    const ws = await cli([
+      "workspaces",
+      "create",
+      "cli-ws",
+      "--pool",
+      world.poolId,
+      "--execution-mode",
+      "agent",
+      "--engine-version",
+      ENGINE_VERSION,
+    ]);
+    expect(ws.code).toBe(0);
+    expect(ws.stdout.trim()).toMatch(/^ws_/);
+    const set = await cli(["vars", "set", "cli-ws", "word", "-", "--sensitive"], {
+      stdin: "swordfish-secret\n",
+    });
+    expect(set.code).toBe(0);
+    expect((await cli(["vars", "set", "cli-ws", "TF_LOG", "info", "--env"])).code).toBe(0);
+    const vars = await cli(["vars", "list", "cli-ws"]);
+    expect(vars.stdout).toMatch(/word\s+terraform\s+\(sensitive\)/);
+    expect(vars.stdout).toMatch(/TF_LOG\s+env\s+info/);
+    expect(vars.stdout).not.toContain("swordfish");
+    expect((await cli(["vars", "delete", "cli-ws", "TF_LOG"])).code).toBe(0);
+    expect((await cli(["workspaces", "lock", "cli-ws", "--reason", "maintenance"])).code).toBe(0);
+    expect((await cli(["workspaces", "show", "cli-ws"])).stdout).toContain("maintenance");
+    expect((await cli(["workspaces", "unlock", "cli-ws"])).code).toBe(0);
+    expect((await cli(["workspaces", "list"])).stdout).toContain("cli-ws");
+    expectOneLineError(
+      await cli(["pools", "delete", world.poolId]),
+      CLI_EXIT.requestFailed,
+      "cli-ws",
+    );
+    expect((await cli(["pools", "delete", poolId])).code).toBe(0);
+  });
+
+  it("run --auto-approve packs honouring .terraformignore, follows plan and apply, exits 0", async () => {
+    const dir = configDir({
+      "main.tf": `variable "word" {}\n# standin:print var.word\n${resource("a", "1")}`,
+      "ignored.tf": resource("ignored", "must not be uploaded"),
+      ".terraformignore": "ignored.tf\n",
+      ".git/config": "[core]\n",
+      ".terraform/terraform.tfstate": "{}",
+    });
+    const result = await cli(["run", dir, "-w", "cli-ws", "--auto-approve"]);
+    expect(result.stderr).toMatch(/Run run_\w+ applied/);
+    expect(result.code).toBe(CLI_EXIT.ok);
+    expect(result.stdout).toContain("Plan: 1 to add, 0 to change, 0 to destroy.");
+    expect(result.stdout).toContain('var.word = "***"');
+    expect(result.stdout).toContain("Apply complete! Resources: 1 added");
+    expect(result.stdout.indexOf("Plan: 1 to add")).toBeLessThan(
+      result.stdout.indexOf("Apply complete"),
+    );
+    expect(result.stdout).not.toContain("swordfish");
+    const wsId = JSON.parse((await cli(["workspaces", "show", "cli-ws", "--json"])).stdout).id;
+    expect(await stateVersions(world, wsId)).toHaveLength(1);
+  });
+
+  it("a plan waiting for confirmation exits 0; confirm --follow applies it", async () => {
+    const dir = configDir({ "main.tf": resource("a", "2") });
+    const planned = await cli(["run", dir, "-w", "cli-ws"]);
+    expect(planned.code).toBe(CLI_EXIT.ok);
+    const runId = /waits for confirmation: outpost confirm (run_\w+)/.exec(planned.stderr)?.[1];
+    expect(runId).toBeDefined();
+    const confirmed = await cli(["confirm", String(runId), "--follow"]);
+    expect(confirmed.code).toBe(CLI_EXIT.ok);
+    expect(confirmed.stdout).toContain("Apply complete! Resources: 0 added, 1 changed");
+    const logs = await cli(["logs", String(runId), "--phase", "apply"]);
+    expect(logs.stdout).toBe(confirmed.stdout);
+    expectOneLineError(await cli(["discard", String(runId)]), CLI_EXIT.requestFailed, "applied");
+  });
+
+  it("exit codes: 1 when the run errors, 0 for a speculative plan, 3 when canceled with Ctrl-C", async () => {
+    const failing = await cli([
+      "run",
+      configDir({ "main.tf": "# standin:fail-plan\n" }),
+      "-w",
+      "cli-ws",
+    ]);
+    expect(failing.code).toBe(CLI_EXIT.runErrored);
+    expect(failing.stdout).toContain("Error: Invalid reference");
+    expect(failing.stderr).toMatch(/errored: terraform plan exited with code 1/);
+
+    const speculative = await cli([
+      "run",
+      configDir({ "main.tf": resource("a", "9") }),
+      "-w",
+      "cli-ws",
+      "--plan-only",
+    ]);
+    expect(speculative.code).toBe(CLI_EXIT.ok);
+    expect(speculative.stderr).toContain("(speculative)");
+
+    expect(
+      (await cli(["vars", "set", "cli-ws", "STANDIN_PLAN_SLEEP_MS", "120000", "--env"])).code,
+    ).toBe(0);
+    let interrupted = false;
+    const canceled = await cli(
+      ["run", configDir({ "main.tf": resource("a", "3") }), "-w", "cli-ws"],
+      {
+        onStdout: (text, child) => {
+          if (!interrupted && text.includes("standin: planning")) {
+            interrupted = true;
+            child.kill("SIGINT");
+          }
+        },
+      },
+    );
+    expect(interrupted).toBe(true);
+    expect(canceled.stderr).toContain("Canceling run");
+    expect(canceled.code).toBe(CLI_EXIT.runCanceled);
+    expect(canceled.stdout).toContain("Interrupt received.");
+    expect((await cli(["vars", "delete", "cli-ws", "STANDIN_PLAN_SLEEP_MS"])).code).toBe(0);
+  });
+
+  it("prints usage and request errors as one line with distinct exit codes", async () => {
+    expectOneLineError(await cli(["frobnicate"]), CLI_EXIT.usage, 'unknown command "frobnicate"');
+    expectOneLineError(await cli(["vars", "set", "cli-ws"]), CLI_EXIT.usage, "missing KEY");
+    expectOneLineError(await cli(["run", "."]), CLI_EXIT.usage, "missing --workspace");
+    expectOneLineError(await cli(["workspaces", "list", "--colour"]), CLI_EXIT.usage, "--colour");
+    expectOneLineError(
+      await cli(["run", configDir({ "README.md": "no terraform here" }), "-w", "cli-ws"]),
+      CLI_EXIT.usage,
+      "no .tf files",
+    );
+    expectOneLineError(
+      await cli(["workspaces", "show", "does-not-exist"]),
+      CLI_EXIT.requestFailed,
+      "workspace does-not-exist not found",
+    );
+    expectOneLineError(
+      await cli(["whoami"], { env: { OUTPOST_ADDRESS: "http://127.0.0.1:9" } }),
+      CLI_EXIT.requestFailed,
+      "cannot reach http://127.0.0.1:9",
+    );
+    const help = await cli(["run", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^usage: outpost run/);
+  });
+});
