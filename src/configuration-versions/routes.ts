@@ -185,4 +185,43 @@ export const configurationVersionRoutes = newRouter()
       }
       return c.json(presentConfigurationVersion(row), 200);
     },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/{workspaceId}/configuration-versions/{configurationVersionId}/download",
+      tags,
+      summary: "Download an uploaded configuration's tar.gz, exactly as it was uploaded",
+      security,
+      middleware: [requireRole("reader")] as const,
+      request: { params: VersionParams },
+      responses: {
+        200: {
+          description: "The tar.gz; X-Content-SHA256 carries its hex SHA-256",
+          content: { "application/gzip": { schema: binary } },
+        },
+        ...errorResponses(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId, configurationVersionId } = c.req.valid("param");
+      const { workspace } = await workspaceOf(c, workspaceId);
+      const row = await getConfigurationVersion(c.var.db, workspace.id, configurationVersionId);
+      const object = row?.r2Key ? await c.env.BLOBS.get(row.r2Key) : null;
+      if (!row || !object) {
+        // A VCS configuration has no tarball here: the agent clones it.
+        throw new ApiError(
+          "NOT_FOUND",
+          `configuration version ${configurationVersionId} has no upload`,
+        );
+      }
+      return new Response(object.body, {
+        headers: {
+          "content-type": "application/gzip",
+          "content-length": String(object.size),
+          "content-disposition": `attachment; filename="${row.id}.tar.gz"`,
+          "x-content-sha256": row.sha256 ?? "",
+        },
+      });
+    },
   );

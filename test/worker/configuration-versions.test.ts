@@ -28,6 +28,14 @@ describe("POST /api/v1/workspaces/:workspaceId/configuration-versions", () => {
       `orgs/${org.orgId}/workspaces/${ws.id}/configuration-versions/${res.body.id}.tar.gz`,
     );
     expect(new Uint8Array((await object?.arrayBuffer()) ?? new ArrayBuffer(0))).toEqual(bytes);
+    const download = await request(
+      `/api/v1/workspaces/${ws.id}/configuration-versions/${res.body.id}/download`,
+      { token: org.tokens.reader },
+    );
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-type")).toBe("application/gzip");
+    expect(download.headers.get("x-content-sha256")).toBe(res.body.sha256);
+    expect(new Uint8Array(await download.arrayBuffer())).toEqual(bytes);
     const row = await env.DB.prepare("SELECT * FROM configuration_versions WHERE id = ?")
       .bind(res.body.id)
       .first<Record<string, unknown>>();
@@ -187,6 +195,17 @@ describeAuth("GET /api/v1/workspaces/:workspaceId/configuration-versions", {
     method: "GET",
     path: `/api/v1/workspaces/${(await createWorkspace(org)).id}/configuration-versions`,
   }),
+});
+describeAuth("GET /api/v1/workspaces/:workspaceId/configuration-versions/:id/download", {
+  role: "reader",
+  target: async (org) => {
+    const ws = await createWorkspace(org);
+    const res = await upload(org, ws.id, await tarGz([{ name: "main.tf", body: "# auth\n" }]));
+    return {
+      method: "GET",
+      path: `/api/v1/workspaces/${ws.id}/configuration-versions/${res.body.id}/download`,
+    };
+  },
 });
 describeAuth("GET /api/v1/workspaces/:workspaceId/configuration-versions/:id", {
   role: "reader",
