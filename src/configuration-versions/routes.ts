@@ -116,10 +116,13 @@ export const configurationVersionRoutes = newRouter()
         limits,
       });
       if (!result.ok) {
-        throw new ApiError(
-          result.reason === "too_large" ? "PAYLOAD_TOO_LARGE" : "BAD_REQUEST",
-          `configuration refused: ${result.message}`,
-        );
+        const code =
+          result.reason === "too_large"
+            ? "PAYLOAD_TOO_LARGE"
+            : result.reason === "workspace_gone"
+              ? "NOT_FOUND"
+              : "BAD_REQUEST";
+        throw new ApiError(code, `configuration refused: ${result.message}`);
       }
       return c.json(result.value, 201);
     },

@@ -32,7 +32,8 @@ export type ConfigurationVersion = ReturnType<typeof presentConfigurationVersion
 
 export type UploadFailure =
   | { reason: "too_large"; message: string }
-  | { reason: "invalid_archive"; message: string };
+  | { reason: "invalid_archive"; message: string }
+  | { reason: "workspace_gone"; message: string };
 
 /**
  * The pass-through between the request body and R2: counts the bytes (refusing past the limit),
@@ -188,6 +189,12 @@ export async function uploadConfigurationVersion(
     ]);
   } catch (err) {
     await blobs.delete(key);
+    if (
+      err instanceof Error &&
+      /FOREIGN KEY constraint failed/i.test(`${err.message} ${err.cause}`)
+    ) {
+      return { ok: false, reason: "workspace_gone", message: "the workspace was deleted" };
+    }
     throw err;
   }
   return { ok: true, value: presentConfigurationVersion(row) };

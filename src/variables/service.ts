@@ -192,8 +192,13 @@ export async function putVariable(
     }
     return { ok: true, value: { variable: presentVariable(row), created: !existing } };
   } catch (err) {
-    if (err instanceof Error && /UNIQUE constraint failed/i.test(`${err.message} ${err.cause}`)) {
+    const text = err instanceof Error ? `${err.message} ${err.cause}` : "";
+    if (/UNIQUE constraint failed/i.test(text)) {
       return refuse({ reason: "conflict" });
+    }
+    // The workspace was deleted between the lookup and the write.
+    if (/FOREIGN KEY constraint failed/i.test(text)) {
+      return refuse({ reason: "not_found" });
     }
     throw err;
   }

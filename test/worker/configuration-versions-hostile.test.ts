@@ -302,6 +302,19 @@ describe("configured upload limits", () => {
     expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
   });
 
+  it("an upload racing a workspace delete leaves nothing behind", async () => {
+    const org = await seedOrg();
+    const gone = `ws_${"z".repeat(26)}`;
+    const result = await serviceUpload(
+      org,
+      gone,
+      await tarGz([{ name: "main.tf", body: "#" }]),
+      {},
+    );
+    expect(result).toMatchObject({ ok: false, reason: "workspace_gone" });
+    expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
+  });
+
   it("refuses an archive with more entries than allowed", async () => {
     const org = await seedOrg();
     const ws = await createWorkspace(org);

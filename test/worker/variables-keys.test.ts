@@ -10,7 +10,11 @@ import { newApp } from "../../src/app.ts";
 import { newId } from "../../src/db/ids.ts";
 import { variables } from "../../src/db/schema.ts";
 import { MAX_VARIABLES_PER_WORKSPACE } from "../../src/variables/model.ts";
-import { loadVariablesForJob, reencryptVariables } from "../../src/variables/service.ts";
+import {
+  loadVariablesForJob,
+  putVariable,
+  reencryptVariables,
+} from "../../src/variables/service.ts";
 import type { ErrorBody } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -118,6 +122,19 @@ describe("sensitive variables and the encryption key", () => {
     ]);
     const after = await db.query.variables.findFirst({ where: eq(variables.id, old.body.id) });
     expect(after?.updatedAt).toBe(updatedAtBefore);
+  });
+
+  it("a write racing a workspace delete answers not_found, not a 500", async () => {
+    const org = await seedOrg();
+    const result = await putVariable(db, {
+      orgId: org.orgId,
+      workspaceId: `ws_${"z".repeat(26)}`,
+      key: "X",
+      write: { category: "env", value: "v", hcl: false, sensitive: false, description: "" },
+      actor: "test",
+      encryptionKey: OLD,
+    });
+    expect(result).toEqual({ ok: false, reason: "not_found" });
   });
 
   it("a ciphertext copied onto another variable does not decrypt", async () => {
