@@ -103,8 +103,18 @@ export function resolveWorkspace(
   return findWorkspace(db, orgId, ref);
 }
 
-function isUniqueViolation(err: unknown): boolean {
-  return err instanceof Error && /UNIQUE constraint failed/i.test(`${err.message} ${err.cause}`);
+/** The refusal a failed write stands for, when a constraint caught a race; else undefined. */
+function raceFailure(err: unknown, settings: WorkspaceSettings): WorkspaceFailure | undefined {
+  const text = err instanceof Error ? `${err.message} ${err.cause}` : "";
+  if (/UNIQUE constraint failed/i.test(text)) {
+    return { reason: "name_taken", name: settings.name };
+  }
+  // The pool was deleted between the check and the write.
+  if (/FOREIGN KEY constraint failed/i.test(text)) {
+    const message = `agent pool ${settings.poolId} not found in this organization`;
+    return { reason: "invalid", field: "poolId", message };
+  }
+  return undefined;
 }
 
 async function checkReferences(
@@ -171,8 +181,9 @@ export async function createWorkspace(
       }),
     ]);
   } catch (err) {
-    if (isUniqueViolation(err)) {
-      return refuse({ reason: "name_taken", name: row.name });
+    const failure = raceFailure(err, resolved.value);
+    if (failure) {
+      return refuse(failure);
     }
     throw err;
   }
@@ -238,8 +249,9 @@ export async function updateWorkspace(
       ? { ok: true, value: presentWorkspace(updated) }
       : refuse({ reason: "not_found" });
   } catch (err) {
-    if (isUniqueViolation(err)) {
-      return refuse({ reason: "name_taken", name: resolved.value.name });
+    const failure = raceFailure(err, resolved.value);
+    if (failure) {
+      return refuse(failure);
     }
     throw err;
   }

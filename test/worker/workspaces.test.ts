@@ -1,9 +1,11 @@
 import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { agentPools } from "../../src/db/schema.ts";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { seedOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg } from "./helpers/fixtures.ts";
 import { createWorkspace, seedPool, type WorkspaceBody } from "./helpers/workspaces.ts";
 
 async function auditOf(targetId: string) {
@@ -229,6 +231,30 @@ describe("concurrent creates", () => {
       .bind(org.orgId)
       .first<{ n: number }>();
     expect(events?.n).toBe(1);
+  });
+});
+
+describe("a pool deleted while a workspace is created on it", () => {
+  it("ends in 201 or 400, never a 500, and never a workspace on a missing pool", async () => {
+    const org = await seedOrg();
+    for (let i = 0; i < 5; i++) {
+      const poolId = await seedPool(org.orgId);
+      const [created] = await Promise.allSettled([
+        requestJson<WorkspaceBody>("/api/v1/workspaces", {
+          method: "POST",
+          token: org.tokens.admin,
+          body: { name: `on-dying-pool-${i}`, engineVersion: "1.9.5", poolId },
+        }),
+        db.delete(agentPools).where(eq(agentPools.id, poolId)),
+      ]);
+      expect(created.status).toBe("fulfilled");
+      const status = created.status === "fulfilled" ? created.value.status : 0;
+      expect([201, 400]).toContain(status);
+      const orphans = await env.DB.prepare(
+        "SELECT count(*) AS n FROM workspaces w LEFT JOIN agent_pools p ON p.id = w.pool_id WHERE w.pool_id IS NOT NULL AND p.id IS NULL",
+      ).first<{ n: number }>();
+      expect(orphans?.n).toBe(0);
+    }
   });
 });
 
