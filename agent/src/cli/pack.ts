@@ -39,7 +39,7 @@ export async function packConfiguration(dir: string): Promise<PackedConfiguratio
   }
   const chunks: Buffer[] = [];
   const stream = create(
-    { gzip: true, cwd: root, portable: true, noDirRecurse: true, follow: false },
+    { gzip: true, cwd: root, portable: true, noMtime: true, noDirRecurse: true, follow: false },
     entries,
   );
   for await (const chunk of stream) {
