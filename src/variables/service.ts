@@ -113,7 +113,12 @@ export async function putVariable(
   const [existing] = await findVariables(db, input.workspaceId, input.key, input.write.category);
   const decided = planWrite(existing, input.key, input.write);
   if (!decided.ok) {
-    const field = decided.problem === "invalid_key" ? "param.key" : "json.value";
+    const field =
+      decided.problem === "invalid_key"
+        ? "param.key"
+        : decided.problem === "hcl_env"
+          ? "json.hcl"
+          : "json.value";
     return refuse({ reason: "invalid", field, message: decided.message });
   }
   if (!existing && (await countVariables(db, input.workspaceId)) >= MAX_VARIABLES_PER_WORKSPACE) {

@@ -239,7 +239,7 @@ describe("PUT/GET /api/v1/workspaces/:workspaceId/vars/:key", () => {
         key: "OK",
         body: { category: "env", value: "[1]", hcl: true },
         status: 400,
-        field: "json.value",
+        field: "json.hcl",
       },
       { key: "OK", body: { category: "both", value: "x" }, status: 400, field: "json.category" },
       { key: "OK", body: { value: "x" }, status: 400, field: "json.category" },
