@@ -32,9 +32,22 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
-            include: ["test/node/**/*.test.ts", "test/e2e/**/*.test.ts"],
+            include: [
+              "test/node/**/*.test.ts",
+              "test/e2e/**/*.test.ts",
+              "test/chaos/**/*.test.ts",
+            ],
             testTimeout: 60_000,
             hookTimeout: 60_000,
+          },
+        },
+        {
+          test: {
+            name: "browser",
+            environment: "node",
+            include: ["test/browser/**/*.test.ts"],
+            testTimeout: 180_000,
+            hookTimeout: 120_000,
           },
         },
       ],

@@ -29,6 +29,7 @@ export function Layout(props: {
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${props.title} · Outpost`}</title>
+        <link rel="icon" href="/ui/static/favicon.svg" type="image/svg+xml" />
         <link rel="stylesheet" href="/ui/static/app.css" />
         <script src="/ui/static/app.js" defer />
       </head>

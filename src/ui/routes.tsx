@@ -26,7 +26,7 @@ import {
   startSession,
   type UiEnv,
 } from "./session.ts";
-import { APP_CSS, APP_JS } from "./static.ts";
+import { APP_CSS, APP_JS, FAVICON_SVG } from "./static.ts";
 import { tokenPages } from "./token-routes.tsx";
 import { workspacePages } from "./workspace-routes.tsx";
 
@@ -131,6 +131,12 @@ const dashboard = new Hono<UiEnv>()
     c.body(APP_JS, 200, {
       "content-type": "text/javascript; charset=utf-8",
       "cache-control": "public, max-age=300",
+    }),
+  )
+  .get("/static/favicon.svg", (c) =>
+    c.body(FAVICON_SVG, 200, {
+      "content-type": "image/svg+xml",
+      "cache-control": "public, max-age=86400",
     }),
   )
   .get("/static/app.css", (c) =>

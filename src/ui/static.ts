@@ -141,3 +141,6 @@ dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 .login { max-width: 460px; margin: 80px auto; }
 .login input { width: 100%; }
 `;
+
+/** A small mark for the tab, so the browser does not ask for /favicon.ico. */
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#14213d"/><path d="M4 12 8 3l4 9z" fill="#f2a900"/></svg>`;

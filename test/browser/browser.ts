@@ -1,0 +1,93 @@
+/**
+ * Debian's chromium driven by playwright-core for the dashboard tests: a fresh profile per launch,
+ * every wait bounded, screenshots under test-results/screenshots/, and a record of page errors,
+ * CSP violations and console errors so a test can assert there were none.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+
+export const CHROMIUM = "/usr/bin/chromium";
+export const SCREENSHOTS = path.resolve(import.meta.dirname, "../../test-results/screenshots");
+
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-quic",
+];
+
+export type Browser = {
+  context: BrowserContext;
+  /** Page errors, console errors and CSP violations seen so far, in order. */
+  problems: string[];
+  newPage(): Promise<Page>;
+  close(): Promise<void>;
+};
+
+/** Launches chromium with a fresh profile; `javaScriptEnabled: false` for no-script checks. */
+export async function launch(options: { javaScriptEnabled?: boolean } = {}): Promise<Browser> {
+  const profile = mkdtempSync(path.join(tmpdir(), "outpost-chromium-"));
+  // The profile dir is passed here: playwright adds --user-data-dir itself for persistent contexts.
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    javaScriptEnabled: options.javaScriptEnabled ?? true,
+    viewport: { width: 1280, height: 900 },
+    timeout: 60_000,
+  });
+  context.setDefaultTimeout(20_000);
+  const problems: string[] = [];
+  const watch = (page: Page) => {
+    page.on("pageerror", (err) => problems.push(`pageerror: ${err.message}`));
+    page.on("console", (msg) => {
+      if (msg.type() === "error") {
+        problems.push(`console: ${msg.text()}`);
+      }
+    });
+  };
+  context.on("page", watch);
+  for (const page of context.pages()) {
+    watch(page);
+  }
+  return {
+    context,
+    problems,
+    newPage: () => context.newPage(),
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Saves a full-page screenshot as test-results/screenshots/<name>.png. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Waits (bounded) until the element's text matches, and returns that text. */
+export async function waitForText(
+  page: Page,
+  selector: string,
+  pattern: RegExp,
+  timeoutMs = 30_000,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "";
+  while (Date.now() < deadline) {
+    last = (await page.locator(selector).first().textContent({ timeout: 5_000 })) ?? "";
+    if (pattern.test(last)) {
+      return last;
+    }
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`${selector} never matched ${pattern} in ${timeoutMs} ms; last text: ${last}`);
+}

@@ -1,0 +1,220 @@
+/**
+ * The dashboard in headless chromium against the real coordinator on loopback and a real agent
+ * process: sign in, create a pool and an agent token, watch the agent become idle, queue a run,
+ * watch the agent busy and the log grow, confirm, see it applied and the agent idle again, revoke
+ * the token and see the agent exit. Hostile strings go into every name, description and log line;
+ * none may execute, and no CSP violation or page error may occur. Screenshots of each page land
+ * in test-results/screenshots/.
+ */
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AgentProcess,
+  ENGINE_VERSION,
+  exitWithin,
+  expectStatus,
+  setVariable,
+  startAgent,
+  startWorld,
+  uploadConfiguration,
+  type World,
+} from "../e2e/helpers/e2e.ts";
+import { type Browser, launch, screenshot, waitForText } from "./browser.ts";
+
+const xss = (n: number) =>
+  `<script>window.pwned=${n}</script><img src=x onerror="window.pwned=${n}">`;
+
+let world: World;
+let browser: Browser;
+let agent: AgentProcess | undefined;
+
+beforeAll(async () => {
+  [world, browser] = await Promise.all([startWorld(), launch()]);
+});
+afterAll(async () => {
+  agent?.kill("SIGKILL");
+  await browser?.close();
+  await world?.close();
+});
+
+async function expectNothingExecuted(page: Page) {
+  expect(
+    await page.evaluate('typeof window.pwned === "undefined" ? undefined : window.pwned'),
+  ).toBeUndefined();
+}
+
+describe("the dashboard in chromium", () => {
+  let poolUrl = "";
+  let poolId = "";
+  let agentToken = "";
+  const tokenDescription = `rack 7 ${xss(1)}`;
+
+  it("signs in with an org token", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${world.coordinator.url}/`);
+    expect(new URL(page.url()).pathname).toBe("/ui/login");
+    await screenshot(page, "01-sign-in");
+    await page.getByLabel("Org token").fill(world.ownerToken);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(/\/ui\/pools$/);
+    const cookies = await browser.context.cookies(`${world.coordinator.url}/ui/`);
+    const session = cookies.find((c) => c.name === "outpost_session");
+    expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/ui" });
+    expect(await page.evaluate<string>("document.cookie")).not.toContain("outpost_session");
+    await page.close();
+  });
+
+  it("creates a pool and an agent token shown once with its install command", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${world.coordinator.url}/ui/pools`);
+    await page.getByLabel("Name").fill("browser-pool");
+    await page.getByLabel("Description").fill(`datacenter ${xss(2)}`);
+    await page.getByRole("button", { name: "Create pool" }).click();
+    await page.waitForURL(/\/ui\/pools\/pool_[a-z2-7]{26}$/);
+    poolUrl = page.url();
+    poolId = poolUrl.split("/").pop() ?? "";
+    await page.getByLabel("Description").fill(tokenDescription);
+    await page.getByRole("button", { name: "Create token" }).click();
+    agentToken = ((await page.locator("#new-token").textContent()) ?? "").trim();
+    expect(agentToken).toMatch(/^op_agent_[A-Za-z0-9_-]{43}$/);
+    const install = (await page.locator("#install-command").textContent()) ?? "";
+    expect(install.trim()).toBe(
+      `OUTPOST_ADDRESS=${world.coordinator.url} OUTPOST_TOKEN=${agentToken} npx outpost-agent`,
+    );
+    const copy = page.locator('button[data-copy="new-token"]');
+    await copy.click();
+    await expect.poll(() => copy.textContent(), { timeout: 5_000 }).toMatch(/Copied|Selected/);
+    await screenshot(page, "02-pool-token-created");
+    await expectNothingExecuted(page);
+    // Shown once: a fresh load of the pool page lists the token but not its secret.
+    await page.goto(poolUrl);
+    expect(await page.content()).not.toContain(agentToken);
+    await page.close();
+  });
+
+  it("shows the agent idle, busy with a growing log, idle again after confirm and apply", async () => {
+    const poolPage = await browser.newPage();
+    await poolPage.goto(poolUrl);
+    agent = startAgent(world, { token: agentToken, env: { OUTPOST_NAME: `edge ${xss(3)}` } });
+    await agent.waitForOutput(/registered/);
+    // No reload: the live endpoint brings the agent in.
+    await waitForText(poolPage, "#agents", /idle/);
+    await screenshot(poolPage, "03-pool-agent-idle");
+
+    const ws = await expectStatus(
+      world.api("POST", "/api/v1/workspaces", {
+        name: "browser-ws",
+        description: `network ${xss(4)}`,
+        engine: "terraform",
+        engineVersion: ENGINE_VERSION,
+        executionMode: "agent",
+        poolId,
+      }),
+      201,
+    );
+    const wsId = String(ws.id);
+    await setVariable(world, wsId, "STANDIN_PLAN_SLEEP_MS", "4000", { category: "env" });
+    await setVariable(world, wsId, "STANDIN_APPLY_SLEEP_MS", "1500", { category: "env" });
+    await setVariable(world, wsId, "greeting", xss(5), { category: "terraform" });
+    await setVariable(world, wsId, "password", "hunter2-never-shown", {
+      category: "terraform",
+      sensitive: true,
+    });
+    await uploadConfiguration(world, wsId, {
+      "main.tf": `variable "greeting" {}\nvariable "password" {}\nresource "null_resource" "a" { value = "one" }\n# ${xss(6)}\n`,
+    });
+
+    const runPage = await browser.newPage();
+    await runPage.goto(`${world.coordinator.url}/ui/workspaces/${wsId}`);
+    expect(await runPage.content()).not.toContain("hunter2-never-shown");
+    await screenshot(runPage, "04-workspace");
+    await runPage.getByLabel("Operation").selectOption("apply");
+    await runPage.getByLabel("Message").fill(`ship it ${xss(7)}`);
+    await runPage.getByRole("button", { name: "Queue run" }).click();
+    await runPage.waitForURL(/\/ui\/runs\/run_[a-z2-7]{26}/);
+
+    await waitForText(poolPage, "#agents", /busy/);
+    await waitForText(poolPage, "#agents", /run_[a-z2-7]{26}:plan/);
+    await screenshot(poolPage, "05-pool-agent-busy");
+    const early = await waitForText(runPage, "#log-plan", /terraform plan/);
+    await screenshot(runPage, "06-run-planning");
+    const planned = await waitForText(runPage, "#log-plan", /Plan: 1 to add/);
+    expect(planned.length).toBeGreaterThan(early.length);
+    await waitForText(runPage, "#run-summary", /planned/);
+    await waitForText(runPage, "#run-summary", /1 to add, 0 to change, 0 to destroy/);
+    await screenshot(runPage, "07-run-planned");
+
+    await runPage.getByRole("button", { name: "Confirm and apply" }).click();
+    await runPage.waitForLoadState();
+    await waitForText(runPage, "#run-summary", /applied/, 60_000);
+    await waitForText(runPage, "#log-apply", /Apply complete!/);
+    await waitForText(runPage, "#run-timeline", /applying[\s\S]*applied/);
+    await screenshot(runPage, "08-run-applied");
+    await waitForText(poolPage, "#agents", /idle/);
+    await expectNothingExecuted(runPage);
+    await expectNothingExecuted(poolPage);
+    await runPage.close();
+    await poolPage.close();
+  });
+
+  it("revokes the token once its description is typed, and the agent exits", async () => {
+    const page = await browser.newPage();
+    await page.goto(poolUrl);
+    const form = page.locator('form[action*="/revoke"]').first();
+    const button = form.getByRole("button", { name: "Revoke" });
+    await expect.poll(() => button.isDisabled(), { timeout: 5_000 }).toBe(true);
+    await form.getByLabel("Type the description to revoke").fill(tokenDescription);
+    await expect.poll(() => button.isDisabled(), { timeout: 5_000 }).toBe(false);
+    await button.click();
+    await page.waitForURL(/done=token-revoked/);
+    if (!agent) {
+      throw new Error("no agent started");
+    }
+    const exit = await exitWithin(agent, 30_000);
+    expect(exit.code).not.toBe(0);
+    await waitForText(page, "#agents", /exited|errored|unknown/, 30_000);
+    await screenshot(page, "09-pool-token-revoked");
+    await expectNothingExecuted(page);
+    await page.close();
+  });
+
+  it("shows org tokens to the owner", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${world.coordinator.url}/ui/tokens`);
+    await waitForText(page, "main", /owner/);
+    await screenshot(page, "10-org-tokens");
+    await page.close();
+  });
+
+  it("is readable without JavaScript", async () => {
+    const cookies = await browser.context.cookies(`${world.coordinator.url}/ui/`);
+    const plain = await launch({ javaScriptEnabled: false });
+    try {
+      await plain.context.addCookies(cookies);
+      const page = await plain.newPage();
+      await page.goto(`${world.coordinator.url}/ui/workspaces`);
+      await page.getByRole("link", { name: "browser-ws" }).click();
+      await page.locator("a.mono[href^='/ui/runs/']").first().click();
+      expect(await page.locator("#log-plan").textContent()).toContain("Plan: 1 to add");
+      expect(await page.locator("#run-summary").textContent()).toContain("applied");
+      await screenshot(page, "11-run-without-javascript");
+      expect(plain.problems).toEqual([]);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it("saw no page error, console error or CSP violation", () => {
+    expect(browser.problems).toEqual([]);
+  });
+
+  it("signs out, and the session is gone", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${world.coordinator.url}/ui/pools`);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(/\/ui\/login$/);
+    await page.goto(`${world.coordinator.url}/ui/pools`);
+    expect(new URL(page.url()).pathname).toBe("/ui/login");
+    await page.close();
+  });
+});
