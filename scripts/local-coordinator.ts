@@ -36,6 +36,8 @@ export type CoordinatorOptions = {
   port?: number;
   /** Overrides of wrangler.toml vars (e.g. shorter timeouts for a test). */
   vars?: Record<string, string>;
+  /** Another Worker entry for the same wrangler.toml (the bench's counting wrapper). */
+  entrypoint?: string;
 };
 
 // The Request.cf lookup needs the internet; Miniflare's placeholder is fine on loopback.
@@ -88,6 +90,7 @@ export async function startCoordinator(
   const create = () =>
     unstable_startWorker({
       config: join(root, "wrangler.toml"),
+      ...(options.entrypoint ? { entrypoint: options.entrypoint } : {}),
       bindings: Object.fromEntries(
         Object.entries(vars).map(([name, value]) => [name, { type: "plain_text", value }]),
       ),

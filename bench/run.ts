@@ -1,0 +1,208 @@
+/**
+ * `npm run bench [-- --quick] [-- --out results.json]`: starts the real coordinator on loopback
+ * with fresh state (through the counting entry), drives it with HTTP clients speaking the agent
+ * protocol, and prints a short table on stderr and the JSON results on stdout. Every figure is
+ * the median over rounds with the lowest and highest round, beside same-run baselines.
+ */
+import { writeFile } from "node:fs/promises";
+import os from "node:os";
+import { parseArgs } from "node:util";
+import { ProtocolAgent, UserApi } from "./lib/client.ts";
+import { monthlyCost } from "./lib/cost.ts";
+import {
+  type Baseline,
+  baseline,
+  costPerRun,
+  cronCost,
+  dispatchLatency,
+  emptyPollCost,
+  idleAgents,
+  logs,
+  stateTimes,
+  throughput,
+} from "./lib/scenarios.ts";
+import { startBenchCoordinator } from "./lib/setup.ts";
+import { round } from "./lib/stats.ts";
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    agents: { type: "string" },
+    "idle-seconds": { type: "string" },
+    out: { type: "string" },
+  },
+});
+const quick = values.quick ?? false;
+const MB = 1024 * 1024;
+const sizes = {
+  dispatchAgents: (values.agents ?? (quick ? "1,50" : "1,100,1000")).split(",").map(Number),
+  dispatchRounds: quick ? 3 : 5,
+  dispatchPerRound: quick ? 6 : 30,
+  throughputRuns: quick ? 16 : 160,
+  throughputRounds: quick ? 2 : 3,
+  throughputAgents: 16,
+  idleAgents: quick ? 20 : 100,
+  // Default: the agents' real 50 s long-poll over more than two cycles. Quick: 10 s polls over
+  // two cycles, scaled to the real cadence (time-driven writes, such as a token's last use once
+  // a minute, only show in the default run).
+  idlePollSeconds: quick ? 10 : 50,
+  idleSeconds: Number(values["idle-seconds"] ?? (quick ? 21 : 130)),
+  emptyPolls: quick ? 20 : 100,
+  logRounds: quick ? 2 : 5,
+  logBytes: (quick ? 4 : 32) * MB,
+  logChunk: 1 * MB,
+  logLatencyChunks: quick ? 10 : 30,
+  stateSizes: [1 * MB, 10 * MB],
+  stateRounds: quick ? 2 : 5,
+  costRuns: quick ? 3 : 20,
+};
+
+const started = Date.now();
+const log = (msg: string) =>
+  process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}\n`);
+
+const bench = await startBenchCoordinator({ MAX_QUEUED_RUNS_PER_ORG: "100000" });
+try {
+  const owner = await bench.coordinator.bootstrap("bench");
+  const api = new UserApi(bench.coordinator.url, owner);
+  const base = await api.pool("baseline");
+  const probe = new ProtocolAgent(api.url, base.agentToken);
+  await probe.register("baseline");
+  const withBaseline = async <T>(what: string, task: () => Promise<T>) => {
+    log(what);
+    const before = await baseline(api.url, probe);
+    const result = await task();
+    return { result, baseline: before };
+  };
+
+  const dispatch = [];
+  for (const n of sizes.dispatchAgents) {
+    dispatch.push(
+      await withBaseline(`dispatch latency, ${n} agents`, () =>
+        dispatchLatency(api, n, sizes.dispatchRounds, sizes.dispatchPerRound),
+      ),
+    );
+  }
+  const cycles = [];
+  for (const pools of [1, 8]) {
+    cycles.push(
+      await withBaseline(`full-cycle throughput, ${pools} pool(s)`, () =>
+        throughput(
+          api,
+          pools,
+          sizes.throughputAgents,
+          sizes.throughputRuns,
+          sizes.throughputRounds,
+          "t",
+        ),
+      ),
+    );
+  }
+  const logResult = await withBaseline("log ingestion and end-to-end latency", () =>
+    logs(api, sizes.logRounds, sizes.logBytes, sizes.logChunk, sizes.logLatencyChunks),
+  );
+  const state = await withBaseline("state writes and reads", () =>
+    stateTimes(api, sizes.stateSizes, sizes.stateRounds),
+  );
+  log("cost per run");
+  const perRun = await costPerRun(bench, api, sizes.costRuns);
+  log("cost per empty poll (a polling design)");
+  const perPoll = await emptyPollCost(bench, api, sizes.emptyPolls);
+  log("cost per cron invocation");
+  const perCron = await cronCost(bench, 5);
+  log(`idle agents: ${sizes.idleAgents} for ${sizes.idleSeconds} s`);
+  const idle = await idleAgents(
+    bench,
+    api,
+    sizes.idleAgents,
+    sizes.idleSeconds,
+    sizes.idlePollSeconds,
+  );
+
+  const results = {
+    command: `npm run bench${quick ? " -- --quick" : ""}`,
+    date: new Date().toISOString(),
+    durationSeconds: round((Date.now() - started) / 1000, 1),
+    machine: {
+      cpu: os.cpus()[0]?.model ?? "unknown",
+      cores: os.cpus().length,
+      memoryGB: round(os.totalmem() / 1024 ** 3, 1),
+      os: `${os.type()} ${os.release()} ${os.arch()}`,
+      node: process.version,
+    },
+    sizes,
+    dispatch,
+    throughput: cycles,
+    logs: logResult,
+    state,
+    idle,
+    costPerRun: perRun,
+    costPerEmptyPoll: perPoll,
+    costPerCron: perCron,
+    monthly: monthlyCost({ perRun, idle: idle.perAgentHour, perPoll, perCron }),
+  };
+  printTable(results);
+  const json = JSON.stringify(results, null, 2);
+  if (values.out) {
+    await writeFile(values.out, `${json}\n`);
+  }
+  process.stdout.write(`${json}\n`);
+} finally {
+  await bench.close();
+}
+
+type Shown = { median: number; min: number; max: number };
+
+function printTable(r: {
+  dispatch: {
+    result: { agents: number; p50Ms: Shown; p99Ms: Shown; maxMs: Shown };
+    baseline: Baseline;
+  }[];
+  throughput: { result: { pools: number; runsPerSecond: Shown }; baseline: Baseline }[];
+  logs: { result: { ingestMBps: Shown; endToEndMs: { p50: Shown } }; baseline: Baseline };
+  state: { result: { bytes: number; writeMs: Shown; readMs: Shown }[]; baseline: Baseline };
+  idle: { requestsPerAgentHourFromCycle: number; perAgentHour: Record<string, number> };
+  monthly: { outpost: { totalUSD: number }; polling30s: { totalUSD: number } };
+}): void {
+  const rows: string[][] = [["figure", "median", "spread (min–max)", "baseline", "ratio"]];
+  const show = (name: string, f: Shown, base: number, unit: string) =>
+    rows.push([
+      name,
+      `${f.median} ${unit}`,
+      `${f.min}–${f.max}`,
+      `${base} ms`,
+      unit === "ms" ? `${round(f.median / base, 1)}×` : "",
+    ]);
+  for (const d of r.dispatch) {
+    const b = d.baseline.durableObjectMs;
+    show(`dispatch p50, ${d.result.agents} agents`, d.result.p50Ms, b, "ms");
+    show(`dispatch p99, ${d.result.agents} agents`, d.result.p99Ms, b, "ms");
+    show(`dispatch max, ${d.result.agents} agents`, d.result.maxMs, b, "ms");
+  }
+  for (const t of r.throughput) {
+    show(
+      `runs/s, ${t.result.pools} pool(s)`,
+      t.result.runsPerSecond,
+      t.baseline.workerMs,
+      "runs/s",
+    );
+  }
+  show("log ingestion", r.logs.result.ingestMBps, r.logs.baseline.workerMs, "MB/s");
+  show("log end to end p50", r.logs.result.endToEndMs.p50, r.logs.baseline.workerMs, "ms");
+  for (const s of r.state.result) {
+    const mb = s.bytes / MB;
+    show(`state write ${mb} MB`, s.writeMs, r.state.baseline.workerMs, "ms");
+    show(`state read ${mb} MB`, s.readMs, r.state.baseline.workerMs, "ms");
+  }
+  const widths =
+    rows[0]?.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? "").length))) ?? [];
+  for (const row of rows) {
+    process.stderr.write(`${row.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ")}\n`);
+  }
+  process.stderr.write(
+    `idle agent: ${r.idle.requestsPerAgentHourFromCycle} requests/h, ${r.idle.perAgentHour["d1.rowsWrittenTriggers"] ?? 0} D1 rows written/h\n`,
+  );
+  process.stderr.write(
+    `monthly (100 agents, 10,000 runs/day): $${r.monthly.outpost.totalUSD} vs 30 s polling $${r.monthly.polling30s.totalUSD}\n`,
+  );
+}
