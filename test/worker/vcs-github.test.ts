@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { request, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
-import { getRun, type RunBody, runnableWorkspace } from "./helpers/runs.ts";
+import { getRun, type RunBody, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 import {
   createHook,
   deliver,
@@ -387,6 +387,61 @@ describe("GitHub webhook: pull requests", () => {
     });
     const row = await env.DB.prepare("SELECT is_fork FROM runs WHERE id = ?").bind(run?.id).first();
     expect(row).toEqual({ is_fork: 1 });
+  });
+});
+
+describe("GitHub webhook: what the agent receives", () => {
+  async function setVariable(org: TestOrg, wsId: string, key: string, sensitive: boolean) {
+    const res = await requestJson(`/api/v1/workspaces/${wsId}/vars/${key}`, {
+      method: "PUT",
+      token: org.tokens.admin,
+      body: { value: `${key}-value`, category: "env", sensitive },
+    });
+    expect(res.status === 200 || res.status === 201, JSON.stringify(res.body)).toBe(true);
+  }
+
+  it("a fork plan's lease carries the VCS source and no sensitive variables", async () => {
+    const org = await seedOrg();
+    const hook = await createHook(org, "github");
+    const { workspace, agentToken } = await runnableWorkspace(org, {
+      vcsRepoUrl: REPO,
+      workingDirectory: "",
+      forkPullRequests: "plan_without_secrets",
+    });
+    await setVariable(org, workspace.id, "PLAIN", false);
+    await setVariable(org, workspace.id, "SECRET", true);
+    const sha = randomSha();
+    const payload = prPayload("opened", sha, 9);
+    const head = (payload.pull_request as Json).head as Json;
+    head.repo = { ...(head.repo as Json), id: 4242, fork: true };
+    expect(
+      (await deliverGitHub(hook, "pull_request", payload, { secret: hook.secret })).status,
+    ).toBe(202);
+    const agent = await TestAgent.register(agentToken);
+    const job = await agent.lease();
+    expect(job.spec.configuration).toMatchObject({ source: "vcs", repoUrl: REPO, commitSha: sha });
+    expect(job.spec).toMatchObject({ isSpeculative: true, phase: "plan" });
+    expect((job.variables ?? []).map((v) => v.key)).toEqual(["PLAIN"]);
+  });
+
+  it("a newer commit asks the agent running the older plan to cancel it", async () => {
+    const org = await seedOrg();
+    const hook = await createHook(org, "github");
+    const { workspace, agentToken } = await runnableWorkspace(org, { vcsRepoUrl: REPO });
+    await deliverGitHub(hook, "pull_request", prPayload("opened", randomSha()), {
+      secret: hook.secret,
+    });
+    const agent = await TestAgent.register(agentToken);
+    const job = await agent.lease();
+    await agent.start(job);
+    expect((await getRun(org, job.runId)).status).toBe("planning");
+    await deliverGitHub(hook, "pull_request", prPayload("synchronize", randomSha()), {
+      secret: hook.secret,
+    });
+    const beat = await agent.heartbeat([job]);
+    expect(beat.body.cancel).toEqual([expect.objectContaining({ jobId: job.jobId })]);
+    expect((await getRun(org, job.runId)).cancelRequestedAt).toEqual(expect.any(String));
+    expect(await runsOf(org, workspace.id)).toHaveLength(2);
   });
 });
 
