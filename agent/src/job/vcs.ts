@@ -56,7 +56,17 @@ export async function cloneAtCommit(input: {
   try {
     await git("fetch", "--quiet", "--depth", "1", "--no-tags", "origin", sha);
   } catch {
-    await git("fetch", "--quiet", "--no-tags", "origin");
+    // The server refuses wants of unadvertised commits: fetch everything the commit can be
+    // reachable from, including pull/merge request heads (a fork's commits live only there).
+    await git(
+      "fetch",
+      "--quiet",
+      "--no-tags",
+      "origin",
+      "+refs/heads/*:refs/remotes/origin/*",
+      "+refs/pull/*/head:refs/remotes/origin/pull/*",
+      "+refs/merge-requests/*/head:refs/remotes/origin/merge-requests/*",
+    );
   }
   await git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", sha);
 }
