@@ -89,6 +89,8 @@ function actionMessage(failure: ActionFailure): string {
   return messages[failure];
 }
 
+const RUN_ACTIONS = z.enum(["confirm", "discard", "cancel", "force-cancel"]);
+
 const deps = (c: Context<UiEnv>) => ({ db: c.var.db, env: c.env });
 
 const actions = {
@@ -171,7 +173,7 @@ export const runPages = new Hono<UiEnv>()
     async (c) => {
       const row = await runOf(c);
       await readForm(c, z.strictObject({}));
-      const action = c.req.param("action") as keyof typeof actions;
+      const action = RUN_ACTIONS.parse(c.req.param("action"));
       const result = await actions[action](c, row);
       if (!result.ok) {
         throw new ApiError("CONFLICT", actionMessage(result.reason));

@@ -5,7 +5,7 @@
  * CSRF: every form carries a token derived from the session secret (synchronizer token without
  * storage); the sign-in form, which has no session yet, uses a double-submit cookie.
  */
-import { and, eq, gt, isNull } from "drizzle-orm";
+import { and, eq, gt, isNotNull, isNull, lt, or } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Database } from "../db/client.ts";
@@ -66,15 +66,26 @@ export async function startSession(
 ): Promise<void> {
   const secret = randomBase64Url(32);
   const now = Date.now();
-  await db.insert(sessions).values({
-    id: newId("session"),
-    orgId: principal.orgId,
-    tokenId: principal.tokenId,
-    secretHash: await sha256Hex(secret),
-    createdAt: now,
-    expiresAt: now + SESSION_TTL_MS,
-    revokedAt: null,
-  });
+  await db.batch([
+    db.insert(sessions).values({
+      id: newId("session"),
+      orgId: principal.orgId,
+      tokenId: principal.tokenId,
+      secretHash: await sha256Hex(secret),
+      createdAt: now,
+      expiresAt: now + SESSION_TTL_MS,
+      revokedAt: null,
+    }),
+    // Housekeeping where it is cheap: this token's sessions that can never be used again.
+    db
+      .delete(sessions)
+      .where(
+        and(
+          eq(sessions.tokenId, principal.tokenId),
+          or(lt(sessions.expiresAt, now), isNotNull(sessions.revokedAt)),
+        ),
+      ),
+  ]);
   setCookie(c, SESSION_COOKIE, secret, cookieOptions(c, SESSION_TTL_MS / 1000));
 }
 

@@ -4,13 +4,15 @@
  * another org's ids answering 404.
  */
 import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
+import { runs } from "../../src/db/schema.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import type { JobAssignment } from "../../src/protocol/index.ts";
 import { CONTENT_SECURITY_POLICY } from "../../src/ui/routes.tsx";
 import { request, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { getRun, queueRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 import { signIn, type UiSession } from "./helpers/ui.ts";
 
@@ -45,6 +47,13 @@ function putLog(job: JobAssignment, offset: number, text: string) {
     },
   );
 }
+
+const escapeHtml = (text: string) =>
+  text
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll('"', "&quot;");
 
 /** Asserts no raw markup from XSS made it into the page, and that it is shown escaped. */
 function expectEscaped(html: string) {
@@ -157,6 +166,52 @@ describe("roles", () => {
     expect((await getRun(org, runId)).status).toBe("apply_queued");
     const again = await member.post(`${runPath}/discard`);
     expect(again.status).toBe(409);
+  });
+});
+
+describe("run page", () => {
+  it("says why a run waits, in the same words as the API", async () => {
+    const { workspace } = await runnableWorkspace(org);
+    const run = await queueRun(org, workspace.id);
+    const reason = (await getRun(org, run.body.id)).waitingReason;
+    expect(reason).toBeTruthy();
+    const html = await (await reader.get(`/ui/runs/${run.body.id}`)).text();
+    expect(html).toContain(escapeHtml(reason ?? ""));
+  });
+
+  it("offers force-cancel only 10 s after a cancel, and the server holds the same line", async () => {
+    const { workspace, agentToken } = await runnableWorkspace(org);
+    const agent = await TestAgent.register(agentToken);
+    const run = await queueRun(org, workspace.id);
+    const job = await agent.lease();
+    await agent.start(job);
+    const path = `/ui/runs/${run.body.id}`;
+    expect((await member.post(`${path}/cancel`)).status).toBe(303);
+    const canceling = await (await member.get(path)).text();
+    expect(canceling).not.toContain("Force cancel</button>");
+    expect(canceling).toContain("force cancel becomes available 10 s after the cancel");
+    expect((await member.post(`${path}/force-cancel`)).status).toBe(409);
+    await db
+      .update(runs)
+      .set({ cancelRequestedAt: Date.now() - 11_000 })
+      .where(eq(runs.id, run.body.id));
+    expect(await (await member.get(path)).text()).toContain("Force cancel</button>");
+    expect((await reader.post(`${path}/force-cancel`)).status).toBe(403);
+    expect((await member.post(`${path}/force-cancel`)).status).toBe(303);
+    expect((await getRun(org, run.body.id)).status).toBe("force_canceled");
+  });
+});
+
+describe("workspace lock", () => {
+  it("locks and unlocks for a member, through the lock rules", async () => {
+    const { workspace } = await runnableWorkspace(org);
+    const path = `/ui/workspaces/${workspace.id}`;
+    expect((await member.post(`${path}/lock`)).status).toBe(303);
+    const html = await (await reader.get(path)).text();
+    expect(html).toContain("locked by");
+    expect(html).toContain("locked from the dashboard");
+    expect((await member.post(`${path}/unlock`)).status).toBe(303);
+    expect(await (await reader.get(path)).text()).toContain("unlocked");
   });
 });
 

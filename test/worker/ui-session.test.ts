@@ -133,6 +133,21 @@ describe("ending a session", () => {
     expect(post.status).toBe(401);
   });
 
+  it("forgets a token's dead sessions when it signs in again", async () => {
+    const created = await createOrgToken(db, {
+      orgId: org.orgId,
+      role: "reader",
+      description: "housekeeping",
+      actor: org.ownerTokenId,
+    });
+    const first = await signIn(created.token);
+    await first.post("/ui/logout");
+    await signIn(created.token);
+    const rows = await db.select().from(sessions).where(eq(sessions.tokenId, created.id));
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.revokedAt).toBeNull();
+  });
+
   it("expires", async () => {
     const session = await signIn(org.tokens.reader);
     const tokenId = await tokenIdOf(org.tokens.reader);
