@@ -4,7 +4,7 @@
  * on every workspace the event reaches, cancel superseded pull request plans, and write what
  * happened back on the delivery row so an admin can see why a push did or did not run.
  */
-import { and, eq, inArray, isNotNull, ne } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, isNull, lt, ne } from "drizzle-orm";
 import { newId } from "../db/ids.ts";
 import { configurationVersions, runs, vcsDeliveries, workspaces } from "../db/schema.ts";
 import type { Deps } from "../runs/deps.ts";
@@ -13,6 +13,9 @@ import { cancelRun, createRun } from "../runs/service.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import type { HookRow } from "./hooks.ts";
 import { decideTriggers, summaryLine, type VcsEvent } from "./model.ts";
+
+/** After this long without an outcome, a delivery's processing is presumed lost. */
+export const STALE_DELIVERY_MS = 10 * 60_000;
 
 /** What a delivery did, per workspace; stored as JSON on the delivery row. */
 export type DeliveryOutcome = {
@@ -24,8 +27,8 @@ export type DeliveryOutcome = {
 };
 
 /**
- * Records the delivery; false when the same delivery id was already recorded for this hook (a
- * redelivery), in which case nothing else may happen.
+ * Records the delivery; `isNew` is false when the same delivery id was already recorded for
+ * this hook (a redelivery), in which case nothing else may happen.
  */
 export async function recordDelivery(
   deps: Deps,
@@ -34,12 +37,31 @@ export async function recordDelivery(
   event: string,
 ): Promise<{ isNew: boolean; id: string }> {
   const id = newId("delivery");
+  const now = Date.now();
   const inserted = await deps.db
     .insert(vcsDeliveries)
-    .values({ id, orgId: hook.orgId, hookId: hook.id, deliveryId, event, receivedAt: Date.now() })
+    .values({ id, orgId: hook.orgId, hookId: hook.id, deliveryId, event, receivedAt: now })
     .onConflictDoNothing()
     .returning({ id: vcsDeliveries.id });
-  return { isNew: inserted.length > 0, id };
+  if (inserted.length > 0) {
+    return { isNew: true, id };
+  }
+  // A delivery still without an outcome long after it arrived was cut off mid-way (the isolate
+  // went away): a redelivery takes it over, compare-and-set so only one redelivery does.
+  const takenOver = await deps.db
+    .update(vcsDeliveries)
+    .set({ receivedAt: now })
+    .where(
+      and(
+        eq(vcsDeliveries.hookId, hook.id),
+        eq(vcsDeliveries.deliveryId, deliveryId),
+        isNull(vcsDeliveries.outcome),
+        lt(vcsDeliveries.receivedAt, now - STALE_DELIVERY_MS),
+      ),
+    )
+    .returning({ id: vcsDeliveries.id });
+  const stale = takenOver[0];
+  return stale ? { isNew: true, id: stale.id } : { isNew: false, id };
 }
 
 /** Workspaces of the org with a repository configured; matching is done by the pure model. */
@@ -118,7 +140,11 @@ async function queueFor(
   return { runId: created.value.id };
 }
 
-/** Whether this hook already queued a run for this commit on the workspace (a retried delivery). */
+/**
+ * An active run this hook already queued for this commit on the workspace: a retried delivery
+ * (or the same commit announced twice) must not queue a second one. Finished runs do not count,
+ * so a reopened pull request is planned again.
+ */
 async function alreadyQueued(deps: Deps, hook: HookRow, wsId: string, event: VcsEvent) {
   const existing = await deps.db
     .select({ id: runs.id })
@@ -129,6 +155,7 @@ async function alreadyQueued(deps: Deps, hook: HookRow, wsId: string, event: Vcs
         eq(runs.createdBy, hook.id),
         eq(runs.commitSha, event.commitSha),
         eq(runs.isSpeculative, event.kind === "pull_request"),
+        inArray(runs.status, [...ACTIVE_STATUSES]),
       ),
     )
     .limit(1);

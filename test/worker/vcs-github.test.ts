@@ -225,6 +225,32 @@ describe("GitHub webhook: push", () => {
     expect(byCommit.body.runs.map((r) => r.id)).toEqual([run.id]);
   });
 
+  it("a redelivery takes over a delivery whose processing was lost, without a second run", async () => {
+    const org = await seedOrg();
+    const hook = await createHook(org, "github");
+    const { workspace } = await runnableWorkspace(org, { vcsRepoUrl: REPO });
+    const payload = pushPayload(["main.tf"]);
+    const send = () =>
+      deliverGitHub(hook, "push", payload, { secret: hook.secret, deliveryId: "lost-1" });
+    expect((await send()).status).toBe(202);
+    const lose = (receivedAt: number) =>
+      env.DB.prepare(
+        "UPDATE vcs_deliveries SET outcome = NULL, received_at = ? WHERE delivery_id = 'lost-1'",
+      )
+        .bind(receivedAt)
+        .run();
+    // Still within the window: the first attempt may be running, so this is a duplicate.
+    await lose(Date.now() - 60_000);
+    expect((await send()).body).toMatchObject({ duplicate: true });
+    await lose(Date.now() - 11 * 60_000);
+    expect((await send()).body).toMatchObject({ accepted: true });
+    expect(await runsOf(org, workspace.id)).toHaveLength(1);
+    const row = await env.DB.prepare(
+      "SELECT outcome FROM vcs_deliveries WHERE delivery_id = 'lost-1'",
+    ).first<{ outcome: string }>();
+    expect(JSON.parse(row?.outcome ?? "{}")).toMatchObject({ status: "processed" });
+  });
+
   it("matches by branch, trigger paths and working directory; a deletion queues nothing", async () => {
     const org = await seedOrg();
     const hook = await createHook(org, "github");
@@ -364,6 +390,15 @@ describe("GitHub webhook: pull requests", () => {
       secret: hook.secret,
     });
     expect((await getRun(org, planB?.id ?? "")).status).toBe("canceled");
+
+    // Reopened at the same commit: planned again, since the earlier plan was canceled.
+    await deliverGitHub(hook, "pull_request", prPayload("reopened", second), {
+      secret: hook.secret,
+    });
+    const afterReopen = await runsOf(org, workspace.id);
+    expect(afterReopen.filter((r) => r.isSpeculative && r.status === "plan_queued")).toHaveLength(
+      1,
+    );
   });
 
   it("refuses fork pull requests by default and plans them without secrets when allowed", async () => {
