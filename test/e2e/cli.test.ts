@@ -211,8 +211,10 @@ describe("outpost CLI", () => {
     const confirmed = await cli(["confirm", String(runId), "--follow"]);
     expect(confirmed.code).toBe(CLI_EXIT.ok);
     expect(confirmed.stdout).toContain("Apply complete! Resources: 0 added, 1 changed");
-    const logs = await cli(["logs", String(runId), "--phase", "apply"]);
+    const logs = await cli(["logs", String(runId), "--phase", "apply", "--follow"]);
+    expect(logs.code).toBe(CLI_EXIT.ok);
     expect(logs.stdout).toBe(confirmed.stdout);
+    expect((await cli(["logs", String(runId)])).stdout).toContain("Plan: 0 to add, 1 to change");
     expectOneLineError(await cli(["discard", String(runId)]), CLI_EXIT.requestFailed, "applied");
   });
 

@@ -13,11 +13,11 @@ const GOOD_ENV = { OUTPOST_ADDRESS: "https://outpost.example.com/", OUTPOST_TOKE
 const dir = mkdtempSync(path.join(tmpdir(), "outpost-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function agent(args: string[], env: Record<string, string>) {
+function agent(args: string[], env: Record<string, string>, timeoutMs = 20_000) {
   const result = spawnSync(process.execPath, [BIN, ...args], {
     env: { PATH: process.env.PATH ?? "", HOME: dir, ...env },
     encoding: "utf8",
-    timeout: 20_000,
+    timeout: timeoutMs,
   });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -57,6 +57,16 @@ describe("outpost-agent configuration (the real bin)", () => {
     [["--release-mirror", "ftp://mirror"], GOOD_ENV, "--release-mirror must be an http(s) URL"],
     [["--hook-timeout", "soon"], GOOD_ENV, "--hook-timeout must be a positive number of seconds"],
     [["--frobnicate"], GOOD_ENV, "Unknown option '--frobnicate'"],
+    [
+      ["--shutdown-grace=-5"],
+      GOOD_ENV,
+      "--shutdown-grace must be a number of seconds between 0 and 86400",
+    ],
+    [
+      ["--cancel-grace", "soon"],
+      GOOD_ENV,
+      "--cancel-grace must be a number of seconds between 1 and 3600",
+    ],
   ])("%j with %j exits 2 with one clear line", (args, env, message) => {
     const { code, stderr, stdout } = agent(args, env);
     expect(code).toBe(EXIT_CODES.badConfig);
@@ -85,8 +95,14 @@ describe("outpost-agent configuration (the real bin)", () => {
     expect(stdout).toContain("Usage: outpost-agent");
   });
 
-  it("never prints the token, even when the run fails afterwards", () => {
-    const { stdout, stderr } = agent(["--data-dir", dir], GOOD_ENV);
+  it("never prints the token, also while it retries an unreachable coordinator", () => {
+    const unreachable = { ...GOOD_ENV, OUTPOST_ADDRESS: "http://127.0.0.1:9" };
+    const { stdout, stderr } = agent(
+      ["--data-dir", dir, "--log-level", "trace"],
+      unreachable,
+      3_000,
+    );
+    expect(stdout).toContain("register failed; retrying");
     expect(stdout + stderr).not.toContain(TOKEN);
   });
 });
@@ -106,6 +122,8 @@ describe("loadConfig", () => {
       dataDir: "/var/lib/outpost-agent",
       hooksDir: "/var/lib/outpost-agent/hooks",
       hookTimeoutMs: 60_000,
+      shutdownGraceMs: 300_000,
+      cancelGraceMs: 30_000,
       envForward: [],
       releaseMirror: null,
       allowFileRepos: false,
