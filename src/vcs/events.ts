@@ -49,8 +49,8 @@ const GitHubPullRequest = z.looseObject({
   repository: GitHubRepository,
 });
 
-// GitHub's documented cap on commits listed in a push payload is larger, but webhooks built on
-// the events API list 20; treat a full page as "maybe more" and run rather than miss a change.
+// GitHub's webhook docs cap `commits` at 2048, but payloads built from the events API list 20.
+// A list that long may be incomplete: treat it as unknown and run rather than miss a change.
 const GITHUB_COMMIT_PAGE = 20;
 
 export type ParseResult = { ok: true; value: ParsedDelivery } | { ok: false; message: string };

@@ -11,7 +11,7 @@ import type { Deps } from "../runs/deps.ts";
 import { ACTIVE_STATUSES } from "../runs/model.ts";
 import { cancelRun, createRun } from "../runs/service.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
-import type { HookRow } from "./hooks.ts";
+import type { HookRow, Provider } from "./hooks.ts";
 import { decideTriggers, summaryLine, type VcsEvent } from "./model.ts";
 
 /** After this long without an outcome, a delivery's processing is presumed lost. */
@@ -73,7 +73,7 @@ function vcsWorkspaces(deps: Deps, orgId: string): Promise<WorkspaceRow[]> {
 }
 
 /** Active speculative plans of the same pull request on the workspace at another commit. */
-function supersededPlans(deps: Deps, workspaceId: string, source: string, event: VcsEvent) {
+function supersededPlans(deps: Deps, workspaceId: string, source: Provider, event: VcsEvent) {
   if (event.kind !== "pull_request") {
     return Promise.resolve([]);
   }
@@ -83,7 +83,7 @@ function supersededPlans(deps: Deps, workspaceId: string, source: string, event:
     .where(
       and(
         eq(runs.workspaceId, workspaceId),
-        eq(runs.source, source as "github" | "gitlab"),
+        eq(runs.source, source),
         eq(runs.pullRequestNumber, event.number),
         eq(runs.isSpeculative, true),
         inArray(runs.status, [...ACTIVE_STATUSES]),
