@@ -6,6 +6,7 @@
  * none may execute, and no CSP violation or page error may occur. Screenshots of each page land
  * in test-results/screenshots/.
  */
+import path from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -18,6 +19,7 @@ import {
   startWorld,
   uploadConfiguration,
   type World,
+  writeHook,
 } from "../e2e/helpers/e2e.ts";
 import { type Browser, launch, screenshot, waitForText } from "./browser.ts";
 
@@ -95,7 +97,14 @@ describe("the dashboard in chromium", () => {
   it("shows the agent idle, busy with a growing log, idle again after confirm and apply", async () => {
     const poolPage = await browser.newPage();
     await poolPage.goto(poolUrl);
-    agent = startAgent(world, { token: agentToken, env: { OUTPOST_NAME: `edge ${xss(3)}` } });
+    // A pre-plan hook prints a coloured line of markup into the plan log.
+    const dataDir = path.join(world.dir, "browser-agent");
+    writeHook(dataDir, "pre-plan", `printf '\\033[32m%s\\033[0m\\n' '${xss(8)}'`);
+    agent = startAgent(world, {
+      token: agentToken,
+      dataDir,
+      env: { OUTPOST_NAME: `edge ${xss(3)}` },
+    });
     await agent.waitForOutput(/registered/);
     // No reload: the live endpoint brings the agent in.
     await waitForText(poolPage, "#agents", /idle/);
@@ -140,6 +149,9 @@ describe("the dashboard in chromium", () => {
     await screenshot(runPage, "06-run-planning");
     const planned = await waitForText(runPage, "#log-plan", /Plan: 1 to add/);
     expect(planned.length).toBeGreaterThan(early.length);
+    const green = runPage.locator("#log-plan span.ansi-fg-2").first();
+    expect(await green.textContent()).toContain("<script>window.pwned=8</script>");
+    expect(await runPage.locator("#log-plan script, #log-plan img").count()).toBe(0);
     await waitForText(runPage, "#run-summary", /planned/);
     await waitForText(runPage, "#run-summary", /1 to add, 0 to change, 0 to destroy/);
     await screenshot(runPage, "07-run-planned");
@@ -204,10 +216,6 @@ describe("the dashboard in chromium", () => {
     }
   });
 
-  it("saw no page error, console error or CSP violation", () => {
-    expect(browser.problems).toEqual([]);
-  });
-
   it("signs out, and the session is gone", async () => {
     const page = await browser.newPage();
     await page.goto(`${world.coordinator.url}/ui/pools`);
@@ -216,5 +224,33 @@ describe("the dashboard in chromium", () => {
     await page.goto(`${world.coordinator.url}/ui/pools`);
     expect(new URL(page.url()).pathname).toBe("/ui/login");
     await page.close();
+  });
+
+  it("signs in and reaches a run with the keyboard alone", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${world.coordinator.url}/ui/login`);
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate<string>("document.activeElement.textContent")).toBe(
+      "Skip to content",
+    );
+    // Skip link, the home link, then the token field.
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate<string>("document.activeElement.id")).toBe("token");
+    await page.keyboard.type(world.ownerToken);
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/ui\/pools$/);
+    await page.getByRole("link", { name: "Workspaces" }).focus();
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/ui\/workspaces$/);
+    await page.getByRole("link", { name: "browser-ws" }).focus();
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/\/ui\/workspaces\/ws_/);
+    await screenshot(page, "12-workspace-after-runs");
+    await page.close();
+  });
+
+  it("saw no page error, console error or CSP violation", () => {
+    expect(browser.problems).toEqual([]);
   });
 });

@@ -52,7 +52,7 @@ describe("signing in", () => {
   });
 
   it("refuses a revoked, unknown or non-org token with 401 and no session", async () => {
-    for (const token of [org.revokedToken, "op_org_" + "x".repeat(43), "hello"]) {
+    for (const token of [org.revokedToken, `op_org_${"x".repeat(43)}`, "hello"]) {
       const res = await submitLogin(token);
       expect(res.status).toBe(401);
       expect(setCookieValue(res, "outpost_session")).toBeNull();
