@@ -3,15 +3,16 @@
  * text and attribute values; nothing here uses raw HTML.
  */
 import type { Child } from "hono/jsx";
-import type { Role } from "../tokens/model.ts";
+import { type Role, roleAtLeast } from "../tokens/model.ts";
 import { CSRF_FIELD } from "./session.ts";
 
 export type Viewer = { role: Role; tokenDescription: string; csrf: string };
 
 const NAV = [
-  { href: "/ui/pools", label: "Agent pools", key: "pools" },
-  { href: "/ui/workspaces", label: "Workspaces", key: "workspaces" },
-  { href: "/ui/tokens", label: "Org tokens", key: "tokens" },
+  { href: "/ui/pools", label: "Agent pools", key: "pools", role: "reader" },
+  { href: "/ui/workspaces", label: "Workspaces", key: "workspaces", role: "reader" },
+  // Org tokens are an owner's business, as in the API.
+  { href: "/ui/tokens", label: "Org tokens", key: "tokens", role: "owner" },
 ] as const;
 
 export type Section = (typeof NAV)[number]["key"] | "login";
@@ -23,6 +24,7 @@ export function Layout(props: {
   viewer?: Viewer | undefined;
   children: Child;
 }) {
+  const viewer = props.viewer;
   return (
     <html lang="en">
       <head>
@@ -39,11 +41,11 @@ export function Layout(props: {
         </a>
         <header class="top">
           <a href="/ui/pools">Outpost</a>
-          {props.viewer ? (
+          {viewer ? (
             <>
               <nav aria-label="Main">
                 <ul>
-                  {NAV.map((item) => (
+                  {NAV.filter((item) => roleAtLeast(viewer.role, item.role)).map((item) => (
                     <li>
                       <a
                         href={item.href}
@@ -57,10 +59,10 @@ export function Layout(props: {
               </nav>
               <div class="who">
                 <span>
-                  {props.viewer.tokenDescription} ({props.viewer.role})
+                  {viewer.tokenDescription} ({viewer.role})
                 </span>
                 <form method="post" action="/ui/logout" class="inline">
-                  <Csrf token={props.viewer.csrf} />
+                  <Csrf token={viewer.csrf} />
                   <button type="submit">Sign out</button>
                 </form>
               </div>

@@ -104,6 +104,8 @@ describe("roles", () => {
   });
 
   it("keeps org tokens to owners", async () => {
+    expect(await (await owner.get("/ui/pools")).text()).toContain('href="/ui/tokens"');
+    expect(await (await admin.get("/ui/pools")).text()).not.toContain('href="/ui/tokens"');
     expect((await owner.get("/ui/tokens")).status).toBe(200);
     expect((await admin.get("/ui/tokens")).status).toBe(403);
     expect((await member.post("/ui/tokens", { description: "x", role: "owner" })).status).toBe(403);
