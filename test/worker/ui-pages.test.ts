@@ -3,6 +3,7 @@
  * user, agent and log string, the CSP header, one-time secrets, typed revocation, live JSON, and
  * another org's ids answering 404.
  */
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +14,7 @@ import { CONTENT_SECURITY_POLICY } from "../../src/ui/routes.tsx";
 import { request, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { advancePoolClock, registerAgent, seedPool } from "./helpers/pools.ts";
 import { getRun, queueRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 import { signIn, type UiSession } from "./helpers/ui.ts";
 
@@ -168,6 +170,26 @@ describe("roles", () => {
     expect((await getRun(org, runId)).status).toBe("apply_queued");
     const again = await member.post(`${runPath}/discard`);
     expect(again.status).toBe(409);
+  });
+});
+
+describe("agent statuses", () => {
+  it("shows idle, unknown and errored as the pool's alarm moves the agent, in page and live JSON", async () => {
+    const pool = await seedPool(org);
+    await registerAgent(pool.token, { name: "rack-9" });
+    const path = `/ui/pools/${pool.poolId}`;
+    const live = async () =>
+      ((await (await reader.get(`${path}/live.json`)).json()) as { fragments: { agents: string } })
+        .fragments.agents;
+    expect(await live()).toMatch(/status-idle">idle</);
+    await advancePoolClock(pool.poolId, 31_000);
+    await runDurableObjectAlarm(poolStub(env, pool.poolId));
+    expect(await live()).toMatch(/status-unknown">unknown</);
+    await advancePoolClock(pool.poolId, 300_000);
+    await runDurableObjectAlarm(poolStub(env, pool.poolId));
+    const html = await (await reader.get(path)).text();
+    expect(html).toMatch(/status-errored">errored</);
+    expect(html).toContain("rack-9");
   });
 });
 
