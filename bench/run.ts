@@ -72,7 +72,7 @@ try {
     log(what);
     const before = await baseline(api.url, probe);
     const result = await task();
-    return { result, baseline: before };
+    return { result, baseline: before, ratios: ratiosOf(result, before) };
   };
 
   const dispatch = [];
@@ -152,6 +152,36 @@ try {
 }
 
 type Shown = { median: number; min: number; max: number };
+
+/**
+ * Every millisecond figure (a key ending in `Ms` holding a median, or under `endToEndMs`) divided
+ * by both baselines, keyed by its path in the result.
+ */
+function ratiosOf(
+  result: unknown,
+  base: Baseline,
+): Record<string, { toWorker: number; toDurableObject: number }> {
+  const out: Record<string, { toWorker: number; toDurableObject: number }> = {};
+  const walk = (value: unknown, path: string, inMs: boolean) => {
+    if (!value || typeof value !== "object") {
+      return;
+    }
+    const record = value as Record<string, unknown>;
+    if (inMs && typeof record.median === "number") {
+      out[path] = {
+        toWorker: round(record.median / base.workerMs, 1),
+        toDurableObject: round(record.median / base.durableObjectMs, 1),
+      };
+      return;
+    }
+    for (const [key, child] of Object.entries(record)) {
+      const name = path ? `${path}.${key}` : key;
+      walk(child, name, inMs || key.endsWith("Ms"));
+    }
+  };
+  walk(result, "", false);
+  return out;
+}
 
 function printTable(r: {
   dispatch: {
