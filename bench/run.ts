@@ -28,7 +28,7 @@ const { values } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     agents: { type: "string" },
-    "idle-seconds": { type: "string" },
+    "idle-cycles": { type: "string" },
     out: { type: "string" },
   },
 });
@@ -36,25 +36,25 @@ const quick = values.quick ?? false;
 const MB = 1024 * 1024;
 const sizes = {
   dispatchAgents: (values.agents ?? (quick ? "1,50" : "1,100,1000")).split(",").map(Number),
-  dispatchRounds: quick ? 3 : 5,
-  dispatchPerRound: quick ? 6 : 30,
-  throughputRuns: quick ? 16 : 160,
+  dispatchRounds: 3,
+  dispatchPerRound: quick ? 6 : 15,
+  throughputRuns: quick ? 16 : 48,
   throughputRounds: quick ? 2 : 3,
   throughputAgents: 16,
   idleAgents: quick ? 20 : 100,
-  // Default: the agents' real 50 s long-poll over more than two cycles. Quick: 10 s polls over
-  // two cycles, scaled to the real cadence (time-driven writes, such as a token's last use once
-  // a minute, only show in the default run).
+  // Default: the agents' real 50 s long-poll over two whole cycles. Quick: 10 s polls over two
+  // cycles, scaled to the real cadence (time-driven writes, such as a token's last use once a
+  // minute, only show in the default run).
   idlePollSeconds: quick ? 10 : 50,
-  idleSeconds: Number(values["idle-seconds"] ?? (quick ? 21 : 130)),
+  idleCycles: Number(values["idle-cycles"] ?? 2),
   emptyPolls: quick ? 20 : 100,
-  logRounds: quick ? 2 : 5,
-  logBytes: (quick ? 4 : 32) * MB,
+  logRounds: quick ? 2 : 3,
+  logBytes: (quick ? 4 : 16) * MB,
   logChunk: 1 * MB,
-  logLatencyChunks: quick ? 10 : 30,
+  logLatencyChunks: quick ? 10 : 20,
   stateSizes: [1 * MB, 10 * MB],
-  stateRounds: quick ? 2 : 5,
-  costRuns: quick ? 3 : 20,
+  stateRounds: quick ? 2 : 3,
+  costRuns: quick ? 3 : 10,
 };
 
 const started = Date.now();
@@ -62,6 +62,12 @@ const log = (msg: string) =>
   process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}\n`);
 
 const bench = await startBenchCoordinator({ MAX_QUEUED_RUNS_PER_ORG: "100000" });
+// An interrupted bench still stops the runtime it started and removes its state.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    void bench.close().finally(() => process.exit(130));
+  });
+}
 try {
   const owner = await bench.coordinator.bootstrap("bench");
   const api = new UserApi(bench.coordinator.url, owner);
@@ -110,12 +116,12 @@ try {
   const perPoll = await emptyPollCost(bench, api, sizes.emptyPolls);
   log("cost per cron invocation");
   const perCron = await cronCost(bench, 5);
-  log(`idle agents: ${sizes.idleAgents} for ${sizes.idleSeconds} s`);
+  log(`idle agents: ${sizes.idleAgents}, ${sizes.idleCycles} cycles of ${sizes.idlePollSeconds} s`);
   const idle = await idleAgents(
     bench,
     api,
     sizes.idleAgents,
-    sizes.idleSeconds,
+    sizes.idleCycles,
     sizes.idlePollSeconds,
   );
 

@@ -193,12 +193,16 @@ export type IdleResult = {
   pollSeconds: number;
 };
 
-/** `agents` idle agents long-polling for `windowSeconds`: what the coordinator saw. */
+/**
+ * `agents` idle agents long-polling an empty pool for `cycles` whole poll cycles: what the
+ * coordinator saw. The window runs from when every first poll is held to when every agent has
+ * sent its `cycles`-th next poll, so it holds exactly `cycles` polls per agent.
+ */
 export async function idleAgents(
   bench: BenchCoordinator,
   api: UserApi,
   agents: number,
-  windowSeconds: number,
+  cycles: number,
   pollSeconds: number,
 ): Promise<IdleResult> {
   const { agentToken } = await runnablePool(api, "idle");
@@ -211,9 +215,16 @@ export async function idleAgents(
   try {
     await within(30_000, "every idle agent polling", () => fleet.polling() === agents);
     await sleep(500);
+    const sentBefore = fleet.sent.next ?? 0;
     const before = await bench.counters();
-    await sleep(windowSeconds * 1000);
+    const t0 = now();
+    await within((cycles * pollSeconds + 60) * 1000, `${cycles} idle poll cycles`, () => {
+      return (fleet.sent.next ?? 0) >= sentBefore + cycles * agents;
+    });
+    // The last wave of polls has been sent; let it reach the Worker.
+    await sleep(300);
     const after = await bench.counters();
+    const windowSeconds = (now() - t0) / 1000;
     // Shorter polls than the real 50 s are scaled to the real cadence.
     const scale = (3600 / (agents * windowSeconds)) * (pollSeconds / 50);
     const perAgentHour: Counters = {};
@@ -229,7 +240,7 @@ export async function idleAgents(
     const mean = intervals.reduce((a, b) => a + b, 0) / Math.max(1, intervals.length);
     return {
       agents,
-      windowSeconds,
+      windowSeconds: round(windowSeconds, 1),
       pollSeconds,
       requestsPerAgentHourFromCycle: intervals.length
         ? round((3600 / mean) * (pollSeconds / 50), 1)
