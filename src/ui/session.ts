@@ -14,7 +14,8 @@ import { orgTokens, sessions } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { randomBase64Url, sha256Hex, timingSafeEqualString } from "../lib/crypto.ts";
-import { type Role, roleAtLeast } from "../tokens/model.ts";
+import { LAST_USED_RESOLUTION_MS, type Role, roleAtLeast } from "../tokens/model.ts";
+import { touchToken } from "../tokens/queries.ts";
 
 /** A session lasts this long from sign-in, whatever happens; then the token is asked again. */
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
@@ -29,6 +30,7 @@ export type UiSession = {
   role: Role;
   tokenDescription: string;
   expiresAt: number;
+  tokenLastUsedAt: number | null;
   /** The token every form of this session carries. */
   csrf: string;
 };
@@ -100,6 +102,7 @@ export async function findSession(db: Database, secret: string): Promise<UiSessi
       expiresAt: sessions.expiresAt,
       role: orgTokens.role,
       tokenDescription: orgTokens.description,
+      tokenLastUsedAt: orgTokens.lastUsedAt,
     })
     .from(sessions)
     .innerJoin(orgTokens, eq(orgTokens.id, sessions.tokenId))
@@ -112,7 +115,11 @@ export async function findSession(db: Database, secret: string): Promise<UiSessi
       ),
     )
     .limit(1);
-  return row ? { ...row, csrf: await csrfFor(secret) } : null;
+  if (!row) {
+    return null;
+  }
+  const { tokenLastUsedAt, ...session } = row;
+  return { ...session, tokenLastUsedAt, csrf: await csrfFor(secret) };
 }
 
 /** Signs the session out: the row is revoked (not just the cookie cleared) and the cookie goes. */
@@ -140,6 +147,23 @@ export function requireSession(): MiddlewareHandler<UiEnv> {
       throw new ApiError("UNAUTHORIZED", "sign in again: the session has ended");
     }
     c.set("session", found);
+    // Using the dashboard is using the token: record it like the API does, at most once a minute.
+    const now = Date.now();
+    if (found.tokenLastUsedAt === null || found.tokenLastUsedAt < now - LAST_USED_RESOLUTION_MS) {
+      c.executionCtx.waitUntil(
+        touchToken(c.var.db, "org", found.tokenId, now, LAST_USED_RESOLUTION_MS).catch(
+          (err: unknown) => {
+            console.error(
+              JSON.stringify({
+                level: "warn",
+                msg: "last_used_at update failed",
+                err: String(err),
+              }),
+            );
+          },
+        ),
+      );
+    }
     c.set("principal", {
       kind: "org",
       orgId: found.orgId,

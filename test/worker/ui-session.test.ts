@@ -1,7 +1,7 @@
 /** Dashboard sessions: sign-in, cookie attributes, CSRF, sign-out, expiry, token revocation. */
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sessions } from "../../src/db/schema.ts";
+import { orgTokens, sessions } from "../../src/db/schema.ts";
 import { createOrgToken, revokeOrgToken } from "../../src/tokens/service.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -98,6 +98,18 @@ describe("CSRF", () => {
     const session = await signIn(org.tokens.reader);
     expect((await session.post("/ui/logout", {}, null)).status).toBe(403);
     expect((await session.get("/ui/pools")).status).toBe(200);
+  });
+});
+
+describe("using a session", () => {
+  it("records the token's last use, as the API does", async () => {
+    const session = await signIn(org.tokens.member);
+    const tokenId = await tokenIdOf(org.tokens.member);
+    const stale = Date.now() - 5 * 60_000;
+    await db.update(orgTokens).set({ lastUsedAt: stale }).where(eq(orgTokens.id, tokenId));
+    expect((await session.get("/ui/workspaces")).status).toBe(200);
+    const row = await db.query.orgTokens.findFirst({ where: eq(orgTokens.id, tokenId) });
+    expect(row?.lastUsedAt).toBeGreaterThan(stale);
   });
 });
 
