@@ -32,11 +32,7 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
-            include: [
-              "test/node/**/*.test.ts",
-              "test/e2e/**/*.test.ts",
-              "test/chaos/**/*.test.ts",
-            ],
+            include: ["test/node/**/*.test.ts", "test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,
           },
