@@ -78,7 +78,9 @@ export async function dispatchLatency(
     waitSeconds: 50,
     onJob: (job, at) => held.set(job.runId, at),
   });
-  const allPolling = () => fleet.polling() === agents;
+  // With many agents some are always between two polls (a 204 answered, the next not yet
+  // sent); 1% may be, so a large fleet is never waited on forever.
+  const allPolling = () => fleet.polling() >= agents - Math.floor(agents / 100);
   try {
     const p50: number[] = [];
     const p99: number[] = [];
