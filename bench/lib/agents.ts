@@ -62,14 +62,22 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
         pollStarts[i]?.push(now());
         bump("next");
         polling++;
-        job = await agent.next(options.waitSeconds, abort.signal).finally(() => {
+        // A poll is held at most 50 s; one unanswered after 15 s more is cut and counted.
+        const bounded = AbortSignal.any([
+          abort.signal,
+          AbortSignal.timeout((options.waitSeconds + 15) * 1000),
+        ]);
+        job = await agent.next(options.waitSeconds, bounded).finally(() => {
           polling--;
         });
       } catch (error) {
         if (abort.signal.aborted) {
           return;
         }
-        throw error;
+        // As the real agent does: a failed poll is transient, counted, and polled again.
+        bump(`nextFailed:${error instanceof Error ? error.name : "unknown"}`);
+        await new Promise((done) => setTimeout(done, 200));
+        continue;
       }
       if (job === "exit") {
         return;

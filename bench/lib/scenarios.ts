@@ -57,6 +57,8 @@ export type DispatchResult = {
   maxMs: Figure;
   /** How long the queueing POST itself took (D1 writes and the enqueue RPC), for context. */
   queueRequestMs: Figure;
+  /** Requests the fleet sent, by kind, with failed or cut polls (`nextFailed:*`). */
+  fleetRequests: Record<string, number>;
 };
 
 /**
@@ -106,6 +108,7 @@ export async function dispatchLatency(
     }
     return {
       agents,
+      fleetRequests: { ...fleet.sent },
       queueRequestMs: figure(queueMs),
       dispatchesPerRound: perRound,
       p50Ms: figure(p50),
