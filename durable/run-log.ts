@@ -26,7 +26,13 @@ export type ReadResult = {
   isComplete: boolean;
 };
 
-type Meta = LogState & { jobId: string; leaseId: string | null; isFinal: boolean };
+type Meta = LogState & {
+  jobId: string;
+  leaseId: string | null;
+  isFinal: boolean;
+  /** The R2 object holding the whole log once the job ended. */
+  objectKey: string | null;
+};
 
 export class RunLog extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -38,7 +44,8 @@ export class RunLog extends DurableObject<Env> {
       this.sql.exec(`CREATE TABLE IF NOT EXISTS meta (
         id INTEGER PRIMARY KEY CHECK (id = 1), job_id TEXT NOT NULL, lease_id TEXT,
         received INTEGER NOT NULL DEFAULT 0, stored INTEGER NOT NULL DEFAULT 0,
-        is_truncated INTEGER NOT NULL DEFAULT 0, is_final INTEGER NOT NULL DEFAULT 0)`);
+        is_truncated INTEGER NOT NULL DEFAULT 0, is_final INTEGER NOT NULL DEFAULT 0,
+        object_key TEXT)`);
       this.sql.exec(`CREATE TABLE IF NOT EXISTS chunks (
         pos INTEGER PRIMARY KEY, agent_offset INTEGER, data BLOB NOT NULL)`);
       this.sql.exec("CREATE INDEX IF NOT EXISTS chunks_agent_offset ON chunks (agent_offset)");
@@ -57,6 +64,7 @@ export class RunLog extends DurableObject<Env> {
       stored: Number(row.stored),
       isTruncated: row.is_truncated === 1,
       isFinal: row.is_final === 1,
+      objectKey: row.object_key === null ? null : String(row.object_key),
     };
   }
 
@@ -137,12 +145,11 @@ export class RunLog extends DurableObject<Env> {
     }
     const start = Math.min(Math.max(0, offset), meta.stored);
     if (meta.isFinal) {
-      const job = parseJobId(meta.jobId);
       const length = Math.min(limit, meta.stored - start);
-      if (!job || length <= 0) {
+      if (!meta.objectKey || length <= 0) {
         return { data: new Uint8Array(), nextOffset: start, isComplete: true };
       }
-      const object = await this.env.BLOBS.get(logKey(job.runId, job.phase), {
+      const object = await this.env.BLOBS.get(meta.objectKey, {
         range: { offset: start, length },
       });
       const data = object ? new Uint8Array(await object.arrayBuffer()) : new Uint8Array();
@@ -168,17 +175,13 @@ export class RunLog extends DurableObject<Env> {
   }
 
   /**
-   * Ends the log: writes it as one R2 object, drops the chunks, and refuses further appends.
-   * Idempotent; safe to call for a job that never logged.
+   * Ends the log: writes it as one R2 object at `objectKey`, drops the chunks, and refuses
+   * further appends. Idempotent; safe to call for a job that never logged.
    */
-  async finish(jobId: string): Promise<{ stored: number }> {
+  async finish(jobId: string, objectKey: string): Promise<{ stored: number }> {
     const meta = this.meta() ?? { stored: 0, isFinal: false };
     if (meta.isFinal) {
       return { stored: meta.stored };
-    }
-    const job = parseJobId(jobId);
-    if (!job) {
-      throw new Error(`not a job id: ${jobId}`);
     }
     const { readable, writable } = new FixedLengthStream(meta.stored);
     const write = (async () => {
@@ -200,11 +203,12 @@ export class RunLog extends DurableObject<Env> {
       }
       await writer.close();
     })();
-    await Promise.all([this.env.BLOBS.put(logKey(job.runId, job.phase), readable), write]);
+    await Promise.all([this.env.BLOBS.put(objectKey, readable), write]);
     this.sql.exec(
-      `INSERT INTO meta (id, job_id, is_final) VALUES (1, ?, 1)
-       ON CONFLICT (id) DO UPDATE SET is_final = 1, lease_id = NULL`,
+      `INSERT INTO meta (id, job_id, is_final, object_key) VALUES (1, ?, 1, ?)
+       ON CONFLICT (id) DO UPDATE SET is_final = 1, lease_id = NULL, object_key = excluded.object_key`,
       jobId,
+      objectKey,
     );
     this.sql.exec("DELETE FROM chunks");
     return { stored: meta.stored };

@@ -155,7 +155,7 @@ export const jobDataRoutes = newRouter()
     }),
     async (c) => {
       const { jobId, name } = c.req.valid("param");
-      const { job } = scopedJob(c, jobId);
+      const { principal, job } = scopedJob(c, jobId);
       if (job.phase !== "plan") {
         throw new ApiError("CONFLICT", "only the plan job uploads plan artefacts");
       }
@@ -164,7 +164,7 @@ export const jobDataRoutes = newRouter()
       if (!body || !Number.isInteger(length)) {
         throw new ApiError("BAD_REQUEST", "a body with Content-Length is required");
       }
-      const stored = await c.env.BLOBS.put(artifactKey(job.runId, name), body);
+      const stored = await c.env.BLOBS.put(artifactKey(principal, name), body);
       return c.json({ name, sizeBytes: stored?.size ?? 0 }, 200);
     },
   )
@@ -187,8 +187,8 @@ export const jobDataRoutes = newRouter()
     }),
     async (c) => {
       const { jobId, name } = c.req.valid("param");
-      const { job } = scopedJob(c, jobId, true);
-      const object = await c.env.BLOBS.get(artifactKey(job.runId, name));
+      const { principal, job } = scopedJob(c, jobId, true);
+      const object = await c.env.BLOBS.get(artifactKey(principal, name));
       if (!object) {
         throw new ApiError("NOT_FOUND", `artefact ${name} of run ${job.runId} not found`);
       }

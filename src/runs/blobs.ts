@@ -1,11 +1,21 @@
-/** R2 keys of run artefacts, built here and nowhere else. */
+/**
+ * R2 keys of run artefacts, built here and nowhere else. They live under the workspace's prefix,
+ * so deleting a workspace removes its runs' logs and plans with everything else.
+ */
+import { workspaceBlobPrefix } from "../workspaces/model.ts";
+
+export type RunRef = { orgId: string; workspaceId: string; runId: string };
+
+function runPrefix(run: RunRef): string {
+  return `${workspaceBlobPrefix(run.orgId, run.workspaceId)}runs/${run.runId}/`;
+}
 
 /** The whole log of one job, written when the job ends. */
-export function logKey(runId: string, phase: "plan" | "apply"): string {
-  return `runs/${runId}/${phase}/log.txt`;
+export function logKey(run: RunRef, phase: "plan" | "apply"): string {
+  return `${runPrefix(run)}${phase}/log.txt`;
 }
 
 /** An artefact the plan job uploads (plan file, lock file, JSON plan). */
-export function artifactKey(runId: string, name: string): string {
-  return `runs/${runId}/artifacts/${name}`;
+export function artifactKey(run: RunRef, name: string): string {
+  return `${runPrefix(run)}artifacts/${name}`;
 }

@@ -8,6 +8,7 @@ import { newId } from "../db/ids.ts";
 import type { JobVariable } from "../protocol/index.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
+import { logKey } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
 import { type RunStatus, statusAfterPlan } from "./model.ts";
@@ -106,7 +107,7 @@ export async function handleJobStarted(
 
 /** A job ended; the run follows. Repeated events find the run already moved and do nothing. */
 export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
-  await deps.env.RUN_LOG.getByName(event.jobId).finish(event.jobId);
+  await deps.env.RUN_LOG.getByName(event.jobId).finish(event.jobId, logKey(event, event.phase));
   const run = await getRunById(deps.db, event.runId);
   if (!run) {
     return;

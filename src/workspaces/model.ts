@@ -12,16 +12,6 @@ export type Engine = (typeof ENGINES)[number];
 export const FORK_PULL_REQUEST_POLICIES = ["refuse", "plan_without_secrets"] as const;
 export type ForkPullRequestPolicy = (typeof FORK_PULL_REQUEST_POLICIES)[number];
 
-/** Run statuses after which a run holds nothing; every other status is active. */
-export const TERMINAL_RUN_STATUSES = [
-  "applied",
-  "planned_and_finished",
-  "errored",
-  "canceled",
-  "force_canceled",
-  "discarded",
-] as const;
-
 export const WORKSPACE_ID_PATTERN = /^ws_[a-z2-7]{26}$/;
 // Names may not start with "ws_", so a path segment is unambiguously an id or a name.
 const NAME_PATTERN = /^(?!ws_)[A-Za-z0-9][A-Za-z0-9_-]{0,89}$/;

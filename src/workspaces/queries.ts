@@ -2,7 +2,8 @@
 import { and, asc, eq, gt, isNull, notExists, notInArray, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { agentPools, runs, stateLocks, workspaces } from "../db/schema.ts";
-import { TERMINAL_RUN_STATUSES, WORKSPACE_ID_PATTERN } from "./model.ts";
+import { TERMINAL_STATUSES } from "../runs/model.ts";
+import { WORKSPACE_ID_PATTERN } from "./model.ts";
 
 export type WorkspaceRow = typeof workspaces.$inferSelect;
 
@@ -76,9 +77,7 @@ function activeRunsOf(db: Database, workspaceId: string) {
   return db
     .select({ id: runs.id })
     .from(runs)
-    .where(
-      and(eq(runs.workspaceId, workspaceId), notInArray(runs.status, [...TERMINAL_RUN_STATUSES])),
-    );
+    .where(and(eq(runs.workspaceId, workspaceId), notInArray(runs.status, [...TERMINAL_STATUSES])));
 }
 
 /** The ids of the workspace's runs that are not terminal (at most `limit`). */

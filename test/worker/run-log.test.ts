@@ -10,7 +10,8 @@ const encode = (s: string) => new TextEncoder().encode(s);
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 const newJob = () => {
   const runId = newId("run");
-  return { runId, jobId: `${runId}:plan` };
+  const ref = { orgId: "org_test", workspaceId: "ws_test", runId };
+  return { runId, jobId: `${runId}:plan`, key: logKey(ref, "plan") };
 };
 
 describe("decideAppend", () => {
@@ -117,15 +118,15 @@ describe("RunLog", () => {
   });
 
   it("writes the whole log to R2 once when the job ends, then serves reads from there", async () => {
-    const { runId, jobId } = newJob();
+    const { jobId, key } = newJob();
     const log = env.RUN_LOG.getByName(jobId);
     await log.open(jobId, "l");
     const chunk = new Uint8Array(1024 * 1024).fill(97);
     await log.append("l", 0, chunk);
     await log.append("l", chunk.byteLength, encode("tail\n"));
-    await log.finish(jobId);
-    await log.finish(jobId);
-    const object = await env.BLOBS.get(logKey(runId, "plan"));
+    await log.finish(jobId, key);
+    await log.finish(jobId, key);
+    const object = await env.BLOBS.get(key);
     expect(object?.size).toBe(chunk.byteLength + 5);
     const tail = await log.read(chunk.byteLength);
     expect(decode(tail.data)).toBe("tail\n");
@@ -137,7 +138,7 @@ describe("RunLog", () => {
   });
 
   it("caps a phase's log with one truncation marker and keeps offsets aligned", async () => {
-    const { runId, jobId } = newJob();
+    const { jobId, key } = newJob();
     const log = env.RUN_LOG.getByName(jobId);
     await log.open(jobId, "l");
     const chunk = new Uint8Array(1024 * 1024).fill(98);
@@ -152,16 +153,16 @@ describe("RunLog", () => {
       ok: true,
       received: offset,
     });
-    await log.finish(jobId);
-    const object = await env.BLOBS.get(logKey(runId, "plan"));
+    await log.finish(jobId, key);
+    const object = await env.BLOBS.get(key);
     const text = await object?.text();
     expect(text?.length).toBe(CAP + truncationMarker(CAP).length);
     expect(text?.endsWith(truncationMarker(CAP))).toBe(true);
   });
 
   it("finishes a job that never logged with an empty object", async () => {
-    const { runId, jobId } = newJob();
-    await env.RUN_LOG.getByName(jobId).finish(jobId);
-    expect((await env.BLOBS.get(logKey(runId, "plan")))?.size).toBe(0);
+    const { jobId, key } = newJob();
+    await env.RUN_LOG.getByName(jobId).finish(jobId, key);
+    expect((await env.BLOBS.get(key))?.size).toBe(0);
   });
 });

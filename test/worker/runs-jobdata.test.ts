@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { JobAssignment } from "../../src/protocol/index.ts";
+import { logKey } from "../../src/runs/blobs.ts";
 import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -252,7 +253,9 @@ describe("R2 holds the finished log", () => {
     const { agent, run, job } = await startedPlan(org);
     await putLog(job, 0, "all of it\n");
     await agent.finish(job, { outcome: "failed", exitCode: 1 });
-    const object = await env.BLOBS.get(`runs/${run.id}/plan/log.txt`);
+    const object = await env.BLOBS.get(
+      logKey({ orgId: org.orgId, workspaceId: run.workspaceId, runId: run.id }, "plan"),
+    );
     expect(await object?.text()).toBe("all of it\n");
   });
 });
