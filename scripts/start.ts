@@ -135,6 +135,14 @@ async function main(): Promise<void> {
   });
   await waitForHealth(Date.now() + 120_000);
   await bootstrapOnce(vars.BOOTSTRAP_TOKEN ?? "");
+  // wrangler dev does not fire cron triggers; fire the reconciler every minute as Cloudflare does.
+  setInterval(() => {
+    fetch(`http://${HOST}:${PORT}/cdn-cgi/local/scheduled?cron=${encodeURIComponent("* * * * *")}`)
+      .then((res) => res.arrayBuffer())
+      .catch(() => {
+        // the dev server is restarting or stopping; the next minute tries again
+      });
+  }, 60_000).unref();
 }
 
 main().catch((err: unknown) => {
