@@ -4,8 +4,6 @@
  * one R2 object and the chunks are dropped.
  */
 import { DurableObject } from "cloudflare:workers";
-import { logKey } from "../src/runs/blobs.ts";
-import { parseJobId } from "../src/runs/model.ts";
 import { decideAppend, type LogState } from "./log-math.ts";
 
 /** Default cap per phase (100 MiB); `LOG_MAX_BYTES` overrides it. */

@@ -95,10 +95,10 @@ function expectOneLineError(result: CliResult, code: number, text: RegExp | stri
   expect(result.code).toBe(code);
   expect(result.stdout).toBe("");
   expect(result.stderr.trimEnd().split("\n")).toHaveLength(1);
-  expect(result.stderr).toMatch(typeof text === "string" ? new RegExp(escape(text)) : text);
+  expect(result.stderr).toMatch(typeof text === "string" ? new RegExp(escapeRegExp(text)) : text);
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 describe("outpost CLI", () => {
   it("refuses to work before login, and login saves the token in a 0600 file", async () => {

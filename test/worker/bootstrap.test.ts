@@ -21,7 +21,11 @@ const bootstrap = (authorization: string | null, body: unknown = { name: "acme" 
 describe("POST /api/v1/bootstrap", () => {
   it("refuses without the secret, with a wrong one, and with bad input, changing nothing", async () => {
     const before = await snapshotD1();
-    for (const header of [null, "Bearer wrong-secret", `Basic ${btoa(`x:${env.BOOTSTRAP_TOKEN}`)}`]) {
+    for (const header of [
+      null,
+      "Bearer wrong-secret",
+      `Basic ${btoa(`x:${env.BOOTSTRAP_TOKEN}`)}`,
+    ]) {
       const res = await bootstrap(header);
       expect(res.status, String(header)).toBe(401);
       expect(res.body.error.code).toBe("UNAUTHORIZED");
@@ -72,11 +76,19 @@ describe("POST /api/v1/bootstrap", () => {
 
 describe("POST /api/v1/organizations", () => {
   async function ownerToken(): Promise<string> {
-    const row = await env.DB.prepare("SELECT id FROM organizations WHERE name = 'acme'").first<{ id: string }>();
+    const row = await env.DB.prepare("SELECT id FROM organizations WHERE name = 'acme'").first<{
+      id: string;
+    }>();
     const { createOrgToken } = await import("../../src/tokens/service.ts");
     const { db } = await import("./helpers/fixtures.ts");
-    return (await createOrgToken(db, { orgId: row?.id ?? "", role: "owner", description: "t", actor: "test" }))
-      .token;
+    return (
+      await createOrgToken(db, {
+        orgId: row?.id ?? "",
+        role: "owner",
+        description: "t",
+        actor: "test",
+      })
+    ).token;
   }
 
   it("lets an owner create a further organization when the deployment allows it", async () => {
@@ -118,10 +130,17 @@ describe("POST /api/v1/organizations", () => {
   });
 
   it("refuses non-owners", async () => {
-    const row = await env.DB.prepare("SELECT id FROM organizations WHERE name = 'acme'").first<{ id: string }>();
+    const row = await env.DB.prepare("SELECT id FROM organizations WHERE name = 'acme'").first<{
+      id: string;
+    }>();
     const { createOrgToken } = await import("../../src/tokens/service.ts");
     const { db } = await import("./helpers/fixtures.ts");
-    const admin = await createOrgToken(db, { orgId: row?.id ?? "", role: "admin", description: "a", actor: "t" });
+    const admin = await createOrgToken(db, {
+      orgId: row?.id ?? "",
+      role: "admin",
+      description: "a",
+      actor: "t",
+    });
     const res = await requestJson<ErrorBody>("/api/v1/organizations", {
       method: "POST",
       token: admin.token,

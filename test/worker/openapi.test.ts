@@ -12,7 +12,9 @@ type OpenApiDoc = { openapi: string; paths: Record<string, Record<string, unknow
 const UNDOCUMENTED = [/^\/api\/v1\/openapi\.json$/, /^\/state\//, /^\/webhooks\//, /^\/ui(\/|$)/];
 
 describe("GET /api/v1/openapi.json", () => {
-  it("is an OpenAPI 3.1 document listing every registered API and agent route", async ({ expect }) => {
+  it("is an OpenAPI 3.1 document listing every registered API and agent route", async ({
+    expect,
+  }) => {
     const res = await requestJson<OpenApiDoc>("/api/v1/openapi.json");
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe("3.1.0");
@@ -28,9 +30,9 @@ describe("GET /api/v1/openapi.json", () => {
   });
 
   it("documents the error envelope and bearer security", async () => {
-    const res = await requestJson<OpenApiDoc & { components: Record<string, Record<string, unknown>> }>(
-      "/api/v1/openapi.json",
-    );
+    const res = await requestJson<
+      OpenApiDoc & { components: Record<string, Record<string, unknown>> }
+    >("/api/v1/openapi.json");
     expect(res.body.components.schemas?.Error).toBeDefined();
     expect(res.body.components.securitySchemes?.bearer).toBeDefined();
   });
@@ -54,7 +56,9 @@ describe("errors", () => {
     await waitOnExecutionContext(ctx);
     expect(res.status).toBe(500);
     const body = await res.text();
-    expect(JSON.parse(body)).toMatchObject({ error: { code: "INTERNAL", message: "internal error" } });
+    expect(JSON.parse(body)).toMatchObject({
+      error: { code: "INTERNAL", message: "internal error" },
+    });
     expect(body).not.toContain("secret detail");
   });
 

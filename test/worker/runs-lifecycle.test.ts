@@ -3,13 +3,7 @@ import { describe, expect, it } from "vitest";
 import { poolStub } from "../../src/pools/service.ts";
 import { request, requestJson } from "./helpers/api.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
-import {
-  getRun,
-  queueRun,
-  runAction,
-  runnableWorkspace,
-  TestAgent,
-} from "./helpers/runs.ts";
+import { getRun, queueRun, runAction, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 
 describe("a run from queue to applied", () => {
   it("plans on an agent, waits for confirmation, applies, and frees the workspace", async () => {
@@ -66,17 +60,31 @@ describe("a run from queue to applied", () => {
     const applied = await getRun(org, queued.body.id);
     expect(applied.status).toBe("applied");
     expect(Object.keys(applied.statusTimestamps)).toEqual(
-      expect.arrayContaining(["pending", "plan_queued", "planning", "planned", "confirmed", "apply_queued", "applying", "applied"]),
+      expect.arrayContaining([
+        "pending",
+        "plan_queued",
+        "planning",
+        "planned",
+        "confirmed",
+        "apply_queued",
+        "applying",
+        "applied",
+      ]),
     );
 
     // The run token died with the run; the workspace is free again.
     const state = await request(`/state/v1/${workspace.id}`, { token: job.runToken ?? "" });
     expect(state.status).toBe(401);
-    const ws = await requestJson<{ currentRunId: string | null }>(`/api/v1/workspaces/${workspace.id}`, {
-      token: org.tokens.reader,
-    });
+    const ws = await requestJson<{ currentRunId: string | null }>(
+      `/api/v1/workspaces/${workspace.id}`,
+      {
+        token: org.tokens.reader,
+      },
+    );
     expect(ws.body.currentRunId ?? null).toBeNull();
-    expect(await poolStub(env, poolId).getJob(`${queued.body.id}:apply`)).toMatchObject({ state: "ended" });
+    expect(await poolStub(env, poolId).getJob(`${queued.body.id}:apply`)).toMatchObject({
+      state: "ended",
+    });
 
     const audit = await env.DB.prepare(
       "SELECT action FROM audit_events WHERE target_id = ? ORDER BY created_at, rowid",
@@ -115,7 +123,9 @@ describe("a run from queue to applied", () => {
     const second = await queueRun(org, workspace.id);
     const third = await queueRun(org, workspace.id);
     expect(second.body.status).toBe("pending");
-    expect(second.body.waitingReason).toBe(`waiting for run ${first.body.id} (plan queued) to finish`);
+    expect(second.body.waitingReason).toBe(
+      `waiting for run ${first.body.id} (plan queued) to finish`,
+    );
     // A speculative plan never waits for the workspace.
     const speculative = await queueRun(org, workspace.id, { isSpeculative: true });
     expect(speculative.body.status).toBe("plan_queued");
@@ -127,7 +137,9 @@ describe("a run from queue to applied", () => {
     expect((await getRun(org, first.body.id)).status).toBe("discarded");
     expect((await getRun(org, second.body.id)).status).toBe("plan_queued");
     expect((await getRun(org, third.body.id)).status).toBe("pending");
-    expect((await getRun(org, third.body.id)).waitingReason).toMatch(`waiting for run ${second.body.id}`);
+    expect((await getRun(org, third.body.id)).waitingReason).toMatch(
+      `waiting for run ${second.body.id}`,
+    );
   });
 
   it("holds new runs while a user locks the workspace and says so", async () => {
@@ -142,7 +154,10 @@ describe("a run from queue to applied", () => {
     const run = await queueRun(org, workspace.id);
     expect(run.body.status).toBe("pending");
     expect(run.body.waitingReason).toMatch(/locked by token "member token": maintenance window/);
-    await requestJson(`/api/v1/workspaces/${workspace.id}/unlock`, { method: "POST", token: org.tokens.member });
+    await requestJson(`/api/v1/workspaces/${workspace.id}/unlock`, {
+      method: "POST",
+      token: org.tokens.member,
+    });
     // Unlocking does not wait for the cron: the next reconcile pass at the latest promotes it.
     const { reconcile } = await import("../../src/runs/reconcile.ts");
     const { db } = await import("./helpers/fixtures.ts");
@@ -171,7 +186,9 @@ describe("cancel, force-cancel and discard", () => {
     const run = await queueRun(org, workspace.id);
     const canceled = await runAction(org, run.body.id, "cancel");
     expect(canceled.body.status).toBe("canceled");
-    expect(await poolStub(env, poolId).getJob(`${run.body.id}:plan`)).toMatchObject({ state: "ended" });
+    expect(await poolStub(env, poolId).getJob(`${run.body.id}:plan`)).toMatchObject({
+      state: "ended",
+    });
     expect((await runAction(org, run.body.id, "cancel")).status).toBe(409);
   });
 
@@ -186,7 +203,9 @@ describe("cancel, force-cancel and discard", () => {
     expect(canceling.body.status).toBe("planning");
     expect(canceling.body.cancelRequestedAt).toEqual(expect.any(String));
     const beat = await agent.heartbeat([job]);
-    expect(beat.body.cancel).toEqual([expect.objectContaining({ jobId: job.jobId, mode: "graceful" })]);
+    expect(beat.body.cancel).toEqual([
+      expect.objectContaining({ jobId: job.jobId, mode: "graceful" }),
+    ]);
     const tooSoon = await runAction(org, run.body.id, "force-cancel");
     expect(tooSoon.status).toBe(409);
     expect(tooSoon.body.error.message).toMatch(/10 s/);
@@ -202,14 +221,18 @@ describe("cancel, force-cancel and discard", () => {
     const job = await agent.lease();
     await agent.start(job);
     await runAction(org, run.body.id, "cancel");
-    await env.DB.prepare("UPDATE runs SET cancel_requested_at = cancel_requested_at - 11000 WHERE id = ?")
+    await env.DB.prepare(
+      "UPDATE runs SET cancel_requested_at = cancel_requested_at - 11000 WHERE id = ?",
+    )
       .bind(run.body.id)
       .run();
     const forced = await runAction(org, run.body.id, "force-cancel");
     expect(forced.status, JSON.stringify(forced.body)).toBe(200);
     expect(forced.body.status).toBe("force_canceled");
     const beat = await agent.heartbeat([job]);
-    expect(beat.body.cancel).toEqual([expect.objectContaining({ jobId: job.jobId, mode: "force" })]);
+    expect(beat.body.cancel).toEqual([
+      expect.objectContaining({ jobId: job.jobId, mode: "force" }),
+    ]);
   });
 
   it("errors at confirm when the workspace changed its pool since the plan", async () => {
@@ -230,6 +253,8 @@ describe("cancel, force-cancel and discard", () => {
     expect(confirm.status).toBe(409);
     const errored = await getRun(org, run.body.id);
     expect(errored.status).toBe("errored");
-    expect(errored.statusReason).toMatch(/agent pool changed from pool_\w+ to pool_\w+ after this run was planned/);
+    expect(errored.statusReason).toMatch(
+      /agent pool changed from pool_\w+ to pool_\w+ after this run was planned/,
+    );
   });
 });

@@ -52,36 +52,60 @@ async function expectRefused(
 }
 
 /** Registers the auth matrix for one route as a `describe` block. */
+/** Runs `make` once and hands every caller the same promise. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let value: Promise<T> | undefined;
+  return () => {
+    value ??= make();
+    return value;
+  };
+}
+
+/**
+ * Registers the auth matrix for one route as a `describe` block. The organization, the target
+ * and the tokens are built once per block: every case is a refused request that must change
+ * nothing (which each case checks), so sharing them is safe and keeps the matrix cheap.
+ */
 export function describeAuth(name: string, authCase: AuthCase): void {
   describe(`${name}: auth`, () => {
     const header = (token: string) =>
       authCase.authScheme ? authCase.authScheme(token) : { authorization: `Bearer ${token}` };
+    const home = once(async () => {
+      const org = await seedOrg();
+      return { org, target: await authCase.target(org) };
+    });
+    const revokedToken = once(async () => {
+      const { org } = await home();
+      return authCase.tokens ? (await authCase.tokens(org)).revoked : org.revokedToken;
+    });
+    const foreignToken = once(async () => {
+      const other = await seedOrg();
+      return authCase.tokens
+        ? (await authCase.tokens(other)).otherOrg
+        : other.tokens[authCase.role ?? "owner"];
+    });
 
     it("refuses a request without a token (401)", async () => {
-      const org = await seedOrg();
-      await expectRefused(await authCase.target(org), {}, 401, "UNAUTHORIZED");
+      const { target } = await home();
+      await expectRefused(target, {}, 401, "UNAUTHORIZED");
     });
 
     it("refuses a malformed Authorization header (401)", async () => {
-      const org = await seedOrg();
-      const target = await authCase.target(org);
+      const { target } = await home();
       for (const value of ["Bearer", "Token abc", "Bearer a b", "Basic !!!"]) {
         await expectRefused(target, { headers: { authorization: value } }, 401, "UNAUTHORIZED");
       }
     });
 
     it("refuses an unknown token (401)", async () => {
-      const org = await seedOrg();
-      const target = await authCase.target(org);
+      const { target } = await home();
       await expectRefused(target, { headers: header(UNKNOWN_ORG_TOKEN) }, 401, "UNAUTHORIZED");
       await expectRefused(target, { headers: header("op_agent_short") }, 401, "UNAUTHORIZED");
     });
 
     it("refuses a revoked token (401 TOKEN_REVOKED)", async () => {
-      const org = await seedOrg();
-      const target = await authCase.target(org);
-      const revoked = authCase.tokens ? (await authCase.tokens(org)).revoked : org.revokedToken;
-      await expectRefused(target, { headers: header(revoked) }, 401, "TOKEN_REVOKED");
+      const { target } = await home();
+      await expectRefused(target, { headers: header(await revokedToken()) }, 401, "TOKEN_REVOKED");
     });
 
     if (authCase.role !== null) {
@@ -89,8 +113,7 @@ export function describeAuth(name: string, authCase: AuthCase): void {
       const weaker = ROLES.slice(ROLES.indexOf(required) + 1);
       if (weaker.length > 0) {
         it(`refuses roles below ${required} (403)`, async () => {
-          const org = await seedOrg();
-          const target = await authCase.target(org);
+          const { org, target } = await home();
           for (const role of weaker) {
             await expectRefused(target, { headers: header(org.tokens[role]) }, 403, "FORBIDDEN");
           }
@@ -98,24 +121,15 @@ export function describeAuth(name: string, authCase: AuthCase): void {
       }
     } else {
       it("refuses an org token where another kind is required (401)", async () => {
-        const org = await seedOrg();
-        await expectRefused(
-          await authCase.target(org),
-          { headers: header(org.ownerToken) },
-          401,
-          "UNAUTHORIZED",
-        );
+        const { org, target } = await home();
+        await expectRefused(target, { headers: header(org.ownerToken) }, 401, "UNAUTHORIZED");
       });
     }
 
     if (authCase.hasOrgIds !== false) {
       it("answers 404 for another organization's ids", async () => {
-        const org = await seedOrg();
-        const other = await seedOrg();
-        const target = await authCase.target(org);
-        const token = authCase.tokens
-          ? (await authCase.tokens(other)).otherOrg
-          : other.tokens[authCase.role ?? "owner"];
+        const { target } = await home();
+        const token = await foreignToken();
         if (!token) {
           throw new Error("the auth case gives no token of another organization");
         }

@@ -56,7 +56,11 @@ export async function runnableWorkspace(
 }
 
 /** Queues a run as the org's member. */
-export async function queueRun(org: TestOrg, workspaceId: string, body: Record<string, unknown> = {}) {
+export async function queueRun(
+  org: TestOrg,
+  workspaceId: string,
+  body: Record<string, unknown> = {},
+) {
   const res = await requestJson<RunBody & ErrorBody>(`/api/v1/workspaces/${workspaceId}/runs`, {
     method: "POST",
     token: org.tokens.member,
@@ -71,8 +75,16 @@ export async function getRun(org: TestOrg, runId: string): Promise<RunBody> {
   return res.body;
 }
 
-export async function runAction(org: TestOrg, runId: string, action: string, token = org.tokens.member) {
-  return requestJson<RunBody & ErrorBody>(`/api/v1/runs/${runId}/${action}`, { method: "POST", token });
+export async function runAction(
+  org: TestOrg,
+  runId: string,
+  action: string,
+  token = org.tokens.member,
+) {
+  return requestJson<RunBody & ErrorBody>(`/api/v1/runs/${runId}/${action}`, {
+    method: "POST",
+    token,
+  });
 }
 
 /** An agent speaking the protocol over HTTP. */
