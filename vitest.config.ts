@@ -5,6 +5,8 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
     test: {
+      // Two files at a time: much of each test waits on workerd, sockets and child processes.
+      maxWorkers: 2,
       projects: [
         {
           plugins: [
