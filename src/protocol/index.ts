@@ -1,3 +1,4 @@
 /** The wire contract shared by the Worker and the Node agent. */
 export * from "./agent.ts";
 export * from "./jobs.ts";
+export * from "./runs.ts";

@@ -3,23 +3,9 @@
  * {@link transition}; the table below is the whole truth about which changes exist.
  */
 import { fail, ok, type Result } from "../lib/result.ts";
+import { RUN_STATUSES, type RunStatus } from "../protocol/runs.ts";
 
-export const RUN_STATUSES = [
-  "pending",
-  "plan_queued",
-  "planning",
-  "planned",
-  "planned_and_finished",
-  "confirmed",
-  "apply_queued",
-  "applying",
-  "applied",
-  "discarded",
-  "errored",
-  "canceled",
-  "force_canceled",
-] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
+export { RUN_STATUSES, type RunStatus };
 
 export const TERMINAL_STATUSES: readonly RunStatus[] = [
   "planned_and_finished",

@@ -3,22 +3,8 @@
  * the rest (printed as is with `--json`), so a newer coordinator adding fields breaks nothing.
  */
 import { z } from "zod";
+import { RUN_STATUSES } from "../../../src/protocol/runs.ts";
 
-export const RUN_STATUSES = [
-  "pending",
-  "plan_queued",
-  "planning",
-  "planned",
-  "planned_and_finished",
-  "confirmed",
-  "apply_queued",
-  "applying",
-  "applied",
-  "discarded",
-  "errored",
-  "canceled",
-  "force_canceled",
-] as const;
 
 export const Run = z.looseObject({
   id: z.string(),
