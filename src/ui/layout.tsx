@@ -83,6 +83,36 @@ export function Csrf(props: { token: string }) {
   return <input type="hidden" name={CSRF_FIELD} value={props.token} />;
 }
 
+/**
+ * A revoke button that needs the token's description typed first; the server checks the typed
+ * text again, so the form works without JavaScript too.
+ */
+export function TypedRevokeForm(props: {
+  action: string;
+  csrf: string;
+  tokenId: string;
+  description: string;
+}) {
+  return (
+    <form method="post" action={props.action} data-typed-confirm="">
+      <Csrf token={props.csrf} />
+      <label for={`confirm-${props.tokenId}`}>Type the description to revoke</label>
+      <div class="row">
+        <input
+          id={`confirm-${props.tokenId}`}
+          name="confirm"
+          autocomplete="off"
+          data-expected={props.description}
+          required
+        />
+        <button type="submit" class="danger">
+          Revoke
+        </button>
+      </div>
+    </form>
+  );
+}
+
 /** A status word with its colour class; the word itself is always shown, never colour alone. */
 export function Badge(props: { status: string }) {
   return <span class={`badge status-${props.status.replace(/[^a-z_]/g, "")}`}>{props.status}</span>;

@@ -5,7 +5,6 @@
 import { z } from "zod";
 import { RUN_STATUSES } from "../../../src/protocol/runs.ts";
 
-
 export const Run = z.looseObject({
   id: z.string(),
   workspaceId: z.string(),

@@ -1,7 +1,16 @@
 /** Agent pools: the list, and one pool with its agents (live) and its agent tokens. */
 import type { presentAgent, presentAgentToken, presentPool } from "../../pools/model.ts";
 import { roleAtLeast } from "../../tokens/model.ts";
-import { Badge, Csrf, Layout, Notice, Secret, Time, type Viewer } from "../layout.tsx";
+import {
+  Badge,
+  Csrf,
+  Layout,
+  Notice,
+  Secret,
+  Time,
+  TypedRevokeForm,
+  type Viewer,
+} from "../layout.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
 type Agent = ReturnType<typeof presentAgent>;
@@ -249,26 +258,12 @@ function TokenTable(props: {
                 {t.revokedAt ? (
                   <Time iso={t.revokedAt} />
                 ) : (
-                  <form
-                    method="post"
+                  <TypedRevokeForm
                     action={`/ui/pools/${props.poolId}/tokens/${t.id}/revoke`}
-                    data-typed-confirm=""
-                  >
-                    <Csrf token={props.viewer.csrf} />
-                    <label for={`confirm-${t.id}`}>Type the description to revoke</label>
-                    <div class="row">
-                      <input
-                        id={`confirm-${t.id}`}
-                        name="confirm"
-                        autocomplete="off"
-                        data-expected={t.description}
-                        required
-                      />
-                      <button type="submit" class="danger">
-                        Revoke
-                      </button>
-                    </div>
-                  </form>
+                    csrf={props.viewer.csrf}
+                    tokenId={t.id}
+                    description={t.description}
+                  />
                 )}
               </td>
             ) : null}

@@ -2,7 +2,16 @@
 
 import { ROLES } from "../../tokens/model.ts";
 import type { presentOrgToken } from "../../tokens/service.ts";
-import { Badge, Csrf, Layout, Notice, Secret, Time, type Viewer } from "../layout.tsx";
+import {
+  Badge,
+  Csrf,
+  Layout,
+  Notice,
+  Secret,
+  Time,
+  TypedRevokeForm,
+  type Viewer,
+} from "../layout.tsx";
 
 type OrgToken = ReturnType<typeof presentOrgToken>;
 
@@ -53,22 +62,12 @@ export function TokensPage(props: {
                 {t.revokedAt ? (
                   <Time iso={t.revokedAt} />
                 ) : (
-                  <form method="post" action={`/ui/tokens/${t.id}/revoke`} data-typed-confirm="">
-                    <Csrf token={props.viewer.csrf} />
-                    <label for={`confirm-${t.id}`}>Type the description to revoke</label>
-                    <div class="row">
-                      <input
-                        id={`confirm-${t.id}`}
-                        name="confirm"
-                        autocomplete="off"
-                        data-expected={t.description}
-                        required
-                      />
-                      <button type="submit" class="danger">
-                        Revoke
-                      </button>
-                    </div>
-                  </form>
+                  <TypedRevokeForm
+                    action={`/ui/tokens/${t.id}/revoke`}
+                    csrf={props.viewer.csrf}
+                    tokenId={t.id}
+                    description={t.description}
+                  />
                 )}
               </td>
             </tr>
