@@ -174,29 +174,3 @@ export function revokeRunTokensQuery(db: Database, runId: string, now: number, j
       ),
     );
 }
-
-/** Runs in `statuses` that entered them before `before` (ms), oldest first, at most `limit`. */
-export function runsInStatus(db: Database, statuses: readonly RunStatus[], limit: number) {
-  return db
-    .select()
-    .from(runs)
-    .where(inArray(runs.status, [...statuses]))
-    .orderBy(asc(runs.updatedAt))
-    .limit(limit);
-}
-
-export function staleRuns(db: Database, status: RunStatus, enteredBefore: number, limit: number) {
-  return db
-    .select()
-    .from(runs)
-    .where(
-      and(
-        eq(runs.status, status),
-        lt(
-          sql`coalesce(json_extract(${runs.statusTimestamps}, ${`$.${status}`}), ${runs.updatedAt})`,
-          enteredBefore,
-        ),
-      ),
-    )
-    .limit(limit);
-}

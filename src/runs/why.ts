@@ -3,15 +3,13 @@
  * the org's queue limit, or the pool (no agents, none online, all busy, none for this phase,
  * position in the queue).
  */
-
 import { eq } from "drizzle-orm";
 import type { WaitInfo, WaitReason } from "../../durable/pool-types.ts";
 import { orgTokens, runs } from "../db/schema.ts";
 import { poolStub } from "../pools/service.ts";
 import type { Deps } from "./deps.ts";
 import { jobId, type RunStatus, WAITING_STATUSES } from "./model.ts";
-import type { RunRow } from "./queries.ts";
-import { countQueuedRuns } from "./queries.ts";
+import { countQueuedRuns, type RunRow } from "./queries.ts";
 import { queueLimit } from "./service.ts";
 
 /** Words for a pool's wait reason. */
