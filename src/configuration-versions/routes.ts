@@ -7,9 +7,9 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { requireRole } from "../middleware/auth.ts";
+import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
-import { resolveWorkspace } from "../workspaces/service.ts";
 import { isUploadMediaType, UPLOAD_MEDIA_TYPES, uploadLimits } from "./model.ts";
 import {
   getConfigurationVersion,
@@ -39,15 +39,6 @@ const VersionParams = z.strictObject({
   configurationVersionId: idParam("cv", "configurationVersionId"),
 });
 const binary = z.string().openapi({ format: "binary" });
-
-async function workspaceOf(c: Parameters<typeof orgPrincipal>[0], ref: string) {
-  const principal = orgPrincipal(c);
-  const workspace = await resolveWorkspace(c.var.db, principal.orgId, ref);
-  if (!workspace) {
-    throw new ApiError("NOT_FOUND", `workspace ${ref} not found`);
-  }
-  return { principal, workspace };
-}
 
 /** The declared body length, checked against the limit before a byte is read. */
 function declaredLength(header: string | undefined, maxBytes: number): number {

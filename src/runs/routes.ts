@@ -9,6 +9,7 @@ import { ApiError } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { isTerminal, jobId, RUN_STATUSES, type RunStatus } from "./model.ts";
@@ -158,13 +159,9 @@ export const runRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
       const body = c.req.valid("json");
-      const workspace = await resolveWorkspace(c.var.db, principal.orgId, workspaceId);
-      if (!workspace) {
-        throw new ApiError("NOT_FOUND", `workspace ${workspaceId} not found`);
-      }
+      const { principal, workspace } = await workspaceOf(c, workspaceId);
       const result = await createRun(deps(c), workspace, {
         operation: body.operation,
         isSpeculative: body.isSpeculative || body.operation === "plan",
@@ -217,13 +214,9 @@ export const runRoutes = newRouter()
       responses: { 200: jsonResponse(RunList, "A page of runs"), ...errorResponses(400, 401, 404) },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
       const query = c.req.valid("query");
-      const workspace = await resolveWorkspace(c.var.db, principal.orgId, workspaceId);
-      if (!workspace) {
-        throw new ApiError("NOT_FOUND", `workspace ${workspaceId} not found`);
-      }
+      const { principal, workspace } = await workspaceOf(c, workspaceId);
       const filter = {
         orgId: principal.orgId,
         workspaceId: workspace.id,

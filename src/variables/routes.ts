@@ -6,9 +6,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../errors.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { requireRole } from "../middleware/auth.ts";
+import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
-import { resolveWorkspace } from "../workspaces/service.ts";
 import { ANY_KEY_PATTERN, CATEGORIES, MAX_VALUE_LENGTH } from "./model.ts";
 import {
   deleteVariable,
@@ -82,15 +82,6 @@ function variableError(failure: VariableFailure, key: string): ApiError {
     case "no_encryption_key":
       return new ApiError("UNAVAILABLE", `sensitive variables are unavailable: ${failure.message}`);
   }
-}
-
-async function workspaceOf(c: Parameters<typeof orgPrincipal>[0], ref: string) {
-  const principal = orgPrincipal(c);
-  const workspace = await resolveWorkspace(c.var.db, principal.orgId, ref);
-  if (!workspace) {
-    throw new ApiError("NOT_FOUND", `workspace ${ref} not found`);
-  }
-  return { principal, workspace };
 }
 
 const tags = ["variables"];
