@@ -19,7 +19,9 @@ import {
   earliestDue,
   getAgent,
   getJob,
+  hasQueued,
   insertJob,
+  offlineAgents,
   readSettings,
   toJobView,
   touchAgent,
@@ -43,6 +45,8 @@ import { applySchema } from "./schema.ts";
 
 type Waiter = {
   agentId: string;
+  /** The agent's phases as registered (they never change), to skip what the queue lacks. */
+  accepts: string;
   resolve: (outcome: PollOutcome) => void;
   timer: ReturnType<typeof setTimeout>;
 };
@@ -181,6 +185,7 @@ export class AgentPool extends DurableObject<Env> {
     const held = new Promise<PollOutcome>((resolve) => {
       const waiter: Waiter = {
         agentId: agent.id,
+        accepts: agent.accepts,
         resolve,
         timer: setTimeout(() => this.settle(waiter, { kind: "none" }), wait),
       };
@@ -311,17 +316,40 @@ export class AgentPool extends DurableObject<Env> {
     return onJobEnded(this.env, event);
   }
 
-  /** Matches held polls (oldest first) with queued jobs; offline agents' polls get an exit. */
+  /**
+   * Matches held polls (oldest first) with queued jobs; offline agents' polls get an exit. Runs
+   * after every change, so with nothing queued it costs two statements however many polls are
+   * held, and with jobs queued it stops looking once the queue has nothing left for them.
+   */
   private dispatch(): void {
+    if (this.waiters.length === 0) {
+      return;
+    }
+    const offline = offlineAgents(this.sql, [...new Set(this.waiters.map((w) => w.agentId))]);
     for (const waiter of [...this.waiters]) {
+      if (offline.has(waiter.agentId)) {
+        const agent = offline.get(waiter.agentId);
+        const exit = agent ? ops.exitFor(agent) : null;
+        this.settle(waiter, {
+          kind: "exit",
+          exit: exit ?? { reason: "this agent is no longer registered" },
+        });
+      }
+    }
+    if (!hasQueued(this.sql)) {
+      return;
+    }
+    const nothingFor = new Set<string>();
+    for (const waiter of [...this.waiters]) {
+      if (nothingFor.has(waiter.accepts)) {
+        continue;
+      }
       const agent = getAgent(this.sql, waiter.agentId);
-      const exit = agent ? ops.exitFor(agent) : { reason: "this agent is no longer registered" };
-      if (exit) {
-        this.settle(waiter, { kind: "exit", exit });
-      } else if (agent) {
-        const job = ops.tryLease(this.ops(), agent);
-        if (job) {
-          this.settle(waiter, { kind: "job", job });
+      const job = agent ? ops.tryLease(this.ops(), agent, nothingFor) : null;
+      if (job) {
+        this.settle(waiter, { kind: "job", job });
+        if (!hasQueued(this.sql)) {
+          return;
         }
       }
     }

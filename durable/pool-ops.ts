@@ -56,13 +56,26 @@ export function exitFor(agent: AgentRow): ExitInstruction | null {
   return null;
 }
 
-/** Leases the head of the queue to the agent if it is online, has room and accepts the phase. */
-export function tryLease(ctx: OpsContext, agent: AgentRow): LeasedJob | null {
-  if (agent.state !== "online" || agentJobs(ctx.sql, agent.id).length >= agent.capacity) {
+/**
+ * Leases the head of the queue to the agent if it is online, has room and accepts the phase.
+ * `nothingFor` remembers the phase sets (an agent's `accepts`) the queue had nothing for, so a
+ * pass over many agents looks each set up once.
+ */
+export function tryLease(
+  ctx: OpsContext,
+  agent: AgentRow,
+  nothingFor: Set<string> = new Set(),
+): LeasedJob | null {
+  if (
+    agent.state !== "online" ||
+    nothingFor.has(agent.accepts) ||
+    agentJobs(ctx.sql, agent.id).length >= agent.capacity
+  ) {
     return null;
   }
   const { job } = pickNext(ctx.sql, classesForPhases(acceptedPhases(agent)));
   if (!job) {
+    nothingFor.add(agent.accepts);
     return null;
   }
   const leaseId = newId("lease");

@@ -305,6 +305,27 @@ export function agentJobs(sql: SqlStorage, agentId: string): JobRow[] {
     .toArray();
 }
 
+/**
+ * Of the given agents, those that must be told to exit: offline (errored, exited), or dropped
+ * (then null). One statement whatever the number of ids, so a pass over every held poll costs
+ * the same as one.
+ */
+export function offlineAgents(sql: SqlStorage, agentIds: string[]): Map<string, AgentRow | null> {
+  const rows = sql
+    .exec<AgentRow & { wanted: string }>(
+      `SELECT w.value AS wanted, a.* FROM json_each(?) w LEFT JOIN agents a ON a.id = w.value
+       WHERE a.id IS NULL OR a.state IN ('errored', 'exited')`,
+      JSON.stringify(agentIds),
+    )
+    .toArray();
+  return new Map(rows.map(({ wanted, ...row }) => [wanted, row.id === null ? null : row]));
+}
+
+/** Whether any job is queued: one lookup in the queue index. */
+export function hasQueued(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM jobs WHERE state = 'queued' LIMIT 1").toArray().length > 0;
+}
+
 /** An agent by id, whatever its state; null once dropped after the retention window. */
 export function getAgent(sql: SqlStorage, agentId: string): AgentRow | null {
   return sql.exec<AgentRow>("SELECT * FROM agents WHERE id = ?", agentId).toArray()[0] ?? null;

@@ -1,6 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import type { AgentPool } from "../../durable/agent-pool.ts";
 import { deliverDue } from "../../durable/outbox.ts";
 import { insertJob, pickNext } from "../../durable/pool-store.ts";
 import type { JobEndedEvent } from "../../durable/pool-types.ts";
@@ -401,4 +402,125 @@ describe("job-ended events", () => {
       reason: "agent x stopped responding",
     });
   });
+});
+
+describe("scale: a change costs the same with 2 or 300 held polls", () => {
+  type Pool = Awaited<ReturnType<typeof seedPool>>;
+  type Internals = { sql: SqlStorage; waiters: unknown[] };
+
+  /** Registers `n` agents straight on the object and holds one 50 s poll for each. */
+  async function holdPolls(pool: Pool, n: number) {
+    const stub = poolStub(env, pool.poolId);
+    const agents: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const registered = await stub.register({
+        tokenId: pool.tokenId,
+        name: `held-${i}`,
+        version: "0.1.0",
+        os: "linux",
+        arch: "amd64",
+        capacity: 1,
+        acceptedPhases: ["plan", "apply"],
+      });
+      if (!registered.ok) {
+        throw new Error(registered.reason);
+      }
+      agents.push(registered.value.agentId);
+    }
+    const polls = agents.map((agentId) =>
+      stub.pollJob({ agentId, tokenId: pool.tokenId }, 50_000),
+    );
+    // Calls to one object arrive in order, but wait for the last poll to be held anyway.
+    await vi.waitFor(
+      async () => {
+        const held = await runInDurableObject(
+          stub,
+          (instance) => (instance as unknown as Internals).waiters.length,
+        );
+        expect(held).toBe(n);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    return { stub, agents, polls };
+  }
+
+  /** Runs `change` inside the object and counts the SQL statements it executes. */
+  async function statementsOf(
+    pool: Pool,
+    change: (instance: AgentPool) => Promise<unknown>,
+  ): Promise<number> {
+    return runInDurableObject(poolStub(env, pool.poolId), async (instance) => {
+      const internals = instance as unknown as Internals;
+      const real = internals.sql;
+      let statements = 0;
+      internals.sql = new Proxy(real, {
+        get(target, key) {
+          if (key === "exec") {
+            return (...args: Parameters<SqlStorage["exec"]>) => {
+              statements++;
+              return target.exec(...args);
+            };
+          }
+          const value = Reflect.get(target, key, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      try {
+        await change(instance);
+      } finally {
+        internals.sql = real;
+      }
+      return statements;
+    });
+  }
+
+  it("a heartbeat and an enqueue do not look at every held poll", async () => {
+    const org = await seedOrg();
+    const small = await seedPool(org);
+    const large = await seedPool(org);
+    // Two, not one: the answered poll's own follow-up then also finds others still held.
+    const few = await holdPolls(small, 2);
+    const many = await holdPolls(large, 300);
+
+    const heartbeat = (pool: Pool, agentId: string) => (instance: AgentPool) =>
+      instance.heartbeat({ agentId, tokenId: pool.tokenId }, []);
+    const heartbeatSmall = await statementsOf(small, heartbeat(small, few.agents[0] ?? ""));
+    const heartbeatLarge = await statementsOf(large, heartbeat(large, many.agents[0] ?? ""));
+    expect(heartbeatSmall).toBeGreaterThan(0);
+    expect(heartbeatLarge).toBe(heartbeatSmall);
+
+    const job = (pool: Pool) => (instance: AgentPool) =>
+      instance.enqueue(makeJob(`ws_${pool.poolId}`, { orgId: org.orgId }));
+    const enqueueSmall = await statementsOf(small, job(small));
+    const enqueueLarge = await statementsOf(large, job(large));
+    expect(enqueueLarge).toBe(enqueueSmall);
+
+    // The oldest held poll got the job; the other 299 still wait.
+    const first = await many.polls[0];
+    expect(first).toMatchObject({ ok: true, value: { kind: "job" } });
+    expect(
+      await runInDurableObject(
+        many.stub,
+        (instance) => (instance as unknown as Internals).waiters.length,
+      ),
+    ).toBe(299);
+
+    // An agent that says goodbye gets its exit at once, also among 299 held polls.
+    const leaving = many.agents[150] ?? "";
+    expect(await many.stub.goodbye({ agentId: leaving, tokenId: large.tokenId }, "test")).toEqual({
+      ok: true,
+      value: { agentId: leaving },
+    });
+    expect(await many.polls[150]).toMatchObject({ ok: true, value: { kind: "exit" } });
+
+    // Every other poll ends: each agent leaves, and its poll is answered with an exit.
+    for (const [i, agentId] of many.agents.entries()) {
+      if (i !== 0 && i !== 150) {
+        await many.stub.goodbye({ agentId, tokenId: large.tokenId }, "test done");
+      }
+    }
+    await few.stub.goodbye({ agentId: few.agents[1] ?? "", tokenId: small.tokenId }, "done");
+    const answers = await Promise.all([...many.polls, ...few.polls]);
+    expect(answers.every((a) => a.ok)).toBe(true);
+  }, 60_000);
 });
