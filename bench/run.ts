@@ -191,7 +191,7 @@ function ratiosOf(
 
 function printTable(r: {
   dispatch: {
-    result: { agents: number; p50Ms: Shown; p99Ms: Shown; maxMs: Shown };
+    result: { agents: number; p50Ms: Shown; p99Ms: Shown; maxMs: Shown; firstDispatchMs: number };
     baseline: Baseline;
   }[];
   throughput: { result: { pools: number; runsPerSecond: Shown }; baseline: Baseline }[];
@@ -235,6 +235,9 @@ function printTable(r: {
   for (const row of rows) {
     process.stderr.write(`${row.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ")}\n`);
   }
+  process.stderr.write(
+    `first dispatch after the fleet connected: ${r.dispatch.map((d) => `${d.result.firstDispatchMs} ms (${d.result.agents} agents)`).join(", ")}\n`,
+  );
   process.stderr.write(
     `idle agent: ${r.idle.requestsPerAgentHourFromCycle} requests/h, ${r.idle.perAgentHour["d1.rowsWrittenTriggers"] ?? 0} D1 rows written/h\n`,
   );
