@@ -21,6 +21,7 @@ import {
   getJob,
   hasQueued,
   insertJob,
+  lastContactByToken,
   offlineAgents,
   readSettings,
   toJobView,
@@ -136,6 +137,14 @@ export class AgentPool extends DurableObject<Env> {
   /** Registered agents with status and jobs; offline agents past the retention window are gone. */
   async listAgents(): Promise<AgentView[]> {
     return ops.listedAgents(this.ops());
+  }
+
+  /**
+   * When each token was last used by its agents: polls and heartbeats are recorded here, not in
+   * D1, so the token listing takes the later of this and D1's `last_used_at`.
+   */
+  async tokenLastContact(): Promise<Record<string, number>> {
+    return lastContactByToken(this.sql);
   }
 
   /** Registers an agent under the token that authenticated it. */

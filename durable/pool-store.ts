@@ -321,6 +321,16 @@ export function offlineAgents(sql: SqlStorage, agentIds: string[]): Map<string, 
   return new Map(rows.map(({ wanted, ...row }) => [wanted, row.id === null ? null : row]));
 }
 
+/** Each token's latest contact by any agent still registered with it (polls, heartbeats, calls). */
+export function lastContactByToken(sql: SqlStorage): Record<string, number> {
+  const rows = sql
+    .exec<{ token_id: string; at: number }>(
+      "SELECT token_id, MAX(last_contact_at) AS at FROM agents GROUP BY token_id",
+    )
+    .toArray();
+  return Object.fromEntries(rows.map((row) => [row.token_id, row.at]));
+}
+
 /** Whether any job is queued: one lookup in the queue index. */
 export function hasQueued(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM jobs WHERE state = 'queued' LIMIT 1").toArray().length > 0;

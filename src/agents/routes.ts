@@ -31,6 +31,8 @@ import {
 } from "../protocol/index.ts";
 
 const agentAuth = requireAuth({ kinds: ["agent"] });
+/** Polls and heartbeats: the pool keeps their time as the agent's last contact, D1 nothing. */
+const agentLiveness = requireAuth({ kinds: ["agent"], recordUse: false });
 
 const AgentHeaders = z.object({
   "outpost-agent-id": AgentId.openapi({
@@ -129,7 +131,7 @@ export const agentRoutes = newRouter()
       method: "post",
       path: "/jobs/next",
       summary: "Long-poll for work: answered the moment a matching job is queued, 204 when none",
-      middleware: [agentAuth] as const,
+      middleware: [agentLiveness] as const,
       request: { headers: AgentHeaders, query: NextQuery },
       responses: {
         200: jsonResponse(JobsNextResponse.openapi("JobsNextResponse"), "A job, or exit"),
@@ -187,7 +189,7 @@ export const agentRoutes = newRouter()
       method: "post",
       path: "/heartbeat",
       summary: "Report running jobs; the answer carries cancel requests and an exit instruction",
-      middleware: [agentAuth] as const,
+      middleware: [agentLiveness] as const,
       request: {
         headers: AgentHeaders,
         body: jsonBody(HeartbeatRequest.openapi("HeartbeatRequest")),

@@ -24,6 +24,12 @@ export type AuthOptions = {
   role?: Role;
   /** Also accept HTTP basic auth with the token as password (Terraform's http backend). */
   allowBasic?: boolean;
+  /**
+   * Whether this request updates the token's `last_used_at` (default true). False for the agent's
+   * liveness calls (polls, heartbeats): the pool records them as the agent's last contact, so an
+   * idle fleet writes nothing to D1 and the token listing reads its last use from the pool.
+   */
+  recordUse?: boolean;
 };
 
 /**
@@ -88,6 +94,7 @@ export async function authenticate(
   c: Context<AppEnv>,
   secret: string,
   kinds: readonly TokenKind[],
+  recordUse = true,
 ): Promise<Principal> {
   const kind = tokenKind(secret);
   if (!kind) {
@@ -107,6 +114,7 @@ export async function authenticate(
   }
   const now = Date.now();
   if (
+    recordUse &&
     record.lastUsedAt !== undefined &&
     (record.lastUsedAt === null || record.lastUsedAt < now - LAST_USED_RESOLUTION_MS)
   ) {
@@ -128,7 +136,7 @@ export async function authenticate(
 export function requireAuth(options: AuthOptions): MiddlewareHandler<AppEnv> {
   return async function auth(c, next) {
     const secret = credentialFromHeader(c.req.header("authorization"), options.allowBasic ?? false);
-    const principal = await authenticate(c, secret, options.kinds);
+    const principal = await authenticate(c, secret, options.kinds, options.recordUse ?? true);
     if (options.role && principal.kind === "org" && !roleAtLeast(principal.role, options.role)) {
       throw new ApiError("FORBIDDEN", `this action needs the ${options.role} role`);
     }

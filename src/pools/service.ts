@@ -261,14 +261,28 @@ export async function createAgentToken(
   return { ok: true as const, value: { ...presentAgentToken(row), token: secret } };
 }
 
-export async function listAgentTokens(db: Database, orgId: string, poolId: string) {
+/**
+ * The pool's active agent tokens. A token's last use is the later of D1's `last_used_at`
+ * (register, start, finish, goodbye) and its agents' last contact in the pool (polls and
+ * heartbeats, which write nothing to D1).
+ */
+export async function listAgentTokens(db: Database, env: Env, orgId: string, poolId: string) {
   const pool = await getPool(db, orgId, poolId);
   if (!pool) {
     return refuse({ reason: "not_found" });
   }
+  const [rows, contact] = await Promise.all([
+    listAgentTokenRows(db, poolId),
+    poolStub(env, poolId).tokenLastContact(),
+  ]);
   return {
     ok: true as const,
-    value: (await listAgentTokenRows(db, poolId)).map(presentAgentToken),
+    value: rows.map((row) =>
+      presentAgentToken({
+        ...row,
+        lastUsedAt: Math.max(row.lastUsedAt ?? 0, contact[row.id] ?? 0) || null,
+      }),
+    ),
   };
 }
 

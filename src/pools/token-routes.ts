@@ -81,7 +81,7 @@ export const poolTokenRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { poolId } = c.req.valid("param");
-      const result = await listAgentTokens(c.var.db, principal.orgId, poolId);
+      const result = await listAgentTokens(c.var.db, c.env, principal.orgId, poolId);
       if (!result.ok) {
         throw poolError(result, `pool ${poolId}`);
       }

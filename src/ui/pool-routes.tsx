@@ -29,7 +29,7 @@ async function renderPool(
 ) {
   const { orgId } = c.var.session;
   const detail = await getPoolDetail(c.var.db, c.env, orgId, poolId);
-  const tokens = await listAgentTokens(c.var.db, orgId, poolId);
+  const tokens = await listAgentTokens(c.var.db, c.env, orgId, poolId);
   if (!detail.ok || !tokens.ok) {
     throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
   }
@@ -118,7 +118,7 @@ export const poolPages = new Hono<UiEnv>()
     const tokenId = idOf(c, "tokenId", "atok");
     const form = await readForm(c, z.strictObject({ confirm: z.string().max(200) }));
     const { session } = c.var;
-    const tokens = await listAgentTokens(c.var.db, session.orgId, poolId);
+    const tokens = await listAgentTokens(c.var.db, c.env, session.orgId, poolId);
     const token = tokens.ok ? tokens.value.find((t) => t.id === tokenId) : undefined;
     if (!token) {
       throw new ApiError("NOT_FOUND", `agent token ${tokenId} not found`);

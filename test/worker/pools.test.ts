@@ -340,14 +340,20 @@ describe("agent tokens", () => {
     expect((await poolStub(env, pool.id).listAgents())[0]).toMatchObject({ status: "exited" });
   });
 
-  it("writes nothing to D1 for idle polls and heartbeats (last use at most once a minute)", async () => {
+  it("writes nothing to D1 for polls and heartbeats; the listing takes their time from the pool", async () => {
     const org = await seedOrg();
     const pool = await seedPool(org);
     const agentId = await registerAgent(pool.token);
+    // Registering recorded a use; make it an hour old, past the once-a-minute resolution.
+    const stale = Date.now() - 3_600_000;
+    await env.DB.prepare("UPDATE agent_tokens SET last_used_at = ? WHERE id = ?")
+      .bind(stale, pool.tokenId)
+      .run();
     const before = await env.DB.prepare("SELECT * FROM agent_tokens WHERE id = ?")
       .bind(pool.tokenId)
       .first();
     const snapshot = await snapshotD1();
+    const polledAt = Date.now();
     for (let i = 0; i < 5; i++) {
       await request("/agent/v1/jobs/next", {
         method: "POST",
@@ -366,6 +372,26 @@ describe("agent tokens", () => {
       .bind(pool.tokenId)
       .first();
     expect(after).toEqual(before);
+
+    const list = await requestJson<{ tokens: AgentToken[] }>(
+      `/api/v1/pools/${pool.poolId}/tokens`,
+      { token: org.ownerToken },
+    );
+    expect(list.status).toBe(200);
+    const lastUsed = Date.parse(list.body.tokens[0]?.lastUsedAt ?? "");
+    expect(lastUsed).toBeGreaterThanOrEqual(polledAt);
+
+    // A call that is not liveness (goodbye) still records the use in D1.
+    await request("/agent/v1/goodbye", {
+      method: "POST",
+      token: pool.token,
+      headers: { "outpost-agent-id": agentId },
+      body: { reason: "done" },
+    });
+    const recorded = await env.DB.prepare("SELECT last_used_at FROM agent_tokens WHERE id = ?")
+      .bind(pool.tokenId)
+      .first<{ last_used_at: number }>();
+    expect(recorded?.last_used_at).toBeGreaterThanOrEqual(polledAt);
   });
 
   it("refuses bad input and answers 404 for unknown pools and tokens", async () => {

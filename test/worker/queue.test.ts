@@ -427,9 +427,7 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
       }
       agents.push(registered.value.agentId);
     }
-    const polls = agents.map((agentId) =>
-      stub.pollJob({ agentId, tokenId: pool.tokenId }, 50_000),
-    );
+    const polls = agents.map((agentId) => stub.pollJob({ agentId, tokenId: pool.tokenId }, 50_000));
     // Calls to one object arrive in order, but wait for the last poll to be held anyway.
     await vi.waitFor(
       async () => {
