@@ -45,6 +45,7 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 
 export const TEST_BOOTSTRAP_TOKEN = "local-bootstrap-secret-0123456789";
 const TEST_ENCRYPTION_KEY = "local1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+const SECRETS = { BOOTSTRAP_TOKEN: TEST_BOOTSTRAP_TOKEN, ENCRYPTION_KEY: TEST_ENCRYPTION_KEY };
 
 export type LocalCoordinator = {
   url: string;
@@ -81,18 +82,19 @@ export async function startCoordinator(
   const url = `http://127.0.0.1:${port}`;
   let ownerToken: string | null = null;
   await applyMigrations(persistDir);
-  const vars: Record<string, string> = {
-    BOOTSTRAP_TOKEN: TEST_BOOTSTRAP_TOKEN,
-    ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-    ...options.vars,
-  };
+  const vars: Record<string, string> = { ...SECRETS, ...options.vars };
 
   const create = () =>
     unstable_startWorker({
       config: join(root, "wrangler.toml"),
       ...(options.entrypoint ? { entrypoint: options.entrypoint } : {}),
+      // The two secrets as secrets: wrangler.toml lists them as required, and wrangler warns
+      // about every required secret not given as one.
       bindings: Object.fromEntries(
-        Object.entries(vars).map(([name, value]) => [name, { type: "plain_text", value }]),
+        Object.entries(vars).map(([name, value]) => [
+          name,
+          { type: name in SECRETS ? "secret_text" : "plain_text", value },
+        ]),
       ),
       dev: {
         server: { hostname: "127.0.0.1", port },
