@@ -334,15 +334,12 @@ export class AgentPool extends DurableObject<Env> {
     if (this.waiters.length === 0) {
       return;
     }
-    const offline = offlineAgents(this.sql, [...new Set(this.waiters.map((w) => w.agentId))]);
+    const offline = offlineAgents(this.sql);
     for (const waiter of [...this.waiters]) {
-      if (offline.has(waiter.agentId)) {
-        const agent = offline.get(waiter.agentId);
-        const exit = agent ? ops.exitFor(agent) : null;
-        this.settle(waiter, {
-          kind: "exit",
-          exit: exit ?? { reason: "this agent is no longer registered" },
-        });
+      const agent = offline.get(waiter.agentId);
+      const exit = agent ? ops.exitFor(agent) : null;
+      if (exit) {
+        this.settle(waiter, { kind: "exit", exit });
       }
     }
     if (!hasQueued(this.sql)) {
@@ -354,7 +351,16 @@ export class AgentPool extends DurableObject<Env> {
         continue;
       }
       const agent = getAgent(this.sql, waiter.agentId);
-      const job = agent ? ops.tryLease(this.ops(), agent, nothingFor) : null;
+      if (!agent) {
+        // Gone while polling. Not expected (an agent goes offline, and its poll is answered with
+        // an exit, before it can be dropped), but never lease to a row that is gone.
+        this.settle(waiter, {
+          kind: "exit",
+          exit: { reason: "this agent is no longer registered" },
+        });
+        continue;
+      }
+      const job = ops.tryLease(this.ops(), agent, nothingFor);
       if (job) {
         this.settle(waiter, { kind: "job", job });
         if (!hasQueued(this.sql)) {

@@ -306,19 +306,15 @@ export function agentJobs(sql: SqlStorage, agentId: string): JobRow[] {
 }
 
 /**
- * Of the given agents, those that must be told to exit: offline (errored, exited), or dropped
- * (then null). One statement whatever the number of ids, so a pass over every held poll costs
- * the same as one.
+ * The agents that are offline (errored, exited) and not yet dropped, by id. Read through a
+ * partial index, so it costs as many rows as there are such agents, not as many as are
+ * registered or polling.
  */
-export function offlineAgents(sql: SqlStorage, agentIds: string[]): Map<string, AgentRow | null> {
+export function offlineAgents(sql: SqlStorage): Map<string, AgentRow> {
   const rows = sql
-    .exec<AgentRow & { wanted: string }>(
-      `SELECT w.value AS wanted, a.* FROM json_each(?) w LEFT JOIN agents a ON a.id = w.value
-       WHERE a.id IS NULL OR a.state IN ('errored', 'exited')`,
-      JSON.stringify(agentIds),
-    )
+    .exec<AgentRow>("SELECT * FROM agents WHERE state IN ('errored', 'exited')")
     .toArray();
-  return new Map(rows.map(({ wanted, ...row }) => [wanted, row.id === null ? null : row]));
+  return new Map(rows.map((row) => [row.id, row]));
 }
 
 /** Each token's latest contact by any agent still registered with it (polls, heartbeats, calls). */

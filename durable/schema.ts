@@ -5,7 +5,7 @@
  */
 
 /** Bump with any change below; a later version upgrades rows written under an earlier one. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 export const SCHEMA_STATEMENTS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -28,6 +28,8 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
   )`,
   `CREATE INDEX IF NOT EXISTS agents_due_idx ON agents (due_at) WHERE due_at IS NOT NULL`,
   `CREATE INDEX IF NOT EXISTS agents_token_idx ON agents (token_id)`,
+  // Offline agents still retained: what every change checks held polls against.
+  `CREATE INDEX IF NOT EXISTS agents_offline_idx ON agents (id) WHERE state IN ('errored', 'exited')`,
   `CREATE TABLE IF NOT EXISTS jobs (
     job_id TEXT PRIMARY KEY,
     run_id TEXT NOT NULL,

@@ -442,21 +442,22 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
     return { stub, agents, polls };
   }
 
-  /** Runs `change` inside the object and counts the SQL statements it executes. */
-  async function statementsOf(
+  /** Runs `change` inside the object; counts the SQL statements it executes and rows they read. */
+  async function costOf(
     pool: Pool,
     change: (instance: AgentPool) => Promise<unknown>,
-  ): Promise<number> {
+  ): Promise<{ statements: number; rowsRead: number }> {
     return runInDurableObject(poolStub(env, pool.poolId), async (instance) => {
       const internals = instance as unknown as Internals;
       const real = internals.sql;
-      let statements = 0;
+      const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
       internals.sql = new Proxy(real, {
         get(target, key) {
           if (key === "exec") {
             return (...args: Parameters<SqlStorage["exec"]>) => {
-              statements++;
-              return target.exec(...args);
+              const cursor = target.exec(...args);
+              cursors.push(cursor);
+              return cursor;
             };
           }
           const value = Reflect.get(target, key, target);
@@ -468,7 +469,10 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
       } finally {
         internals.sql = real;
       }
-      return statements;
+      return {
+        statements: cursors.length,
+        rowsRead: cursors.reduce((sum, cursor) => sum + cursor.rowsRead, 0),
+      };
     });
   }
 
@@ -482,16 +486,16 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
 
     const heartbeat = (pool: Pool, agentId: string) => (instance: AgentPool) =>
       instance.heartbeat({ agentId, tokenId: pool.tokenId }, []);
-    const heartbeatSmall = await statementsOf(small, heartbeat(small, few.agents[0] ?? ""));
-    const heartbeatLarge = await statementsOf(large, heartbeat(large, many.agents[0] ?? ""));
-    expect(heartbeatSmall).toBeGreaterThan(0);
-    expect(heartbeatLarge).toBe(heartbeatSmall);
+    const heartbeatSmall = await costOf(small, heartbeat(small, few.agents[0] ?? ""));
+    const heartbeatLarge = await costOf(large, heartbeat(large, many.agents[0] ?? ""));
+    expect(heartbeatSmall.statements).toBeGreaterThan(0);
+    expect(heartbeatLarge).toEqual(heartbeatSmall);
 
     const job = (pool: Pool) => (instance: AgentPool) =>
       instance.enqueue(makeJob(`ws_${pool.poolId}`, { orgId: org.orgId }));
-    const enqueueSmall = await statementsOf(small, job(small));
-    const enqueueLarge = await statementsOf(large, job(large));
-    expect(enqueueLarge).toBe(enqueueSmall);
+    const enqueueSmall = await costOf(small, job(small));
+    const enqueueLarge = await costOf(large, job(large));
+    expect(enqueueLarge).toEqual(enqueueSmall);
 
     // The oldest held poll got the job; the other 299 still wait.
     const first = await many.polls[0];
