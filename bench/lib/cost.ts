@@ -13,6 +13,10 @@ export const PRICES = {
   workerRequests: { includedPerMonth: 10e6, usdPerMillion: 0.3 },
   doRequests: { includedPerMonth: 1e6, usdPerMillion: 0.15 },
   doDurationGBs: { includedPerMonth: 400_000, usdPerMillion: 12.5 },
+  // SQLite-backed Durable Object storage: the same rates as D1, its own allowance; each
+  // `setAlarm` is billed as a row written.
+  doSqlRowsRead: { includedPerMonth: 25e9, usdPerMillion: 0.001 },
+  doSqlRowsWritten: { includedPerMonth: 50e6, usdPerMillion: 1 },
   d1RowsRead: { includedPerMonth: 25e9, usdPerMillion: 0.001 },
   d1RowsWritten: { includedPerMonth: 50e6, usdPerMillion: 1 },
   r2ClassA: { includedPerMonth: 1e6, usdPerMillion: 4.5 },
@@ -35,6 +39,8 @@ function bill(perMonth: Counts, doDurationGBs: number) {
     workerRequests: line(perMonth["worker.requests"] ?? 0, PRICES.workerRequests),
     doRequests: line(perMonth["do.requests"] ?? 0, PRICES.doRequests),
     doDurationGBs: line(doDurationGBs, PRICES.doDurationGBs),
+    doSqlRowsRead: line(perMonth["do.sqlRowsRead"] ?? 0, PRICES.doSqlRowsRead),
+    doSqlRowsWritten: line(perMonth["do.sqlRowsWritten"] ?? 0, PRICES.doSqlRowsWritten),
     d1RowsRead: line(perMonth["d1.rowsReadLowerBound"] ?? 0, PRICES.d1RowsRead),
     d1RowsWritten: line(perMonth["d1.rowsWritten"] ?? 0, PRICES.d1RowsWritten),
     r2ClassA: line(perMonth["r2.A"] ?? 0, PRICES.r2ClassA),

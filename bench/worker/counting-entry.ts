@@ -4,8 +4,9 @@
  * this entry (wrangler.toml's `main` stays `src/index.ts`), so no debug route ships.
  *
  * Counted: Worker invocations (fetch and scheduled), Durable Object calls (every method called
- * on a stub) and alarms, D1 statements with the rows read and written its result metadata
- * reports, and R2 operations by class. Workerd runs a script's Durable Objects in the
+ * on a stub) and alarms, the objects' SQLite rows read and written (and `setAlarm`, billed as a
+ * row written), D1 statements with the rows read and written its result metadata reports, and
+ * R2 operations by class. Workerd runs a script's Durable Objects in the
  * Worker's isolate locally, so one module-level counter sees both.
  */
 import { AgentPool as BaseAgentPool } from "../../durable/agent-pool.ts";
@@ -184,9 +185,81 @@ function wrapEnv(env: Env): Env {
   return next;
 }
 
+/**
+ * DO SQLite reports rows read and written on the cursor once it has been consumed, which the
+ * objects do right after `exec`; so a cursor is added at the next `exec` or counter read.
+ */
+const openCursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+
+function settleCursors(): void {
+  for (const cursor of openCursors.splice(0)) {
+    count("do.sqlRowsRead", cursor.rowsRead);
+    count("do.sqlRowsWritten", cursor.rowsWritten);
+  }
+}
+
+function wrapSql(sql: SqlStorage): SqlStorage {
+  return new Proxy(sql, {
+    get(target, prop) {
+      if (prop === "exec") {
+        return (...args: Parameters<SqlStorage["exec"]>) => {
+          settleCursors();
+          count("do.sqlStatements");
+          const cursor = target.exec(...args);
+          openCursors.push(cursor);
+          return cursor;
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** The object's storage with SQL counted; each `setAlarm` is billed as one row written. */
+function wrapCtx(ctx: DurableObjectState): DurableObjectState {
+  const sql = wrapSql(ctx.storage.sql);
+  const storage = new Proxy(ctx.storage, {
+    get(target, prop) {
+      if (prop === "sql") {
+        return sql;
+      }
+      const value = Reflect.get(target, prop, target);
+      if (prop === "setAlarm" && typeof value === "function") {
+        return (...args: unknown[]) => {
+          count("do.sqlRowsWritten");
+          count("do.setAlarm");
+          return Reflect.apply(value, target, args);
+        };
+      }
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return new Proxy(ctx, {
+    get(target, prop) {
+      if (prop === "storage") {
+        return storage;
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * The runtime wants the real state object in the constructor, so the counting one replaces the
+ * `ctx` and `sql` fields the objects read afterwards (the schema statements run uncounted).
+ */
+function instrument(object: object, ctx: DurableObjectState): void {
+  const counted = wrapCtx(ctx);
+  Object.defineProperty(object, "ctx", { value: counted });
+  Object.defineProperty(object, "sql", { value: counted.storage.sql });
+}
+
 export class AgentPool extends BaseAgentPool {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, wrapEnv(env));
+    instrument(this, ctx);
   }
 
   override async alarm(): Promise<void> {
@@ -199,6 +272,7 @@ export class AgentPool extends BaseAgentPool {
 export class RunLog extends BaseRunLog {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, wrapEnv(env));
+    instrument(this, ctx);
   }
 }
 
@@ -240,6 +314,7 @@ export default {
         n: number;
       }>();
       const triggers = Object.fromEntries(rows.results.map((r) => [r.tbl, r.n]));
+      settleCursors();
       return Response.json({ counters, triggers });
     }
     count("worker.requests");
