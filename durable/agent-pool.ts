@@ -177,19 +177,19 @@ export class AgentPool extends DurableObject<Env> {
     }
     const now = Date.now();
     const wait = Math.min(Math.max(0, Math.floor(waitMs)), MAX_POLL_WAIT_SECONDS * 1000);
-    const online = touchAgent(this.sql, agent, now, agent.poll_held_until, this.settings);
+    // One write for an idle poll: the contact and the hold about to start. A job leased at once
+    // takes the hold back; a hold that runs its course needs no second write.
+    const holdUntil =
+      wait > 0 ? Math.max(agent.poll_held_until ?? 0, now + wait) : agent.poll_held_until;
+    const online = touchAgent(this.sql, agent, now, holdUntil, this.settings);
     const job = ops.tryLease(this.ops(), online);
     if (job || wait === 0) {
+      if (holdUntil !== agent.poll_held_until) {
+        touchAgent(this.sql, online, now, agent.poll_held_until, this.settings);
+      }
       await this.afterChange();
       return ok(job ? { kind: "job", job } : { kind: "none" });
     }
-    touchAgent(
-      this.sql,
-      online,
-      now,
-      Math.max(online.poll_held_until ?? 0, now + wait),
-      this.settings,
-    );
     // The waiter is in place before the first await, so no enqueue can slip past it.
     const held = new Promise<PollOutcome>((resolve) => {
       const waiter: Waiter = {
@@ -203,8 +203,10 @@ export class AgentPool extends DurableObject<Env> {
     await this.scheduleAlarm();
     const outcome = await held;
     const after = getAgent(this.sql, agent.id);
-    if (after) {
-      const stillHeld = this.waiters.some((w) => w.agentId === agent.id);
+    const stillHeld = this.waiters.some((w) => w.agentId === agent.id);
+    // A hold that ran its course left the contact right (held until now). An early answer, or
+    // another poll of the same agent still held, records the contact now.
+    if (after && (outcome.kind !== "none" || stillHeld)) {
       touchAgent(
         this.sql,
         after,

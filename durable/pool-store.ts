@@ -369,22 +369,24 @@ export function touchAgent(
   if (agent.state !== "online" && agent.state !== "unknown") {
     return agent;
   }
-  const next: AgentRow = {
+  const touched = {
     ...agent,
-    state: "online",
+    state: "online" as const,
     state_reason: null,
     last_contact_at: Math.max(agent.last_contact_at, now),
     poll_held_until: pollHeldUntil,
     state_changed_at: agent.state === "online" ? agent.state_changed_at : now,
   };
+  const next: AgentRow = { ...touched, due_at: dueOf(touched, settings) };
+  // One statement, row and deadline together: this runs on every poll.
   sql.exec(
-    "UPDATE agents SET state = 'online', state_reason = NULL, last_contact_at = ?, poll_held_until = ?, state_changed_at = ? WHERE id = ?",
+    "UPDATE agents SET state = 'online', state_reason = NULL, last_contact_at = ?, poll_held_until = ?, state_changed_at = ?, due_at = ? WHERE id = ?",
     next.last_contact_at,
     next.poll_held_until,
     next.state_changed_at,
+    next.due_at,
     agent.id,
   );
-  setAgentDue(sql, next, settings);
   return next;
 }
 
@@ -415,8 +417,8 @@ export function setAgentState(
   return next;
 }
 
-function setAgentDue(sql: SqlStorage, agent: AgentRow, settings: PoolSettings): void {
-  const due = agentDueAt(
+function dueOf(agent: AgentRow, settings: PoolSettings): number {
+  return agentDueAt(
     {
       state: agent.state,
       lastContactAt: agent.last_contact_at,
@@ -425,7 +427,10 @@ function setAgentDue(sql: SqlStorage, agent: AgentRow, settings: PoolSettings): 
     },
     settings,
   );
-  sql.exec("UPDATE agents SET due_at = ? WHERE id = ?", due, agent.id);
+}
+
+function setAgentDue(sql: SqlStorage, agent: AgentRow, settings: PoolSettings): void {
+  sql.exec("UPDATE agents SET due_at = ? WHERE id = ?", dueOf(agent, settings), agent.id);
 }
 
 /** The earliest deadline of any row, or null when nothing is due ever. */
