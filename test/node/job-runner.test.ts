@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -336,7 +337,6 @@ describe("job runner", () => {
   });
 
   it("runs a VCS job from a cloned commit when file repositories are allowed", async () => {
-    const { execFileSync } = await import("node:child_process");
     const repo = path.join(base, `repo-${runCounter}`);
     mkdirSync(repo);
     const git = (...args: string[]) =>

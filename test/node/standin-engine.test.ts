@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpBackend, runStandin, tempConfig } from "./helpers/standin.ts";
@@ -158,7 +158,6 @@ describe("stand-in terraform", () => {
     );
     dirs.push(dir);
     await runStandin(dir, ["init"], creds);
-    const { writeFileSync } = await import("node:fs");
     writeFileSync(path.join(dir, "outpost.auto.tfvars.json"), JSON.stringify({ a: "from-json" }));
     writeFileSync(path.join(dir, "outpost.auto.tfvars"), 'b = ["x", "y"]\n');
     const plan = await runStandin(dir, ["plan"], creds);

@@ -2,8 +2,10 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
+import { createOrgToken } from "../../src/tokens/service.ts";
 import { BASE, type ErrorBody, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
+import { db } from "./helpers/fixtures.ts";
 
 type Created = {
   organization: { id: string; name: string };
@@ -79,8 +81,6 @@ describe("POST /api/v1/organizations", () => {
     const row = await env.DB.prepare("SELECT id FROM organizations WHERE name = 'acme'").first<{
       id: string;
     }>();
-    const { createOrgToken } = await import("../../src/tokens/service.ts");
-    const { db } = await import("./helpers/fixtures.ts");
     return (
       await createOrgToken(db, {
         orgId: row?.id ?? "",
@@ -133,8 +133,6 @@ describe("POST /api/v1/organizations", () => {
     const row = await env.DB.prepare("SELECT id FROM organizations WHERE name = 'acme'").first<{
       id: string;
     }>();
-    const { createOrgToken } = await import("../../src/tokens/service.ts");
-    const { db } = await import("./helpers/fixtures.ts");
     const admin = await createOrgToken(db, {
       orgId: row?.id ?? "",
       role: "admin",

@@ -1,8 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { poolStub } from "../../src/pools/service.ts";
+import { reconcile } from "../../src/runs/reconcile.ts";
 import { request, requestJson } from "./helpers/api.ts";
-import { seedOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg } from "./helpers/fixtures.ts";
+import { seedPool } from "./helpers/pools.ts";
 import { getRun, queueRun, runAction, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 
 describe("a run from queue to applied", () => {
@@ -159,8 +161,6 @@ describe("a run from queue to applied", () => {
       token: org.tokens.member,
     });
     // Unlocking does not wait for the cron: the next reconcile pass at the latest promotes it.
-    const { reconcile } = await import("../../src/runs/reconcile.ts");
-    const { db } = await import("./helpers/fixtures.ts");
     await reconcile({ env, db });
     expect((await getRun(org, run.body.id)).status).toBe("plan_queued");
   });
@@ -241,7 +241,6 @@ describe("cancel, force-cancel and discard", () => {
     const agent = await TestAgent.register(agentToken);
     const run = await queueRun(org, workspace.id);
     await agent.plan(true);
-    const { seedPool } = await import("./helpers/pools.ts");
     const other = await seedPool(org);
     const patched = await requestJson(`/api/v1/workspaces/${workspace.id}`, {
       method: "PATCH",

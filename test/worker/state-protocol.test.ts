@@ -4,8 +4,9 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { createOrgToken } from "../../src/tokens/service.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import {
   BackendClient,
   lockInfo,
@@ -267,8 +268,6 @@ describe("force-unlock", () => {
 
 /** A second member token of the org (another person). */
 async function seedOrgToken(org: TestOrg): Promise<string | undefined> {
-  const { createOrgToken } = await import("../../src/tokens/service.ts");
-  const { db } = await import("./helpers/fixtures.ts");
   const created = await createOrgToken(db, {
     orgId: org.orgId,
     role: "member",
