@@ -14,7 +14,10 @@ const AgentToken = z
     poolId: z.string(),
     description: z.string(),
     createdAt: z.string(),
-    lastUsedAt: z.string().nullable(),
+    lastUsedAt: z.string().nullable().openapi({
+      description:
+        "The latest use by any of its agents: their last contact with the pool (polls, heartbeats), or their last other call, to the minute",
+    }),
     revokedAt: z.string().nullable(),
   })
   .openapi("AgentToken");
