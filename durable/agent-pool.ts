@@ -5,13 +5,9 @@
  * alarm and the delivery of job-ended events. Semantics: docs/queue.md.
  */
 import { DurableObject } from "cloudflare:workers";
+import { type ExitInstruction, MAX_POLL_WAIT_SECONDS, type RunningJob } from "@outpost/protocol";
 import { onJobEnded } from "../src/jobs/hooks.ts";
 import { fail, ok, type Result } from "../src/lib/result.ts";
-import {
-  type ExitInstruction,
-  MAX_POLL_WAIT_SECONDS,
-  type RunningJob,
-} from "../src/protocol/index.ts";
 import { deliverDue, hasPending } from "./outbox.ts";
 import * as admin from "./pool-admin.ts";
 import * as ops from "./pool-ops.ts";

@@ -3,9 +3,10 @@
  * sweep, composed from the row operations in `pool-store.ts`. Synchronous, so each runs as one
  * transaction inside the Durable Object's input gate.
  */
+
+import type { CancelRequest, ExitInstruction, RunningJob } from "@outpost/protocol";
 import { newId } from "../src/db/ids.ts";
 import { fail, ok, type Result } from "../src/lib/result.ts";
-import type { CancelRequest, ExitInstruction, RunningJob } from "../src/protocol/index.ts";
 import {
   type AgentRow,
   acceptedPhases,

@@ -3,7 +3,7 @@
  * Every function is synchronous, so a caller's sequence of them runs inside one input gate and
  * lands as one implicit transaction.
  */
-import type { JobPhase, PlanSummary } from "../src/protocol/index.ts";
+import type { JobPhase, PlanSummary } from "@outpost/protocol";
 import type {
   AgentView,
   EndOutcome,

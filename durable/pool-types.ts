@@ -3,7 +3,7 @@
  * and get back. Expected failures are `{ ok: false, reason }` values, since custom error classes
  * do not survive RPC.
  */
-import { z } from "zod";
+
 import {
   type AgentStatus,
   type CancelRequest,
@@ -11,7 +11,8 @@ import {
   JobId,
   JobPhase,
   type PlanSummary,
-} from "../src/protocol/index.ts";
+} from "@outpost/protocol";
+import { z } from "zod";
 
 /** A job as the run service hands it to the pool. `spec` is returned to the agent at lease time. */
 export const QueuedJob = z

@@ -2,7 +2,7 @@
  * Pure queue ordering and lease math of an agent pool; no storage, no clock. The Durable Object
  * and the reference model in the tests both follow these rules (docs/queue.md says them in words).
  */
-import type { AgentStatus, JobPhase } from "../src/protocol/index.ts";
+import type { AgentStatus, JobPhase } from "@outpost/protocol";
 import type { PoolSettings } from "./pool-types.ts";
 
 export const DEFAULT_POOL_SETTINGS: PoolSettings = {

@@ -1,4 +1,4 @@
-import type { JobAssignment as WireAssignment } from "../../src/protocol/index.ts";
+import type { JobAssignment as WireAssignment } from "@outpost/protocol";
 import { computeBackoffMs } from "./backoff.ts";
 import type { AgentApi } from "./client/agent-api.ts";
 import { isAgentUnknown, isLeaseGone } from "./client/agent-api.ts";

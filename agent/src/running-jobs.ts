@@ -1,5 +1,5 @@
 import { setTimeout as delay } from "node:timers/promises";
-import type { RunningJob } from "../../src/protocol/index.ts";
+import type { RunningJob } from "@outpost/protocol";
 import { computeBackoffMs } from "./backoff.ts";
 import { type AgentApi, isLeaseGone } from "./client/agent-api.ts";
 import { ExitRequest, TransientError } from "./errors.ts";

@@ -2,7 +2,7 @@
  * Fleets of protocol agents for the bench: many agents long-polling one pool, each running the
  * real loop (poll, start, finish, poll again), with hooks to time when a job is held.
  */
-import type { JobAssignment } from "../../src/protocol/index.ts";
+import type { JobAssignment } from "@outpost/protocol";
 import { ProtocolAgent } from "./client.ts";
 import { now, pool } from "./stats.ts";
 

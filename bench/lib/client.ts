@@ -9,7 +9,7 @@ import {
   JobsNextResponse,
   type PlanSummary,
   RegisterResponse,
-} from "../../src/protocol/index.ts";
+} from "@outpost/protocol";
 import { buildTarGz } from "../../test/node/helpers/tarball.ts";
 
 export type Answer = { status: number; body: unknown; text: string; headers: Headers };

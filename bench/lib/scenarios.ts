@@ -3,7 +3,7 @@
  * wait for the coordinator is bounded in time (`within`).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { JobAssignment } from "../../src/protocol/index.ts";
+import type { JobAssignment } from "@outpost/protocol";
 import { startFleet } from "./agents.ts";
 import { call, expectOk, ProtocolAgent, StateClient, stateOf, type UserApi } from "./client.ts";
 import { type BenchCoordinator, type Counters, delta } from "./setup.ts";

@@ -1,17 +1,9 @@
 /**
  * `/agent/v1/*`: the agent protocol. An agent token authenticates every call; after `register`
  * the `Outpost-Agent-Id` header names the agent, and job-scoped calls carry the lease id (the
- * fencing token) in the path. Bodies are the zod schemas of `src/protocol/`.
+ * fencing token) in the path. Bodies are the zod schemas of `@outpost/protocol` (packages/protocol).
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
-import type { AgentRef } from "../../durable/pool-types.ts";
-import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
-import { onJobLeased, onJobStarted } from "../jobs/hooks.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { requireAuth } from "../middleware/auth.ts";
-import { poolStub } from "../pools/service.ts";
 import {
   AgentId,
   FinishRequest,
@@ -28,7 +20,15 @@ import {
   RegisterRequest,
   RegisterResponse,
   StartResponse,
-} from "../protocol/index.ts";
+} from "@outpost/protocol";
+import type { Context } from "hono";
+import type { AgentRef } from "../../durable/pool-types.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError } from "../errors.ts";
+import { onJobLeased, onJobStarted } from "../jobs/hooks.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { requireAuth } from "../middleware/auth.ts";
+import { poolStub } from "../pools/service.ts";
 
 const agentAuth = requireAuth({ kinds: ["agent"] });
 /** Polls and heartbeats: the pool keeps their time as the agent's last contact, D1 nothing. */

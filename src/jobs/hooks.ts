@@ -4,11 +4,12 @@
  * acknowledged; the AgentPool Durable Object calls {@link onJobEnded} (at least once) whenever a
  * job ends. Each hands the event to the run lifecycle (`src/runs/events.ts`).
  */
+
+import type { JobAssignment } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
 import { createDb } from "../db/client.ts";
 import { base32 } from "../db/ids.ts";
 import { auditEvents } from "../db/schema.ts";
-import type { JobAssignment } from "../protocol/index.ts";
 import { handleJobEnded, handleJobStarted, prepareLease } from "../runs/events.ts";
 
 /** The agent acknowledged a lease: the run is planning or applying now. */

@@ -3,9 +3,9 @@
  * pools and their agents.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { AgentStatus, JobPhase } from "@outpost/protocol";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
-import { AgentStatus, JobPhase } from "../protocol/index.ts";
 import { poolError } from "./errors.ts";
 import { livenessSetting, PoolName } from "./model.ts";
 import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";

@@ -4,19 +4,13 @@
  * — other jobs, other runs, other orgs — answers 404.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { ArtifactName, JobId, LeaseId, LOG_LENGTH_HEADER, SHA256_HEADER } from "@outpost/protocol";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
-import {
-  ArtifactName,
-  JobId,
-  LeaseId,
-  LOG_LENGTH_HEADER,
-  SHA256_HEADER,
-} from "../protocol/index.ts";
 import { artifactKey } from "./blobs.ts";
 import { parseJobId } from "./model.ts";
 import { getRunById } from "./queries.ts";

@@ -3,9 +3,10 @@
  * start moves the run to planning/applying, and an ending moves it on (planned, applied,
  * errored, canceled). Every handler is idempotent: events may arrive more than once.
  */
+
+import type { JobVariable } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
 import { newId } from "../db/ids.ts";
-import type { JobVariable } from "../protocol/index.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
 import { logKey } from "./blobs.ts";

@@ -2,9 +2,10 @@
  * A run's jobs in its pool's queue: what is enqueued (the spec the agent gets back), and the
  * cancel path. The pool object is told after D1 changed; the reconciler repeats anything lost.
  */
+
+import type { JobSpec } from "@outpost/protocol";
 import type { QueuedJob } from "../../durable/pool-types.ts";
 import { poolStub } from "../pools/service.ts";
-import type { JobSpec } from "../protocol/index.ts";
 import type { Deps } from "./deps.ts";
 import { jobId, priorityClass } from "./model.ts";
 import type { RunRow } from "./queries.ts";

@@ -2,8 +2,9 @@
  * The run state machine of DESIGN.md "Domain", pure. Every status change goes through
  * {@link transition}; the table below is the whole truth about which changes exist.
  */
+
+import { RUN_STATUSES, type RunStatus } from "@outpost/protocol";
 import { fail, ok, type Result } from "../lib/result.ts";
-import { RUN_STATUSES, type RunStatus } from "../protocol/runs.ts";
 
 export { RUN_STATUSES, type RunStatus };
 

@@ -3,6 +3,8 @@
  * to end): backoff, re-registration, start-before-run, heartbeat cancels, finish retries, exit
  * instructions and shutdown.
  */
+
+import type { HeartbeatResponse, JobsNextResponse, RunningJob } from "@outpost/protocol";
 import { describe, expect, it } from "vitest";
 import { TokenRejected } from "../../agent/src/client/agent-api.ts";
 import { CoordinatorError } from "../../agent/src/client/http.ts";
@@ -12,7 +14,6 @@ import type { JobHandle } from "../../agent/src/job/runner.ts";
 import type { JobOutcome } from "../../agent/src/job/types.ts";
 import { createLogger } from "../../agent/src/logger.ts";
 import { AgentLoop, type AgentLoopOptions } from "../../agent/src/poller.ts";
-import type { HeartbeatResponse, JobsNextResponse, RunningJob } from "../../src/protocol/index.ts";
 
 const LEASE = `lease_${"b".repeat(26)}`;
 const jobId = (n: number) => `run_${String(n).padStart(26, "a")}:plan`;

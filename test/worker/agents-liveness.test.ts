@@ -1,8 +1,8 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import type { HeartbeatResponse, JobsNextResponse } from "@outpost/protocol";
 import { describe, expect, it } from "vitest";
 import { poolStub } from "../../src/pools/service.ts";
-import type { HeartbeatResponse, JobsNextResponse } from "../../src/protocol/index.ts";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
 import {

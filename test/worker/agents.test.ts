@@ -1,9 +1,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import type { HeartbeatResponse, JobsNextResponse } from "@outpost/protocol";
 import { describe, expect, it } from "vitest";
 import type { AgentPool } from "../../durable/agent-pool.ts";
 import { poolStub } from "../../src/pools/service.ts";
-import type { HeartbeatResponse, JobsNextResponse } from "../../src/protocol/index.ts";
 import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";

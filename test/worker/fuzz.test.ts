@@ -7,10 +7,10 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import type { JobAssignment } from "@outpost/protocol";
 import { beforeAll, describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
 import { poolStub } from "../../src/pools/service.ts";
-import type { JobAssignment } from "../../src/protocol/index.ts";
 import { BASE, request, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";

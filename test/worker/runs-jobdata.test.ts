@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
+import type { JobAssignment } from "@outpost/protocol";
 import { describe, expect, it } from "vitest";
-import type { JobAssignment } from "../../src/protocol/index.ts";
 import { logKey } from "../../src/runs/blobs.ts";
 import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";

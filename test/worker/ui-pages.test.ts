@@ -4,9 +4,9 @@
  */
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import type { JobAssignment } from "@outpost/protocol";
 import { beforeAll, describe, expect, it } from "vitest";
 import { poolStub } from "../../src/pools/service.ts";
-import type { JobAssignment } from "../../src/protocol/index.ts";
 import { CONTENT_SECURITY_POLICY } from "../../src/ui/routes.tsx";
 import { request } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";

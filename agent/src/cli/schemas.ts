@@ -2,8 +2,9 @@
  * The user-API answers the CLI reads. Loose objects: the CLI checks the fields it uses and keeps
  * the rest (printed as is with `--json`), so a newer coordinator adding fields breaks nothing.
  */
+
+import { RUN_STATUSES } from "@outpost/protocol";
 import { z } from "zod";
-import { RUN_STATUSES } from "../../../src/protocol/runs.ts";
 
 export const Run = z.looseObject({
   id: z.string(),

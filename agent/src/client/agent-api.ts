@@ -9,7 +9,7 @@ import {
   RegisterResponse,
   type RunningJob,
   StartResponse,
-} from "../../../src/protocol/index.ts";
+} from "@outpost/protocol";
 import { ExitRequest } from "../errors.ts";
 import { EXIT_CODES } from "../exit-codes.ts";
 import {
@@ -47,7 +47,7 @@ export function isLeaseGone(error: unknown): boolean {
 
 /**
  * The agent protocol (`/agent/v1/*`) with the agent token. Every body sent is built from and
- * every answer parsed with the shared schemas of `src/protocol/`. Failures: TransientError
+ * every answer parsed with the shared schemas of `@outpost/protocol` (packages/protocol). Failures: TransientError
  * (network, timeout, 429, 5xx), {@link TokenRejected} (401), CoordinatorError (other 4xx),
  * ProtocolError (unreadable answer).
  */

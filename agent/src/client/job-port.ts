@@ -7,7 +7,7 @@ import {
   LOG_LENGTH_HEADER,
   LogAppendResponse,
   type ArtifactName as WireArtifactName,
-} from "../../../src/protocol/index.ts";
+} from "@outpost/protocol";
 import { TransientError } from "../errors.ts";
 import type { ArtifactName, CoordinatorPort } from "../job/types.ts";
 import type { LogSendResult } from "../logs/streamer.ts";

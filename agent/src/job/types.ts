@@ -17,7 +17,7 @@ export type JobSource =
   | { kind: "vcs"; repoUrl: string; commitSha: string };
 
 /**
- * One job handed to this agent (local type until `src/protocol/` defines the wire schema; the
+ * One job handed to this agent (the agent's own view of a job; the
  * loop maps the protocol's job to this).
  */
 export type JobAssignment = {

@@ -3,8 +3,9 @@
  * speaks the real protocol over HTTP, so every run moves through the real routes, the real pool
  * object and the real hooks.
  */
+
+import type { JobAssignment, JobsNextResponse } from "@outpost/protocol";
 import { expect } from "vitest";
-import type { JobAssignment, JobsNextResponse } from "../../../src/protocol/index.ts";
 import { type ErrorBody, requestJson } from "./api.ts";
 import { upload } from "./configuration-versions.ts";
 import type { TestOrg } from "./fixtures.ts";
