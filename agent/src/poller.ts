@@ -1,4 +1,4 @@
-import type { JobAssignment as WireAssignment } from "@outpost/protocol";
+import type { ReceivedJob as WireAssignment } from "@outpost/protocol";
 import { computeBackoffMs } from "./backoff.ts";
 import type { AgentApi } from "./client/agent-api.ts";
 import { isAgentUnknown, isLeaseGone } from "./client/agent-api.ts";

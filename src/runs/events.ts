@@ -1,7 +1,10 @@
 /**
- * The scheduler's job events applied to runs: a lease gets its per-run token and variables, a
- * start moves the run to planning/applying, and an ending moves it on (planned, applied,
- * errored, canceled). Every handler is idempotent: events may arrive more than once.
+ * The scheduler's job events applied to runs, the one place they touch D1: a lease gets its
+ * per-run token and variables, a start moves the run to planning/applying, and an ending moves
+ * it on (planned, applied, errored, canceled). Whoever learnt of the event calls these: the agent
+ * routes (lease, start, finish), the run service (cancel), the `JOB_EVENTS` queue consumer
+ * (endings the pool created on its own) and the reconciler. Every handler is idempotent: events
+ * may arrive more than once.
  */
 
 import type { JobVariable } from "@outpost/protocol";
@@ -12,16 +15,17 @@ import { loadVariablesForJob } from "../variables/service.ts";
 import { logKey } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
-import { type RunStatus, statusAfterPlan } from "./model.ts";
+import { planningContextChanged, type RunStatus, statusAfterPlan } from "./model.ts";
 import { endRun, queueApply } from "./progress.ts";
 import {
   getRunById,
   insertRunTokenQuery,
+  jobEndedAuditQuery,
   moveRun,
   type RunRow,
   revokeRunTokensQuery,
+  startPlanningQuery,
 } from "./queries.ts";
-import { planningContextChanged } from "./service.ts";
 
 /**
  * What a lease adds to the job for its agent: a fresh per-run token (older tokens of the same
@@ -73,20 +77,15 @@ export async function prepareLease(
 export async function handleJobStarted(
   deps: Deps,
   job: { runId: string; phase: "plan" | "apply" },
-) {
+): Promise<void> {
   const now = Date.now();
-  const run = await getRunById(deps.db, job.runId);
-  if (!run) {
+  if (job.phase === "plan") {
+    // One statement: the run records the execution mode and pool it is planned under.
+    await startPlanningQuery(deps.db, job.runId, now);
     return;
   }
-  if (job.phase === "plan") {
-    const workspace = await deps.db.query.workspaces.findFirst({
-      where: (w, { eq }) => eq(w.id, run.workspaceId),
-    });
-    await moveRun(deps.db, run.id, ["plan_queued"], "planning", now, {
-      plannedExecutionMode: workspace?.executionMode ?? null,
-      plannedPoolId: workspace?.poolId ?? null,
-    });
+  const run = await getRunById(deps.db, job.runId);
+  if (!run) {
     return;
   }
   const workspace = await deps.db.query.workspaces.findFirst({
@@ -98,7 +97,7 @@ export async function handleJobStarted(
       statusReason: changed,
     });
     if (errored) {
-      await cancelPoolJob(deps, errored, { force: true });
+      await applyEndings(deps, await cancelPoolJob(deps, errored, { force: true }));
       await endRun(deps, errored);
     }
     return;
@@ -106,24 +105,36 @@ export async function handleJobStarted(
   await moveRun(deps.db, run.id, ["apply_queued"], "applying", now);
 }
 
-/** A job ended; the run follows. Repeated events find the run already moved and do nothing. */
+/** Applies endings the pool answered to a call, in order. */
+export async function applyEndings(deps: Deps, endings: readonly JobEndedEvent[]): Promise<void> {
+  for (const ending of endings) {
+    await handleJobEnded(deps, ending);
+  }
+}
+
+/**
+ * A job ended; the run follows, and the ending is audited (`job.finished`, `job.errored` or
+ * `job.canceled`, by its agent or by "system"). Repeated events find the run already moved and
+ * change nothing; the audit row has an id derived from the ending, so it is written once.
+ */
 export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
   await deps.env.RUN_LOG.getByName(event.jobId).finish(event.jobId, logKey(event, event.phase));
+  const { query: audit } = await jobEndedAuditQuery(deps.db, event);
   const run = await getRunById(deps.db, event.runId);
-  if (!run) {
-    return;
-  }
-  const moved = await applyEnding(deps, run, event);
+  const moved = run ? await applyEnding(deps, run, event) : undefined;
   if (moved?.status === "planned" && moved.isAutoApply) {
-    const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", Date.now());
+    await deps.db.batch([audit]);
+    const confirmed = await moveRun(deps.db, moved.id, ["planned"], "confirmed", Date.now());
     if (confirmed) {
       await queueApply(deps, confirmed);
     }
     return;
   }
   if (moved && moved.status !== "planned") {
-    await endRun(deps, moved);
+    await endRun(deps, moved, [audit]);
+    return;
   }
+  await deps.db.batch([audit]);
 }
 
 /** Moves the run as the job's ending says; undefined when it had already moved on. */

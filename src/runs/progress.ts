@@ -2,6 +2,7 @@
  * How runs move forward without a user: promotion of the next run of a workspace, queueing of
  * the apply, and the cleanup every run gets when it reaches a terminal status.
  */
+import type { BatchItem } from "drizzle-orm/batch";
 import { releaseRunStateLocks } from "../state/locks.ts";
 import type { Deps } from "./deps.ts";
 import { enqueueJob } from "./jobs.ts";
@@ -49,14 +50,22 @@ export async function queueApply(deps: Deps, run: RunRow): Promise<RunRow> {
 
 /**
  * What every run gets once terminal: its tokens die, its state locks and the workspace are
- * released, and the workspace's next pending run is promoted. Idempotent.
+ * released, and the workspace's next pending run is promoted (a speculative plan never held
+ * it). `alongside` lands in the same batch (the ending's audit row). Idempotent.
  */
-export async function endRun(deps: Deps, run: RunRow): Promise<void> {
+export async function endRun(
+  deps: Deps,
+  run: RunRow,
+  alongside: readonly BatchItem<"sqlite">[] = [],
+): Promise<void> {
   const now = Date.now();
   await deps.db.batch([
     revokeRunTokensQuery(deps.db, run.id, now),
     releaseWorkspaceQuery(deps.db, run.workspaceId, run.id, now),
+    ...alongside,
   ]);
   await releaseRunStateLocks(deps.db, run.id);
-  await advanceWorkspace(deps, run.workspaceId);
+  if (!run.isSpeculative) {
+    await advanceWorkspace(deps, run.workspaceId);
+  }
 }

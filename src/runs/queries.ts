@@ -1,7 +1,9 @@
 /** D1 access for runs and per-run tokens. Status changes are compare-and-set on the status. */
-import { and, asc, count, desc, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, inArray, isNull, lt, or, type SQL, sql } from "drizzle-orm";
+import type { JobEndedEvent } from "../../durable/pool-types.ts";
 import type { Database } from "../db/client.ts";
-import { runs, runTokens, workspaces } from "../db/schema.ts";
+import { base32 } from "../db/ids.ts";
+import { auditEvents, runs, runTokens, workspaces } from "../db/schema.ts";
 import { canTransition, type RunStatus, WAITING_STATUSES } from "./model.ts";
 
 export type RunRow = typeof runs.$inferSelect;
@@ -22,7 +24,7 @@ export function getRunById(db: Database, id: string): Promise<RunRow | undefined
 /** A page of runs, newest first, after the keyset `after` ([createdAt, id]) when given. */
 export function listRunsPage(
   db: Database,
-  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: string },
+  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: RunStatus },
   page: { limit: number; after?: readonly [number, string] },
 ) {
   return db
@@ -78,16 +80,10 @@ export async function moveRun(
   from: readonly RunStatus[],
   to: RunStatus,
   now: number,
-  extra: Partial<
-    Pick<
-      RunRow,
-      | "statusReason"
-      | "planSummary"
-      | "cancelRequestedAt"
-      | "plannedExecutionMode"
-      | "plannedPoolId"
-    >
-  > = {},
+  extra: Partial<Pick<RunRow, "statusReason" | "planSummary" | "cancelRequestedAt">> & {
+    plannedExecutionMode?: RunRow["plannedExecutionMode"] | SQL;
+    plannedPoolId?: RunRow["plannedPoolId"] | SQL;
+  } = {},
 ): Promise<RunRow | undefined> {
   for (const status of from) {
     if (!canTransition(status, to)) {
@@ -105,6 +101,51 @@ export async function moveRun(
     .where(and(eq(runs.id, id), inArray(runs.status, [...from])))
     .returning();
   return row;
+}
+
+/**
+ * plan_queued → planning in one statement, recording the execution mode and pool the run is
+ * planned under (an apply later checks them against the workspace).
+ */
+export function startPlanningQuery(db: Database, runId: string, now: number) {
+  return moveRun(db, runId, ["plan_queued"], "planning", now, {
+    plannedExecutionMode: sql`(SELECT ${workspaces.executionMode} FROM ${workspaces} WHERE ${workspaces.id} = ${runs.workspaceId})`,
+    plannedPoolId: sql`(SELECT ${workspaces.poolId} FROM ${workspaces} WHERE ${workspaces.id} = ${runs.workspaceId})`,
+  });
+}
+
+/**
+ * The audit row of a job's ending, with an id derived from the ending: recording the same
+ * ending twice (a redelivered event, a repeated finish) is one row.
+ */
+export async function jobEndedAuditQuery(db: Database, event: JobEndedEvent) {
+  const key = `${event.jobId}:${event.action}:${event.endedAt}`;
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
+  // Wrapped: a drizzle query is thenable, and awaiting this function must not run it.
+  const query = db
+    .insert(auditEvents)
+    .values({
+      id: `evt_${base32(new Uint8Array(digest).slice(0, 16))}`,
+      orgId: event.orgId,
+      actor: event.actor,
+      action: event.action,
+      targetType: "job",
+      targetId: event.jobId,
+      data: {
+        runId: event.runId,
+        workspaceId: event.workspaceId,
+        phase: event.phase,
+        outcome: event.outcome,
+        agentId: event.agentId,
+        reason: event.reason,
+        exitCode: event.exitCode,
+        planSummary: event.planSummary,
+        forced: event.forced,
+      },
+      createdAt: event.endedAt,
+    })
+    .onConflictDoNothing({ target: auditEvents.id });
+  return { query };
 }
 
 export function setCancelRequested(db: Database, id: string, now: number) {

@@ -4,7 +4,7 @@
  * instructions and shutdown.
  */
 
-import type { HeartbeatResponse, JobsNextResponse, RunningJob } from "@outpost/protocol";
+import type { HeartbeatResponse, JobsNextReceived, RunningJob } from "@outpost/protocol";
 import { describe, expect, it } from "vitest";
 import { TokenRejected } from "../../agent/src/client/agent-api.ts";
 import { CoordinatorError } from "../../agent/src/client/http.ts";
@@ -35,7 +35,7 @@ const SPEC = {
     commitSha: null,
   },
 };
-const runJob = (n: number): JobsNextResponse => ({
+const runJob = (n: number): JobsNextReceived => ({
   action: "run",
   job: {
     jobId: jobId(n),
@@ -61,7 +61,7 @@ type Step<T> = T | Error;
 /** A coordinator that answers from scripts and records every call. */
 function scripted(script: {
   register?: Array<Step<"ok">>;
-  next?: Array<Step<JobsNextResponse | null>>;
+  next?: Array<Step<JobsNextReceived | null>>;
   heartbeat?: (running: RunningJob[]) => Step<HeartbeatResponse>;
   finish?: Array<Step<"ok">>;
 }) {

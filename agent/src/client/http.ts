@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { ErrorEnvelope } from "@outpost/protocol";
 import { z } from "zod";
 import { TransientError } from "../errors.ts";
 
@@ -9,11 +10,6 @@ export const PACKAGE_VERSION: string = z
   .parse(
     JSON.parse(readFileSync(path.join(import.meta.dirname, "../../package.json"), "utf8")),
   ).version;
-
-/** The coordinator's error envelope (`{ "error": { "code", "message" } }`), read leniently. */
-const ErrorEnvelope = z.object({
-  error: z.object({ code: z.string(), message: z.string() }),
-});
 
 /**
  * The coordinator refused a request for a reason retrying will not fix (4xx other than 429).
