@@ -164,16 +164,15 @@ export class AgentPool extends DurableObject<Env> {
     }
     const ctx = this.ops();
     const wait = Math.min(Math.max(0, Math.floor(waitMs)), MAX_POLL_WAIT_SECONDS * 1000);
-    // One write for an idle poll: the contact and the hold about to start. A job leased at once
-    // takes the hold back; a hold that runs its course needs no second write.
+    // Contact makes an unknown agent online; the lease is tried as that, and the agent's row is
+    // written once: the contact, plus the hold about to start when nothing could be leased.
+    const job = ops.tryLease(ctx, { ...agent, state: "online" });
     const holdUntil =
-      wait > 0 ? Math.max(agent.poll_held_until ?? 0, ctx.now + wait) : agent.poll_held_until;
-    const online = this.store.touchAgent(agent, ctx.now, holdUntil, this.settings);
-    const job = ops.tryLease(ctx, online);
+      job || wait === 0
+        ? agent.poll_held_until
+        : Math.max(agent.poll_held_until ?? 0, ctx.now + wait);
+    this.store.touchAgent(agent, ctx.now, holdUntil, this.settings);
     if (job || wait === 0) {
-      if (holdUntil !== agent.poll_held_until) {
-        this.store.touchAgent(online, ctx.now, agent.poll_held_until, this.settings);
-      }
       await this.afterChange();
       return ok(job ? { kind: "job", job } : { kind: "none" });
     }
@@ -248,6 +247,7 @@ export class AgentPool extends DurableObject<Env> {
   /** Every overdue deadline handled, endings sent to the queue, the next alarm set. Idempotent. */
   override async alarm(): Promise<void> {
     this.alarmAt = undefined;
+    this.store.eventsMayBeDue = true;
     ops.sweepDue(this.ops());
     await this.afterChange();
   }

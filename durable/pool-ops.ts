@@ -222,10 +222,9 @@ export function start(
   if (!holdsLease(job, agent, leaseId) || (job.state !== "leased" && job.state !== "started")) {
     return fail("lease_lost");
   }
-  if (job.state === "leased") {
-    ctx.store.startJob(job, ctx.now, ctx.settings);
-  }
-  return ok(toJobView(ctx.store.getJob(jobId) ?? job));
+  return ok(
+    toJobView(job.state === "leased" ? ctx.store.startJob(job, ctx.now, ctx.settings) : job),
+  );
 }
 
 /**
@@ -246,22 +245,23 @@ export function finish(
   if (!holdsLease(job, agent, leaseId) || (job.state === "ended" && job.ended_by !== agent.id)) {
     return fail("lease_lost");
   }
-  if (job.state !== "ended") {
-    ctx.store.endJob(
-      job,
-      {
-        outcome: report.outcome,
-        actor: agent.id,
-        reason: report.message,
-        exitCode: report.exitCode,
-        planSummary: report.planSummary,
-        forced: false,
-      },
-      ctx.now,
-      false,
-    );
-  }
-  const view = toJobView(ctx.store.getJob(jobId) ?? job);
+  const row =
+    job.state === "ended"
+      ? job
+      : ctx.store.endJob(
+          job,
+          {
+            outcome: report.outcome,
+            actor: agent.id,
+            reason: report.message,
+            exitCode: report.exitCode,
+            planSummary: report.planSummary,
+            forced: false,
+          },
+          ctx.now,
+          false,
+        ).row;
+  const view = toJobView(row);
   const ending = endingOf(view);
   if (!ending) {
     throw new Error(`job ${jobId} finished without an ending`);
@@ -282,20 +282,20 @@ export function cancel(
   if (!job) {
     return fail("not_found");
   }
-  let ending = null;
-  if (job.state === "queued" || job.state === "leased") {
-    ending = ctx.store.endJob(
-      job,
-      systemEnd("canceled", "canceled before it started"),
-      ctx.now,
-      false,
-    );
-  } else if (job.state === "started" && force) {
-    ending = ctx.store.endJob(job, systemEnd("canceled", "force-canceled", true), ctx.now, false);
-  } else if (job.state === "started" && job.cancel_requested_at === null) {
+  const end =
+    job.state === "queued" || job.state === "leased"
+      ? systemEnd("canceled", "canceled before it started")
+      : job.state === "started" && force
+        ? systemEnd("canceled", "force-canceled", true)
+        : null;
+  if (end) {
+    const { ending, row } = ctx.store.endJob(job, end, ctx.now, false);
+    return ok({ job: toJobView(row), ending });
+  }
+  if (job.state === "started" && job.cancel_requested_at === null) {
     ctx.store.requestCancel(jobId, ctx.now);
   }
-  return ok({ job: toJobView(ctx.store.getJob(jobId) ?? job), ending });
+  return ok({ job: toJobView(ctx.store.getJob(jobId) ?? job), ending: null });
 }
 
 /**

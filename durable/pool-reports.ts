@@ -41,21 +41,21 @@ export function waitInfo(ctx: OpsContext, job: JobRow): WaitInfo {
 }
 
 function reasonFor(ctx: OpsContext, job: JobRow, ahead: number): WaitReason {
-  const agents = listedAgents(ctx);
+  const agents = ctx.store.agentLoads(ctx.now, ctx.settings.retentionMs);
   if (agents.length === 0) {
     return { kind: "no_agents_registered" };
   }
-  const online = agents.filter((a) => a.status === "idle" || a.status === "busy");
+  const online = agents.filter((a) => a.state === "online");
   if (online.length === 0) {
-    const lastContactAt = Math.max(...agents.map((a) => a.lastContactAt));
+    const lastContactAt = Math.max(...agents.map((a) => a.last_contact_at));
     return { kind: "no_agents_online", registered: agents.length, lastContactAt };
   }
-  const accepting = online.filter((a) => a.acceptedPhases.includes(job.phase));
+  const accepting = online.filter((a) => a.accepts.split(",").includes(job.phase));
   if (accepting.length === 0) {
     return { kind: "no_agent_accepts_phase", phase: job.phase, online: online.length };
   }
-  if (accepting.every((a) => a.runningJobs.length >= a.capacity)) {
-    const runningJobs = accepting.reduce((sum, a) => sum + a.runningJobs.length, 0);
+  if (accepting.every((a) => a.held >= a.capacity)) {
+    const runningJobs = accepting.reduce((sum, a) => sum + a.held, 0);
     return { kind: "all_agents_busy", agents: accepting.length, runningJobs };
   }
   return { kind: "behind_other_jobs", ahead };

@@ -35,7 +35,23 @@ export type JobEnd = {
 
 type OutboxRow = { id: number; event: string; attempts: number };
 
+/** One listed agent's load: what "why does my job wait" weighs. */
+export type AgentLoad = {
+  state: AgentState;
+  capacity: number;
+  accepts: string;
+  last_contact_at: number;
+  held: number;
+};
+
 export class PoolStore {
+  /**
+   * False once a look at the outbox found nothing due, until an ending is queued or the alarm
+   * runs: most changes then skip looking again.
+   */
+  eventsMayBeDue = true;
+  private retired: boolean | undefined;
+
   constructor(private readonly sql: SqlStorage) {}
 
   /** Creates the schema, or brings storage written under an older version up to this one. */
@@ -83,12 +99,15 @@ export class PoolStore {
     }
   }
 
+  /** Whether the pool was deleted; read once, then kept (only `retire` changes it). */
   isRetired(): boolean {
-    return this.value("retired") !== null;
+    this.retired ??= this.value("retired") !== null;
+    return this.retired;
   }
 
   /** Marks the pool deleted and empties it, keeping only the events still to be sent. */
   retire(): void {
+    this.retired = true;
     this.setValue("retired", "1");
     for (const table of ["agents", "jobs", "class_rounds", "workspace_rounds"]) {
       this.sql.exec(`DELETE FROM ${table}`);
@@ -119,16 +138,15 @@ export class PoolStore {
 
   /** Queues a new job at the back of its workspace's fair-share rounds. */
   insertJob(job: QueuedJob, now: number): JobRow {
-    const current = this.currentRound(job.priorityClass);
-    const workspaceNext =
-      this.sql
-        .exec<{ next_round: number }>(
-          "SELECT next_round FROM workspace_rounds WHERE priority_class = ? AND workspace_id = ?",
-          job.priorityClass,
-          job.workspaceId,
-        )
-        .toArray()[0]?.next_round ?? null;
-    const round = assignRound(workspaceNext, current);
+    const rounds = this.sql
+      .exec<{ current: number | null; next: number | null }>(
+        `SELECT (SELECT current_round FROM class_rounds WHERE priority_class = ?1) AS current,
+           (SELECT next_round FROM workspace_rounds WHERE priority_class = ?1 AND workspace_id = ?2) AS next`,
+        job.priorityClass,
+        job.workspaceId,
+      )
+      .one();
+    const round = assignRound(rounds.next, rounds.current ?? 0);
     this.sql.exec(
       "INSERT INTO workspace_rounds (priority_class, workspace_id, next_round) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET next_round = excluded.next_round",
       job.priorityClass,
@@ -162,23 +180,20 @@ export class PoolStore {
   }
 
   /**
-   * The head of the queue among the given classes: one indexed lookup per class, so the cost is
-   * O(log n) in the queue length whatever its size. Also reports the rows SQLite read.
+   * The head of the queue among the given classes: one indexed lookup, so the cost is O(log n)
+   * in the queue length whatever its size. Also reports the rows SQLite read.
    */
   pickNext(classes: readonly number[]): { job: JobRow | null; rowsRead: number } {
-    let rowsRead = 0;
-    for (const priorityClass of classes) {
-      const cursor = this.sql.exec<JobRow>(
-        "SELECT * FROM jobs WHERE state = 'queued' AND priority_class = ? ORDER BY round, seq LIMIT 1",
-        priorityClass,
-      );
-      const job = cursor.toArray()[0] ?? null;
-      rowsRead += cursor.rowsRead;
-      if (job) {
-        return { job, rowsRead };
-      }
+    if (classes.length === 0) {
+      return { job: null, rowsRead: 0 };
     }
-    return { job: null, rowsRead };
+    const cursor = this.sql.exec<JobRow>(
+      `SELECT * FROM jobs WHERE state = 'queued' AND priority_class IN (${classes.map(() => "?").join(", ")})
+       ORDER BY priority_class, round, seq LIMIT 1`,
+      ...classes,
+    );
+    const job = cursor.toArray()[0] ?? null;
+    return { job, rowsRead: cursor.rowsRead };
   }
 
   /** Whether any job is queued: one lookup in the queue index. */
@@ -188,18 +203,16 @@ export class PoolStore {
 
   /** Where a queued job stands: how many queued jobs are ahead of it, and how many are queued. */
   queuePosition(job: JobRow): { ahead: number; length: number } {
-    const ahead = this.sql
-      .exec<{ n: number }>(
-        "SELECT COUNT(*) AS n FROM jobs WHERE state = 'queued' AND (priority_class, round, seq) < (?, ?, ?)",
+    return this.sql
+      .exec<{ ahead: number; length: number }>(
+        `SELECT COUNT(*) AS length,
+           COALESCE(SUM((priority_class, round, seq) < (?, ?, ?)), 0) AS ahead
+         FROM jobs WHERE state = 'queued'`,
         job.priority_class,
         job.round,
         job.seq,
       )
-      .one().n;
-    const length = this.sql
-      .exec<{ n: number }>("SELECT COUNT(*) AS n FROM jobs WHERE state = 'queued'")
-      .one().n;
-    return { ahead, length };
+      .one();
   }
 
   /** Hands a queued job to an agent; the lease must be started before its deadline. */
@@ -231,16 +244,18 @@ export class PoolStore {
   }
 
   /** Marks a leased job started; from now on only its agent, a timeout or a cancel ends it. */
-  startJob(job: JobRow, now: number, settings: PoolSettings): void {
+  startJob(job: JobRow, now: number, settings: PoolSettings): JobRow {
     this.checkMove(job, "started");
     const due = jobDueAt({ ...clockOf(job), state: "started", startedAt: now }, settings);
-    this.sql.exec(
-      "UPDATE jobs SET state = 'started', started_at = ?, reported_at = ?, due_at = ? WHERE job_id = ?",
-      now,
-      now,
-      due,
-      job.job_id,
-    );
+    return this.sql
+      .exec<JobRow>(
+        "UPDATE jobs SET state = 'started', started_at = ?, reported_at = ?, due_at = ? WHERE job_id = ? RETURNING *",
+        now,
+        now,
+        due,
+        job.job_id,
+      )
+      .one();
   }
 
   /** A heartbeat listed the started job: it is still running on its agent. */
@@ -257,7 +272,12 @@ export class PoolStore {
    * the same transaction, so it reaches the `JOB_EVENTS` queue at least once even if the object
    * is evicted right after; without it, the caller that ended the job applies the ending.
    */
-  endJob(job: JobRow, end: JobEnd, now: number, queue: boolean): JobEndedEvent {
+  endJob(
+    job: JobRow,
+    end: JobEnd,
+    now: number,
+    queue: boolean,
+  ): { ending: JobEndedEvent; row: JobRow } {
     this.checkMove(job, "ended");
     const ended = this.sql
       .exec<JobRow>(
@@ -279,13 +299,14 @@ export class PoolStore {
       throw new Error(`job ${job.job_id} has no ending after it ended`);
     }
     if (queue) {
+      this.eventsMayBeDue = true;
       this.sql.exec(
         "INSERT INTO outbox (event, next_attempt_at) VALUES (?, ?)",
         JSON.stringify(event),
         now,
       );
     }
-    return event;
+    return { ending: event, row: ended };
   }
 
   /** The jobs an agent holds (leased or started), oldest first. */
@@ -475,6 +496,22 @@ export class PoolStore {
     return new Map(rows.map((row) => [row.id, row]));
   }
 
+  /**
+   * Every agent still listed (online or unknown, or offline within `retentionMs` of its last
+   * contact) with the jobs it holds: one statement, however many agents there are.
+   */
+  agentLoads(now: number, retentionMs: number): AgentLoad[] {
+    return this.sql
+      .exec<AgentLoad>(
+        `SELECT a.state, a.capacity, a.accepts, a.last_contact_at,
+           (SELECT COUNT(*) FROM jobs j WHERE j.agent_id = a.id AND j.state IN ('leased', 'started')) AS held
+         FROM agents a WHERE a.state IN ('online', 'unknown') OR a.last_contact_at + ? > ?`,
+        retentionMs,
+        now,
+      )
+      .toArray();
+  }
+
   /** Each token's latest contact by any agent still registered with it. */
   lastContactByToken(): Record<string, number> {
     const rows = this.sql
@@ -496,6 +533,9 @@ export class PoolStore {
    * `claimMs`, so a send that never returns is retried, and one in flight is not sent twice.
    */
   claimEvents(now: number, claimMs: number, limit: number): OutboxRow[] {
+    if (!this.eventsMayBeDue) {
+      return [];
+    }
     const rows = this.sql
       .exec<OutboxRow>(
         "SELECT id, event, attempts FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?",
@@ -503,6 +543,9 @@ export class PoolStore {
         limit,
       )
       .toArray();
+    if (rows.length === 0) {
+      this.eventsMayBeDue = false;
+    }
     for (const row of rows) {
       this.sql.exec(
         "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ?",

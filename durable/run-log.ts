@@ -181,6 +181,16 @@ export class RunLog extends DurableObject<Env> {
     if (meta.isFinal) {
       return { stored: meta.stored };
     }
+    if (meta.stored === 0) {
+      // Nothing was logged (a job canceled before it started, a silent one): no object to store,
+      // and a read of the final log answers complete with no bytes.
+      this.sql.exec(
+        `INSERT INTO meta (id, job_id, is_final) VALUES (1, ?, 1)
+         ON CONFLICT (id) DO UPDATE SET is_final = 1, lease_id = NULL`,
+        jobId,
+      );
+      return { stored: 0 };
+    }
     const { readable, writable } = new FixedLengthStream(meta.stored);
     const write = (async () => {
       const writer = writable.getWriter();

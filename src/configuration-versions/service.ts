@@ -212,12 +212,13 @@ export function getConfigurationVersion(
   workspaceId: string,
   id: string,
 ): Promise<ConfigurationVersionRow | undefined> {
-  return db.query.configurationVersions.findFirst({
-    where: and(
-      eq(configurationVersions.workspaceId, workspaceId),
-      eq(configurationVersions.id, id),
-    ),
-  });
+  return db
+    .select()
+    .from(configurationVersions)
+    .where(
+      and(eq(configurationVersions.workspaceId, workspaceId), eq(configurationVersions.id, id)),
+    )
+    .get();
 }
 
 /**
@@ -228,14 +229,20 @@ export function latestConfigurationVersion(
   db: Database,
   workspaceId: string,
 ): Promise<ConfigurationVersionRow | undefined> {
-  return db.query.configurationVersions.findFirst({
-    // A pull request's commit is not the workspace's code until it is merged.
-    where: and(
-      eq(configurationVersions.workspaceId, workspaceId),
-      eq(configurationVersions.isSpeculative, false),
-    ),
-    orderBy: [desc(configurationVersions.createdAt), desc(configurationVersions.id)],
-  });
+  return (
+    db
+      .select()
+      .from(configurationVersions)
+      // A pull request's commit is not the workspace's code until it is merged.
+      .where(
+        and(
+          eq(configurationVersions.workspaceId, workspaceId),
+          eq(configurationVersions.isSpeculative, false),
+        ),
+      )
+      .orderBy(desc(configurationVersions.createdAt), desc(configurationVersions.id))
+      .get()
+  );
 }
 
 /** One page of the workspace's versions, newest first, `limit + 1` rows to detect a next page. */

@@ -11,7 +11,9 @@ import type { JobVariable } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
 import { newId } from "../db/ids.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
+import { listVariableRows } from "../variables/queries.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
+import { getWorkspaceById } from "../workspaces/queries.ts";
 import { logKey } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
@@ -24,6 +26,7 @@ import {
   moveRun,
   type RunRow,
   revokeRunTokensQuery,
+  runByIdQuery,
   startPlanningQuery,
 } from "./queries.ts";
 
@@ -36,28 +39,36 @@ export async function prepareLease(
   deps: Deps,
   leased: LeasedJob,
 ): Promise<{ runToken: string; variables: JobVariable[] } | null> {
-  const run = await getRunById(deps.db, leased.runId);
+  // One round trip for what the lease needs to know: the run and its workspace's variables.
+  const [[run], rows] = await deps.db.batch([
+    runByIdQuery(deps.db, leased.runId),
+    listVariableRows(deps.db, leased.workspaceId),
+  ]);
   if (!run || run.status.endsWith("canceled") || run.status === "errored") {
     return null;
   }
   const now = Date.now();
   const secret = generateToken("run");
-  await deps.db.batch([
-    revokeRunTokensQuery(deps.db, run.id, now, leased.jobId),
-    insertRunTokenQuery(deps.db, {
-      id: newId("runToken"),
-      orgId: run.orgId,
-      runId: run.id,
-      workspaceId: run.workspaceId,
-      jobId: leased.jobId,
-      tokenHash: await hashToken(secret),
-      createdAt: now,
+  // Independent of each other: the token, the variables and the job's log, at the same time.
+  const [, variables] = await Promise.all([
+    deps.db.batch([
+      revokeRunTokensQuery(deps.db, run.id, now, leased.jobId),
+      insertRunTokenQuery(deps.db, {
+        id: newId("runToken"),
+        orgId: run.orgId,
+        runId: run.id,
+        workspaceId: run.workspaceId,
+        jobId: leased.jobId,
+        tokenHash: await hashToken(secret),
+        createdAt: now,
+      }),
+    ]),
+    loadVariablesForJob(deps.env, deps.db, run.workspaceId, {
+      includeSensitive: !run.isFork,
+      rows,
     }),
+    deps.env.RUN_LOG.getByName(leased.jobId).open(leased.jobId, leased.leaseId),
   ]);
-  const variables = await loadVariablesForJob(deps.env, deps.db, run.workspaceId, {
-    includeSensitive: !run.isFork,
-  });
-  await deps.env.RUN_LOG.getByName(leased.jobId).open(leased.jobId, leased.leaseId);
   return {
     runToken: secret,
     variables: variables.map((v) => ({
@@ -88,9 +99,7 @@ export async function handleJobStarted(
   if (!run) {
     return;
   }
-  const workspace = await deps.db.query.workspaces.findFirst({
-    where: (w, { eq }) => eq(w.id, run.workspaceId),
-  });
+  const workspace = await getWorkspaceById(deps.db, run.workspaceId);
   const changed = workspace ? planningContextChanged(run, workspace) : "the workspace was deleted";
   if (changed) {
     const errored = await moveRun(deps.db, run.id, ["apply_queued"], "errored", now, {
@@ -118,9 +127,12 @@ export async function applyEndings(deps: Deps, endings: readonly JobEndedEvent[]
  * change nothing; the audit row has an id derived from the ending, so it is written once.
  */
 export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
-  await deps.env.RUN_LOG.getByName(event.jobId).finish(event.jobId, logKey(event, event.phase));
-  const { query: audit } = await jobEndedAuditQuery(deps.db, event);
-  const run = await getRunById(deps.db, event.runId);
+  // The log is stored while the run is read; the run moves only once the log is final.
+  const [, { query: audit }, run] = await Promise.all([
+    deps.env.RUN_LOG.getByName(event.jobId).finish(event.jobId, logKey(event, event.phase)),
+    jobEndedAuditQuery(deps.db, event),
+    getRunById(deps.db, event.runId),
+  ]);
   const moved = run ? await applyEnding(deps, run, event) : undefined;
   if (moved?.status === "planned" && moved.isAutoApply) {
     await deps.db.batch([audit]);

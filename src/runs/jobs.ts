@@ -6,9 +6,10 @@
 
 import type { JobSpec } from "@outpost/protocol";
 import type { JobEndedEvent, QueuedJob, WaitInfo } from "../../durable/pool-types.ts";
+import { getConfigurationVersion } from "../configuration-versions/service.ts";
 import type { configurationVersions } from "../db/schema.ts";
 import { poolStub } from "../pools/service.ts";
-import type { WorkspaceRow } from "../workspaces/queries.ts";
+import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
 import { jobId, phaseTimeoutMs, priorityClass } from "./model.ts";
 import type { RunRow } from "./queries.ts";
@@ -33,9 +34,7 @@ export async function buildSpec(
     known.configuration !== undefined
       ? known.configuration
       : run.configurationVersionId
-        ? await deps.db.query.configurationVersions.findFirst({
-            where: (cv, { eq }) => eq(cv.id, run.configurationVersionId ?? ""),
-          })
+        ? await getConfigurationVersion(deps.db, run.workspaceId, run.configurationVersionId)
         : undefined;
   return {
     operation: run.operation,
@@ -92,7 +91,7 @@ export async function enqueueJob(
 }
 
 function workspaceOf(deps: Deps, run: RunRow): Promise<WorkspaceRow | undefined> {
-  return deps.db.query.workspaces.findFirst({ where: (w, { eq }) => eq(w.id, run.workspaceId) });
+  return getWorkspaceById(deps.db, run.workspaceId);
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   type RunRow,
   releaseWorkspaceQuery,
   revokeRunTokensQuery,
+  runHoldsStateLockQuery,
 } from "./queries.ts";
 
 /** Moves a pending run to `plan_queued` and puts its plan job in the pool's queue. */
@@ -59,12 +60,15 @@ export async function endRun(
   alongside: readonly BatchItem<"sqlite">[] = [],
 ): Promise<void> {
   const now = Date.now();
-  await deps.db.batch([
+  const [, , locks] = await deps.db.batch([
     revokeRunTokensQuery(deps.db, run.id, now),
     releaseWorkspaceQuery(deps.db, run.workspaceId, run.id, now),
+    runHoldsStateLockQuery(deps.db, run.id),
     ...alongside,
   ]);
-  await releaseRunStateLocks(deps.db, run.id);
+  if (locks.length > 0) {
+    await releaseRunStateLocks(deps.db, run.id);
+  }
   if (!run.isSpeculative) {
     await advanceWorkspace(deps, run.workspaceId);
   }

@@ -1,9 +1,9 @@
 /** D1 access for runs and per-run tokens. Status changes are compare-and-set on the status. */
 import { and, asc, count, desc, eq, inArray, isNull, lt, or, type SQL, sql } from "drizzle-orm";
 import type { JobEndedEvent } from "../../durable/pool-types.ts";
-import type { Database } from "../db/client.ts";
+import { type Database, prepared } from "../db/client.ts";
 import { base32 } from "../db/ids.ts";
-import { auditEvents, runs, runTokens, workspaces } from "../db/schema.ts";
+import { agentPools, auditEvents, runs, runTokens, stateLocks, workspaces } from "../db/schema.ts";
 import { canTransition, type RunStatus, WAITING_STATUSES } from "./model.ts";
 
 export type RunRow = typeof runs.$inferSelect;
@@ -13,12 +13,29 @@ export function insertRunQuery(db: Database, row: typeof runs.$inferInsert) {
 }
 
 export function getRun(db: Database, orgId: string, id: string): Promise<RunRow | undefined> {
-  return db.query.runs.findFirst({ where: and(eq(runs.orgId, orgId), eq(runs.id, id)) });
+  return prepared(db, "run.inOrg", (d) =>
+    d
+      .select()
+      .from(runs)
+      .where(and(eq(runs.orgId, sql.placeholder("orgId")), eq(runs.id, sql.placeholder("id"))))
+      .prepare(),
+  ).get({ orgId, id });
 }
 
 /** A run by id alone: for the scheduler's callbacks, which carry no principal. */
 export function getRunById(db: Database, id: string): Promise<RunRow | undefined> {
-  return db.query.runs.findFirst({ where: eq(runs.id, id) });
+  return prepared(db, "run.byId", (d) =>
+    d
+      .select()
+      .from(runs)
+      .where(eq(runs.id, sql.placeholder("id")))
+      .prepare(),
+  ).get({ id });
+}
+
+/** {@link getRunById} as a query to put in a batch: zero or one row. */
+export function runByIdQuery(db: Database, id: string) {
+  return db.select().from(runs).where(eq(runs.id, id)).limit(1);
 }
 
 /** A page of runs, newest first, after the keyset `after` ([createdAt, id]) when given. */
@@ -50,11 +67,34 @@ export function listRunsPage(
 
 /** Runs of an org waiting in a queue: what admission control counts. */
 export async function countQueuedRuns(db: Database, orgId: string): Promise<number> {
-  const [row] = await db
+  const [row] = await countQueuedRunsQuery(db, orgId);
+  return row?.n ?? 0;
+}
+
+/** {@link countQueuedRuns} as a query to put in a batch: one row `{ n }`. */
+export function countQueuedRunsQuery(db: Database, orgId: string) {
+  return db
     .select({ n: count() })
     .from(runs)
     .where(and(eq(runs.orgId, orgId), inArray(runs.status, [...WAITING_STATUSES])));
-  return row?.n ?? 0;
+}
+
+/** Whether the run holds any state lock: zero or one row. */
+export function runHoldsStateLockQuery(db: Database, runId: string) {
+  return db
+    .select({ lockId: stateLocks.lockId })
+    .from(stateLocks)
+    .where(eq(stateLocks.runId, runId))
+    .limit(1);
+}
+
+/** A pool's name, for the words of why a run waits: zero or one row `{ name }`. */
+export function poolNameQuery(db: Database, poolId: string) {
+  return db
+    .select({ name: agentPools.name })
+    .from(agentPools)
+    .where(eq(agentPools.id, poolId))
+    .limit(1);
 }
 
 /** The oldest non-speculative pending run of a workspace: the next to become current. */

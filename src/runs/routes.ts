@@ -193,8 +193,9 @@ export const runRoutes = newRouter()
             );
         }
       }
-      const { run, wait } = result.value;
-      return c.json(presentRun(run, await whyWaiting(deps(c), run, { workspace, wait })), 201);
+      const { run, wait, poolName } = result.value;
+      const waiting = await whyWaiting(deps(c), run, { workspace, wait, poolName });
+      return c.json(presentRun(run, waiting), 201);
     },
   )
   .openapi(

@@ -6,7 +6,10 @@
  */
 import type { WaitInfo } from "../../durable/pool-types.ts";
 import { auditQuery } from "../audit/service.ts";
-import { latestConfigurationVersion } from "../configuration-versions/service.ts";
+import {
+  getConfigurationVersion,
+  latestConfigurationVersion,
+} from "../configuration-versions/service.ts";
 import { newId } from "../db/ids.ts";
 import type { runs } from "../db/schema.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
@@ -26,10 +29,11 @@ import {
 } from "./model.ts";
 import { advanceWorkspace, endRun, queueApply } from "./progress.ts";
 import {
-  countQueuedRuns,
+  countQueuedRunsQuery,
   getRunById,
   insertRunQuery,
   moveRun,
+  poolNameQuery,
   type RunRow,
   setCancelRequested,
 } from "./queries.ts";
@@ -61,8 +65,11 @@ export type CreateRunFailure =
   | "configuration_not_found"
   | "over_queue_limit";
 
-/** A queued run, and where its plan job waits when it was queued at once. */
-export type CreatedRun = { run: RunRow; wait: WaitInfo | null };
+/**
+ * A queued run, where its plan job waits when it was queued at once, and its pool's name (for
+ * the words of why it waits).
+ */
+export type CreatedRun = { run: RunRow; wait: WaitInfo | null; poolName: string | null };
 
 /**
  * Queues a run: a speculative plan goes to its pool's queue at once (it never waits for the
@@ -81,18 +88,20 @@ export async function createRun(
   if (!workspace.poolId) {
     return fail("no_pool");
   }
-  const configuration = input.configurationVersionId
-    ? await db.query.configurationVersions.findFirst({
-        where: (cv, { and, eq }) =>
-          and(eq(cv.id, input.configurationVersionId ?? ""), eq(cv.workspaceId, workspace.id)),
-      })
-    : await latestConfigurationVersion(db, workspace.id);
+  // Independent reads, at the same time: the configuration, the org's queue, the pool's name.
+  const [configuration, [[waiting], [pool]]] = await Promise.all([
+    input.configurationVersionId
+      ? getConfigurationVersion(db, workspace.id, input.configurationVersionId)
+      : latestConfigurationVersion(db, workspace.id),
+    db.batch([countQueuedRunsQuery(db, workspace.orgId), poolNameQuery(db, workspace.poolId)]),
+  ]);
   if (!configuration) {
     return fail(input.configurationVersionId ? "configuration_not_found" : "no_configuration");
   }
-  if (isOverQueueLimit(await countQueuedRuns(db, workspace.orgId), queueLimit(env))) {
+  if (isOverQueueLimit(waiting?.n ?? 0, queueLimit(env))) {
     return fail("over_queue_limit");
   }
+  const poolName = pool?.name ?? null;
   const now = Date.now();
   const isSpeculative = isSpeculativeRun(input);
   const row = {
@@ -137,10 +146,10 @@ export async function createRun(
   }
   if (isSpeculative) {
     const wait = await enqueueJob(deps, inserted, "plan", { workspace, configuration });
-    return ok({ run: inserted, wait });
+    return ok({ run: inserted, wait, poolName });
   }
   await advanceWorkspace(deps, workspace.id);
-  return ok({ run: (await getRunById(db, row.id)) ?? inserted, wait: null });
+  return ok({ run: (await getRunById(db, row.id)) ?? inserted, wait: null, poolName });
 }
 
 function audit(

@@ -9,10 +9,10 @@ import { orgTokens, runs } from "../db/schema.ts";
 import { ok } from "../lib/result.ts";
 import { poolStub } from "../pools/service.ts";
 import { lockHolderKind } from "../workspaces/model.ts";
-import type { WorkspaceRow } from "../workspaces/queries.ts";
+import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
 import { isOverQueueLimit, jobId, phaseOf, queueLimit, WAITING_STATUSES } from "./model.ts";
-import { countQueuedRuns, type RunRow } from "./queries.ts";
+import { countQueuedRuns, poolNameQuery, type RunRow } from "./queries.ts";
 
 /** Words for a pool's wait reason. */
 export function describeWaitReason(
@@ -54,16 +54,12 @@ function describeJobWait(info: WaitInfo, poolName: string, phase: "plan" | "appl
 export async function whyWaiting(
   deps: Deps,
   run: RunRow,
-  known: { workspace?: WorkspaceRow; wait?: WaitInfo | null } = {},
+  known: { workspace?: WorkspaceRow; wait?: WaitInfo | null; poolName?: string | null } = {},
 ): Promise<string | null> {
   if (!WAITING_STATUSES.includes(run.status)) {
     return null;
   }
-  const workspace =
-    known.workspace ??
-    (await deps.db.query.workspaces.findFirst({
-      where: (w, { eq }) => eq(w.id, run.workspaceId),
-    }));
+  const workspace = known.workspace ?? (await getWorkspaceById(deps.db, run.workspaceId));
   if (!workspace) {
     return null;
   }
@@ -94,12 +90,12 @@ export async function whyWaiting(
   if (!poolId) {
     return `workspace ${workspace.name} has no agent pool`;
   }
-  const pool = await deps.db.query.agentPools.findFirst({ where: (p, { eq }) => eq(p.id, poolId) });
+  const poolName = known.poolName ?? (await poolNameQuery(deps.db, poolId))[0]?.name ?? poolId;
   const info = known.wait
     ? ok(known.wait)
     : await poolStub(deps.env, poolId).whyWaiting(jobId(run.id, phase));
   if (!info.ok) {
-    return `the ${phase} job is not in pool ${pool?.name ?? poolId}'s queue yet; it will be re-queued within a minute`;
+    return `the ${phase} job is not in pool ${poolName}'s queue yet; it will be re-queued within a minute`;
   }
-  return describeJobWait(info.value, pool?.name ?? poolId, phase);
+  return describeJobWait(info.value, poolName, phase);
 }

@@ -3,7 +3,7 @@
  * cancel / expire / evict sequences against the real AgentPool, compared after every step with
  * the naive reference model in helpers/queue-model.ts. A failure names its seed and step.
  */
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { JobRow } from "../../durable/pool-store.ts";

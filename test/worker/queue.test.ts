@@ -331,6 +331,17 @@ describe("scale: picking the next job is O(log n)", () => {
       new PoolStore(state.storage.sql).pickNext([1, 2]),
     );
     expect(after.rowsRead).toBeLessThanOrEqual(5);
+
+    // A plan-only agent behind thousands of apply jobs: the other class a scan would walk.
+    const planOnly = await runInDurableObject(stub, (_i, state) => {
+      const store = new PoolStore(state.storage.sql);
+      for (let i = 0; i < 3_000; i++) {
+        store.insertJob(makeJob(`ws_${i % 97}`, { phase: "apply" }), Date.now());
+      }
+      return store.pickNext([1, 2]);
+    });
+    expect(planOnly.job?.priority_class).not.toBe(0);
+    expect(planOnly.rowsRead).toBeLessThanOrEqual(5);
   }, 60_000);
 });
 
@@ -395,7 +406,7 @@ describe("job endings the pool creates on its own", () => {
       if (!row) {
         throw new Error("job not queued");
       }
-      const ending = store.endJob(
+      const { ending } = store.endJob(
         row,
         {
           outcome: "errored",
@@ -422,6 +433,8 @@ describe("job endings the pool creates on its own", () => {
         },
       };
       const notYet = await sendDue(store, sink, () => now);
+      // The alarm, due at the retry time, looks again.
+      store.eventsMayBeDue = true;
       const later = await sendDue(store, sink, () => waiting.next_attempt_at);
       const left = state.storage.sql
         .exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox")

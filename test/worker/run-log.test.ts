@@ -160,9 +160,17 @@ describe("RunLog", () => {
     expect(text?.endsWith(truncationMarker(CAP))).toBe(true);
   });
 
-  it("finishes a job that never logged with an empty object", async () => {
+  it("finishes a job that never logged without storing an object; its log reads complete", async () => {
     const { jobId, key } = newJob();
-    await env.RUN_LOG.getByName(jobId).finish(jobId, key);
-    expect((await env.BLOBS.get(key))?.size).toBe(0);
+    const log = env.RUN_LOG.getByName(jobId);
+    expect(await log.finish(jobId, key)).toEqual({ stored: 0 });
+    expect(await env.BLOBS.get(key)).toBeNull();
+    const read = await log.read(0);
+    expect(read).toMatchObject({ nextOffset: 0, isComplete: true });
+    expect(read.data.byteLength).toBe(0);
+    expect(await log.append("lease_late", 0, new Uint8Array([1]))).toEqual({
+      ok: false,
+      reason: "lease_lost",
+    });
   });
 });
