@@ -19,3 +19,8 @@ export function logKey(run: RunRef, phase: "plan" | "apply"): string {
 export function artifactKey(run: RunRef, name: string): string {
   return `${runPrefix(run)}artifacts/${name}`;
 }
+
+/** The log object of a workspace's jobs (one `RunLog` per workspace; methods name the job). */
+export function runLog(env: Env, workspaceId: string) {
+  return env.RUN_LOG.getByName(workspaceId);
+}

@@ -14,7 +14,7 @@ import { generateToken, hashToken } from "../tokens/model.ts";
 import { listVariableRows } from "../variables/queries.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
 import { getWorkspaceById } from "../workspaces/queries.ts";
-import { logKey } from "./blobs.ts";
+import { logKey, runLog } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
 import { planningContextChanged, type RunStatus, statusAfterPlan } from "./model.ts";
@@ -67,7 +67,7 @@ export async function prepareLease(
       includeSensitive: !run.isFork,
       rows,
     }),
-    deps.env.RUN_LOG.getByName(leased.jobId).open(leased.jobId, leased.leaseId),
+    runLog(deps.env, leased.workspaceId).open(leased.jobId, leased.leaseId),
   ]);
   return {
     runToken: secret,
@@ -129,7 +129,7 @@ export async function applyEndings(deps: Deps, endings: readonly JobEndedEvent[]
 export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
   // The log is stored while the run is read; the run moves only once the log is final.
   const [, { query: audit }, run] = await Promise.all([
-    deps.env.RUN_LOG.getByName(event.jobId).finish(event.jobId, logKey(event, event.phase)),
+    runLog(deps.env, event.workspaceId).finish(event.jobId, logKey(event, event.phase)),
     jobEndedAuditQuery(deps.db, event),
     getRunById(deps.db, event.runId),
   ]);

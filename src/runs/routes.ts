@@ -13,6 +13,7 @@ import { orgPrincipal, requireRole } from "../middleware/auth.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
+import { runLog } from "./blobs.ts";
 import {
   type ActionFailure,
   actionFailureMessage,
@@ -341,7 +342,7 @@ export const runRoutes = newRouter()
       const run = await loadRun(c, c.req.valid("param").runId);
       const { phase, offset, limit } = c.req.valid("query");
       const id = jobId(run.id, phase);
-      const read = await c.env.RUN_LOG.getByName(id).read(offset, limit);
+      const read = await runLog(c.env, run.workspaceId).read(id, offset, limit);
       return c.body(new Uint8Array(read.data), 200, {
         "content-type": "text/plain; charset=utf-8",
         [LOG_NEXT_OFFSET_HEADER]: String(read.nextOffset),

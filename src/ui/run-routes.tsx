@@ -5,6 +5,7 @@
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import { ApiError } from "../errors.ts";
+import { runLog } from "../runs/blobs.ts";
 import { actionFailureMessage, isPhaseOver, jobId, RUN_ACTIONS } from "../runs/model.ts";
 import { presentRun } from "../runs/present.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
@@ -48,7 +49,8 @@ async function readTail(
   phase: "plan" | "apply",
   offset: number,
 ): Promise<LogTail & { isDone: boolean }> {
-  const read = await c.env.RUN_LOG.getByName(jobId(run.id, phase)).read(offset, LOG_READ_BYTES);
+  const log = runLog(c.env, run.workspaceId);
+  const read = await log.read(jobId(run.id, phase), offset, LOG_READ_BYTES);
   let bytes = new Uint8Array(read.data);
   const over = read.isComplete || isPhaseOver(run.status, phase);
   if (!read.isComplete && bytes.byteLength > 0) {
