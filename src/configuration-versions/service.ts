@@ -212,13 +212,18 @@ export function getConfigurationVersion(
   workspaceId: string,
   id: string,
 ): Promise<ConfigurationVersionRow | undefined> {
+  return configurationVersionQuery(db, workspaceId, id).get();
+}
+
+/** {@link getConfigurationVersion} as a query to put in a batch: zero or one row. */
+export function configurationVersionQuery(db: Database, workspaceId: string, id: string) {
   return db
     .select()
     .from(configurationVersions)
     .where(
       and(eq(configurationVersions.workspaceId, workspaceId), eq(configurationVersions.id, id)),
     )
-    .get();
+    .limit(1);
 }
 
 /**
@@ -229,6 +234,11 @@ export function latestConfigurationVersion(
   db: Database,
   workspaceId: string,
 ): Promise<ConfigurationVersionRow | undefined> {
+  return latestConfigurationVersionQuery(db, workspaceId).get();
+}
+
+/** {@link latestConfigurationVersion} as a query to put in a batch: zero or one row. */
+export function latestConfigurationVersionQuery(db: Database, workspaceId: string) {
   return (
     db
       .select()
@@ -241,7 +251,7 @@ export function latestConfigurationVersion(
         ),
       )
       .orderBy(desc(configurationVersions.createdAt), desc(configurationVersions.id))
-      .get()
+      .limit(1)
   );
 }
 

@@ -39,36 +39,45 @@ export async function prepareLease(
   deps: Deps,
   leased: LeasedJob,
 ): Promise<{ runToken: string; variables: JobVariable[] } | null> {
-  // One round trip for what the lease needs to know: the run and its workspace's variables.
-  const [[run], rows] = await deps.db.batch([
-    runByIdQuery(deps.db, leased.runId),
-    listVariableRows(deps.db, leased.workspaceId),
-  ]);
-  if (!run || run.status.endsWith("canceled") || run.status === "errored") {
-    return null;
-  }
   const now = Date.now();
   const secret = generateToken("run");
-  // Independent of each other: the token, the variables and the job's log, at the same time.
-  const [, variables] = await Promise.all([
-    deps.db.batch([
-      revokeRunTokensQuery(deps.db, run.id, now, leased.jobId),
-      insertRunTokenQuery(deps.db, {
-        id: newId("runToken"),
-        orgId: run.orgId,
-        runId: run.id,
-        workspaceId: run.workspaceId,
-        jobId: leased.jobId,
-        tokenHash: await hashToken(secret),
-        createdAt: now,
-      }),
-    ]),
-    loadVariablesForJob(deps.env, deps.db, run.workspaceId, {
-      includeSensitive: !run.isFork,
-      rows,
+  // One round trip: the run, its workspace's variables, and the lease's token (older tokens of
+  // the job die); the job's log opens at the same time.
+  const read = deps.db.batch([
+    runByIdQuery(deps.db, leased.runId),
+    listVariableRows(deps.db, leased.workspaceId),
+    revokeRunTokensQuery(deps.db, leased.runId, now, leased.jobId),
+    insertRunTokenQuery(deps.db, {
+      id: newId("runToken"),
+      orgId: leased.orgId,
+      runId: leased.runId,
+      workspaceId: leased.workspaceId,
+      jobId: leased.jobId,
+      tokenHash: await hashToken(secret),
+      createdAt: now,
+    }),
+  ]);
+  const [batch] = await Promise.all([
+    read.catch((err: unknown) => {
+      // The run is gone (its workspace was deleted): the token cannot reference it.
+      const text = err instanceof Error ? `${err.message} ${err.cause}` : String(err);
+      if (/FOREIGN KEY constraint failed/i.test(text)) {
+        return null;
+      }
+      throw err;
     }),
     runLog(deps.env, leased.workspaceId).open(leased.jobId, leased.leaseId),
   ]);
+  const [[run], rows] = batch ?? [[], []];
+  if (!run || run.status.endsWith("canceled") || run.status === "errored") {
+    // The run ended meanwhile: the token just minted must not outlive it.
+    await revokeRunTokensQuery(deps.db, leased.runId, now);
+    return null;
+  }
+  const variables = await loadVariablesForJob(deps.env, deps.db, run.workspaceId, {
+    includeSensitive: !run.isFork,
+    rows,
+  });
   return {
     runToken: secret,
     variables: variables.map((v) => ({

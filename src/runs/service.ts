@@ -7,8 +7,8 @@
 import type { WaitInfo } from "../../durable/pool-types.ts";
 import { auditQuery } from "../audit/service.ts";
 import {
-  getConfigurationVersion,
-  latestConfigurationVersion,
+  configurationVersionQuery,
+  latestConfigurationVersionQuery,
 } from "../configuration-versions/service.ts";
 import { newId } from "../db/ids.ts";
 import type { runs } from "../db/schema.ts";
@@ -88,12 +88,13 @@ export async function createRun(
   if (!workspace.poolId) {
     return fail("no_pool");
   }
-  // Independent reads, at the same time: the configuration, the org's queue, the pool's name.
-  const [configuration, [[waiting], [pool]]] = await Promise.all([
+  // One round trip: the configuration, the org's queue, the pool's name.
+  const [[configuration], [waiting], [pool]] = await db.batch([
     input.configurationVersionId
-      ? getConfigurationVersion(db, workspace.id, input.configurationVersionId)
-      : latestConfigurationVersion(db, workspace.id),
-    db.batch([countQueuedRunsQuery(db, workspace.orgId), poolNameQuery(db, workspace.poolId)]),
+      ? configurationVersionQuery(db, workspace.id, input.configurationVersionId)
+      : latestConfigurationVersionQuery(db, workspace.id),
+    countQueuedRunsQuery(db, workspace.orgId),
+    poolNameQuery(db, workspace.poolId),
   ]);
   if (!configuration) {
     return fail(input.configurationVersionId ? "configuration_not_found" : "no_configuration");

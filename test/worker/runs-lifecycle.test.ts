@@ -259,6 +259,26 @@ describe("cancel, force-cancel and discard", () => {
   });
 });
 
+describe("a lease whose run is gone", () => {
+  it("hands out the job without a token or variables, and mints no token", async () => {
+    const org = await seedOrg();
+    const { workspace, agentToken } = await runnableWorkspace(org);
+    const run = await queueRun(org, workspace.id);
+    // The run's row disappears (its workspace deleted under it) while its job is still queued.
+    await env.DB.prepare("PRAGMA foreign_keys = OFF").run();
+    await env.DB.prepare("DELETE FROM runs WHERE id = ?").bind(run.body.id).run();
+    const agent = await TestAgent.register(agentToken);
+    const job = await agent.lease();
+    expect(job.runId).toBe(run.body.id);
+    expect(job.runToken).toBeUndefined();
+    expect(job.variables).toBeUndefined();
+    const tokens = await env.DB.prepare("SELECT COUNT(*) AS n FROM run_tokens WHERE run_id = ?")
+      .bind(run.body.id)
+      .first<{ n: number }>();
+    expect(tokens?.n).toBe(0);
+  });
+});
+
 describe("job endings the pool creates on its own", () => {
   /** Waits (at most one second) for the run to show `status`, as a user polling it would. */
   async function showsWithinASecond(org: TestOrg, runId: string, status: string) {
