@@ -17,14 +17,14 @@ import { getWorkspaceById } from "../workspaces/queries.ts";
 import { logKey, runLog } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
-import { planningContextChanged, type RunStatus, statusAfterPlan } from "./model.ts";
-import { endRun, queueApply } from "./progress.ts";
+import { isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
+import { afterRunEnded, endRun, endRunQueries, queueApply } from "./progress.ts";
 import {
   getRunById,
   insertRunTokenQuery,
   jobEndedAuditQuery,
   moveRun,
-  type RunRow,
+  moveRunQuery,
   revokeRunTokensQuery,
   runByIdQuery,
   startPlanningQuery,
@@ -132,77 +132,44 @@ export async function applyEndings(deps: Deps, endings: readonly JobEndedEvent[]
 
 /**
  * A job ended; the run follows, and the ending is audited (`job.finished`, `job.errored` or
- * `job.canceled`, by its agent or by "system"). Repeated events find the run already moved and
- * change nothing; the audit row has an id derived from the ending, so it is written once.
+ * `job.canceled`, by its agent or by "system"). The move, the end-of-run effects and the audit
+ * row land in one batch. Repeated events find the run already moved and change nothing; the
+ * audit row has an id derived from the ending, so it is written once.
  */
 export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
+  const { db } = deps;
   // The log is stored while the run is read; the run moves only once the log is final.
   const [, { query: audit }, run] = await Promise.all([
     runLog(deps.env, event.workspaceId).finish(event.jobId, logKey(event, event.phase)),
-    jobEndedAuditQuery(deps.db, event),
-    getRunById(deps.db, event.runId),
+    jobEndedAuditQuery(db, event),
+    getRunById(db, event.runId),
   ]);
-  const moved = run ? await applyEnding(deps, run, event) : undefined;
+  if (!run) {
+    await db.batch([audit]);
+    return;
+  }
+  const move = moveForEnding(run, event);
+  const now = Date.now();
+  if (move.catchUp && run.status === move.catchUp.from) {
+    await moveRun(db, run.id, [move.catchUp.from], move.catchUp.to, now);
+  }
+  const extra = {
+    ...(move.statusReason ? { statusReason: move.statusReason } : {}),
+    ...(move.planSummary ? { planSummary: move.planSummary } : {}),
+  };
+  const moveQuery = moveRunQuery(db, run.id, move.from, move.to, now, extra);
+  if (isTerminal(move.to)) {
+    const [[moved], , , locks] = await db.batch([moveQuery, ...endRunQueries(db, run, now), audit]);
+    if (moved) {
+      await afterRunEnded(deps, moved, locks.length > 0);
+    }
+    return;
+  }
+  const [[moved]] = await db.batch([moveQuery, audit]);
   if (moved?.status === "planned" && moved.isAutoApply) {
-    await deps.db.batch([audit]);
-    const confirmed = await moveRun(deps.db, moved.id, ["planned"], "confirmed", Date.now());
+    const confirmed = await moveRun(db, moved.id, ["planned"], "confirmed", Date.now());
     if (confirmed) {
       await queueApply(deps, confirmed);
     }
-    return;
   }
-  if (moved && moved.status !== "planned") {
-    await endRun(deps, moved, [audit]);
-    return;
-  }
-  await deps.db.batch([audit]);
-}
-
-/** Moves the run as the job's ending says; undefined when it had already moved on. */
-async function applyEnding(
-  deps: Deps,
-  run: RunRow,
-  event: JobEndedEvent,
-): Promise<RunRow | undefined> {
-  const now = Date.now();
-  const running: RunStatus[] =
-    event.phase === "plan" ? ["plan_queued", "planning"] : ["apply_queued", "applying"];
-  if (event.outcome === "succeeded") {
-    // A job can only succeed after it started; if the start event was lost, catch up first.
-    const [queued, started] = running as [RunStatus, RunStatus];
-    if (run.status === queued) {
-      await moveRun(deps.db, run.id, [queued], started, now);
-    }
-    return succeed(deps, run, event, started, now);
-  }
-  if (event.outcome === "canceled") {
-    return moveRun(deps.db, run.id, running, event.forced ? "force_canceled" : "canceled", now, {
-      statusReason: event.reason ?? `${event.phase} canceled`,
-    });
-  }
-  const exit = event.exitCode !== null ? ` with exit code ${event.exitCode}` : "";
-  return moveRun(deps.db, run.id, running, "errored", now, {
-    statusReason: event.reason ?? `${event.phase} failed${exit}`,
-  });
-}
-
-function succeed(
-  deps: Deps,
-  run: RunRow,
-  event: JobEndedEvent,
-  started: RunStatus,
-  now: number,
-): Promise<RunRow | undefined> {
-  if (event.phase === "apply") {
-    return moveRun(deps.db, run.id, [started], "applied", now);
-  }
-  const summary = event.planSummary ?? {
-    adds: 0,
-    changes: 0,
-    destroys: 0,
-    imports: 0,
-    hasChanges: false,
-  };
-  const next = statusAfterPlan(run, { hasChanges: summary.hasChanges });
-  return moveRun(deps.db, run.id, [started], next, now, { planSummary: summary });
 }

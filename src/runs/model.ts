@@ -6,7 +6,7 @@
  * the scheduler's event handlers and the reconciler all ask here.
  */
 
-import { RUN_STATUSES, type RunStatus } from "@outpost/protocol";
+import { type PlanSummary, RUN_STATUSES, type RunStatus } from "@outpost/protocol";
 import { fail, ok, type Result } from "../lib/result.ts";
 
 export { RUN_STATUSES, type RunStatus };
@@ -107,6 +107,66 @@ export function statusAfterPlan(
     return "planned_and_finished";
   }
   return "planned";
+}
+
+/** How a job ended, as far as its run cares. */
+export type JobEnding = {
+  phase: "plan" | "apply";
+  outcome: "succeeded" | "failed" | "canceled" | "errored";
+  forced: boolean;
+  reason: string | null;
+  exitCode: number | null;
+  planSummary: PlanSummary | null;
+};
+
+/** The status change a job's ending makes, compare-and-set from `from`. */
+export type EndingMove = {
+  /** A success whose start was never recorded first moves queued → running. */
+  catchUp: { from: RunStatus; to: RunStatus } | null;
+  from: RunStatus[];
+  to: RunStatus;
+  statusReason?: string;
+  planSummary?: PlanSummary;
+};
+
+const NO_CHANGES: PlanSummary = { adds: 0, changes: 0, destroys: 0, imports: 0, hasChanges: false };
+
+/**
+ * Where a job's ending takes its run: a finished plan to `planned` or `planned_and_finished`, a
+ * finished apply to `applied`, a canceled job to `canceled`/`force_canceled`, anything else to
+ * `errored` with the reason. Only from the phase's queued or running status.
+ */
+export function moveForEnding(
+  run: { operation: RunOperation; isSpeculative: boolean },
+  ending: JobEnding,
+): EndingMove {
+  const [queued, running]: [RunStatus, RunStatus] =
+    ending.phase === "plan" ? ["plan_queued", "planning"] : ["apply_queued", "applying"];
+  if (ending.outcome === "succeeded") {
+    const catchUp = { from: queued, to: running };
+    if (ending.phase === "apply") {
+      return { catchUp, from: [running], to: "applied" };
+    }
+    const summary = ending.planSummary ?? NO_CHANGES;
+    const to = statusAfterPlan(run, { hasChanges: summary.hasChanges });
+    return { catchUp, from: [running], to, planSummary: summary };
+  }
+  if (ending.outcome === "canceled") {
+    const to = ending.forced ? "force_canceled" : "canceled";
+    return {
+      catchUp: null,
+      from: [queued, running],
+      to,
+      statusReason: ending.reason ?? `${ending.phase} canceled`,
+    };
+  }
+  const exit = ending.exitCode !== null ? ` with exit code ${ending.exitCode}` : "";
+  return {
+    catchUp: null,
+    from: [queued, running],
+    to: "errored",
+    statusReason: ending.reason ?? `${ending.phase} failed${exit}`,
+  };
 }
 
 /** The job phase a run in the scheduler's hands is at. */

@@ -13,7 +13,7 @@ import {
   nextPendingRun,
   type RunRow,
   releaseWorkspaceQuery,
-  revokeRunTokensQuery,
+  revokeEndedRunTokensQuery,
   runHoldsStateLockQuery,
 } from "./queries.ts";
 
@@ -59,14 +59,28 @@ export async function endRun(
   run: RunRow,
   alongside: readonly BatchItem<"sqlite">[] = [],
 ): Promise<void> {
-  const now = Date.now();
   const [, , locks] = await deps.db.batch([
-    revokeRunTokensQuery(deps.db, run.id, now),
-    releaseWorkspaceQuery(deps.db, run.workspaceId, run.id, now),
-    runHoldsStateLockQuery(deps.db, run.id),
+    ...endRunQueries(deps.db, run, Date.now()),
     ...alongside,
   ]);
-  if (locks.length > 0) {
+  await afterRunEnded(deps, run, locks.length > 0);
+}
+
+/**
+ * The D1 side of {@link endRun} as queries to put in a batch after the move that ended the run:
+ * each takes effect only once the run is terminal. The third answers whether it holds a lock.
+ */
+export function endRunQueries(db: Deps["db"], run: RunRow, now: number) {
+  return [
+    revokeEndedRunTokensQuery(db, run.id, now),
+    releaseWorkspaceQuery(db, run.workspaceId, run.id, now),
+    runHoldsStateLockQuery(db, run.id),
+  ] as const;
+}
+
+/** What follows {@link endRunQueries}: the run's state locks, then the workspace's next run. */
+export async function afterRunEnded(deps: Deps, run: RunRow, holdsLock: boolean): Promise<void> {
+  if (holdsLock) {
     await releaseRunStateLocks(deps.db, run.id);
   }
   if (!run.isSpeculative) {

@@ -1,10 +1,23 @@
 /** D1 access for runs and per-run tokens. Status changes are compare-and-set on the status. */
-import { and, asc, count, desc, eq, inArray, isNull, lt, or, type SQL, sql } from "drizzle-orm";
+import {
+  and,
+  asc,
+  count,
+  desc,
+  eq,
+  exists,
+  inArray,
+  isNull,
+  lt,
+  or,
+  type SQL,
+  sql,
+} from "drizzle-orm";
 import type { JobEndedEvent } from "../../durable/pool-types.ts";
 import { type Database, prepared } from "../db/client.ts";
 import { base32 } from "../db/ids.ts";
 import { agentPools, auditEvents, runs, runTokens, stateLocks, workspaces } from "../db/schema.ts";
-import { canTransition, type RunStatus, WAITING_STATUSES } from "./model.ts";
+import { canTransition, type RunStatus, TERMINAL_STATUSES, WAITING_STATUSES } from "./model.ts";
 
 export type RunRow = typeof runs.$inferSelect;
 
@@ -125,12 +138,25 @@ export async function moveRun(
     plannedPoolId?: RunRow["plannedPoolId"] | SQL;
   } = {},
 ): Promise<RunRow | undefined> {
+  const [row] = await moveRunQuery(db, id, from, to, now, extra);
+  return row;
+}
+
+/** {@link moveRun} as a query to put in a batch: the moved row, or none. */
+export function moveRunQuery(
+  db: Database,
+  id: string,
+  from: readonly RunStatus[],
+  to: RunStatus,
+  now: number,
+  extra: Parameters<typeof moveRun>[5] = {},
+) {
   for (const status of from) {
     if (!canTransition(status, to)) {
       throw new Error(`moveRun: ${status} → ${to} is not a run transition`);
     }
   }
-  const [row] = await db
+  return db
     .update(runs)
     .set({
       ...extra,
@@ -140,7 +166,16 @@ export async function moveRun(
     })
     .where(and(eq(runs.id, id), inArray(runs.status, [...from])))
     .returning();
-  return row;
+}
+
+/** True (in SQL) while the run is in a terminal status: what every end-of-run effect waits for. */
+function runHasEnded(db: Database, runId: string) {
+  return exists(
+    db
+      .select({ one: sql`1` })
+      .from(runs)
+      .where(and(eq(runs.id, runId), inArray(runs.status, [...TERMINAL_STATUSES]))),
+  );
 }
 
 /**
@@ -220,7 +255,7 @@ export async function claimWorkspace(
   return rows.length === 1;
 }
 
-/** Frees the workspace if `runId` holds it; idempotent. */
+/** Frees the workspace if `runId` holds it and has ended; idempotent. */
 export function releaseWorkspaceQuery(
   db: Database,
   workspaceId: string,
@@ -235,11 +270,25 @@ export function releaseWorkspaceQuery(
       lockedAt: sql`CASE WHEN ${workspaces.lockedBy} = ${runId} THEN NULL ELSE ${workspaces.lockedAt} END`,
       updatedAt: now,
     })
-    .where(and(eq(workspaces.id, workspaceId), eq(workspaces.currentRunId, runId)));
+    .where(
+      and(
+        eq(workspaces.id, workspaceId),
+        eq(workspaces.currentRunId, runId),
+        runHasEnded(db, runId),
+      ),
+    );
 }
 
 export function insertRunTokenQuery(db: Database, row: typeof runTokens.$inferInsert) {
   return db.insert(runTokens).values(row);
+}
+
+/** Revokes every token of an ended run; nothing while the run is still active. */
+export function revokeEndedRunTokensQuery(db: Database, runId: string, now: number) {
+  return db
+    .update(runTokens)
+    .set({ revokedAt: now })
+    .where(and(eq(runTokens.runId, runId), isNull(runTokens.revokedAt), runHasEnded(db, runId)));
 }
 
 /** Revokes every token of a run (or only those of other leases of one job). */
