@@ -66,6 +66,8 @@ export type JobView = {
   planSummary: PlanSummary | null;
   forced: boolean;
   timeoutMs: number;
+  /** What the job runs, as the run service queued it. */
+  spec: JobSpec;
 };
 
 /** What a successful lease hands the run service, which turns it into a `JobAssignment`. */
@@ -108,6 +110,9 @@ export const JobEndedEvent = z.object({
   /** True when a started job was force-canceled. */
   forced: z.boolean(),
   endedAt: z.number(),
+  /** The run's operation and kind as its job's spec says: where a finished plan leads. */
+  operation: JobSpec.shape.operation,
+  isSpeculative: z.boolean(),
 });
 export type JobEndedEvent = z.infer<typeof JobEndedEvent>;
 

@@ -78,6 +78,7 @@ export function toJobView(row: JobRow): JobView {
     planSummary: row.plan_summary ? (JSON.parse(row.plan_summary) as PlanSummary) : null,
     forced: row.forced === 1,
     timeoutMs: row.timeout_ms,
+    spec: JSON.parse(row.spec) as JobView["spec"],
   };
 }
 
@@ -112,6 +113,8 @@ export function endingOf(job: JobView): JobEndedEvent | null {
     planSummary: job.planSummary,
     forced: job.forced,
     endedAt: job.endedAt,
+    operation: job.spec.operation,
+    isSpeculative: job.spec.isSpeculative,
   };
 }
 

@@ -138,34 +138,37 @@ export async function applyEndings(deps: Deps, endings: readonly JobEndedEvent[]
  */
 export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
   const { db } = deps;
-  // The log is stored while the run is read; the run moves only once the log is final.
-  const [, { query: audit }, run] = await Promise.all([
+  // The log is stored first; the run moves only once the log is final.
+  const [, { query: audit }] = await Promise.all([
     runLog(deps.env, event.workspaceId).finish(event.jobId, logKey(event, event.phase)),
     jobEndedAuditQuery(db, event),
-    getRunById(db, event.runId),
   ]);
-  if (!run) {
-    await db.batch([audit]);
-    return;
-  }
-  const move = moveForEnding(run, event);
+  const move = moveForEnding(event, event);
   const now = Date.now();
-  if (move.catchUp && run.status === move.catchUp.from) {
-    await moveRun(db, run.id, [move.catchUp.from], move.catchUp.to, now);
-  }
   const extra = {
     ...(move.statusReason ? { statusReason: move.statusReason } : {}),
     ...(move.planSummary ? { planSummary: move.planSummary } : {}),
   };
-  const moveQuery = moveRunQuery(db, run.id, move.from, move.to, now, extra);
+  // Compare-and-set all the way: a run already moved (a repeated ending) matches nothing. A
+  // success whose start was never recorded first catches up (queued → running).
+  const first = move.catchUp
+    ? moveRunQuery(db, event.runId, [move.catchUp.from], move.catchUp.to, now)
+    : runByIdQuery(db, event.runId);
+  const moveQuery = moveRunQuery(db, event.runId, move.from, move.to, now, extra);
   if (isTerminal(move.to)) {
-    const [[moved], , , locks] = await db.batch([moveQuery, ...endRunQueries(db, run, now), audit]);
+    const ended = { id: event.runId, workspaceId: event.workspaceId };
+    const [, [moved], , , locks] = await db.batch([
+      first,
+      moveQuery,
+      ...endRunQueries(db, ended, now),
+      audit,
+    ]);
     if (moved) {
       await afterRunEnded(deps, moved, locks.length > 0);
     }
     return;
   }
-  const [[moved]] = await db.batch([moveQuery, audit]);
+  const [, [moved]] = await db.batch([first, moveQuery, audit]);
   if (moved?.status === "planned" && moved.isAutoApply) {
     const confirmed = await moveRun(db, moved.id, ["planned"], "confirmed", Date.now());
     if (confirmed) {

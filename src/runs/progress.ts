@@ -70,7 +70,11 @@ export async function endRun(
  * The D1 side of {@link endRun} as queries to put in a batch after the move that ended the run:
  * each takes effect only once the run is terminal. The third answers whether it holds a lock.
  */
-export function endRunQueries(db: Deps["db"], run: RunRow, now: number) {
+export function endRunQueries(
+  db: Deps["db"],
+  run: Pick<RunRow, "id" | "workspaceId">,
+  now: number,
+) {
   return [
     revokeEndedRunTokensQuery(db, run.id, now),
     releaseWorkspaceQuery(db, run.workspaceId, run.id, now),

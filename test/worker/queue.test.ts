@@ -468,6 +468,8 @@ describe("job endings the pool creates on its own", () => {
       planSummary: null,
       forced: false,
       endedAt: Date.now(),
+      operation: "plan",
+      isSpeculative: true,
     };
     const deps = { env, db: createDb(env.DB) };
     await handleJobEnded(deps, event);
