@@ -142,7 +142,8 @@ export class JsonScanner {
       this.endCapture(offset, true);
     }
     if (token === TokenType.NUMBER && offset === this.previousNumberEnd) {
-      return this.failAt("an invalid number", offset);
+      this.failAt("an invalid number", offset);
+      return;
     }
     this.previousNumberEnd = -1;
     switch (this.expect) {
@@ -157,10 +158,12 @@ export class JsonScanner {
       case "keyOrEnd":
       case "key":
         if (token === TokenType.RIGHT_BRACE && this.expect === "keyOrEnd") {
-          return this.close(offset);
+          this.close(offset);
+          return;
         }
         if (token !== TokenType.STRING) {
-          return this.failAt("expected a member name", offset);
+          this.failAt("expected a member name", offset);
+          return;
         }
         this.key =
           this.stack.length === 1 && String(value).length <= MAX_KEY_CHARS ? String(value) : null;
@@ -168,7 +171,8 @@ export class JsonScanner {
         return;
       case "colon":
         if (token !== TokenType.COLON) {
-          return this.failAt("expected ':'", offset);
+          this.failAt("expected ':'", offset);
+          return;
         }
         this.expect = "value";
         if (this.stack.length === 1 && this.key !== null && this.specs[this.key]) {
@@ -184,11 +188,14 @@ export class JsonScanner {
         return;
       case "valueOrEnd":
         if (token === TokenType.RIGHT_BRACKET) {
-          return this.close(offset);
+          this.close(offset);
+          return;
         }
-        return this.startValue(token, value, offset);
+        this.startValue(token, value, offset);
+        return;
       case "value":
-        return this.startValue(token, value, offset);
+        this.startValue(token, value, offset);
+        return;
       case "afterValue":
         if (token === TokenType.COMMA) {
           this.expect = this.stack.at(-1) === 0 ? "key" : "value";
@@ -198,23 +205,28 @@ export class JsonScanner {
           (token === TokenType.RIGHT_BRACE && this.stack.at(-1) === 0) ||
           (token === TokenType.RIGHT_BRACKET && this.stack.at(-1) === 1)
         ) {
-          return this.close(offset);
+          this.close(offset);
+          return;
         }
-        return this.failAt("expected ',' or the end of the container", offset);
+        this.failAt("expected ',' or the end of the container", offset);
+        return;
       case "done":
-        return this.failAt("unexpected content after the JSON value", offset);
+        this.failAt("unexpected content after the JSON value", offset);
+        return;
     }
   }
 
   private startValue(token: TokenType, value: unknown, offset: number): void {
     const kind = kindOf(token);
     if (kind === null) {
-      return this.failAt("expected a value", offset);
+      this.failAt("expected a value", offset);
+      return;
     }
     const depth = this.stack.length;
     const isContainer = kind === "object" || kind === "array";
     if (isContainer && depth >= MAX_DEPTH) {
-      return this.failAt("nesting too deep", offset);
+      this.failAt("nesting too deep", offset);
+      return;
     }
     // A member of the root object whose name we were asked to keep.
     const spec = depth === 1 && this.key !== null ? this.specs[this.key] : undefined;
