@@ -111,6 +111,7 @@ try {
           sizes.throughputRuns,
           sizes.throughputRounds,
           "t",
+          bench,
         ),
       ),
     );
