@@ -27,6 +27,7 @@ export default defineConfig(async () => {
           test: {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
+            globalSetup: ["./test/setup/build-agent.ts"],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
         },
@@ -34,6 +35,7 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
+            globalSetup: ["./test/setup/build-agent.ts"],
             include: ["test/node/**/*.test.ts", "test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,

@@ -17,6 +17,7 @@ export const ErrorCode = z.enum([
   "METHOD_NOT_ALLOWED",
   "CONFLICT",
   "LEASE_LOST",
+  "GONE",
   "LENGTH_REQUIRED",
   "PAYLOAD_TOO_LARGE",
   "UNSUPPORTED_MEDIA_TYPE",
@@ -45,6 +46,8 @@ export function codeToStatus(code: ErrorCode): ContentfulStatusCode {
     case "CONFLICT":
     case "LEASE_LOST":
       return 409;
+    case "GONE":
+      return 410;
     case "LENGTH_REQUIRED":
       return 411;
     case "PAYLOAD_TOO_LARGE":

@@ -1,4 +1,5 @@
 /** The wire contract shared by the Worker and the Node agent. */
 export * from "./agent.ts";
 export * from "./jobs.ts";
+export * from "./release.ts";
 export * from "./runs.ts";
