@@ -38,6 +38,7 @@ beforeEach(() => {
     hookTimeoutMs: 10_000,
     envForward: ["ALLOWED_*"],
     hostEnv: { ...process.env, ALLOWED_HOST_VAR: "forwarded", SECRET_HOST_VAR: "must-not-leak" },
+    networkEnv: {},
     releaseMirror: mirror.url,
     allowFileRepos: false,
     cancelGraceMs: 10_000,

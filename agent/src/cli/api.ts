@@ -1,9 +1,11 @@
 import type { z } from "zod";
-import { type HttpTarget, PACKAGE_VERSION, readJson, send } from "../client/http.ts";
+import { type HttpTarget, readJson, send } from "../client/http.ts";
+import type { HttpResponse } from "../net/fetch.ts";
+import { AGENT_VERSION } from "../version.ts";
 import type { Credentials } from "./config-store.ts";
 
 /** The Run user-agent prefix the coordinator records as `source: cli`. */
-export const CLI_USER_AGENT = `outpost-cli/${PACKAGE_VERSION} (${process.platform}; ${process.arch})`;
+export const CLI_USER_AGENT = `outpost-cli/${AGENT_VERSION} (${process.platform}; ${process.arch})`;
 
 /**
  * The user API (`/api/v1/*`) with an org token. Answers are parsed with the CLI's schemas;
@@ -49,7 +51,7 @@ export class UserApi {
     method: string,
     path: string,
     options: { body?: Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {},
-  ): Promise<Response> {
+  ): Promise<HttpResponse> {
     return send(this.target, { method, path, token: this.token, ...options });
   }
 }

@@ -1,6 +1,5 @@
-import { setTimeout as delay } from "node:timers/promises";
-import { computeBackoffMs } from "../backoff.ts";
-import { TransientError } from "../errors.ts";
+import { retry } from "../retry.ts";
+import { sleep } from "../sleep.ts";
 import { seg, type UserApi } from "./api.ts";
 import { CLI_EXIT, type CliExitCode } from "./errors.ts";
 import type { Io } from "./output.ts";
@@ -15,20 +14,13 @@ const POLL_MS = 500;
 const GIVE_UP_AFTER_MS = 5 * 60_000;
 
 /** Retries `fn` through transient failures (a coordinator restart) for up to five minutes. */
-async function patiently<T>(fn: () => Promise<T>): Promise<T> {
-  const since = Date.now();
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (!(error instanceof TransientError) || Date.now() - since > GIVE_UP_AFTER_MS) {
-        throw error;
-      }
-      await delay(
-        computeBackoffMs({ attempt, baseMs: 250, capMs: 5_000, retryAfter: error.retryAfter }),
-      );
-    }
-  }
+function patiently<T>(fn: () => Promise<T>): Promise<T> {
+  return retry(fn, {
+    retries: Number.POSITIVE_INFINITY,
+    baseMs: 250,
+    capMs: 5_000,
+    maxRetryTimeMs: GIVE_UP_AFTER_MS,
+  });
 }
 
 export function getRun(api: UserApi, runId: string): Promise<Run> {
@@ -62,7 +54,7 @@ export async function followLog(
       return offset;
     }
     if (data.byteLength === 0) {
-      await delay(POLL_MS);
+      await sleep(POLL_MS);
     }
   }
 }
@@ -87,7 +79,7 @@ export async function waitFor(
       said = run.waitingReason;
       io.err.write(`Waiting: ${said}\n`);
     }
-    await delay(POLL_MS);
+    await sleep(POLL_MS);
   }
 }
 

@@ -11,7 +11,9 @@ import {
 import { TransientError } from "../errors.ts";
 import type { ArtifactName, CoordinatorPort } from "../job/types.ts";
 import type { LogSendResult } from "../logs/streamer.ts";
-import { describeCause, type HttpTarget, ProtocolError, readJson, segment, send } from "./http.ts";
+import { describeNetworkError } from "../net/errors.ts";
+import type { HttpResponse } from "../net/fetch.ts";
+import { type HttpTarget, ProtocolError, readJson, segment, send } from "./http.ts";
 
 /** The runner's artifact names as the agent API spells them. */
 export const WIRE_ARTIFACT_NAMES: Record<ArtifactName, WireArtifactName> = {
@@ -115,7 +117,7 @@ async function download(
 }
 
 /** Streams a response body to a file; a connection cut midway is transient (and the file goes). */
-async function writeBody(res: Response, destFile: string): Promise<void> {
+async function writeBody(res: HttpResponse, destFile: string): Promise<void> {
   if (!res.body) {
     throw new ProtocolError("the coordinator answered without a body");
   }
@@ -131,6 +133,6 @@ async function writeBody(res: Response, destFile: string): Promise<void> {
     if (DISK_ERRORS.has(code)) {
       throw error;
     }
-    throw new TransientError(`download cut off (${describeCause(error)})`, { cause: error });
+    throw new TransientError(`download cut off (${describeNetworkError(error)})`, { cause: error });
   }
 }

@@ -33,6 +33,8 @@ export function buildJobEnvironment(input: {
   allowlist: readonly string[];
   jobRoot: string;
   engineDir: string;
+  /** The agent's proxy and CA settings, passed on unless the operator turned that off. */
+  networkEnv?: Record<string, string>;
 }): { env: Record<string, string>; skipped: string[] } {
   const { assignment, hostEnv } = input;
   const env: Record<string, string> = {};
@@ -42,6 +44,7 @@ export function buildJobEnvironment(input: {
       env[name] = value;
     }
   }
+  Object.assign(env, input.networkEnv);
   for (const variable of assignment.variables) {
     if (variable.category !== "env") {
       continue;

@@ -1,13 +1,11 @@
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import path from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
-import { computeBackoffMs } from "../backoff.ts";
 import { ensureEngine } from "../engines/install.ts";
-import { TransientError } from "../errors.ts";
 import { type RunningProcess, startProcess } from "../exec/process.ts";
 import { secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
+import { retry } from "../retry.ts";
 import { applyExports, buildJobEnvironment, engineCredentials } from "./environment.ts";
 import { writeBackendOverride, writeTerraformVariables } from "./files.ts";
 import { type HookName, runHook } from "./hooks.ts";
@@ -181,16 +179,15 @@ class Job {
 
   /** Engine, configuration, working directory, generated files and the environment. */
   private async prepare(root: string): Promise<string> {
-    const engine = await retryTransient(() =>
-      ensureEngine({
-        engine: this.a.engine,
-        version: this.a.engineVersion,
-        dataDir: this.settings.dataDir,
-        releaseMirror: this.settings.releaseMirror,
-        searchPath: this.settings.hostEnv.PATH ?? "",
-        onProgress: (line) => this.say(line),
-      }),
-    );
+    // Retries its downloads itself, so its failure can say how many attempts it made.
+    const engine = await ensureEngine({
+      engine: this.a.engine,
+      version: this.a.engineVersion,
+      dataDir: this.settings.dataDir,
+      releaseMirror: this.settings.releaseMirror,
+      searchPath: this.settings.hostEnv.PATH ?? "",
+      onProgress: (line) => this.say(line),
+    });
     this.checkCanceled();
     const configDir = path.join(root, "config");
     await Promise.all(["home", "tmp", "scratch"].map((d) => mkdir(path.join(root, d))));
@@ -214,6 +211,7 @@ class Job {
         dest: configDir,
         allowFileRepos: this.settings.allowFileRepos,
         hostEnv: this.settings.hostEnv,
+        networkEnv: this.settings.networkEnv,
       });
     }
     const workDir = await resolveWorkingDirectory(configDir, this.a.workingDirectory);
@@ -225,6 +223,7 @@ class Job {
       allowlist: this.settings.envForward,
       jobRoot: root,
       engineDir: path.dirname(engine.path),
+      networkEnv: this.settings.networkEnv,
     });
     for (const name of skipped) {
       this.say(`Outpost agent: ignored workspace variable ${name} (reserved or not a valid name)`);
@@ -348,16 +347,7 @@ class Job {
   }
 }
 
-/** Retries `fn` on {@link TransientError} with backoff, up to 5 attempts. */
-async function retryTransient<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (!(error instanceof TransientError) || attempt >= 4) {
-        throw error;
-      }
-      await delay(computeBackoffMs({ attempt, retryAfter: error.retryAfter }));
-    }
-  }
+/** Retries `fn` through transient failures (network, 429, 5xx): five attempts in all. */
+function retryTransient<T>(fn: () => Promise<T>): Promise<T> {
+  return retry(fn, { retries: 4 });
 }

@@ -88,6 +88,11 @@ export type JobSettings = {
   envForward: string[];
   /** The agent's own environment, from which allowlisted variables are forwarded. */
   hostEnv: NodeJS.ProcessEnv;
+  /**
+   * Proxy variables and CA bundle settings every job process and git get (empty with
+   * `--forward-network-env=off`).
+   */
+  networkEnv: Record<string, string>;
   releaseMirror: string | null;
   allowFileRepos: boolean;
   /** Between the first and the second SIGINT of a graceful cancel. */

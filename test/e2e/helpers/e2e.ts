@@ -7,8 +7,11 @@ import { type LocalCoordinator, startCoordinator } from "../../../scripts/local-
 import { MirrorServer } from "../../node/helpers/mirror.ts";
 import { buildTarGz } from "../../node/helpers/tarball.ts";
 
-export const AGENT_BIN = path.resolve(import.meta.dirname, "../../../agent/bin/outpost-agent.ts");
-export const CLI_BIN = path.resolve(import.meta.dirname, "../../../agent/bin/outpost.ts");
+export const AGENT_BIN = path.resolve(
+  import.meta.dirname,
+  "../../../agent/src/bin/outpost-agent.ts",
+);
+export const CLI_BIN = path.resolve(import.meta.dirname, "../../../agent/src/bin/outpost.ts");
 /** The stand-in engine's version as the loopback mirror publishes it. */
 export const ENGINE_VERSION = "1.9.5";
 
