@@ -1,12 +1,12 @@
 import { retry } from "../retry.ts";
 import { sleep } from "../sleep.ts";
-import { seg, type UserApi } from "./api.ts";
+import { must, seg, type UserApi } from "./api.ts";
 import { CLI_EXIT, type CliExitCode } from "./errors.ts";
+import type { Run } from "./models.ts";
 import type { Io } from "./output.ts";
-import { Run } from "./schemas.ts";
 
-export const NEXT_OFFSET_HEADER = "Outpost-Log-Next-Offset";
-export const COMPLETE_HEADER = "Outpost-Log-Complete";
+const NEXT_OFFSET_HEADER = "Outpost-Log-Next-Offset";
+const COMPLETE_HEADER = "Outpost-Log-Complete";
 
 /** How often a follower asks again while nothing new arrived. */
 const POLL_MS = 500;
@@ -24,7 +24,9 @@ function patiently<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 export function getRun(api: UserApi, runId: string): Promise<Run> {
-  return patiently(() => api.call("GET", `/api/v1/runs/${seg(runId)}`, Run));
+  return patiently(() =>
+    must(api.client.GET("/api/v1/runs/{runId}", { params: { path: { runId } } })),
+  );
 }
 
 /**
