@@ -98,7 +98,7 @@ export class Updater {
       const release = await this.release(signal);
       staged = path.join(
         path.dirname(agentFile),
-        `.outpost-agent-${release.version}.${process.pid}.tmp`,
+        `.outpost-agent-${release.version}.${process.pid}.tmp.mjs`,
       );
       const sha256 = await this.download(release, staged, signal);
       if (sha256 !== release.sha256) {
@@ -200,10 +200,10 @@ export class Updater {
     try {
       ({ stdout } = await run(process.execPath, [file, "--version"], { timeout: 30_000 }));
     } catch (error) {
-      const stderr = String((error as { stderr?: unknown }).stderr ?? "").trim();
-      throw new Error(
-        `the new build does not start here: ${stderr.split("\n")[0] || String(error)}`,
-      );
+      const stderr = String((error as { stderr?: unknown }).stderr ?? "");
+      // Node prints where it failed first; the line naming the error says why.
+      const why = /^\w*Error\b.*$/m.exec(stderr)?.[0] ?? stderr.trim().split("\n")[0];
+      throw new Error(`the new build does not start here: ${why || String(error)}`);
     }
     if (stdout.trim() !== version) {
       throw new Error(`the new build says it is ${stdout.trim()}, not ${version}`);

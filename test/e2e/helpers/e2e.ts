@@ -32,10 +32,15 @@ export type World = {
 };
 
 /** Starts everything one test file shares. */
-export async function startWorld(options: { vars?: Record<string, string> } = {}): Promise<World> {
+export async function startWorld(
+  options: { vars?: Record<string, string>; assetsDir?: string } = {},
+): Promise<World> {
   const mirror = new MirrorServer();
   const [coordinator] = await Promise.all([
-    startCoordinator(options.vars ? { vars: options.vars } : {}),
+    startCoordinator({
+      ...(options.vars ? { vars: options.vars } : {}),
+      ...(options.assetsDir ? { assetsDir: options.assetsDir } : {}),
+    }),
     mirror.start(),
   ]);
   mirror.publish("terraform", ENGINE_VERSION, {
@@ -219,14 +224,21 @@ export type AgentProcess = {
 /** Starts the real agent bin against the world's coordinator, with the loopback mirror. */
 export function startAgent(
   world: World,
-  options: { args?: string[]; env?: Record<string, string>; token?: string; dataDir?: string } = {},
+  options: {
+    args?: string[];
+    env?: Record<string, string>;
+    token?: string;
+    dataDir?: string;
+    /** Another agent entry point, e.g. a built single-file agent; the sources by default. */
+    bin?: string;
+  } = {},
 ): AgentProcess {
   const dataDir = options.dataDir ?? path.join(world.dir, "agent-data");
   mkdirSync(dataDir, { recursive: true });
   const child = spawn(
     process.execPath,
     [
-      AGENT_BIN,
+      options.bin ?? AGENT_BIN,
       "--release-mirror",
       world.mirror.url,
       "--data-dir",
