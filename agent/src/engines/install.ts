@@ -19,7 +19,7 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { promisify } from "node:util";
 import { unzipSync } from "fflate";
 import { TransientError } from "../errors.ts";
-import { describeNetworkError } from "../net/errors.ts";
+import { describeNetworkError, isTlsTrustError } from "../net/errors.ts";
 import { type HttpResponse, httpFetch } from "../net/fetch.ts";
 import { retry } from "../retry.ts";
 import {
@@ -203,7 +203,11 @@ async function request(url: string): Promise<HttpResponse> {
       redirect: "follow",
     });
   } catch (cause) {
-    throw new TransientError(`cannot download ${url}: ${describeNetworkError(cause)}`, { cause });
+    const message = `cannot download ${url}: ${describeNetworkError(cause)}`;
+    // An untrusted certificate stays untrusted however often it is asked.
+    throw isTlsTrustError(cause)
+      ? new EngineInstallError(message)
+      : new TransientError(message, { cause });
   }
   if (res.status === 429 || res.status >= 500) {
     await res.body?.cancel();

@@ -41,6 +41,22 @@ export function describeNetworkError(error: unknown): string {
   return meaning === undefined ? detail : `${meaning} (${detail})`;
 }
 
+/** Certificate problems: retrying the same request cannot fix them. */
+const TLS_TRUST_CODES = new Set([
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_HAS_EXPIRED",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+/** True when a request failed because the server's certificate is not trusted or not valid. */
+export function isTlsTrustError(error: unknown): boolean {
+  const code = errorCode(deepestCause(error));
+  return code !== null && TLS_TRUST_CODES.has(code);
+}
+
 function deepestCause(error: unknown): unknown {
   let current = error;
   for (let depth = 0; depth < 5; depth++) {

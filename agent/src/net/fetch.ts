@@ -11,7 +11,13 @@ export const PROXY_VARIABLES = [
   "no_proxy",
 ] as const;
 
-let dispatcher = new EnvHttpProxyAgent();
+/**
+ * http:// URLs go to the proxy in absolute form, as curl and Go send them: many proxies allow
+ * CONNECT only to port 443. https:// URLs are tunnelled with CONNECT.
+ */
+const PLAIN_HTTP_IN_ABSOLUTE_FORM = { proxyTunnel: false } as const;
+
+let dispatcher = new EnvHttpProxyAgent(PLAIN_HTTP_IN_ABSOLUTE_FORM);
 
 /**
  * Sets how every request of this process leaves the host: through the proxy that `HTTPS_PROXY`,
@@ -22,10 +28,15 @@ let dispatcher = new EnvHttpProxyAgent();
 export function configureNetwork(options: { extraCas: readonly string[] }): void {
   const previous = dispatcher;
   if (options.extraCas.length === 0) {
-    dispatcher = new EnvHttpProxyAgent();
+    dispatcher = new EnvHttpProxyAgent(PLAIN_HTTP_IN_ABSOLUTE_FORM);
   } else {
     const ca = trustedCas(options.extraCas);
-    dispatcher = new EnvHttpProxyAgent({ connect: { ca }, requestTls: { ca }, proxyTls: { ca } });
+    dispatcher = new EnvHttpProxyAgent({
+      ...PLAIN_HTTP_IN_ABSOLUTE_FORM,
+      connect: { ca },
+      requestTls: { ca },
+      proxyTls: { ca },
+    });
   }
   void previous.close().catch(() => {});
 }
