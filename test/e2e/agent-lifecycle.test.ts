@@ -216,8 +216,15 @@ describe("the agent process", () => {
     // The frozen agent wakes up, is told it was given up on, and exits with its code.
     expect(await exitWithin(b, 25_000)).toEqual({ code: EXIT_CODES.toldToExit, signal: null });
     expect(b.output()).toMatch(/told this agent to exit/);
-    await delay(2_000);
-    expect(fresh.output()).not.toContain("job started");
+    // Whatever the fresh agent takes first is a probe queued now: had the lost apply gone back
+    // to the queue, it would have been leased before it (apply jobs come first).
+    const probeWs = await createWorkspace(world, "lost-probe");
+    await uploadConfiguration(world, probeWs, { "main.tf": resource("p", "1") });
+    const probe = await queueRun(world, probeWs, { operation: "plan", isSpeculative: true });
+    await waitForRun(world, probe, ["planned_and_finished"]);
+    expect(fresh.output().match(/job started.*/g)).toEqual([
+      expect.stringContaining(`"jobId":"${probe}:plan"`),
+    ]);
     expect((await waitForRun(world, runA, ["errored"])).status).toBe("errored");
     expect(await stateVersions(world, wsA)).toHaveLength(versionsA);
     expect((await readRunLog(world, runA, "apply")).match(/\$ terraform apply/g)).toHaveLength(1);
