@@ -45,6 +45,7 @@ export default defineConfig(async () => {
           test: {
             name: "browser",
             environment: "node",
+            globalSetup: ["./test/setup/build-agent.ts"],
             include: ["test/browser/**/*.test.ts"],
             testTimeout: 180_000,
             hookTimeout: 120_000,

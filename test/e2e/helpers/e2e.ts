@@ -258,6 +258,32 @@ export function startAgent(
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
+  return watch(child, (signal) => child.kill(signal));
+}
+
+/**
+ * Runs `command` with `sh -c` in its own process group (killed as a group), as an operator
+ * pastes it: for the install commands the dashboard shows. The process is the shell; its exit
+ * is that of the last command.
+ */
+export function runShellCommand(command: string, env: NodeJS.ProcessEnv): AgentProcess {
+  const child = spawn("sh", ["-c", command], {
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return watch(child, (signal) => {
+    if (child.pid !== undefined && child.exitCode === null) {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+}
+
+function watch(child: ChildProcess, kill: (signal: NodeJS.Signals) => void): AgentProcess {
   let text = "";
   child.stdout?.on("data", (d) => {
     text += d;
@@ -282,7 +308,7 @@ export function startAgent(
       }
     },
     kill(signal = "SIGTERM") {
-      child.kill(signal);
+      kill(signal);
     },
   };
 }
