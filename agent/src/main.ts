@@ -27,6 +27,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
   const extraCas = config.caCertFile === null ? [] : readCaFile(config.caCertFile, "--ca-cert");
   configureNetwork({ extraCas });
   const target = { address: config.address, userAgent };
+  const contact = new ContactMonitor(logger);
   const updater = new Updater({
     enabled: config.autoUpdate,
     currentVersion: AGENT_VERSION,
@@ -40,7 +41,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       address: config.address,
       token: config.token,
       userAgent,
-      contact: new ContactMonitor(logger),
+      contact,
       onAgentVersion: (version) => updater.offer(version),
     }),
     logger,
@@ -63,7 +64,13 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       maxConfigurationBytes: MAX_CONFIGURATION_BYTES,
     },
     portFor: (job) =>
-      jobPort({ target, jobId: job.jobId, leaseId: job.leaseId, runToken: job.runToken ?? "" }),
+      jobPort({
+        target,
+        jobId: job.jobId,
+        leaseId: job.leaseId,
+        runToken: job.runToken ?? "",
+        contact,
+      }),
     updater,
     restart: () => restartInPlace(config),
   });

@@ -147,7 +147,7 @@ describe("the agent process", () => {
     expect(agent.output()).toMatch(/revoked/);
   });
 
-  it("keeps its plan through a coordinator restart and the run completes", async () => {
+  it("keeps its plan through a coordinator outage, logs the outage once, and the run completes", async () => {
     const agent = agentWith([]);
     await agent.waitForOutput(/registered/);
     const ws = await createWorkspace(world, "restart", { env: { STANDIN_PLAN_SLEEP_MS: "5000" } });
@@ -155,7 +155,11 @@ describe("the agent process", () => {
     const runId = await queueRun(world, ws, { operation: "apply" });
     await waitForRun(world, runId, ["planning"]);
     await waitForLogText(runId, "standin: planning");
+    await world.coordinator.stop();
+    // The plan goes on; its log and finish cannot reach the coordinator until it is back.
+    await agent.waitForOutput(/WARN: lost contact with the coordinator; retrying with backoff: \S/);
     await world.coordinator.restart();
+    await agent.waitForOutput(/INFO: contact with the coordinator restored/, 30_000);
     const run = await waitForRun(world, runId, ["planned", "errored"], 40_000);
     expect(run.status).toBe("planned");
     const log = await readRunLog(world, runId, "plan");
@@ -164,6 +168,9 @@ describe("the agent process", () => {
     await expectStatus(world.api("POST", `/api/v1/runs/${runId}/confirm`), 200);
     expect((await waitForRun(world, runId, ["applied", "errored"])).status).toBe("applied");
     expect(agent.output().match(/job started/g)).toHaveLength(2);
+    // The outage was logged once with its cause, and its end once.
+    expect(agent.output().match(/lost contact with the coordinator/g)).toHaveLength(1);
+    expect(agent.output().match(/contact with the coordinator restored/g)).toHaveLength(1);
   });
 
   it("a run whose agent is lost mid-apply errors after the pool's timeouts and is never applied again", async () => {

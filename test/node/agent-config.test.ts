@@ -1,9 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { settingsTable } from "../../agent/scripts/settings-table.ts";
 import { normalizeArgv } from "../../agent/src/config/flags.ts";
 import { forgetToken, loadConfig } from "../../agent/src/config/load.ts";
 import { SETTINGS } from "../../agent/src/config/settings.ts";
@@ -148,6 +149,13 @@ describe("outpost-agent configuration (the real bin)", () => {
     const version = agent(["--version"], {});
     expect(version).toMatchObject({ code: 0, stdout: `${AGENT_VERSION}\n` });
     expect(agent(["-version"], {}).stdout).toBe(`${AGENT_VERSION}\n`);
+  });
+
+  it("documents every setting in agent/README.md exactly as it parses them", () => {
+    const readme = readFileSync(path.resolve("agent/README.md"), "utf8");
+    expect(readme, "run node agent/scripts/settings-table.ts and paste it").toContain(
+      settingsTable(),
+    );
   });
 
   it("never prints the token, also while it retries an unreachable coordinator", async () => {

@@ -11,10 +11,10 @@ import {
   type RunningJob,
   StartResponse,
 } from "@outpost/protocol";
-import { ExitRequest, TransientError } from "../errors.ts";
+import { ExitRequest } from "../errors.ts";
 import { EXIT_CODES } from "../exit-codes.ts";
 import type { HttpResponse } from "../net/fetch.ts";
-import type { ContactMonitor } from "./contact.ts";
+import { type ContactMonitor, observed } from "./contact.ts";
 import {
   CoordinatorError,
   type HttpTarget,
@@ -152,19 +152,15 @@ export class AgentApi {
       headers[AGENT_ID_HEADER] = this.agentId;
     }
     try {
-      const res = await send(this.target, { ...input, headers, token: this.token });
-      this.o.contact?.succeeded();
+      const res = await observed(this.o.contact, () =>
+        send(this.target, { ...input, headers, token: this.token }),
+      );
       const version = res.headers.get(AGENT_VERSION_HEADER);
       if (version !== null) {
         this.o.onAgentVersion?.(version);
       }
       return res;
     } catch (error) {
-      if (error instanceof TransientError) {
-        this.o.contact?.failed(error.message);
-      } else if (!input.signal?.aborted) {
-        this.o.contact?.succeeded();
-      }
       if (error instanceof CoordinatorError && error.status === 401) {
         throw new TokenRejected(
           error.code === "TOKEN_REVOKED"

@@ -1,4 +1,6 @@
+import { TransientError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import { CoordinatorError } from "./http.ts";
 
 /**
  * Logs an outage of the coordinator once, however many requests fail during it: the first
@@ -45,5 +47,27 @@ export class ContactMonitor {
     );
     this.downSince = null;
     this.failures = 0;
+  }
+}
+
+/**
+ * Sends through `send`, telling `contact` how it went: transient failures count towards an
+ * outage, any answer ends one.
+ */
+export async function observed<T>(
+  contact: Pick<ContactMonitor, "failed" | "succeeded"> | undefined,
+  request: () => Promise<T>,
+): Promise<T> {
+  try {
+    const answer = await request();
+    contact?.succeeded();
+    return answer;
+  } catch (error) {
+    if (error instanceof TransientError) {
+      contact?.failed(error.message);
+    } else if (error instanceof CoordinatorError) {
+      contact?.succeeded();
+    }
+    throw error;
   }
 }

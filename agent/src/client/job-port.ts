@@ -13,7 +13,8 @@ import type { ArtifactName, CoordinatorPort } from "../job/types.ts";
 import type { LogSendResult } from "../logs/streamer.ts";
 import { describeNetworkError } from "../net/errors.ts";
 import type { HttpResponse } from "../net/fetch.ts";
-import { type HttpTarget, ProtocolError, readJson, segment, send } from "./http.ts";
+import { type ContactMonitor, observed } from "./contact.ts";
+import { type HttpTarget, ProtocolError, readJson, segment, send as sendRequest } from "./http.ts";
 
 /** The runner's artifact names as the agent API spells them. */
 export const WIRE_ARTIFACT_NAMES: Record<ArtifactName, WireArtifactName> = {
@@ -41,8 +42,13 @@ export function jobPort(options: {
   jobId: string;
   leaseId: string;
   runToken: string;
+  /** Told of every answer and transient failure, so an outage is logged once for the agent. */
+  contact?: Pick<ContactMonitor, "failed" | "succeeded">;
 }): CoordinatorPort {
-  const { target, jobId, leaseId, runToken } = options;
+  const { jobId, leaseId, runToken } = options;
+  const target = options.target;
+  const send: typeof sendRequest = (t, input) =>
+    observed(options.contact, () => sendRequest(t, input));
   const token = runToken;
   return {
     async downloadConfiguration(url, destFile) {
@@ -50,7 +56,7 @@ export function jobPort(options: {
       if (!url.startsWith(`${target.address}/`)) {
         throw new Error(`refusing to send the run token to ${url}`);
       }
-      await download(target, { path: url.slice(target.address.length), token }, destFile);
+      await download(send, target, { path: url.slice(target.address.length), token }, destFile);
     },
     async uploadArtifact(name, file) {
       // Buffered: the route needs Content-Length, and plan artefacts are capped at 100 MiB.
@@ -103,6 +109,7 @@ export function jobPort(options: {
 }
 
 async function download(
+  send: typeof sendRequest,
   target: HttpTarget,
   input: { path: string; token: string },
   destFile: string,

@@ -117,7 +117,7 @@ export const SETTINGS = [
     kind: "string",
     env: "OUTPOST_HOOKS_DIR",
     fileKey: "hooksDir",
-    defaultText: "<data-dir>/hooks",
+    defaultText: "{data-dir}/hooks",
     description: "hook executables (pre-plan, post-plan, pre-apply, post-apply)",
   },
   {
@@ -163,7 +163,7 @@ export const SETTINGS = [
     env: "OUTPOST_RELEASE_MIRROR",
     fileKey: "releaseMirror",
     defaultText: "official sites",
-    description: "engine mirror laid out as URL/<engine>/<version>/<file>",
+    description: "engine mirror laid out as URL/{engine}/{version}/{file}",
   },
   {
     flag: "ca-cert",
@@ -176,7 +176,7 @@ export const SETTINGS = [
   },
   {
     flag: "forward-network-env",
-    arg: "on|off",
+    arg: "on/off",
     kind: "switch",
     env: "OUTPOST_FORWARD_NETWORK_ENV",
     fileKey: "forwardNetworkEnv",
@@ -185,7 +185,7 @@ export const SETTINGS = [
   },
   {
     flag: "auto-update",
-    arg: "on|off",
+    arg: "on/off",
     kind: "switch",
     env: "OUTPOST_AUTO_UPDATE",
     tfcEnv: ["TFC_AGENT_AUTO_UPDATE"],
