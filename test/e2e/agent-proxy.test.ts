@@ -56,8 +56,11 @@ async function planWith(args: string[], env: Record<string, string>) {
     dataDir,
     "pre-plan",
     [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: sh parameter expansion
       'echo "job-proxy=${HTTPS_PROXY:-none} job-ca=${SSL_CERT_FILE:-none} git-ca=${GIT_SSL_CAINFO:-none}"',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: sh parameter expansion
       'echo "token-seen=${TFC_AGENT_TOKEN:-none}"',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: sh parameter expansion
       'if [ -n "${SSL_CERT_FILE:-}" ]; then grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE" | sed "s/^/bundle-certs=/"; fi',
     ].join("\n"),
   );
