@@ -195,10 +195,21 @@ describe("createLogger", () => {
     });
     text.debug("hidden");
     text.info({ jobId: "run_1:plan", token: "op_agent_x" }, "job started");
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(
-      /^\d{4}-\d{2}-\d{2}T.* INFO job started jobId=run_1:plan token=\*\*\*\n$/,
+    // A string cause (what every failed request logs) right after the message, on one line.
+    text.warn(
+      { err: "cannot reach http://c (connection refused)", retryInMs: 5 },
+      "register failed",
     );
+    text.error({ err: new Error("disk full") }, "could not report the job");
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^\[\d{4}-\d{2}-\d{2}T[\d:.]+Z\] INFO: job started \{"jobId":"run_1:plan","token":"\*\*\*"\}\n$/,
+      ),
+      expect.stringMatching(
+        /\] WARN: register failed: cannot reach http:\/\/c \(connection refused\) \{"retryInMs":5\}\n$/,
+      ),
+      expect.stringMatching(/\] ERROR: could not report the job: disk full\n$/),
+    ]);
 
     const json: string[] = [];
     const j = createLogger({
