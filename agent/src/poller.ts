@@ -2,15 +2,16 @@ import type { JobAssignment as WireAssignment } from "@outpost/protocol";
 import type { AgentApi } from "./client/agent-api.ts";
 import { isAgentUnknown, isLeaseGone } from "./client/agent-api.ts";
 import { toRunnerAssignment } from "./client/assignment.ts";
-import { CoordinatorError, ProtocolError } from "./client/http.ts";
-import { ExitRequest, TransientError, UserError } from "./errors.ts";
+import { ProtocolError } from "./client/http.ts";
+import { ExitRequest, TransientError } from "./errors.ts";
 import { EXIT_CODES, type ExitCode } from "./exit-codes.ts";
-import { type JobHandle, startJob } from "./job/runner.ts";
-import type { CoordinatorPort, JobOutcome, JobSettings } from "./job/types.ts";
+import { runHeartbeats } from "./heartbeats.ts";
+import { startJob } from "./job/runner.ts";
+import type { CoordinatorPort, JobSettings } from "./job/types.ts";
 import type { Logger } from "./logger.ts";
+import { isPassing, refusedJob, registrationRefused, toldToExit } from "./loop-outcomes.ts";
 import { retry } from "./retry.ts";
 import { errorText, RunningJobs } from "./running-jobs.ts";
-import { sleep } from "./sleep.ts";
 import type { StagedUpdate, Updater } from "./update/updater.ts";
 import { AGENT_VERSION } from "./version.ts";
 
@@ -33,10 +34,6 @@ export type AgentLoopOptions = {
   /** Replaces the process with the installed update; returns only if that failed. */
   restart?: (update: StagedUpdate) => void;
 };
-
-/** Retrying through protocol errors too: a proxy page or a half-deployed coordinator passes. */
-const isPassing = (error: unknown) =>
-  error instanceof TransientError || error instanceof ProtocolError;
 
 /**
  * The agent's life: register, long-poll for jobs (up to the configured concurrency), start each
@@ -212,7 +209,7 @@ export class AgentLoop {
         );
         this.isPolling = false;
         if (answer?.action === "exit") {
-          throw await this.toldToExit(answer.exit.reason);
+          throw await toldToExit(this.o.api, this.running.list(), answer.exit.reason);
         }
         if (answer?.action === "run") {
           await this.take(answer.job);
@@ -280,64 +277,21 @@ export class AgentLoop {
     this.running.add(job.jobId, job.leaseId, handle);
   }
 
-  private async heartbeatLoop(): Promise<void> {
-    const signal = this.heartbeatStop.signal;
-    while (!signal.aborted) {
-      await sleep(this.heartbeatMs, signal);
-      // A held long-poll counts as contact; busy agents must speak up themselves.
-      if (signal.aborted || (this.running.size === 0 && this.isPolling)) {
-        continue;
-      }
-      await this.heartbeat();
-    }
-  }
-
-  private async heartbeat(): Promise<void> {
-    try {
-      const answer = await this.o.api.heartbeat(this.running.list());
-      this.heartbeatMs = answer.heartbeatIntervalSeconds * 1000;
-      for (const request of answer.cancel) {
-        if (this.running.cancel(request.jobId, request.leaseId, request.mode === "force")) {
-          this.log.info({ jobId: request.jobId, mode: request.mode }, `cancel: ${request.reason}`);
-        }
-      }
-      if (answer.exit !== null) {
-        this.end(await this.toldToExit(answer.exit.reason));
-      }
-    } catch (error) {
-      if (error instanceof ExitRequest) {
-        this.end(error);
-      } else if (isAgentUnknown(error) && !this.lifetime.signal.aborted) {
-        this.log.warn("heartbeat: the coordinator does not know this agent; registering again");
-        await this.register().catch((e: unknown) => {
-          if (e instanceof ExitRequest) {
-            this.end(e);
-          }
-        });
-      } else if (!(error instanceof TransientError)) {
-        // Transient failures are logged once per outage by the client; retried next interval.
-        this.log.warn({ err: errorText(error) }, "heartbeat failed; retrying next interval");
-      }
-    }
-  }
-
-  /**
-   * The exit request for an `exit` instruction. Revoking a token makes the coordinator tell its
-   * agents to exit; one more call tells that apart (401 TOKEN_REVOKED), so scripts see exit
-   * code 3 for a revoked token and 4 for everything else.
-   */
-  private async toldToExit(reason: string): Promise<ExitRequest> {
-    try {
-      await this.o.api.heartbeat(this.running.list());
-    } catch (error) {
-      if (error instanceof ExitRequest) {
-        return error;
-      }
-    }
-    return new ExitRequest(
-      `the coordinator told this agent to exit: ${reason}`,
-      EXIT_CODES.toldToExit,
-    );
+  private heartbeatLoop(): Promise<void> {
+    return runHeartbeats({
+      api: this.o.api,
+      logger: this.log,
+      running: this.running,
+      signal: this.heartbeatStop.signal,
+      intervalMs: () => this.heartbeatMs,
+      setIntervalMs: (ms) => {
+        this.heartbeatMs = ms;
+      },
+      isPolling: () => this.isPolling,
+      isStopping: () => this.lifetime.signal.aborted,
+      end: (request) => this.end(request),
+      register: () => this.register(),
+    });
   }
 
   private async goodbye(reason: string): Promise<void> {
@@ -354,36 +308,4 @@ export class AgentLoop {
     const level = error instanceof ProtocolError ? "error" : "debug";
     this.log[level]({ err: errorText(error), retryInMs: waitMs }, `${what} failed; retrying`);
   }
-}
-
-/**
- * What a refused registration means. 410: the pool was deleted (exit 4). Any other refusal
- * (a 404 from a route: the address is not an Outpost coordinator's base URL) is a setting to
- * fix (exit 2), never reported as a deleted pool.
- */
-function registrationRefused(error: unknown): unknown {
-  if (!(error instanceof CoordinatorError)) {
-    return error;
-  }
-  if (error.status === 410) {
-    return new ExitRequest("the agent pool of this token was deleted", EXIT_CODES.toldToExit);
-  }
-  if (error.status === 404 || error.status === 405) {
-    return new UserError(
-      `${error.message}: OUTPOST_ADDRESS does not point at an Outpost coordinator (give its base URL, e.g. https://outpost.example.com)`,
-    );
-  }
-  return error;
-}
-
-/** A job the agent cannot run (unreadable spec, no token): it ends at once as failed. */
-function refusedJob(reason: string): JobHandle {
-  const outcome: JobOutcome = {
-    status: "failed",
-    message: reason,
-    exitCode: null,
-    planSummary: null,
-    logLength: 0,
-  };
-  return { done: Promise.resolve(outcome), cancel: () => {} };
 }
