@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { forgetToken, loadConfig } from "../config/load.ts";
+import { loadConfig } from "../config/load.ts";
+import { forgetToken } from "../config/token.ts";
 import { describeFatal } from "../errors.ts";
 import { EXIT_CODES } from "../exit-codes.ts";
 import { createLogger } from "../logger.ts";

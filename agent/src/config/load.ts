@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { homedir, hostname } from "node:os";
 import path from "node:path";
 import { z } from "zod";
@@ -6,19 +5,13 @@ import { UserError } from "../errors.ts";
 import { readCaFile } from "../net/ca.ts";
 import { type FileValue, readConfigFile } from "./file.ts";
 import { parseFlags } from "./flags.ts";
-import {
-  SETTINGS,
-  type SettingFlag,
-  type SettingSpec,
-  TOKEN_ENV,
-  TOKEN_TFC_ENV,
-} from "./settings.ts";
+import { SETTINGS, type SettingFlag, type SettingSpec } from "./settings.ts";
+import { readToken } from "./token.ts";
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const;
 const PHASES = ["plan", "apply"] as const;
 /** A host variable name, optionally ending in `*` to forward every variable with that prefix. */
 const ENV_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*\*?$/;
-const AGENT_TOKEN = /^op_agent_[A-Za-z0-9_-]+$/;
 
 /** Everything the agent process is configured with, parsed and validated once at start. */
 export type AgentConfig = {
@@ -267,50 +260,6 @@ function validateAddress(text: string, ctx: z.RefinementCtx): string {
     return z.NEVER;
   }
   return url.origin;
-}
-
-/** The agent token from `OUTPOST_TOKEN` (or `TFC_AGENT_TOKEN`) or from the token file. */
-function readToken(
-  env: NodeJS.ProcessEnv,
-  fileSetting: { file: string; isFromConfigFile: boolean } | null,
-): { token: string; tokenFile: string | null } {
-  const fromEnv = env[TOKEN_ENV] || env[TOKEN_TFC_ENV] || undefined;
-  const name = env[TOKEN_ENV] ? TOKEN_ENV : TOKEN_TFC_ENV;
-  if (fileSetting !== null && !fileSetting.isFromConfigFile && fromEnv !== undefined) {
-    throw new UserError(`${name} and --token-file are both set; keep one`);
-  }
-  // The environment wins over a token file named in the config file, like every setting.
-  const tokenFile = fromEnv !== undefined ? null : (fileSetting?.file ?? null);
-  if (tokenFile === null) {
-    if (fromEnv === undefined) {
-      throw new UserError(`${TOKEN_ENV} is required (or --token-file FILE)`);
-    }
-    if (!AGENT_TOKEN.test(fromEnv)) {
-      throw new UserError(`${name} must be an agent token (op_agent_…)`);
-    }
-    return { token: fromEnv, tokenFile: null };
-  }
-  const file = path.resolve(tokenFile);
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8").trim();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "unreadable";
-    throw new UserError(`--token-file ${file}: cannot read the file (${code})`);
-  }
-  if (!AGENT_TOKEN.test(text)) {
-    throw new UserError(`--token-file ${file}: does not hold an agent token (op_agent_…)`);
-  }
-  return { token: text, tokenFile: file };
-}
-
-/**
- * Removes the agent token from the process environment, so nothing the agent starts (git,
- * credential helpers, hooks) inherits it. Called once the configuration is loaded.
- */
-export function forgetToken(env: NodeJS.ProcessEnv): void {
-  delete env[TOKEN_ENV];
-  delete env[TOKEN_TFC_ENV];
 }
 
 function defaultDataDir(env: NodeJS.ProcessEnv): string {
