@@ -15,15 +15,15 @@
 # OUTPOST_CA_CERT=FILE trusts a private CA for the downloads; HTTPS_PROXY is honoured.
 set -eu
 
-OUTPOST_ADDRESS='http://127.0.0.1:39831'
+OUTPOST_ADDRESS='http://127.0.0.1:37693'
 VERSION='0.1.0'
-AGENT_URL='http://127.0.0.1:39831/agent/v1/releases/0.1.0/outpost-agent.mjs'
-AGENT_SHA256='eeccb27dca2d0ff8c947d8d89564d9c894f3dd7b722eb600857d2594df4029a8'
-PACKAGE_URL='http://127.0.0.1:39831/agent/v1/releases/0.1.0/outpost-agent-0.1.0.tgz'
-PACKAGE_SHA256='b91b640d1cad3a9343fbc3ebe191b2d2b510160910e770a21f8f510c43f72478'
-DOCKERFILE_URL='http://127.0.0.1:39831/agent/v1/releases/0.1.0/Dockerfile'
+AGENT_URL='http://127.0.0.1:37693/agent/v1/releases/0.1.0/outpost-agent.mjs'
+AGENT_SHA256='bc4bba289be1e38d5e0e53b34a55c50b48d9fb6db41e2c01f3642eb50319db7a'
+PACKAGE_URL='http://127.0.0.1:37693/agent/v1/releases/0.1.0/outpost-agent-0.1.0.tgz'
+PACKAGE_SHA256='0660e0e40d17a2a113883aeae0a565ce3a8dcba320fb936796124e7db70b2a21'
+DOCKERFILE_URL='http://127.0.0.1:37693/agent/v1/releases/0.1.0/Dockerfile'
 DOCKERFILE_SHA256='60757084bd2f7a14557da405bbf6d5c0979834549d087acd2df8336d1f680221'
-UNIT_URL='http://127.0.0.1:39831/agent/v1/releases/0.1.0/outpost-agent.service'
+UNIT_URL='http://127.0.0.1:37693/agent/v1/releases/0.1.0/outpost-agent.service'
 UNIT_SHA256='36cf7481883ff5f0f83029462cc2b48602f1fe6f15127da4d118e7b2e3314692'
 
 MIN_NODE='22.15'
