@@ -9,6 +9,9 @@
  * R2 operations by class. Workerd runs a script's Durable Objects in the
  * Worker's isolate locally, so one module-level counter sees both.
  */
+// First: @hono/zod-openapi adds .openapi() to zod schemas created after it loads. The Durable
+// Objects below load the protocol package's schemas, which the app's routes document.
+import "@hono/zod-openapi";
 import { AgentPool as BaseAgentPool } from "../../durable/agent-pool.ts";
 import { RunLog as BaseRunLog } from "../../durable/run-log.ts";
 import worker from "../../src/index.ts";
