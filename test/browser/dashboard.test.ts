@@ -6,6 +6,7 @@
  * none may execute, and no CSP violation or page error may occur. Screenshots of each page land
  * in test-results/screenshots/.
  */
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -110,12 +111,17 @@ describe("the dashboard in chromium", () => {
     const home = path.join(world.dir, "browser-host");
     const dataDir = path.join(home, ".local/share/outpost-agent");
     writeHook(dataDir, "pre-plan", `printf '\\033[32m%s\\033[0m\\n' '${xss(8)}'`);
-    agent = runShellCommand(installScript, {
-      PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`,
-      HOME: home,
-      OUTPOST_NAME: `edge ${xss(3)}`,
-      OUTPOST_RELEASE_MIRROR: world.mirror.url,
-    });
+    mkdirSync(home, { recursive: true });
+    agent = runShellCommand(
+      installScript,
+      {
+        PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`,
+        HOME: home,
+        OUTPOST_NAME: `edge ${xss(3)}`,
+        OUTPOST_RELEASE_MIRROR: world.mirror.url,
+      },
+      home,
+    );
     await agent.waitForOutput(/registered/);
     // No reload: the live endpoint brings the agent in.
     await waitForText(poolPage, "#agents", /idle/);

@@ -262,13 +262,18 @@ export function startAgent(
 }
 
 /**
- * Runs `command` with `sh -c` in its own process group (killed as a group), as an operator
- * pastes it: for the install commands the dashboard shows. The process is the shell; its exit
+ * Runs `command` with `sh -c` in `cwd` and its own process group (killed as a group), as an
+ * operator pastes it: for the install commands the dashboard shows. The process is the shell; its exit
  * is that of the last command.
  */
-export function runShellCommand(command: string, env: NodeJS.ProcessEnv): AgentProcess {
+export function runShellCommand(
+  command: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): AgentProcess {
   const child = spawn("sh", ["-c", command], {
     env,
+    cwd,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
