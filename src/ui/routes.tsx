@@ -11,7 +11,7 @@ import { getCookie } from "hono/cookie";
 import type { AppEnv } from "../env.ts";
 import { ApiError, codeToStatus, handleError } from "../errors.ts";
 import { authenticate } from "../middleware/auth.ts";
-import { readForm } from "./forms.ts";
+import { readForm, readFormBody } from "./forms.ts";
 import { ErrorPage, LoginPage } from "./pages/login.tsx";
 import { poolPages } from "./pool-routes.tsx";
 import { runPages } from "./run-routes.tsx";
@@ -83,7 +83,7 @@ const loginPages = new Hono<AppEnv>()
     return c.html(<LoginPage csrf={issueLoginCsrf(c)} next={safeNext(c.req.query("next"))} />);
   })
   .post("/login", async (c) => {
-    const body = await c.req.parseBody();
+    const body = await readFormBody(c);
     checkLoginCsrf(c, body[CSRF_FIELD]);
     const token = typeof body.token === "string" ? body.token.trim() : "";
     const next = safeNext(body.next);

@@ -33,6 +33,8 @@ const assignment: JobAssignment = {
   source: { kind: "configuration", url: "u", sha256: "s" },
   runToken: "op_run_secret",
   stateAddress: "https://outpost.example.com/state/v1/ws_1",
+  fork: false,
+  planSha256: null,
 };
 
 describe("buildJobEnvironment", () => {
@@ -124,13 +126,14 @@ describe("runHook", () => {
       cwd: dir,
       env: { PATH: "/usr/bin:/bin", ONLY: "this" },
       scratchDir: dir,
+      isFork: false,
       onOutput: (c) => {
         output.push(c.toString());
       },
     });
 
   it("does nothing when the hook does not exist", async () => {
-    expect(await run("pre-plan")).toEqual({});
+    expect(await run("pre-plan")).toEqual({ exports: {}, sensitive: [] });
   });
 
   it("refuses a hook file that is not executable", async () => {
@@ -148,7 +151,7 @@ describe("runHook", () => {
     chmodSync(file, 0o755);
     const output: string[] = [];
     await expect(run("pre-plan", output)).rejects.toThrow(
-      "hook pre-plan wrote an invalid line 2 to $OUTPOST_AGENT_ENV (expected KEY=value)",
+      "hook pre-plan wrote an invalid line 2 to $OUTPOST_AGENT_ENV (expected KEY=value or sensitive KEY=value)",
     );
     const seen = output.join("");
     expect(seen).toContain("ONLY=this");

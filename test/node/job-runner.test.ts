@@ -77,6 +77,8 @@ function assignment(
     },
     runToken: RUN_TOKEN,
     stateAddress: state.stateAddress(WS),
+    fork: false,
+    planSha256: null,
     ...rest,
   };
 }
@@ -157,7 +159,12 @@ describe("job runner", () => {
     expect(port.artifacts.get("lock-file")?.toString()).toContain("hashicorp/null");
     expect(jobDirs()).toEqual([]);
 
-    const apply = { ...plan, jobId: `${plan.runId}:apply`, phase: "apply" as const };
+    const apply = {
+      ...plan,
+      jobId: `${plan.runId}:apply`,
+      phase: "apply" as const,
+      planSha256: port.sha256("plan-file"),
+    };
     const applied = await startJob(apply, port.forJob(apply.jobId), settings).done;
     const applyLog = port.log(apply.jobId);
     expect(applied, applyLog).toMatchObject({

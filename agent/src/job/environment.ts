@@ -21,11 +21,20 @@ export function isForwarded(name: string, allowlist: readonly string[]): boolean
 }
 
 /**
+ * The workspace variables a job may see. A job of a pull request from a fork gets none of the
+ * sensitive ones, even should the coordinator send them: its code is not trusted with secrets.
+ */
+export function jobVariables(assignment: JobAssignment): JobAssignment["variables"] {
+  return assignment.fork ? assignment.variables.filter((v) => !v.sensitive) : assignment.variables;
+}
+
+/**
  * The environment of every process a job starts (engine and hooks), built from nothing: the
  * host PATH (with the engine's directory first), HOME and TMPDIR inside the job dir, host
- * variables named by the allowlist, the workspace's env variables, then the agent's own
- * (`OUTPOST_*`, `TF_IN_AUTOMATION=1`, `TF_INPUT=0`), which neither can override. Returns the
- * environment and the names that were skipped (reserved or invalid) so the job log can say so.
+ * variables named by the allowlist (none at all for a job of a pull request from a fork), the
+ * workspace's env variables ({@link jobVariables}), then the agent's own (`OUTPOST_*`,
+ * `TF_IN_AUTOMATION=1`, `TF_INPUT=0`), which neither can override. Returns the environment and
+ * the names that were skipped (reserved or invalid) so the job log can say so.
  */
 export function buildJobEnvironment(input: {
   assignment: JobAssignment;
@@ -37,12 +46,14 @@ export function buildJobEnvironment(input: {
   const { assignment, hostEnv } = input;
   const env: Record<string, string> = {};
   const skipped: string[] = [];
+  // Fork code gets nothing of the host: allowlisted variables are typically cloud credentials.
+  const allowlist = assignment.fork ? [] : input.allowlist;
   for (const [name, value] of Object.entries(hostEnv)) {
-    if (value !== undefined && !isReservedName(name) && isForwarded(name, input.allowlist)) {
+    if (value !== undefined && !isReservedName(name) && isForwarded(name, allowlist)) {
       env[name] = value;
     }
   }
-  for (const variable of assignment.variables) {
+  for (const variable of jobVariables(assignment)) {
     if (variable.category !== "env") {
       continue;
     }

@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream, existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
@@ -8,9 +9,14 @@ import { TransientError } from "../errors.ts";
 import { type RunningProcess, startProcess } from "../exec/process.ts";
 import { secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
-import { applyExports, buildJobEnvironment, engineCredentials } from "./environment.ts";
+import {
+  applyExports,
+  buildJobEnvironment,
+  engineCredentials,
+  jobVariables,
+} from "./environment.ts";
 import { writeBackendOverride, writeTerraformVariables } from "./files.ts";
-import { type HookName, runHook } from "./hooks.ts";
+import { HookError, type HookName, runHook } from "./hooks.ts";
 import { summarizePlan } from "./plan-summary.ts";
 import { extractConfiguration, resolveWorkingDirectory } from "./source.ts";
 import type {
@@ -218,7 +224,12 @@ class Job {
     }
     const workDir = await resolveWorkingDirectory(configDir, this.a.workingDirectory);
     await writeBackendOverride(workDir, this.a.stateAddress);
-    await writeTerraformVariables(workDir, this.a.variables);
+    await writeTerraformVariables(workDir, jobVariables(this.a));
+    if (this.a.fork) {
+      this.say(
+        "Outpost agent: pull request from a fork: no host variables, no sensitive variables, no hooks",
+      );
+    }
     const { env, skipped } = buildJobEnvironment({
       assignment: this.a,
       hostEnv: this.settings.hostEnv,
@@ -270,6 +281,7 @@ class Job {
     if (!(await retryTransient(() => this.port.downloadArtifact("plan-file", planFile)))) {
       throw new JobFailure("the coordinator has no plan file for this run");
     }
+    await this.checkPlanHash(planFile);
     const hasLock = await retryTransient(() =>
       this.port.downloadArtifact("lock-file", path.join(workDir, LOCK_FILE)),
     );
@@ -287,21 +299,67 @@ class Job {
     await this.hook("post-apply", root, workDir);
   }
 
+  /**
+   * Runs a hook with its output held in a spool file until it exits: a value it exports as
+   * sensitive is then masked in its own output too, not only in what follows.
+   */
+  /** The plan that was confirmed is the plan that is applied: anything else is refused. */
+  private async checkPlanHash(planFile: string): Promise<void> {
+    const expected = this.a.planSha256;
+    if (expected === null) {
+      throw new JobFailure(
+        "no plan hash was recorded for this run when its plan finished; refusing to apply an unverifiable plan (queue a new run)",
+      );
+    }
+    const hash = createHash("sha256");
+    for await (const chunk of createReadStream(planFile)) {
+      hash.update(chunk as Buffer);
+    }
+    const actual = hash.digest("hex");
+    if (actual !== expected) {
+      throw new JobFailure(
+        `the plan file's SHA-256 is ${actual}, not ${expected} as recorded when the plan finished; refusing to apply a plan that is not the one confirmed`,
+      );
+    }
+    this.say(`Outpost agent: plan file verified (SHA-256 ${actual})`);
+  }
+
   private async hook(name: HookName, root: string, workDir: string): Promise<void> {
     this.checkCanceled();
-    const exports = await runHook({
+    const spoolFile = path.join(root, "scratch", `${name}.log`);
+    const spool = createWriteStream(spoolFile);
+    const outcome = await runHook({
       name,
       hooksDir: this.settings.hooksDir,
       timeoutMs: this.settings.hookTimeoutMs,
       cwd: workDir,
       env: this.env,
       scratchDir: path.join(root, "scratch"),
-      onOutput: (chunk) => this.log?.write(chunk),
+      isFork: this.a.fork,
+      onOutput: (chunk) => spool.write(chunk),
       control: { onStart: (kill) => (this.killHook = kill) },
-    }).finally(() => {
-      this.killHook = null;
-    });
-    for (const refused of applyExports(this.env, exports)) {
+    })
+      .then((result) => ({ ok: true as const, result }))
+      .catch((error: unknown) => ({ ok: false as const, error }))
+      .finally(() => {
+        this.killHook = null;
+      });
+    await new Promise<void>((resolve, reject) =>
+      spool.end((error?: Error | null) => (error ? reject(error) : resolve())),
+    );
+    const sensitive = outcome.ok
+      ? outcome.result.sensitive
+      : outcome.error instanceof HookError
+        ? outcome.error.sensitive
+        : [];
+    this.log?.addSecrets(secretVariants(sensitive));
+    for await (const chunk of createReadStream(spoolFile)) {
+      this.log?.write(chunk as Buffer);
+    }
+    if (!outcome.ok) {
+      throw outcome.error;
+    }
+    for (const refused of applyExports(this.env, outcome.result.exports)) {
       this.say(
         `Outpost agent: ignored ${refused} exported by the ${name} hook (reserved by the agent)`,
       );
