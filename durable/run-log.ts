@@ -162,16 +162,6 @@ export class RunLog extends DurableObject<Env> {
   }
 
   /**
-   * What the last live read cost inside this object: rows its query returned and the chunk
-   * bytes SQLite loaded for them. Bounded by the window, not by the log's length.
-   */
-  get lastLiveRead(): { rows: number; bytesLoaded: number } {
-    return this.liveReadCost;
-  }
-
-  private liveReadCost = { rows: 0, bytesLoaded: 0 };
-
-  /**
    * Up to `length` bytes from `start` while the job runs. Chunks hold contiguous positions, so
    * only the chunk holding `start` and those starting before `start + length` are read, each
    * cut down in SQL to the bytes the answer needs: one window in memory, however long the log.
@@ -185,13 +175,12 @@ export class RunLog extends DurableObject<Env> {
       )
       .toArray()[0];
     if (!first || end <= start) {
-      this.liveReadCost = { rows: 0, bytesLoaded: 0 };
       return { data: new Uint8Array(), nextOffset: start, isComplete: false };
     }
     const rows = this.sql
-      .exec<{ len: number; piece: ArrayBuffer }>(
-        `SELECT length(data) AS len,
-           substr(data, max(?1 - pos, 0) + 1, min(pos + length(data), ?2) - max(pos, ?1)) AS piece
+      .exec<{ piece: ArrayBuffer }>(
+        `SELECT substr(data, max(?1 - pos, 0) + 1, min(pos + length(data), ?2) - max(pos, ?1))
+           AS piece
          FROM chunks WHERE pos >= ?3 AND pos < ?2 ORDER BY pos`,
         start,
         end,
@@ -200,10 +189,6 @@ export class RunLog extends DurableObject<Env> {
       .toArray();
     const parts = rows.map((row) => new Uint8Array(row.piece));
     const size = parts.reduce((n, part) => n + part.byteLength, 0);
-    this.liveReadCost = {
-      rows: rows.length,
-      bytesLoaded: rows.reduce((n, row) => n + Number(row.len), 0),
-    };
     return { data: concat(parts, size), nextOffset: start + size, isComplete: false };
   }
 

@@ -46,6 +46,12 @@ export const CONTENT_SECURITY_POLICY = [
 /** Form bodies are small; nothing the dashboard posts comes near this. */
 const FORM_BODY_LIMIT_BYTES = 64 * 1024;
 
+/** The sign-in form's fields besides its CSRF token; anything else (a file, say) is a 400. */
+const LoginForm = z.strictObject({
+  token: z.string().max(1024).default(""),
+  next: z.string().max(2048).optional(),
+});
+
 /** Only a path inside the dashboard may be returned to after sign-in (no open redirect). */
 function safeNext(next: unknown): string {
   return typeof next === "string" && /^\/ui\/[A-Za-z0-9/_-]*$/.test(next) ? next : "/ui/pools";
@@ -85,8 +91,13 @@ const loginPages = new Hono<AppEnv>()
   .post("/login", async (c) => {
     const body = await readFormBody(c);
     checkLoginCsrf(c, body[CSRF_FIELD]);
-    const token = typeof body.token === "string" ? body.token.trim() : "";
-    const next = safeNext(body.next);
+    const { [CSRF_FIELD]: _csrf, ...fields } = body;
+    const form = LoginForm.safeParse(fields);
+    if (!form.success) {
+      throw new ApiError("BAD_REQUEST", "the sign-in form takes a token (text) and nothing else");
+    }
+    const token = form.data.token.trim();
+    const next = safeNext(form.data.next);
     let principal: Awaited<ReturnType<typeof authenticate>>;
     try {
       principal = await authenticate(c, token, ["org"]);
