@@ -12,6 +12,7 @@ import { snapshotD1 } from "../../worker/helpers/d1-snapshot.ts";
 import { seedOrg } from "../../worker/helpers/fixtures.ts";
 import { getRun, runAction } from "../../worker/helpers/runs.ts";
 import { BackendClient, stateJson } from "../../worker/helpers/state-fixtures.ts";
+import { signIn } from "../../worker/helpers/ui.ts";
 import {
   encode,
   finishPlan,
@@ -30,6 +31,8 @@ describe("finding 3: the plan that is confirmed is the plan that is applied", ()
     const plan = await finishPlan(target.agent, job, encode("the reviewed plan"));
     const planned = await getRun(org, run.id);
     expect(planned.planSha256).toBe(await sha256Hex(plan));
+    const page = await (await signIn(org.tokens.reader)).get(`/ui/runs/${run.id}`);
+    expect(await page.text()).toContain(await sha256Hex(plan));
     expect((await runAction(org, run.id, "confirm")).status).toBe(200);
 
     const swap = await putArtifact(job, "plan.tfplan", encode("rm -rf prod"));
