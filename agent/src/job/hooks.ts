@@ -1,4 +1,4 @@
-import { constants } from "node:fs";
+import { constants, createReadStream, createWriteStream } from "node:fs";
 import { access, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { startProcess } from "../exec/process.ts";
@@ -137,4 +137,44 @@ function parseExports(name: HookName, text: string): HookResult {
     }
   }
   return { exports, sensitive };
+}
+
+/** Where a held hook's output goes once the hook has exited. */
+export type HookSink = {
+  write(chunk: Buffer): void;
+  /** Values to mask from now on (the hook's own output included). */
+  addSecrets(values: string[]): void;
+};
+
+/**
+ * {@link runHook} with the hook's output held in a spool file (`<scratchDir>/<name>.log`) until
+ * it exits: the values it marks sensitive, also those of a hook that then failed, reach
+ * `sink.addSecrets` before its output reaches `sink.write`, so they are masked in its own output
+ * too. Resolves with its exports; rejects as {@link runHook} does, after the output was written.
+ */
+export async function runHeldHook(
+  input: Omit<Parameters<typeof runHook>[0], "onOutput">,
+  sink: HookSink,
+): Promise<Record<string, string>> {
+  const spoolFile = path.join(input.scratchDir, `${input.name}.log`);
+  const spool = createWriteStream(spoolFile);
+  const outcome = await runHook({ ...input, onOutput: (chunk) => spool.write(chunk) }).then(
+    (result) => ({ ok: true as const, result }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+  await new Promise<void>((resolve, reject) =>
+    spool.end((error?: Error | null) => (error ? reject(error) : resolve())),
+  );
+  if (outcome.ok) {
+    sink.addSecrets(outcome.result.sensitive);
+  } else if (outcome.error instanceof HookError) {
+    sink.addSecrets(outcome.error.sensitive);
+  }
+  for await (const chunk of createReadStream(spoolFile)) {
+    sink.write(chunk as Buffer);
+  }
+  if (!outcome.ok) {
+    throw outcome.error;
+  }
+  return outcome.result.exports;
 }

@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream, existsSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
@@ -16,7 +15,8 @@ import {
   jobVariables,
 } from "./environment.ts";
 import { writeBackendOverride, writeTerraformVariables } from "./files.ts";
-import { HookError, type HookName, runHook } from "./hooks.ts";
+import { type HookName, runHeldHook } from "./hooks.ts";
+import { checkPlanFile } from "./plan-file.ts";
 import { summarizePlan } from "./plan-summary.ts";
 import { extractConfiguration, resolveWorkingDirectory } from "./source.ts";
 import type {
@@ -299,67 +299,37 @@ class Job {
     await this.hook("post-apply", root, workDir);
   }
 
-  /**
-   * Runs a hook with its output held in a spool file until it exits: a value it exports as
-   * sensitive is then masked in its own output too, not only in what follows.
-   */
   /** The plan that was confirmed is the plan that is applied: anything else is refused. */
   private async checkPlanHash(planFile: string): Promise<void> {
-    const expected = this.a.planSha256;
-    if (expected === null) {
-      throw new JobFailure(
-        "no plan hash was recorded for this run when its plan finished; refusing to apply an unverifiable plan (queue a new run)",
-      );
+    const check = await checkPlanFile(planFile, this.a.planSha256);
+    if (!check.ok) {
+      throw new JobFailure(check.reason);
     }
-    const hash = createHash("sha256");
-    for await (const chunk of createReadStream(planFile)) {
-      hash.update(chunk as Buffer);
-    }
-    const actual = hash.digest("hex");
-    if (actual !== expected) {
-      throw new JobFailure(
-        `the plan file's SHA-256 is ${actual}, not ${expected} as recorded when the plan finished; refusing to apply a plan that is not the one confirmed`,
-      );
-    }
-    this.say(`Outpost agent: plan file verified (SHA-256 ${actual})`);
+    this.say(`Outpost agent: plan file verified (SHA-256 ${check.sha256})`);
   }
 
+  /** Runs a hook; its output reaches the log when it exits (see `runHeldHook`). */
   private async hook(name: HookName, root: string, workDir: string): Promise<void> {
     this.checkCanceled();
-    const spoolFile = path.join(root, "scratch", `${name}.log`);
-    const spool = createWriteStream(spoolFile);
-    const outcome = await runHook({
-      name,
-      hooksDir: this.settings.hooksDir,
-      timeoutMs: this.settings.hookTimeoutMs,
-      cwd: workDir,
-      env: this.env,
-      scratchDir: path.join(root, "scratch"),
-      isFork: this.a.fork,
-      onOutput: (chunk) => spool.write(chunk),
-      control: { onStart: (kill) => (this.killHook = kill) },
-    })
-      .then((result) => ({ ok: true as const, result }))
-      .catch((error: unknown) => ({ ok: false as const, error }))
-      .finally(() => {
-        this.killHook = null;
-      });
-    await new Promise<void>((resolve, reject) =>
-      spool.end((error?: Error | null) => (error ? reject(error) : resolve())),
-    );
-    const sensitive = outcome.ok
-      ? outcome.result.sensitive
-      : outcome.error instanceof HookError
-        ? outcome.error.sensitive
-        : [];
-    this.log?.addSecrets(secretVariants(sensitive));
-    for await (const chunk of createReadStream(spoolFile)) {
-      this.log?.write(chunk as Buffer);
-    }
-    if (!outcome.ok) {
-      throw outcome.error;
-    }
-    for (const refused of applyExports(this.env, outcome.result.exports)) {
+    const exports = await runHeldHook(
+      {
+        name,
+        hooksDir: this.settings.hooksDir,
+        timeoutMs: this.settings.hookTimeoutMs,
+        cwd: workDir,
+        env: this.env,
+        scratchDir: path.join(root, "scratch"),
+        isFork: this.a.fork,
+        control: { onStart: (kill) => (this.killHook = kill) },
+      },
+      {
+        write: (chunk) => this.log?.write(chunk),
+        addSecrets: (values) => this.log?.addSecrets(secretVariants(values)),
+      },
+    ).finally(() => {
+      this.killHook = null;
+    });
+    for (const refused of applyExports(this.env, exports)) {
       this.say(
         `Outpost agent: ignored ${refused} exported by the ${name} hook (reserved by the agent)`,
       );

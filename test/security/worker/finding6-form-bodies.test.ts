@@ -147,7 +147,9 @@ describe("finding 6: no 500 from any dashboard form", () => {
     expect(posts.length).toBeGreaterThanOrEqual(14);
   });
 
-  it("answers malformed, oversized and wrong-type bodies with 400/413 and changes nothing", async () => {
+  it("answers malformed, oversized and wrong-type bodies with 400/413 and changes nothing", {
+    timeout: 120_000,
+  }, async () => {
     const page = await uiFetch("/ui/login");
     const loginCsrf = setCookieValue(page, "outpost_login_csrf") ?? "";
     const cookie = `${fx.session.cookie}; outpost_login_csrf=${loginCsrf}`;
