@@ -181,7 +181,12 @@ export const agentRoutes = newRouter()
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId, jobId, leaseId });
       }
-      await onJobStarted(c.env, { runId: result.value.runId, phase: result.value.phase });
+      await onJobStarted(c.env, {
+        runId: result.value.runId,
+        jobId,
+        leaseId,
+        phase: result.value.phase,
+      });
       return c.json({ jobId, leaseId, state: "started" as const }, 200);
     },
   )

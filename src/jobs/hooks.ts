@@ -15,7 +15,7 @@ import { handleJobEnded, handleJobStarted, prepareLease } from "../runs/events.t
 /** The agent acknowledged a lease: the run is planning or applying now. */
 export async function onJobStarted(
   env: Env,
-  job: { runId: string; phase: "plan" | "apply" },
+  job: { runId: string; jobId: string; leaseId: string; phase: "plan" | "apply" },
 ): Promise<void> {
   await handleJobStarted({ env, db: createDb(env.DB) }, job);
 }

@@ -1,15 +1,18 @@
 /**
- * The scheduler's job events applied to runs: a lease gets its per-run token and variables, a
- * start moves the run to planning/applying, and an ending moves it on (planned, applied,
- * errored, canceled). Every handler is idempotent: events may arrive more than once.
+ * The scheduler's job events applied to runs: a lease gets its per-job token and variables, a
+ * start makes that token usable and moves the run to planning/applying, and an ending revokes
+ * the job's token, releases its state locks, records the plan's hash and moves the run on
+ * (planned, applied, errored, canceled). Every handler is idempotent: events may arrive more
+ * than once.
  */
 
 import type { JobVariable } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
 import { newId } from "../db/ids.ts";
+import { releaseJobStateLocks } from "../state/locks.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
-import { logKey } from "./blobs.ts";
+import { artifactKey, logKey, PLAN_FILE_ARTIFACT, type RunRef, SHA256_METADATA } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
 import { type RunStatus, statusAfterPlan } from "./model.ts";
@@ -20,13 +23,15 @@ import {
   moveRun,
   type RunRow,
   revokeRunTokensQuery,
+  startRunTokenQuery,
 } from "./queries.ts";
 import { planningContextChanged } from "./service.ts";
 
 /**
- * What a lease adds to the job for its agent: a fresh per-run token (older tokens of the same
- * job die, since only this lease may act) and the workspace variables, sensitive ones decrypted
- * only into this answer (never for a pull request from a fork). Opens the job's log for the lease.
+ * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
+ * the same job die, since only this lease may act; this one grants nothing until the lease is
+ * started) and the workspace variables, sensitive ones decrypted only into this answer (never
+ * for a pull request from a fork). Opens the job's log for the lease.
  */
 export async function prepareLease(
   deps: Deps,
@@ -46,6 +51,7 @@ export async function prepareLease(
       runId: run.id,
       workspaceId: run.workspaceId,
       jobId: leased.jobId,
+      leaseId: leased.leaseId,
       tokenHash: await hashToken(secret),
       createdAt: now,
     }),
@@ -67,31 +73,30 @@ export async function prepareLease(
 }
 
 /**
- * The agent acknowledged the job: the run is planning or applying. An apply whose workspace
- * changed execution mode or pool since the plan errors instead, and its job is canceled.
+ * The agent acknowledged the lease: the run is planning or applying, and the lease's token
+ * becomes usable. An apply whose workspace changed execution mode or pool since the plan errors
+ * instead, and its job is canceled (its token never becomes usable).
  */
 export async function handleJobStarted(
   deps: Deps,
-  job: { runId: string; phase: "plan" | "apply" },
+  job: { runId: string; jobId: string; leaseId: string; phase: "plan" | "apply" },
 ) {
   const now = Date.now();
   const run = await getRunById(deps.db, job.runId);
   if (!run) {
     return;
   }
+  const workspace = await deps.db.query.workspaces.findFirst({
+    where: (w, { eq }) => eq(w.id, run.workspaceId),
+  });
   if (job.phase === "plan") {
-    const workspace = await deps.db.query.workspaces.findFirst({
-      where: (w, { eq }) => eq(w.id, run.workspaceId),
-    });
     await moveRun(deps.db, run.id, ["plan_queued"], "planning", now, {
       plannedExecutionMode: workspace?.executionMode ?? null,
       plannedPoolId: workspace?.poolId ?? null,
     });
+    await startRunTokenQuery(deps.db, job.jobId, job.leaseId, now);
     return;
   }
-  const workspace = await deps.db.query.workspaces.findFirst({
-    where: (w, { eq }) => eq(w.id, run.workspaceId),
-  });
   const changed = workspace ? planningContextChanged(run, workspace) : "the workspace was deleted";
   if (changed) {
     const errored = await moveRun(deps.db, run.id, ["apply_queued"], "errored", now, {
@@ -104,10 +109,16 @@ export async function handleJobStarted(
     return;
   }
   await moveRun(deps.db, run.id, ["apply_queued"], "applying", now);
+  await startRunTokenQuery(deps.db, job.jobId, job.leaseId, now);
 }
 
-/** A job ended; the run follows. Repeated events find the run already moved and do nothing. */
+/**
+ * A job ended: its token dies and its state locks are released at once, whatever the run does
+ * next; then the run follows. Repeated events find the run already moved and do nothing.
+ */
 export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
+  await revokeRunTokensQuery(deps.db, event.runId, Date.now(), event.jobId);
+  await releaseJobStateLocks(deps.db, event.jobId);
   await deps.env.RUN_LOG.getByName(event.jobId).finish(event.jobId, logKey(event, event.phase));
   const run = await getRunById(deps.db, event.runId);
   if (!run) {
@@ -154,7 +165,7 @@ async function applyEnding(
   });
 }
 
-function succeed(
+async function succeed(
   deps: Deps,
   run: RunRow,
   event: JobEndedEvent,
@@ -172,5 +183,12 @@ function succeed(
     hasChanges: false,
   };
   const next = statusAfterPlan(run, { hasChanges: summary.hasChanges });
-  return moveRun(deps.db, run.id, [started], next, now, { planSummary: summary });
+  const planSha256 = await storedPlanSha256(deps, event);
+  return moveRun(deps.db, run.id, [started], next, now, { planSummary: summary, planSha256 });
+}
+
+/** The SHA-256 of the plan file the plan job stored (write-once), or null when it stored none. */
+async function storedPlanSha256(deps: Deps, run: RunRef): Promise<string | null> {
+  const object = await deps.env.BLOBS.head(artifactKey(run, PLAN_FILE_ARTIFACT));
+  return object?.customMetadata?.[SHA256_METADATA] ?? null;
 }

@@ -1,5 +1,5 @@
 /** D1 access for runs and per-run tokens. Status changes are compare-and-set on the status. */
-import { and, asc, count, desc, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, inArray, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { runs, runTokens, workspaces } from "../db/schema.ts";
 import { canTransition, type RunStatus, WAITING_STATUSES } from "./model.ts";
@@ -86,6 +86,7 @@ export async function moveRun(
       | "cancelRequestedAt"
       | "plannedExecutionMode"
       | "plannedPoolId"
+      | "planSha256"
     >
   > = {},
 ): Promise<RunRow | undefined> {
@@ -161,7 +162,7 @@ export function insertRunTokenQuery(db: Database, row: typeof runTokens.$inferIn
   return db.insert(runTokens).values(row);
 }
 
-/** Revokes every token of a run (or only those of other leases of one job). */
+/** Revokes every token of a run (or only those of one job). */
 export function revokeRunTokensQuery(db: Database, runId: string, now: number, jobId?: string) {
   return db
     .update(runTokens)
@@ -173,4 +174,35 @@ export function revokeRunTokensQuery(db: Database, runId: string, now: number, j
         jobId ? eq(runTokens.jobId, jobId) : undefined,
       ),
     );
+}
+
+/**
+ * The agent acknowledged `leaseId` of `jobId`: that lease's token becomes usable. A token of
+ * another lease, or one already revoked, is left as it is.
+ */
+export function startRunTokenQuery(db: Database, jobId: string, leaseId: string, now: number) {
+  return db
+    .update(runTokens)
+    .set({ startedAt: now })
+    .where(
+      and(
+        eq(runTokens.jobId, jobId),
+        eq(runTokens.leaseId, leaseId),
+        isNull(runTokens.revokedAt),
+        isNull(runTokens.startedAt),
+      ),
+    );
+}
+
+/** True while `jobId` has a started, unrevoked token: its lease is live. */
+export async function isJobLive(db: Database, jobId: string): Promise<boolean> {
+  const row = await db.query.runTokens.findFirst({
+    where: and(
+      eq(runTokens.jobId, jobId),
+      isNull(runTokens.revokedAt),
+      isNotNull(runTokens.startedAt),
+    ),
+    columns: { id: true },
+  });
+  return row !== undefined;
 }

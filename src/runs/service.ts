@@ -51,12 +51,14 @@ export type CreateRunFailure =
   | "no_pool"
   | "no_configuration"
   | "configuration_not_found"
+  | "pull_request_configuration"
   | "over_queue_limit";
 
 /**
  * Queues a run: it starts `pending`, then plans at once if speculative or if the workspace is
  * free; otherwise it waits its turn. Refuses local workspaces, workspaces without a pool or a
- * configuration, and orgs over their queue limit.
+ * configuration, a non-speculative run on a pull request's configuration, and orgs over their
+ * queue limit. A run on a fork's configuration is a fork's run.
  */
 export async function createRun(
   deps: Deps,
@@ -79,6 +81,10 @@ export async function createRun(
   if (!configuration) {
     return fail(input.configurationVersionId ? "configuration_not_found" : "no_configuration");
   }
+  // A pull request's code is unmerged (a fork's is untrusted): it is only ever planned.
+  if (configuration.isSpeculative && !input.isSpeculative) {
+    return fail("pull_request_configuration");
+  }
   if ((await countQueuedRuns(db, workspace.orgId)) >= queueLimit(env)) {
     return fail("over_queue_limit");
   }
@@ -98,7 +104,8 @@ export async function createRun(
     pullRequestNumber: input.vcs?.pullRequestNumber ?? null,
     author: input.vcs?.author ?? null,
     commitMessage: input.vcs?.commitMessage ?? null,
-    isFork: input.vcs?.isFork ?? false,
+    // Inherited from the configuration version, whoever queues the run and however.
+    isFork: configuration.isFork || (input.vcs?.isFork ?? false),
     isAutoApply: workspace.autoApply && !input.isSpeculative,
     statusTimestamps: { pending: now },
     createdBy: input.actor,

@@ -37,6 +37,8 @@ const SPEC = {
     repoUrl: null,
     commitSha: null,
   },
+  isFork: false,
+  planSha256: null,
 };
 const runJob = (n: number): JobsNextResponse => ({
   action: "run",

@@ -278,11 +278,17 @@ export interface paths {
                 };
             };
         };
-        /** Upload a plan artefact (plan jobs only) */
+        /**
+         * Upload a plan artefact, once (plan jobs only, while the job runs)
+         * @description The body's SHA-256 (hex) goes in `Outpost-Sha256`; the coordinator checks it and records it. An artefact is written once per job: a retry with the same bytes answers 200 again, other bytes 409.
+         */
         put: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Required: the body's SHA-256 in hex */
+                    "outpost-sha256"?: string;
+                };
                 path: {
                     jobId: string;
                     name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json";
@@ -291,7 +297,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Stored */
+                /** @description Stored (or already stored with the same bytes) */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -299,6 +305,7 @@ export interface paths {
                     content: {
                         "application/json": {
                             name: string;
+                            sha256: string;
                             sizeBytes: number;
                         };
                     };
@@ -5141,6 +5148,10 @@ export interface components {
             createdAt: string;
             createdBy: string | null;
             id: string;
+            /** @description A pull request from a fork: its runs get no secrets and never write state */
+            isFork: boolean;
+            /** @description A pull request's commit: only speculative plans may run on it */
+            isSpeculative: boolean;
             repoUrl: string | null;
             /** @description Hex SHA-256 of the uploaded tar.gz */
             sha256: string | null;
@@ -5227,6 +5238,13 @@ export interface components {
             /** @example network-prod */
             name: string;
             poolId?: string | null;
+            /** @description Workspaces whose runs read the outputs, with sharing "workspaces" */
+            remoteStateConsumerIds?: string[] | null;
+            /**
+             * @description Defaults to none: no other workspace's runs read this workspace's outputs
+             * @enum {string}
+             */
+            remoteStateSharing?: "none" | "organization" | "workspaces";
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -5383,6 +5401,8 @@ export interface components {
             message: string;
             /** @enum {string} */
             operation: "plan" | "apply" | "destroy";
+            /** @description SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other */
+            planSha256: string | null;
             planSummary: {
                 [key: string]: unknown;
             } | null;
@@ -5492,6 +5512,13 @@ export interface components {
             /** @example network-prod */
             name?: string;
             poolId?: string | null;
+            /** @description Workspaces whose runs read the outputs, with sharing "workspaces" */
+            remoteStateConsumerIds?: string[] | null;
+            /**
+             * @description Defaults to none: no other workspace's runs read this workspace's outputs
+             * @enum {string}
+             */
+            remoteStateSharing?: "none" | "organization" | "workspaces";
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -5571,6 +5598,12 @@ export interface components {
             } | null;
             name: string;
             poolId: string | null;
+            remoteStateConsumerIds: string[];
+            /**
+             * @description Whose runs may read this workspace's outputs (terraform_remote_state): none, every workspace of the organization, or the workspaces in remoteStateConsumerIds
+             * @enum {string}
+             */
+            remoteStateSharing: "none" | "organization" | "workspaces";
             updatedAt: string;
             vcsBranch: string | null;
             vcsRepoUrl: string | null;

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { Readable } from "node:stream";
@@ -6,6 +7,7 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import {
   LOG_LENGTH_HEADER,
   LogAppendResponse,
+  SHA256_HEADER,
   type ArtifactName as WireArtifactName,
 } from "@outpost/protocol";
 import { TransientError } from "../errors.ts";
@@ -61,11 +63,13 @@ export function jobPort(options: {
     async uploadArtifact(name, file) {
       // Buffered: the route needs Content-Length, and plan artefacts are capped at 100 MiB.
       const body = await readFile(file);
+      // The coordinator checks and records it; the apply job verifies the plan file against it.
+      const sha256 = createHash("sha256").update(body).digest("hex");
       await send(target, {
         method: "PUT",
         path: `/agent/v1/jobs/${segment(jobId)}/artifacts/${WIRE_ARTIFACT_NAMES[name]}`,
         token,
-        headers: { "content-type": "application/octet-stream" },
+        headers: { "content-type": "application/octet-stream", [SHA256_HEADER]: sha256 },
         body,
         timeoutMs: TRANSFER_TIMEOUT_MS,
       }).then((res) => res.body?.cancel());

@@ -6,9 +6,15 @@ import { type RunningProcess, startProcess } from "../exec/process.ts";
 import { secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
 import { retry } from "../retry.ts";
-import { applyExports, buildJobEnvironment, engineCredentials } from "./environment.ts";
+import {
+  applyExports,
+  buildJobEnvironment,
+  engineCredentials,
+  jobVariables,
+} from "./environment.ts";
 import { writeBackendOverride, writeTerraformVariables } from "./files.ts";
-import { type HookName, runHook } from "./hooks.ts";
+import { type HookName, runHeldHook } from "./hooks.ts";
+import { checkPlanFile } from "./plan-file.ts";
 import { summarizePlan } from "./plan-summary.ts";
 import { extractConfiguration, resolveWorkingDirectory } from "./source.ts";
 import type {
@@ -216,7 +222,12 @@ class Job {
     }
     const workDir = await resolveWorkingDirectory(configDir, this.a.workingDirectory);
     await writeBackendOverride(workDir, this.a.stateAddress);
-    await writeTerraformVariables(workDir, this.a.variables);
+    await writeTerraformVariables(workDir, jobVariables(this.a));
+    if (this.a.fork) {
+      this.say(
+        "Outpost agent: pull request from a fork: no host variables, no sensitive variables, no hooks",
+      );
+    }
     const { env, skipped } = buildJobEnvironment({
       assignment: this.a,
       hostEnv: this.settings.hostEnv,
@@ -269,6 +280,7 @@ class Job {
     if (!(await retryTransient(() => this.port.downloadArtifact("plan-file", planFile)))) {
       throw new JobFailure("the coordinator has no plan file for this run");
     }
+    await this.checkPlanHash(planFile);
     const hasLock = await retryTransient(() =>
       this.port.downloadArtifact("lock-file", path.join(workDir, LOCK_FILE)),
     );
@@ -286,18 +298,34 @@ class Job {
     await this.hook("post-apply", root, workDir);
   }
 
+  /** The plan that was confirmed is the plan that is applied: anything else is refused. */
+  private async checkPlanHash(planFile: string): Promise<void> {
+    const check = await checkPlanFile(planFile, this.a.planSha256);
+    if (!check.ok) {
+      throw new JobFailure(check.reason);
+    }
+    this.say(`Outpost agent: plan file verified (SHA-256 ${check.sha256})`);
+  }
+
+  /** Runs a hook; its output reaches the log when it exits (see `runHeldHook`). */
   private async hook(name: HookName, root: string, workDir: string): Promise<void> {
     this.checkCanceled();
-    const exports = await runHook({
-      name,
-      hooksDir: this.settings.hooksDir,
-      timeoutMs: this.settings.hookTimeoutMs,
-      cwd: workDir,
-      env: this.env,
-      scratchDir: path.join(root, "scratch"),
-      onOutput: (chunk) => this.log?.write(chunk),
-      control: { onStart: (kill) => (this.killHook = kill) },
-    }).finally(() => {
+    const exports = await runHeldHook(
+      {
+        name,
+        hooksDir: this.settings.hooksDir,
+        timeoutMs: this.settings.hookTimeoutMs,
+        cwd: workDir,
+        env: this.env,
+        scratchDir: path.join(root, "scratch"),
+        isFork: this.a.fork,
+        control: { onStart: (kill) => (this.killHook = kill) },
+      },
+      {
+        write: (chunk) => this.log?.write(chunk),
+        addSecrets: (values) => this.log?.addSecrets(secretVariants(values)),
+      },
+    ).finally(() => {
       this.killHook = null;
     });
     for (const refused of applyExports(this.env, exports)) {

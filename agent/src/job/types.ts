@@ -29,6 +29,13 @@ export type JobAssignment = {
   operation: "plan" | "apply" | "destroy";
   /** Speculative plans run with `-lock=false` and are never applied. */
   speculative: boolean;
+  /**
+   * A pull request from a fork: no host variables, no sensitive values, no hooks (see
+   * `environment.ts` and `hooks.ts`).
+   */
+  fork: boolean;
+  /** Apply jobs: the SHA-256 of the plan file recorded when the plan finished. */
+  planSha256: string | null;
   engine: Engine;
   engineVersion: string;
   /** Relative to the configuration root; "" for the root itself. */

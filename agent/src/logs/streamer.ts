@@ -60,6 +60,14 @@ export class LogStreamer {
     return this.produced;
   }
 
+  /**
+   * Masks these strings too (each exactly as given; pass them through `secretVariants` for the
+   * encoded forms) in everything written from now on, and in the tail not yet released.
+   */
+  addSecrets(secrets: Iterable<string>): void {
+    this.masker.add(secrets);
+  }
+
   /** Queues output; never blocks on the network. Ignored after close or failure. */
   write(chunk: Uint8Array | string): void {
     if (this.closed || this.failure !== null) {

@@ -146,7 +146,8 @@ export function PoolPage(props: {
   pool: Pool;
   agents: Agent[];
   workspaces: { id: string; name: string }[];
-  tokens: AgentToken[];
+  /** Agent tokens: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/tokens`. */
+  tokens: AgentToken[] | null;
   address: string;
   created?: CreatedToken | undefined;
   notice?: string | undefined;
@@ -209,13 +210,17 @@ export function PoolPage(props: {
           </tbody>
         </table>
       </section>
-      <h2 id="tokens-heading">Agent tokens</h2>
-      <TokenTable
-        viewer={props.viewer}
-        poolId={pool.id}
-        tokens={props.tokens}
-        canManage={canManage}
-      />
+      {props.tokens !== null && canManage ? (
+        <>
+          <h2 id="tokens-heading">Agent tokens</h2>
+          <TokenTable
+            viewer={props.viewer}
+            poolId={pool.id}
+            tokens={props.tokens}
+            canManage={canManage}
+          />
+        </>
+      ) : null}
       {canManage ? (
         <form method="post" action={`/ui/pools/${pool.id}/tokens`}>
           <Csrf token={props.viewer.csrf} />
