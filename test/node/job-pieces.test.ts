@@ -154,6 +154,25 @@ describe("a fork's job", () => {
     ]);
   });
 
+  it("gets the agent's CA settings but not its proxy (a proxy URL may hold credentials)", () => {
+    const networkEnv = {
+      HTTPS_PROXY: "http://user:pw@proxy:3128",
+      no_proxy: "internal",
+      SSL_CERT_FILE: "/data/ca-certificates.pem",
+      GIT_SSL_CAINFO: "/data/ca-certificates.pem",
+    };
+    const base = { hostEnv: { PATH: "/usr/bin" }, allowlist: [], jobRoot: "/j", engineDir: "/e" };
+    const forked = buildJobEnvironment({ ...base, assignment: fork, networkEnv }).env;
+    expect(forked.HTTPS_PROXY).toBeUndefined();
+    expect(forked.no_proxy).toBeUndefined();
+    expect(forked).toMatchObject({
+      SSL_CERT_FILE: "/data/ca-certificates.pem",
+      GIT_SSL_CAINFO: "/data/ca-certificates.pem",
+    });
+    const own = buildJobEnvironment({ ...base, assignment: { ...fork, fork: false }, networkEnv });
+    expect(own.env).toMatchObject(networkEnv);
+  });
+
   it("runs no hook", async () => {
     const hooksDir = path.join(dir, "fork-hooks");
     mkdirSync(hooksDir, { recursive: true });
