@@ -3,6 +3,12 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
+  const bindings = {
+    TEST_MIGRATIONS: migrations,
+    BOOTSTRAP_TOKEN: "test-bootstrap-secret-0123456789abcdef",
+    ENCRYPTION_KEY: "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+    ALLOW_MULTIPLE_ORGS: "true",
+  };
   return {
     test: {
       // Two files at a time: much of each test waits on workerd, sockets and child processes.
@@ -14,10 +20,7 @@ export default defineConfig(async () => {
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
                 bindings: {
-                  TEST_MIGRATIONS: migrations,
-                  BOOTSTRAP_TOKEN: "test-bootstrap-secret-0123456789abcdef",
-                  ENCRYPTION_KEY: "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
-                  ALLOW_MULTIPLE_ORGS: "true",
+                  ...bindings,
                   // Small enough that a test can cross it with a few chunks.
                   LOG_MAX_BYTES: "2097152",
                 },
@@ -27,6 +30,23 @@ export default defineConfig(async () => {
           test: {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
+            globalSetup: ["./test/setup/build-agent.ts"],
+            setupFiles: ["./test/worker/setup/apply-migrations.ts"],
+          },
+        },
+        {
+          // The least-privilege findings, reproduced through the real routes in workerd, with the
+          // deployment's own log cap (a 50 MB live log must not be truncated).
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: "./wrangler.toml" },
+              miniflare: { bindings },
+            }),
+          ],
+          test: {
+            name: "security",
+            include: ["test/security/worker/**/*.test.ts"],
+            globalSetup: ["./test/setup/build-agent.ts"],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
         },
@@ -34,7 +54,13 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
-            include: ["test/node/**/*.test.ts", "test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts"],
+            globalSetup: ["./test/setup/build-agent.ts"],
+            include: [
+              "test/node/**/*.test.ts",
+              "test/e2e/**/*.test.ts",
+              "test/chaos/**/*.test.ts",
+              "test/security/e2e/**/*.test.ts",
+            ],
             testTimeout: 60_000,
             hookTimeout: 60_000,
           },
@@ -43,6 +69,7 @@ export default defineConfig(async () => {
           test: {
             name: "browser",
             environment: "node",
+            globalSetup: ["./test/setup/build-agent.ts"],
             include: ["test/browser/**/*.test.ts"],
             testTimeout: 180_000,
             hookTimeout: 120_000,

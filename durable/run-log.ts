@@ -147,7 +147,11 @@ export class RunLog extends DurableObject<Env> {
     return { ok: true, received };
   }
 
-  /** The job's bytes from `offset` (at most 1 MiB), live while it runs and from R2 after it ended. */
+  /**
+   * The job's bytes from `offset` (at most 1 MiB), live while it runs and from R2 after it ended.
+   * Either way the object holds one window of at most `maxBytes` (plus the chunks it overlaps),
+   * never the rest of the log: readers follow `nextOffset`.
+   */
   async read(jobId: string, offset: number, maxBytes = MAX_READ_BYTES): Promise<ReadResult> {
     const meta = this.meta(jobId);
     const limit = Math.min(Math.max(1, maxBytes), MAX_READ_BYTES);
@@ -167,25 +171,40 @@ export class RunLog extends DurableObject<Env> {
       const nextOffset = start + data.byteLength;
       return { data, nextOffset, isComplete: nextOffset >= meta.stored };
     }
-    const rows = this.sql
-      .exec(
-        "SELECT pos, data FROM chunks WHERE job_id = ? AND pos + length(data) > ? ORDER BY pos",
+    return this.readLive(jobId, start, Math.min(limit, meta.stored - start));
+  }
+
+  /**
+   * Up to `length` bytes of the job's log from `start` while it runs. Chunks hold contiguous
+   * positions, so only the chunk holding `start` and those starting before `start + length` are
+   * read, each cut down in SQL to the bytes the answer needs: one window in memory, however long
+   * the log.
+   */
+  private readLive(jobId: string, start: number, length: number): ReadResult {
+    const end = start + Math.max(0, length);
+    const first = this.sql
+      .exec<{ pos: number }>(
+        "SELECT pos FROM chunks WHERE job_id = ? AND pos <= ? ORDER BY pos DESC LIMIT 1",
         jobId,
         start,
       )
-      .toArray();
-    const parts: Uint8Array[] = [];
-    let size = 0;
-    for (const row of rows) {
-      if (size >= limit) {
-        break;
-      }
-      const bytes = new Uint8Array(row.data as ArrayBuffer);
-      const from = Math.max(0, start - Number(row.pos));
-      const piece = bytes.subarray(from, from + (limit - size));
-      parts.push(piece);
-      size += piece.byteLength;
+      .toArray()[0];
+    if (!first || end <= start) {
+      return { data: new Uint8Array(), nextOffset: start, isComplete: false };
     }
+    const rows = this.sql
+      .exec<{ piece: ArrayBuffer }>(
+        `SELECT substr(data, max(?1 - pos, 0) + 1, min(pos + length(data), ?2) - max(pos, ?1))
+           AS piece
+         FROM chunks WHERE job_id = ?4 AND pos >= ?3 AND pos < ?2 ORDER BY pos`,
+        start,
+        end,
+        first.pos,
+        jobId,
+      )
+      .toArray();
+    const parts = rows.map((row) => new Uint8Array(row.piece));
+    const size = parts.reduce((n, part) => n + part.byteLength, 0);
     return { data: concat(parts, size), nextOffset: start + size, isComplete: false };
   }
 

@@ -38,6 +38,11 @@ export type CoordinatorOptions = {
   vars?: Record<string, string>;
   /** Another Worker entry for the same wrangler.toml (the bench's counting wrapper). */
   entrypoint?: string;
+  /**
+   * Static assets to serve instead of wrangler.toml's (the agent build in `dist/agent-assets`),
+   * e.g. another agent build for an update test.
+   */
+  assetsDir?: string;
 };
 
 // The Request.cf lookup needs the internet; Miniflare's placeholder is fine on loopback.
@@ -88,6 +93,10 @@ export async function startCoordinator(
     unstable_startWorker({
       config: join(root, "wrangler.toml"),
       ...(options.entrypoint ? { entrypoint: options.entrypoint } : {}),
+      ...(options.assetsDir ? { assets: options.assetsDir } : {}),
+      // The agent build is made once before the tests (test/setup/build-agent.ts), not by
+      // every coordinator a test starts: parallel test files would build at the same time.
+      build: { custom: { command: "" } },
       // The two secrets as secrets: wrangler.toml lists them as required, and wrangler warns
       // about every required secret not given as one.
       bindings: Object.fromEntries(

@@ -4,6 +4,8 @@
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
+import { agentVersionHeader } from "./agents/release.ts";
+import { releaseRoutes } from "./agents/release-routes.ts";
 import { agentRoutes } from "./agents/routes.ts";
 import { configurationVersionRoutes } from "./configuration-versions/routes.ts";
 import { createDb } from "./db/client.ts";
@@ -36,6 +38,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
   });
   app.use("/api/*", limitJsonBodies());
   app.use("/agent/*", limitJsonBodies());
+  app.use("/agent/v1/*", agentVersionHeader());
 
   app.get("/healthz", (c) => c.json({ ok: true, version: API_VERSION }));
 
@@ -49,6 +52,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
   // The Terraform http backend: outside /api (own auth scheme, custom methods, large bodies).
   app.route("/state/v1", stateRoutes);
   app.route("/api/v1/pools", poolRoutes);
+  app.route("/agent/v1", releaseRoutes);
   app.route("/agent/v1", agentRoutes);
   app.route("/api/v1", runRoutes);
   app.route("/agent/v1", jobDataRoutes);

@@ -30,6 +30,8 @@ export function codeToStatus(code: ErrorCode): ContentfulStatusCode {
     case "CONFLICT":
     case "LEASE_LOST":
       return 409;
+    case "GONE":
+      return 410;
     case "LENGTH_REQUIRED":
       return 411;
     case "PAYLOAD_TOO_LARGE":

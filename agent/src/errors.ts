@@ -9,8 +9,8 @@ export class UserError extends Error {
 }
 
 /**
- * A failure that is expected to go away (network error, 429, 5xx). Callers retry it with
- * {@link computeBackoffMs}; `retryAfter` carries a `Retry-After` header value when there was one.
+ * A failure that is expected to go away (network error, 429, 5xx). Callers retry it with the
+ * retry helper (`retry.ts`); `retryAfter` carries the `Retry-After` header value, if any.
  */
 export class TransientError extends Error {
   override name = "TransientError";

@@ -1,20 +1,14 @@
 import { type DestinationStream, type Logger, pino } from "pino";
+import { prettyFactory } from "pino-pretty";
 
 export type { Logger };
 
-const LEVEL_NAMES: Record<number, string> = {
-  10: "TRACE",
-  20: "DEBUG",
-  30: "INFO",
-  40: "WARN",
-  50: "ERROR",
-  60: "FATAL",
-};
-
 /**
  * The agent's own log (not a job log): to stdout, JSON lines with `--log-json`, otherwise one
- * readable line per event (`2026-11-22T06:00:00.000Z INFO message key=value`). Secrets are
- * never passed to it; `token`/`password` fields are redacted as a second line of defence.
+ * line per event through pino-pretty: `[2026-11-22T06:00:00.000Z] WARN: message: cause {"k":"v"}`,
+ * with the `err` field (a string or an Error's message) right after the message, so a failed
+ * request always says why. Secrets are never passed to it; `token`/`password` fields are
+ * redacted as a second line of defence.
  */
 export function createLogger(options: {
   level: string;
@@ -22,9 +16,18 @@ export function createLogger(options: {
   destination?: { write(line: string): void };
 }): Logger {
   const out = options.destination ?? process.stdout;
+  // The factory formats synchronously: no stream between pino and stdout that an exit could
+  // cut short before the last lines ("said goodbye") are written.
+  const prettify = prettyFactory({
+    colorize: false,
+    singleLine: true,
+    translateTime: "UTC:yyyy-mm-dd'T'HH:MM:ss.l'Z'",
+    ignore: "pid,hostname,err",
+    messageFormat: (log, messageKey) => withCause(String(log[messageKey] ?? ""), log.err),
+  });
   const destination: DestinationStream = options.json
     ? { write: (line: string) => out.write(line) }
-    : { write: (line: string) => out.write(formatLine(line)) };
+    : { write: (line: string) => out.write(prettify(line)) };
   return pino(
     {
       level: options.level,
@@ -36,19 +39,12 @@ export function createLogger(options: {
   );
 }
 
-function formatLine(line: string): string {
-  let record: Record<string, unknown>;
-  try {
-    record = JSON.parse(line) as Record<string, unknown>;
-  } catch {
-    return line;
-  }
-  const { time, level, msg, err, ...rest } = record;
-  const fields = Object.entries(rest)
-    .map(([key, value]) => `${key}=${typeof value === "string" ? value : JSON.stringify(value)}`)
-    .join(" ");
-  const levelName = typeof level === "number" ? (LEVEL_NAMES[level] ?? String(level)) : "";
-  const stack =
-    typeof err === "object" && err !== null && "stack" in err ? `\n${String(err.stack)}` : "";
-  return `${String(time)} ${levelName} ${String(msg ?? "")}${fields ? ` ${fields}` : ""}${stack}\n`;
+function withCause(message: string, err: unknown): string {
+  const cause =
+    typeof err === "string"
+      ? err
+      : typeof err === "object" && err !== null && "message" in err
+        ? String(err.message)
+        : null;
+  return cause === null || cause === "" ? message : `${message}: ${cause}`;
 }

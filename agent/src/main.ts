@@ -1,25 +1,49 @@
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { AgentApi } from "./client/agent-api.ts";
-import { PACKAGE_VERSION } from "./client/http.ts";
+import { ContactMonitor } from "./client/contact.ts";
 import { jobPort } from "./client/job-port.ts";
-import type { AgentConfig } from "./config.ts";
+import type { AgentConfig } from "./config/load.ts";
 import type { ExitCode } from "./exit-codes.ts";
 import type { Logger } from "./logger.ts";
+import { readCaFile, writeCaBundle } from "./net/ca.ts";
+import { configureNetwork, PROXY_VARIABLES } from "./net/fetch.ts";
 import { AgentLoop } from "./poller.ts";
+import { Updater } from "./update/updater.ts";
+import { AGENT_VERSION, IS_BUILT } from "./version.ts";
 
 /** Configuration tarballs (and their extracted contents) above this are refused. */
 const MAX_CONFIGURATION_BYTES = 1024 * 1024 * 1024;
 
 /**
- * The agent process after its configuration was accepted: runs the {@link AgentLoop} until it
- * ends, with SIGTERM/SIGINT wired to its graceful (first signal) and forced (second) shutdown.
- * Resolves with the exit code of a normal end; rejects with an ExitRequest (token revoked, told
- * to exit) or a bug.
+ * The agent process after its configuration was accepted: sets up proxies and CAs, then runs
+ * the {@link AgentLoop} until it ends, with SIGTERM/SIGINT wired to its graceful (first signal)
+ * and forced (second) shutdown. Resolves with the exit code of a normal end; rejects with an
+ * ExitRequest (token revoked, told to exit) or a bug. An update restarts the process in place
+ * (`process.execve`) and so never returns.
  */
 export async function runAgent(config: AgentConfig, logger: Logger): Promise<ExitCode> {
-  const userAgent = `outpost-agent/${PACKAGE_VERSION} (${process.platform}; ${process.arch}; node ${process.version})`;
+  const userAgent = `outpost-agent/${AGENT_VERSION} (${process.platform}; ${process.arch}; node ${process.version})`;
+  const extraCas = config.caCertFile === null ? [] : readCaFile(config.caCertFile, "--ca-cert");
+  configureNetwork({ extraCas });
   const target = { address: config.address, userAgent };
+  const contact = new ContactMonitor(logger);
+  const updater = new Updater({
+    enabled: config.autoUpdate,
+    currentVersion: AGENT_VERSION,
+    agentFile: IS_BUILT ? realpathSync(fileURLToPath(import.meta.url)) : null,
+    address: config.address,
+    userAgent,
+    logger,
+  });
   const loop = new AgentLoop({
-    api: new AgentApi({ address: config.address, token: config.token, userAgent }),
+    api: new AgentApi({
+      address: config.address,
+      token: config.token,
+      userAgent,
+      contact,
+      onAgentVersion: (version) => updater.offer(version),
+    }),
     logger,
     address: config.address,
     name: config.name,
@@ -33,23 +57,34 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       hookTimeoutMs: config.hookTimeoutMs,
       envForward: config.envForward,
       hostEnv: process.env,
+      networkEnv: await jobNetworkEnv(config, extraCas),
       releaseMirror: config.releaseMirror,
       allowFileRepos: config.allowFileRepos,
       cancelGraceMs: config.cancelGraceMs,
       maxConfigurationBytes: MAX_CONFIGURATION_BYTES,
     },
     portFor: (job) =>
-      jobPort({ target, jobId: job.jobId, leaseId: job.leaseId, runToken: job.runToken ?? "" }),
+      jobPort({
+        target,
+        jobId: job.jobId,
+        leaseId: job.leaseId,
+        runToken: job.runToken ?? "",
+        contact,
+      }),
+    updater,
+    restart: () => restartInPlace(config),
   });
   logger.info(
     {
       address: config.address,
-      name: config.name,
-      version: PACKAGE_VERSION,
+      agentName: config.name,
+      version: AGENT_VERSION,
       concurrency: config.single ? 1 : config.concurrency,
       accept: config.accept.join(","),
       single: config.single,
       dataDir: config.dataDir,
+      autoUpdate: config.autoUpdate,
+      proxy: proxySummary(),
     },
     "outpost-agent starting",
   );
@@ -64,5 +99,62 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
   } finally {
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
+  }
+}
+
+/**
+ * What jobs get of the agent's network settings (unless `--forward-network-env=off`): the
+ * proxy variables as set, and with extra CAs a full trust bundle for engines and git
+ * (`SSL_CERT_FILE`, `GIT_SSL_CAINFO`) plus `NODE_EXTRA_CA_CERTS` for Node-based hooks.
+ */
+async function jobNetworkEnv(
+  config: AgentConfig,
+  extraCas: readonly string[],
+): Promise<Record<string, string>> {
+  if (!config.forwardNetworkEnv) {
+    return {};
+  }
+  const env: Record<string, string> = {};
+  for (const name of PROXY_VARIABLES) {
+    const value = process.env[name];
+    if (value) {
+      env[name] = value;
+    }
+  }
+  const nodeExtra = process.env.NODE_EXTRA_CA_CERTS;
+  if (extraCas.length > 0 || nodeExtra) {
+    const bundle = await writeCaBundle(config.dataDir, extraCas);
+    env.SSL_CERT_FILE = bundle;
+    env.GIT_SSL_CAINFO = bundle;
+    env.NODE_EXTRA_CA_CERTS = config.caCertFile ?? nodeExtra ?? bundle;
+  }
+  return env;
+}
+
+/** Proxy settings for the start line, without credentials a proxy URL may carry. */
+function proxySummary(): string {
+  const names = PROXY_VARIABLES.filter((name) => process.env[name]);
+  return names.length === 0 ? "none" : names.join(",");
+}
+
+/**
+ * Replaces this process with the updated agent file: same PID, arguments and environment, so
+ * a service manager or container keeps supervising it. A token read from the environment was
+ * removed from it at start and is handed back to the new image only.
+ */
+function restartInPlace(config: AgentConfig): void {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (config.tokenFile === null) {
+    env.OUTPOST_TOKEN = config.token;
+  }
+  const script = realpathSync(fileURLToPath(import.meta.url));
+  try {
+    process.execve?.(
+      process.execPath,
+      [process.execPath, ...process.execArgv, script, ...process.argv.slice(2)],
+      env,
+    );
+  } catch {
+    // Reported by the loop, which registers this process again.
   }
 }

@@ -1,15 +1,19 @@
 import type { ReceivedJob as WireAssignment } from "@outpost/protocol";
-import { computeBackoffMs } from "./backoff.ts";
 import type { AgentApi } from "./client/agent-api.ts";
 import { isAgentUnknown, isLeaseGone } from "./client/agent-api.ts";
 import { toRunnerAssignment } from "./client/assignment.ts";
-import { CoordinatorError, PACKAGE_VERSION, ProtocolError } from "./client/http.ts";
+import { ProtocolError } from "./client/http.ts";
 import { ExitRequest, TransientError } from "./errors.ts";
 import { EXIT_CODES, type ExitCode } from "./exit-codes.ts";
-import { type JobHandle, startJob } from "./job/runner.ts";
-import type { CoordinatorPort, JobOutcome, JobSettings } from "./job/types.ts";
+import { runHeartbeats } from "./heartbeats.ts";
+import { startJob } from "./job/runner.ts";
+import type { CoordinatorPort, JobSettings } from "./job/types.ts";
 import type { Logger } from "./logger.ts";
-import { errorText, RunningJobs, sleep } from "./running-jobs.ts";
+import { isPassing, refusedJob, registrationRefused, toldToExit } from "./loop-outcomes.ts";
+import { retry } from "./retry.ts";
+import { errorText, RunningJobs } from "./running-jobs.ts";
+import type { StagedUpdate, Updater } from "./update/updater.ts";
+import { AGENT_VERSION } from "./version.ts";
 
 export type AgentLoopOptions = {
   api: Pick<AgentApi, "register" | "next" | "start" | "heartbeat" | "finish" | "goodbye">;
@@ -25,15 +29,20 @@ export type AgentLoopOptions = {
   settings: JobSettings;
   portFor(job: WireAssignment): CoordinatorPort;
   startJob?: typeof startJob;
+  /** Keeps the agent at the coordinator's build between jobs; none in tests of the loop. */
+  updater?: Pick<Updater, "offer" | "isDue" | "prepare" | "install">;
+  /** Replaces the process with the installed update; returns only if that failed. */
+  restart?: (update: StagedUpdate) => void;
 };
 
 /**
  * The agent's life: register, long-poll for jobs (up to the configured concurrency), start each
  * lease at once, heartbeat every interval the coordinator gives, relay cancel requests to jobs,
- * report every ending, and leave. Transient failures (network, 429, 5xx) are retried with capped
- * exponential backoff and full jitter, so a coordinator restart costs time, never a job.
- * `run()` resolves with exit code 0 (single job done, or clean shutdown) and rejects with an
- * {@link ExitRequest} (token revoked, told to exit) once running jobs were stopped.
+ * report every ending, update itself between jobs, and leave. Transient failures (network, 429,
+ * 5xx) are retried with capped exponential backoff and jitter honouring `Retry-After`, so a
+ * coordinator restart costs time, never a job. `run()` resolves with exit code 0 (single job
+ * done, or clean shutdown) and rejects with an {@link ExitRequest} (token revoked, told to
+ * exit) once running jobs were stopped.
  */
 export class AgentLoop {
   private readonly o: AgentLoopOptions;
@@ -142,38 +151,38 @@ export class AgentLoop {
   }
 
   private async registerOnce(): Promise<boolean> {
-    for (let attempt = 0; !this.lifetime.signal.aborted; attempt++) {
-      try {
-        const answer = await this.o.api.register({
-          name: this.o.name,
-          version: PACKAGE_VERSION,
-          os: process.platform,
-          arch: process.arch,
-          capacity: this.capacity,
-          acceptedPhases: this.o.accept,
-        });
-        this.heartbeatMs = answer.heartbeatIntervalSeconds * 1000;
-        this.pollWaitSeconds = answer.pollWaitSeconds;
-        this.log.info({ agentId: answer.agentId, poolId: answer.poolId }, "registered");
-        return true;
-      } catch (error) {
-        if (error instanceof CoordinatorError && error.status === 404) {
-          throw new ExitRequest(
-            "the agent pool of this token no longer exists",
-            EXIT_CODES.toldToExit,
-          );
-        }
-        if (!(error instanceof TransientError || error instanceof ProtocolError)) {
-          throw error;
-        }
-        await this.pause(attempt, error, "register");
+    const request = {
+      name: this.o.name,
+      version: AGENT_VERSION,
+      os: process.platform,
+      arch: process.arch,
+      capacity: this.capacity,
+      acceptedPhases: this.o.accept,
+    };
+    try {
+      const answer = await retry(() => this.o.api.register(request), {
+        retries: Number.POSITIVE_INFINITY,
+        signal: this.lifetime.signal,
+        isRetryable: isPassing,
+        onRetry: ({ error, waitMs }) => this.retrying("register", error, waitMs),
+      });
+      this.heartbeatMs = answer.heartbeatIntervalSeconds * 1000;
+      this.pollWaitSeconds = answer.pollWaitSeconds;
+      this.log.info(
+        { agentId: answer.agentId, poolId: answer.poolId, version: AGENT_VERSION },
+        "registered",
+      );
+      this.o.updater?.offer(answer.agentVersion);
+      return true;
+    } catch (error) {
+      if (this.lifetime.signal.aborted) {
+        return false;
       }
+      throw registrationRefused(error);
     }
-    return false;
   }
 
   private async pollLoop(): Promise<void> {
-    let attempt = 0;
     while (!this.lifetime.signal.aborted) {
       if (this.o.single && this.taken > 0) {
         await this.running.until(() => this.running.size === 0, this.lifetime.signal);
@@ -183,13 +192,24 @@ export class AgentLoop {
         await this.running.until(() => this.running.size < this.capacity, this.lifetime.signal);
         continue;
       }
+      if (this.running.size === 0 && this.o.updater?.isDue) {
+        await this.update();
+        continue;
+      }
       try {
         this.isPolling = true;
-        const answer = await this.o.api.next(this.pollWaitSeconds, this.lifetime.signal);
+        const answer = await retry(
+          () => this.o.api.next(this.pollWaitSeconds, this.lifetime.signal),
+          {
+            retries: Number.POSITIVE_INFINITY,
+            signal: this.lifetime.signal,
+            isRetryable: isPassing,
+            onRetry: ({ error, waitMs }) => this.retrying("jobs/next", error, waitMs),
+          },
+        );
         this.isPolling = false;
-        attempt = 0;
         if (answer?.action === "exit") {
-          throw await this.toldToExit(answer.exit.reason);
+          throw await toldToExit(this.o.api, this.running.list(), answer.exit.reason);
         }
         if (answer?.action === "run") {
           await this.take(answer.job);
@@ -199,41 +219,54 @@ export class AgentLoop {
         if (this.lifetime.signal.aborted) {
           return;
         }
-        if (error instanceof TransientError || error instanceof ProtocolError) {
-          await this.pause(attempt++, error, "jobs/next");
-        } else if (isAgentUnknown(error)) {
-          this.log.warn("the coordinator does not know this agent (any more): registering again");
-          await this.register();
-        } else {
+        if (!isAgentUnknown(error)) {
           throw error;
         }
+        this.log.warn("the coordinator does not know this agent (any more): registering again");
+        await this.register();
       }
     }
+  }
+
+  /**
+   * Between jobs: download and verify the coordinator's build, put it in place, say goodbye
+   * and restart in place (the new process registers anew). A failure anywhere before the
+   * goodbye leaves this agent running as it was; one after it registers this agent again.
+   */
+  private async update(): Promise<void> {
+    const updater = this.o.updater;
+    const staged = await updater?.prepare(this.lifetime.signal);
+    if (!updater || !staged || this.lifetime.signal.aborted || !(await updater.install(staged))) {
+      return;
+    }
+    await this.goodbye(`updating to ${staged.version}`);
+    this.o.restart?.(staged);
+    this.log.error("restarting into the update failed; registering this process again");
+    await this.register();
   }
 
   /** Acknowledges the lease and starts the job; a lease lost before the start is skipped. */
   private async take(job: WireAssignment): Promise<void> {
     const log = this.log.child({ jobId: job.jobId });
     const startBy = Date.parse(job.startBy);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.o.api.start(job.jobId, job.leaseId);
-        break;
-      } catch (error) {
-        if (isLeaseGone(error)) {
-          log.warn({ err: errorText(error) }, "lease lost before the job started; skipping it");
-          return;
-        }
-        if (!(error instanceof TransientError)) {
-          throw error;
-        }
-        if (Date.now() > startBy || this.forced.signal.aborted) {
-          // The lease went back to the queue by now; another agent (or this one) takes it.
-          log.warn({ err: error.message }, "could not start the job before its lease expired");
-          return;
-        }
-        await this.pause(attempt, error, "start", this.forced.signal);
+    try {
+      await retry(() => this.o.api.start(job.jobId, job.leaseId), {
+        retries: Number.POSITIVE_INFINITY,
+        signal: this.forced.signal,
+        // Past the start deadline the lease went back to the queue; another agent takes it.
+        isRetryable: (e) => e instanceof TransientError && Date.now() <= startBy,
+        onRetry: ({ error, waitMs }) => this.retrying("start", error, waitMs),
+      });
+    } catch (error) {
+      if (isLeaseGone(error)) {
+        log.warn({ err: errorText(error) }, "lease lost before the job started; skipping it");
+        return;
       }
+      if (error instanceof TransientError || this.forced.signal.aborted) {
+        log.warn({ err: errorText(error) }, "could not start the job before its lease expired");
+        return;
+      }
+      throw error;
     }
     this.taken += 1;
     const mapped = toRunnerAssignment(job, this.o.address);
@@ -244,98 +277,35 @@ export class AgentLoop {
     this.running.add(job.jobId, job.leaseId, handle);
   }
 
-  private async heartbeatLoop(): Promise<void> {
-    const signal = this.heartbeatStop.signal;
-    while (!signal.aborted) {
-      await sleep(this.heartbeatMs, signal);
-      // A held long-poll counts as contact; busy agents must speak up themselves.
-      if (signal.aborted || (this.running.size === 0 && this.isPolling)) {
-        continue;
-      }
-      try {
-        const answer = await this.o.api.heartbeat(this.running.list());
-        this.heartbeatMs = answer.heartbeatIntervalSeconds * 1000;
-        for (const request of answer.cancel) {
-          if (this.running.cancel(request.jobId, request.leaseId, request.mode === "force")) {
-            this.log.info(
-              { jobId: request.jobId, mode: request.mode },
-              `cancel: ${request.reason}`,
-            );
-          }
-        }
-        if (answer.exit !== null) {
-          this.end(await this.toldToExit(answer.exit.reason));
-        }
-      } catch (error) {
-        if (error instanceof ExitRequest) {
-          this.end(error);
-        } else if (isAgentUnknown(error) && !this.lifetime.signal.aborted) {
-          this.log.warn("heartbeat: the coordinator does not know this agent; registering again");
-          await this.register().catch((e: unknown) => {
-            if (e instanceof ExitRequest) {
-              this.end(e);
-            }
-          });
-        } else {
-          this.log.warn({ err: errorText(error) }, "heartbeat failed; retrying next interval");
-        }
-      }
-    }
-  }
-
-  /**
-   * The exit request for an `exit` instruction. Revoking a token makes the coordinator tell its
-   * agents to exit; one more call tells that apart (401 TOKEN_REVOKED), so scripts see exit
-   * code 3 for a revoked token and 4 for everything else.
-   */
-  private async toldToExit(reason: string): Promise<ExitRequest> {
-    try {
-      await this.o.api.heartbeat(this.running.list());
-    } catch (error) {
-      if (error instanceof ExitRequest) {
-        return error;
-      }
-    }
-    return new ExitRequest(
-      `the coordinator told this agent to exit: ${reason}`,
-      EXIT_CODES.toldToExit,
-    );
+  private heartbeatLoop(): Promise<void> {
+    return runHeartbeats({
+      api: this.o.api,
+      logger: this.log,
+      running: this.running,
+      signal: this.heartbeatStop.signal,
+      intervalMs: () => this.heartbeatMs,
+      setIntervalMs: (ms) => {
+        this.heartbeatMs = ms;
+      },
+      isPolling: () => this.isPolling,
+      isStopping: () => this.lifetime.signal.aborted,
+      end: (request) => this.end(request),
+      register: () => this.register(),
+    });
   }
 
   private async goodbye(reason: string): Promise<void> {
     try {
       await this.o.api.goodbye(reason);
-      this.log.info("said goodbye to the coordinator");
+      this.log.info({ reason }, "said goodbye to the coordinator");
     } catch (error) {
       this.log.warn({ err: errorText(error) }, "goodbye failed; the coordinator will notice");
     }
   }
 
-  /** Backoff before retry `attempt + 1`; cut short when the agent stops. */
-  private async pause(
-    attempt: number,
-    error: TransientError | ProtocolError,
-    what: string,
-    signal: AbortSignal = this.lifetime.signal,
-  ): Promise<void> {
-    const waitMs = computeBackoffMs({
-      attempt,
-      retryAfter: error instanceof TransientError ? error.retryAfter : null,
-    });
-    const level = error instanceof ProtocolError ? "error" : "warn";
-    this.log[level]({ err: error.message, retryInMs: waitMs }, `${what} failed; retrying`);
-    await sleep(waitMs, signal);
+  /** A retry of `what` is coming; protocol errors (version skew, a proxy page) are errors. */
+  private retrying(what: string, error: unknown, waitMs: number): void {
+    const level = error instanceof ProtocolError ? "error" : "debug";
+    this.log[level]({ err: errorText(error), retryInMs: waitMs }, `${what} failed; retrying`);
   }
-}
-
-/** A job the agent cannot run (unreadable spec, no token): it ends at once as failed. */
-function refusedJob(reason: string): JobHandle {
-  const outcome: JobOutcome = {
-    status: "failed",
-    message: reason,
-    exitCode: null,
-    planSummary: null,
-    logLength: 0,
-  };
-  return { done: Promise.resolve(outcome), cancel: () => {} };
 }

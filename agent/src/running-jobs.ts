@@ -1,11 +1,11 @@
-import { setTimeout as delay } from "node:timers/promises";
 import type { RunningJob } from "@outpost/protocol";
-import { computeBackoffMs } from "./backoff.ts";
 import { type AgentApi, isLeaseGone } from "./client/agent-api.ts";
 import { ExitRequest, TransientError } from "./errors.ts";
 import type { JobHandle } from "./job/runner.ts";
 import type { JobOutcome } from "./job/types.ts";
 import type { Logger } from "./logger.ts";
+import { retry } from "./retry.ts";
+import { sleep } from "./sleep.ts";
 
 const FINISH_MESSAGE_MAX = 2000;
 
@@ -121,35 +121,29 @@ export class RunningJobs {
       planSummary: outcome.planSummary,
       message: outcome.message === null ? null : outcome.message.slice(0, FINISH_MESSAGE_MAX),
     };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const answer = await this.o.api.finish(entry.jobId, entry.leaseId, body);
-        const fields = { outcome: answer.outcome, logBytes: outcome.logLength };
-        log.info(
-          body.message === null ? fields : { ...fields, message: body.message },
-          "job finished",
-        );
-        return;
-      } catch (error) {
-        if (error instanceof ExitRequest) {
-          this.o.onExitRequest(error);
-          return;
-        }
-        if (isLeaseGone(error)) {
-          log.warn({ err: errorText(error) }, "the coordinator had already ended this job");
-          return;
-        }
-        const mayRetry = !this.o.forced.aborted || attempt < 2;
-        if (!(error instanceof TransientError) || !mayRetry) {
-          log.error({ err: errorText(error), outcome: body.outcome }, "could not report the job");
-          return;
-        }
-        const waitMs = computeBackoffMs({ attempt, retryAfter: error.retryAfter });
-        log.warn({ err: error.message, retryInMs: waitMs }, "finish failed; retrying");
-        // Once forced, a short pause instead: the process is about to leave.
-        await (this.o.forced.aborted
-          ? sleep(Math.min(waitMs, 1000))
-          : sleep(waitMs, this.o.forced));
+    let forcedTries = 0;
+    try {
+      const answer = await retry(() => this.o.api.finish(entry.jobId, entry.leaseId, body), {
+        retries: Number.POSITIVE_INFINITY,
+        // Once forced the process is about to leave: two more quick tries, then give up.
+        isRetryable: (error) =>
+          error instanceof TransientError && (!this.o.forced.aborted || forcedTries++ < 2),
+        onRetry: ({ error, waitMs }) =>
+          log.warn({ err: errorText(error), retryInMs: waitMs }, "finish failed; retrying"),
+        capMs: this.o.forced.aborted ? 1000 : undefined,
+      });
+      const fields = { outcome: answer.outcome, logBytes: outcome.logLength };
+      log.info(
+        body.message === null ? fields : { ...fields, message: body.message },
+        "job finished",
+      );
+    } catch (error) {
+      if (error instanceof ExitRequest) {
+        this.o.onExitRequest(error);
+      } else if (isLeaseGone(error)) {
+        log.warn({ err: errorText(error) }, "the coordinator had already ended this job");
+      } else {
+        log.error({ err: errorText(error), outcome: body.outcome }, "could not report the job");
       }
     }
   }
@@ -158,15 +152,6 @@ export class RunningJobs {
     for (const listener of this.listeners) {
       listener();
     }
-  }
-}
-
-/** Sleeps; resolves early (never rejects) when `signal` aborts. */
-export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  try {
-    await delay(ms, undefined, signal ? { signal } : {});
-  } catch {
-    // Aborted: the caller re-checks why.
   }
 }
 

@@ -2,6 +2,7 @@
  * What the bench measures, one function per figure. Every loop is bounded in count, and every
  * wait for the coordinator is bounded in time (`within`).
  */
+import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JobAssignment } from "@outpost/protocol";
 import { startFleet } from "./agents.ts";
@@ -462,7 +463,10 @@ export async function costPerRun(
       await call(`${jobUrl(plan)}/artifacts/plan.tfplan`, {
         method: "PUT",
         token: runToken,
-        headers: { "content-type": "application/octet-stream" },
+        headers: {
+          "content-type": "application/octet-stream",
+          "outpost-sha256": createHash("sha256").update(planFile).digest("hex"),
+        },
         bytes: planFile,
       }),
       200,

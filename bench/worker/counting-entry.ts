@@ -9,8 +9,8 @@
  * R2 operations by class. Workerd runs a script's Durable Objects in the
  * Worker's isolate locally, so one module-level counter sees both.
  */
-// First: the OpenAPI extension of zod must exist before the protocol's schemas are created
-// (src/index.ts gets this from its import order; this entry imports the objects first).
+// First: @hono/zod-openapi adds .openapi() to zod schemas created after it loads. The Durable
+// Objects below load the protocol package's schemas, which the app's routes document.
 import "@hono/zod-openapi";
 import { AgentPool as BaseAgentPool } from "../../durable/agent-pool.ts";
 import { RunLog as BaseRunLog } from "../../durable/run-log.ts";

@@ -29,6 +29,7 @@ import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router
 import { requireAuth } from "../middleware/auth.ts";
 import { poolStub } from "../pools/service.ts";
 import { finishJob, nextJob, startJob } from "../runs/agent-jobs.ts";
+import { shippedRelease } from "./release.ts";
 
 const agentAuth = requireAuth({ kinds: ["agent"] });
 /** Polls and heartbeats: the pool keeps their time as the agent's last contact, D1 nothing. */
@@ -87,7 +88,7 @@ function agentFailure(reason: string, ids: { agentId: string; jobId?: string; le
         `lease ${ids.leaseId} of job ${ids.jobId} is not held by agent ${ids.agentId}`,
       );
     default:
-      return new ApiError("NOT_FOUND", "this agent pool no longer exists");
+      return new ApiError("GONE", "the agent pool of this token was deleted");
   }
 }
 
@@ -106,7 +107,7 @@ export const agentRoutes = newRouter()
       request: { body: jsonBody(RegisterRequest.openapi("AgentRegisterRequest")) },
       responses: {
         201: jsonResponse(RegisterResponse.openapi("AgentRegisterResponse"), "The agent's id"),
-        ...errorResponses(400, 401, 404, 413, 415),
+        ...errorResponses(400, 401, 410, 413, 415),
       },
     }),
     async (c) => {
@@ -124,7 +125,8 @@ export const agentRoutes = newRouter()
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId: "" });
       }
-      return c.json({ ...result.value, poolId }, 201);
+      const release = await shippedRelease(c.env.ASSETS).catch(() => null);
+      return c.json({ ...result.value, poolId, agentVersion: release?.version ?? null }, 201);
     },
   )
   .openapi(

@@ -28,6 +28,12 @@ export const ConfigurationVersionSchema = z
     repoUrl: z.string().nullable(),
     commitSha: z.string().nullable(),
     branch: z.string().nullable(),
+    isSpeculative: z.boolean().openapi({
+      description: "A pull request's commit: only speculative plans may run on it",
+    }),
+    isFork: z.boolean().openapi({
+      description: "A pull request from a fork: its runs get no secrets and never write state",
+    }),
     createdBy: z.string().nullable(),
     createdAt: z.string(),
   })

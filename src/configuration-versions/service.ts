@@ -24,6 +24,8 @@ export function presentConfigurationVersion(row: ConfigurationVersionRow) {
     repoUrl: row.repoUrl,
     commitSha: row.commitSha,
     branch: row.branch,
+    isSpeculative: row.isSpeculative,
+    isFork: row.isFork,
     createdBy: row.createdBy,
     createdAt: new Date(row.createdAt).toISOString(),
   };
@@ -166,6 +168,7 @@ export async function uploadConfigurationVersion(
     commitSha: null,
     branch: null,
     isSpeculative: false,
+    isFork: false,
     createdBy: input.actor,
     createdAt: now,
   };

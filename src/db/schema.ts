@@ -101,6 +101,15 @@ export const workspaces = sqliteTable(
     forkPullRequests: text({ enum: ["refuse", "plan_without_secrets"] })
       .notNull()
       .default("refuse"),
+    /**
+     * Whose runs may read this workspace's outputs (`terraform_remote_state`): nobody (the
+     * default), every workspace of the org, or the workspaces in `remoteStateConsumerIds`.
+     */
+    remoteStateSharing: text({ enum: ["none", "organization", "workspaces"] })
+      .notNull()
+      .default("none"),
+    /** JSON array of workspace ids; used when `remoteStateSharing` is `workspaces`. */
+    remoteStateConsumerIds: text({ mode: "json" }).$type<string[]>(),
     lockedBy: text(),
     lockReason: text(),
     lockedAt: integer(),
@@ -154,6 +163,8 @@ export const configurationVersions = sqliteTable(
     branch: text(),
     /** A pull request's commit: usable by its speculative plan, never a workspace's default. */
     isSpeculative: integer({ mode: "boolean" }).notNull().default(false),
+    /** A pull request from a fork: every run on it inherits the flag (no secrets, no writes). */
+    isFork: integer({ mode: "boolean" }).notNull().default(false),
     createdBy: text(),
     createdAt: createdAt(),
   },
@@ -191,6 +202,8 @@ export const runs = sqliteTable(
     plannedPoolId: text(),
     /** JSON: adds, changes, destroys, imports, hasChanges. */
     planSummary: text({ mode: "json" }).$type<PlanSummary>(),
+    /** SHA-256 (hex) of the plan file as stored when the plan job finished; the apply checks it. */
+    planSha256: text(),
     /** JSON: status → first time entered (ms). */
     statusTimestamps: text({ mode: "json" }).$type<Record<string, number>>(),
     cancelRequestedAt: integer(),
@@ -205,7 +218,10 @@ export const runs = sqliteTable(
   ],
 );
 
-/** Per-run tokens, minted when a job is leased; dead once the run is terminal. */
+/**
+ * Per-job tokens, minted when a job is leased. One is usable only while its lease is live: from
+ * the agent's start acknowledgement of that lease (`startedAt`) until its job ends (`revokedAt`).
+ */
 export const runTokens = sqliteTable(
   "run_tokens",
   {
@@ -216,11 +232,14 @@ export const runTokens = sqliteTable(
       .references(() => runs.id, { onDelete: "cascade" }),
     workspaceId: text().notNull(),
     jobId: text().notNull(),
+    /** The lease the token was minted for; only that lease's start makes it usable. */
+    leaseId: text(),
     tokenHash: text().notNull().unique(),
     createdAt: createdAt(),
+    startedAt: integer(),
     revokedAt: integer(),
   },
-  (t) => [index("run_tokens_run_idx").on(t.runId)],
+  (t) => [index("run_tokens_run_idx").on(t.runId), index("run_tokens_job_idx").on(t.jobId)],
 );
 
 export const stateVersions = sqliteTable(
@@ -271,8 +290,10 @@ export const stateLocks = sqliteTable(
     lockId: text().notNull(),
     /** The lock-info JSON exactly as the client sent it. */
     info: text().notNull(),
-    /** The run whose token took the lock; the lock dies with the run's job. */
+    /** The run whose token took the lock. */
     runId: text(),
+    /** The job whose token took the lock; the lock is released when that job ends. */
+    jobId: text(),
     /** The holder's principal id: `tok_…` for an org token, `run_…` for a run. */
     createdBy: text(),
     createdAt: createdAt(),
@@ -309,11 +330,16 @@ export const vcsDeliveries = sqliteTable(
       .notNull()
       .references(() => vcsHooks.id, { onDelete: "cascade" }),
     deliveryId: text().notNull(),
+    /** SHA-256 (hex) of the raw body: the same body under a new delivery id is a replay. */
+    bodySha256: text(),
     event: text().notNull(),
     outcome: text(),
     receivedAt: createdAt(),
   },
-  (t) => [uniqueIndex("vcs_deliveries_hook_delivery_idx").on(t.hookId, t.deliveryId)],
+  (t) => [
+    uniqueIndex("vcs_deliveries_hook_delivery_idx").on(t.hookId, t.deliveryId),
+    uniqueIndex("vcs_deliveries_hook_body_idx").on(t.hookId, t.bodySha256),
+  ],
 );
 
 export const auditEvents = sqliteTable(

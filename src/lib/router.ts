@@ -24,12 +24,14 @@ export function errorResponses(...statuses: number[]) {
     403: "The token's role may not do this",
     404: "Not found in this organization",
     409: "Conflicts with the current state",
+    410: "Gone: the agent pool of this token was deleted",
     411: "Content-Length required",
     413: "Body too large",
     415: "Wrong content type",
     416: "Offset does not match",
     423: "Locked",
     429: "Too many queued runs; retry after Retry-After seconds",
+    503: "Unavailable",
   };
   return Object.fromEntries(
     statuses.map((status) => [

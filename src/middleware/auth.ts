@@ -86,8 +86,9 @@ function toPrincipal(kind: TokenKind, record: TokenRecord): Principal {
 }
 
 /**
- * Resolves a token secret to its principal: 401 UNAUTHORIZED for anything unknown, 401
- * TOKEN_REVOKED for a revoked token. Records `last_used_at` at most once a minute, after the
+ * Resolves a token secret to its principal: 401 UNAUTHORIZED for anything unknown (or a run
+ * token whose lease was never started), 401 TOKEN_REVOKED for a revoked token (a run token is
+ * revoked the moment its job ends). Records `last_used_at` at most once a minute, after the
  * response, so the check adds no write to the request path.
  */
 export async function authenticate(
@@ -111,6 +112,14 @@ export async function authenticate(
   }
   if (record.revokedAt !== null) {
     throw new ApiError("TOKEN_REVOKED", "this token has been revoked");
+  }
+  // A run token lives with its lease: usable from the agent's start acknowledgement until the
+  // job ends. A lease that was never started (and may have gone back to the queue) grants nothing.
+  if (kind === "run" && (record.startedAt ?? null) === null) {
+    throw new ApiError(
+      "UNAUTHORIZED",
+      "this run token's job has not been started; acknowledge the lease first",
+    );
   }
   const now = Date.now();
   if (

@@ -59,7 +59,12 @@ export async function startJob(
 ) {
   const result = await poolStub(deps.env, poolId).startJob(ref, target.jobId, target.leaseId);
   if (result.ok) {
-    await handleJobStarted(deps, { runId: result.value.runId, phase: result.value.phase });
+    await handleJobStarted(deps, {
+      runId: result.value.runId,
+      jobId: target.jobId,
+      leaseId: target.leaseId,
+      phase: result.value.phase,
+    });
   }
   return result;
 }

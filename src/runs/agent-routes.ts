@@ -1,7 +1,8 @@
 /**
- * What a job's per-run token may do on the agent side: append to its job's log, download its
- * configuration, and upload (plan job) or download (same run) plan artefacts. Everything else
- * — other jobs, other runs, other orgs — answers 404.
+ * What a job's run token may do on the agent side, while its lease is live (started, not yet
+ * ended: checked when the token is authenticated): append to its job's log, download its
+ * configuration, and upload once (plan job) or download (same run) plan artefacts. Everything
+ * else — other jobs, other runs, other orgs — answers 404.
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { ArtifactName, JobId, LeaseId, LOG_LENGTH_HEADER, SHA256_HEADER } from "@outpost/protocol";
@@ -11,6 +12,7 @@ import { ApiError } from "../errors.ts";
 import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
+import { storeArtifact } from "./artifacts.ts";
 import { artifactKey, runLog } from "./blobs.ts";
 import { parseJobId } from "./model.ts";
 import { getRunById } from "./queries.ts";
@@ -139,28 +141,61 @@ export const jobDataRoutes = newRouter()
       method: "put",
       path: "/jobs/{jobId}/artifacts/{name}",
       tags: ["agent"],
-      summary: "Upload a plan artefact (plan jobs only)",
+      summary: "Upload a plan artefact, once (plan jobs only, while the job runs)",
+      description: `The body's SHA-256 (hex) goes in \`${SHA256_HEADER}\`; the coordinator checks it and records it. An artefact is written once per job: a retry with the same bytes answers 200 again, other bytes 409.`,
       security: [{ bearer: [] }],
       middleware: [runToken, limitBody(MAX_ARTIFACT_BYTES)] as const,
-      request: { params: ArtifactParams },
+      request: {
+        params: ArtifactParams,
+        headers: z.object({
+          [SHA256_HEADER.toLowerCase()]: z
+            .string()
+            .optional()
+            .openapi({
+              param: { name: SHA256_HEADER.toLowerCase(), in: "header" },
+              description: "Required: the body's SHA-256 in hex",
+            }),
+        }),
+      },
       responses: {
-        200: jsonResponse(z.object({ name: z.string(), sizeBytes: z.number() }), "Stored"),
+        200: jsonResponse(
+          z.object({ name: z.string(), sizeBytes: z.number(), sha256: z.string() }),
+          "Stored (or already stored with the same bytes)",
+        ),
         ...errorResponses(400, 401, 404, 409, 413),
       },
     }),
     async (c) => {
       const { jobId, name } = c.req.valid("param");
-      const { principal, job } = scopedJob(c, jobId);
-      if (job.phase !== "plan") {
-        throw new ApiError("CONFLICT", "only the plan job uploads plan artefacts");
+      const { principal } = scopedJob(c, jobId);
+      const sha256 = (c.req.valid("header")[SHA256_HEADER.toLowerCase()] ?? "").toLowerCase();
+      if (!/^[0-9a-f]{64}$/.test(sha256)) {
+        throw new ApiError("BAD_REQUEST", `${SHA256_HEADER} must be the body's SHA-256 in hex`);
       }
       const length = Number(c.req.header("content-length"));
       const body = c.req.raw.body;
       if (!body || !Number.isInteger(length)) {
         throw new ApiError("BAD_REQUEST", "a body with Content-Length is required");
       }
-      const stored = await c.env.BLOBS.put(artifactKey(principal, name), body);
-      return c.json({ name, sizeBytes: stored?.size ?? 0 }, 200);
+      const result = await storeArtifact({ env: c.env, db: c.var.db }, principal, {
+        name,
+        sha256,
+        body,
+      });
+      if (!result.ok) {
+        switch (result.reason) {
+          case "not_planning":
+            throw new ApiError("CONFLICT", result.message);
+          case "already_stored":
+            throw new ApiError(
+              "CONFLICT",
+              `artefact ${name} of job ${jobId} is already stored with SHA-256 ${result.sha256}; artefacts are written once`,
+            );
+          case "digest_mismatch":
+            throw new ApiError("BAD_REQUEST", `the body does not match its ${SHA256_HEADER}`);
+        }
+      }
+      return c.json({ name, sizeBytes: result.sizeBytes, sha256 }, 200);
     },
   )
   .openapi(

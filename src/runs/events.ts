@@ -1,7 +1,8 @@
 /**
  * The scheduler's job events applied to runs, the one place they touch D1: a lease gets its
- * per-run token and variables, a start moves the run to planning/applying, and an ending moves
- * it on (planned, applied, errored, canceled). Whoever learnt of the event calls these: the agent
+ * per-job token and variables, a start makes that token usable and moves the run to
+ * planning/applying, and an ending revokes the job's token, releases its state locks, records the
+ * plan's hash and moves the run on (planned, applied, errored, canceled). Whoever learnt of the event calls these: the agent
  * routes (lease, start, finish), the run service (cancel), the `JOB_EVENTS` queue consumer
  * (endings the pool created on its own) and the reconciler. Every handler is idempotent: events
  * may arrive more than once.
@@ -10,11 +11,19 @@
 import type { JobVariable } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
 import { newId } from "../db/ids.ts";
+import { releaseJobStateLocks } from "../state/locks.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { listVariableRows } from "../variables/queries.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
 import { getWorkspaceById } from "../workspaces/queries.ts";
-import { logKey, runLog } from "./blobs.ts";
+import {
+  artifactKey,
+  logKey,
+  PLAN_FILE_ARTIFACT,
+  type RunRef,
+  runLog,
+  SHA256_METADATA,
+} from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
 import { isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
@@ -23,17 +32,20 @@ import {
   getRunById,
   insertRunTokenQuery,
   jobEndedAuditQuery,
+  jobHoldsStateLockQuery,
   moveRun,
   moveRunQuery,
   revokeRunTokensQuery,
   runByIdQuery,
   startPlanningQuery,
+  startRunTokenQuery,
 } from "./queries.ts";
 
 /**
- * What a lease adds to the job for its agent: a fresh per-run token (older tokens of the same
- * job die, since only this lease may act) and the workspace variables, sensitive ones decrypted
- * only into this answer (never for a pull request from a fork). Opens the job's log for the lease.
+ * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
+ * the same job die, since only this lease may act; this one grants nothing until the lease is
+ * started) and the workspace variables, sensitive ones decrypted only into this answer (never
+ * for a pull request from a fork). Opens the job's log for the lease.
  */
 export async function prepareLease(
   deps: Deps,
@@ -53,6 +65,7 @@ export async function prepareLease(
       runId: leased.runId,
       workspaceId: leased.workspaceId,
       jobId: leased.jobId,
+      leaseId: leased.leaseId,
       tokenHash: await hashToken(secret),
       createdAt: now,
     }),
@@ -91,17 +104,21 @@ export async function prepareLease(
 }
 
 /**
- * The agent acknowledged the job: the run is planning or applying. An apply whose workspace
- * changed execution mode or pool since the plan errors instead, and its job is canceled.
+ * The agent acknowledged the lease: the run is planning or applying, and the lease's token
+ * becomes usable. An apply whose workspace changed execution mode or pool since the plan errors
+ * instead, and its job is canceled (its token never becomes usable).
  */
 export async function handleJobStarted(
   deps: Deps,
-  job: { runId: string; phase: "plan" | "apply" },
+  job: { runId: string; jobId: string; leaseId: string; phase: "plan" | "apply" },
 ): Promise<void> {
   const now = Date.now();
   if (job.phase === "plan") {
-    // One statement: the run records the execution mode and pool it is planned under.
-    await startPlanningQuery(deps.db, job.runId, now);
+    // One round trip: the run records the execution mode and pool it is planned under.
+    await deps.db.batch([
+      startPlanningQuery(deps.db, job.runId, now),
+      startRunTokenQuery(deps.db, job.jobId, job.leaseId, now),
+    ]);
     return;
   }
   const run = await getRunById(deps.db, job.runId);
@@ -120,7 +137,10 @@ export async function handleJobStarted(
     }
     return;
   }
-  await moveRun(deps.db, run.id, ["apply_queued"], "applying", now);
+  await deps.db.batch([
+    moveRunQuery(deps.db, run.id, ["apply_queued"], "applying", now),
+    startRunTokenQuery(deps.db, job.jobId, job.leaseId, now),
+  ]);
 }
 
 /** Applies endings the pool answered to a call, in order. */
@@ -131,23 +151,32 @@ export async function applyEndings(deps: Deps, endings: readonly JobEndedEvent[]
 }
 
 /**
- * A job ended; the run follows, and the ending is audited (`job.finished`, `job.errored` or
+ * A job ended: its token dies and its state locks are released at once, whatever the run does
+ * next; then the run follows and the ending is audited (`job.finished`, `job.errored` or
  * `job.canceled`, by its agent or by "system"). The move, the end-of-run effects and the audit
  * row land in one batch. Repeated events find the run already moved and change nothing; the
  * audit row has an id derived from the ending, so it is written once.
  */
 export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
   const { db } = deps;
-  // The log is stored first; the run moves only once the log is final.
-  const [, { query: audit }] = await Promise.all([
-    runLog(deps.env, event.workspaceId).finish(event.jobId, logKey(event, event.phase)),
+  const [[, jobLocks], { query: audit }, planSha256] = await Promise.all([
+    db.batch([
+      revokeRunTokensQuery(db, event.runId, Date.now(), event.jobId),
+      jobHoldsStateLockQuery(db, event.jobId),
+    ]),
     jobEndedAuditQuery(db, event),
+    event.phase === "plan" && event.outcome === "succeeded" ? storedPlanSha256(deps, event) : null,
   ]);
+  if (jobLocks.length > 0) {
+    await releaseJobStateLocks(db, event.jobId);
+  }
+  // The log is stored before the run moves: a run that reads ended has its whole log.
+  await runLog(deps.env, event.workspaceId).finish(event.jobId, logKey(event, event.phase));
   const move = moveForEnding(event, event);
   const now = Date.now();
   const extra = {
     ...(move.statusReason ? { statusReason: move.statusReason } : {}),
-    ...(move.planSummary ? { planSummary: move.planSummary } : {}),
+    ...(move.planSummary ? { planSummary: move.planSummary, planSha256 } : {}),
   };
   // Compare-and-set all the way: a run already moved (a repeated ending) matches nothing. A
   // success whose start was never recorded first catches up (queued → running).
@@ -175,4 +204,10 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
       await queueApply(deps, confirmed);
     }
   }
+}
+
+/** The SHA-256 of the plan file the plan job stored (write-once), or null when it stored none. */
+async function storedPlanSha256(deps: Deps, run: RunRef): Promise<string | null> {
+  const object = await deps.env.BLOBS.head(artifactKey(run, PLAN_FILE_ARTIFACT));
+  return object?.customMetadata?.[SHA256_METADATA] ?? null;
 }

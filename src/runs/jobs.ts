@@ -55,6 +55,8 @@ export async function buildSpec(
           commitSha: configuration.commitSha,
         }
       : null,
+    isFork: run.isFork,
+    planSha256: phase === "apply" ? run.planSha256 : null,
   };
 }
 

@@ -22,6 +22,7 @@ export function presentRun(row: RunRow, waitingReason: string | null = null) {
     message: row.message,
     configurationVersionId: row.configurationVersionId,
     planSummary: row.planSummary ?? null,
+    planSha256: row.planSha256,
     source: row.source,
     vcs: {
       commitSha: row.commitSha,

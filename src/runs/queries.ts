@@ -7,6 +7,7 @@ import {
   eq,
   exists,
   inArray,
+  isNotNull,
   isNull,
   lt,
   or,
@@ -92,6 +93,15 @@ export function countQueuedRunsQuery(db: Database, orgId: string) {
     .where(and(eq(runs.orgId, orgId), inArray(runs.status, [...WAITING_STATUSES])));
 }
 
+/** Whether the job holds any state lock: zero or one row. */
+export function jobHoldsStateLockQuery(db: Database, jobId: string) {
+  return db
+    .select({ lockId: stateLocks.lockId })
+    .from(stateLocks)
+    .where(eq(stateLocks.jobId, jobId))
+    .limit(1);
+}
+
 /** Whether the run holds any state lock: zero or one row. */
 export function runHoldsStateLockQuery(db: Database, runId: string) {
   return db
@@ -133,7 +143,9 @@ export async function moveRun(
   from: readonly RunStatus[],
   to: RunStatus,
   now: number,
-  extra: Partial<Pick<RunRow, "statusReason" | "planSummary" | "cancelRequestedAt">> & {
+  extra: Partial<
+    Pick<RunRow, "statusReason" | "planSummary" | "cancelRequestedAt" | "planSha256">
+  > & {
     plannedExecutionMode?: RunRow["plannedExecutionMode"] | SQL;
     plannedPoolId?: RunRow["plannedPoolId"] | SQL;
   } = {},
@@ -183,7 +195,7 @@ function runHasEnded(db: Database, runId: string) {
  * planned under (an apply later checks them against the workspace).
  */
 export function startPlanningQuery(db: Database, runId: string, now: number) {
-  return moveRun(db, runId, ["plan_queued"], "planning", now, {
+  return moveRunQuery(db, runId, ["plan_queued"], "planning", now, {
     plannedExecutionMode: sql`(SELECT ${workspaces.executionMode} FROM ${workspaces} WHERE ${workspaces.id} = ${runs.workspaceId})`,
     plannedPoolId: sql`(SELECT ${workspaces.poolId} FROM ${workspaces} WHERE ${workspaces.id} = ${runs.workspaceId})`,
   });
@@ -291,7 +303,7 @@ export function revokeEndedRunTokensQuery(db: Database, runId: string, now: numb
     .where(and(eq(runTokens.runId, runId), isNull(runTokens.revokedAt), runHasEnded(db, runId)));
 }
 
-/** Revokes every token of a run (or only those of other leases of one job). */
+/** Revokes every token of a run (or only those of one job). */
 export function revokeRunTokensQuery(db: Database, runId: string, now: number, jobId?: string) {
   return db
     .update(runTokens)
@@ -303,4 +315,35 @@ export function revokeRunTokensQuery(db: Database, runId: string, now: number, j
         jobId ? eq(runTokens.jobId, jobId) : undefined,
       ),
     );
+}
+
+/**
+ * The agent acknowledged `leaseId` of `jobId`: that lease's token becomes usable. A token of
+ * another lease, or one already revoked, is left as it is.
+ */
+export function startRunTokenQuery(db: Database, jobId: string, leaseId: string, now: number) {
+  return db
+    .update(runTokens)
+    .set({ startedAt: now })
+    .where(
+      and(
+        eq(runTokens.jobId, jobId),
+        eq(runTokens.leaseId, leaseId),
+        isNull(runTokens.revokedAt),
+        isNull(runTokens.startedAt),
+      ),
+    );
+}
+
+/** True while `jobId` has a started, unrevoked token: its lease is live. */
+export async function isJobLive(db: Database, jobId: string): Promise<boolean> {
+  const row = await db.query.runTokens.findFirst({
+    where: and(
+      eq(runTokens.jobId, jobId),
+      isNull(runTokens.revokedAt),
+      isNotNull(runTokens.startedAt),
+    ),
+    columns: { id: true },
+  });
+  return row !== undefined;
 }

@@ -41,6 +41,10 @@ const Run = z
     message: z.string(),
     configurationVersionId: z.string().nullable(),
     planSummary: PlanSummary.nullable(),
+    planSha256: z.string().nullable().openapi({
+      description:
+        "SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other",
+    }),
     source: z.string(),
     vcs: z.object({
       commitSha: z.string().nullable(),
@@ -183,6 +187,11 @@ export const runRoutes = newRouter()
             throw new ApiError(
               "NOT_FOUND",
               `configuration version ${body.configurationVersionId} not found in this workspace`,
+            );
+          case "pull_request_configuration":
+            throw new ApiError(
+              "CONFLICT",
+              `configuration version ${body.configurationVersionId} is a pull request's commit: only a speculative plan may run on it (isSpeculative true, or operation plan)`,
             );
           case "over_queue_limit":
             throw new ApiError(

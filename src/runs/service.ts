@@ -63,6 +63,7 @@ export type CreateRunFailure =
   | "no_pool"
   | "no_configuration"
   | "configuration_not_found"
+  | "pull_request_configuration"
   | "over_queue_limit";
 
 /**
@@ -74,7 +75,9 @@ export type CreatedRun = { run: RunRow; wait: WaitInfo | null; poolName: string 
 /**
  * Queues a run: a speculative plan goes to its pool's queue at once (it never waits for the
  * workspace); any other run starts `pending` and plans when the workspace is free. Refuses local
- * workspaces, workspaces without a pool or a configuration, and orgs over their queue limit.
+ * workspaces, workspaces without a pool or a configuration, a non-speculative run on a pull
+ * request's configuration, and orgs over their queue limit. A run on a fork's configuration is a
+ * fork's run.
  */
 export async function createRun(
   deps: Deps,
@@ -99,6 +102,10 @@ export async function createRun(
   if (!configuration) {
     return fail(input.configurationVersionId ? "configuration_not_found" : "no_configuration");
   }
+  // A pull request's code is unmerged (a fork's is untrusted): it is only ever planned.
+  if (configuration.isSpeculative && !isSpeculativeRun(input)) {
+    return fail("pull_request_configuration");
+  }
   if (isOverQueueLimit(waiting?.n ?? 0, queueLimit(env))) {
     return fail("over_queue_limit");
   }
@@ -121,7 +128,8 @@ export async function createRun(
     pullRequestNumber: input.vcs?.pullRequestNumber ?? null,
     author: input.vcs?.author ?? null,
     commitMessage: input.vcs?.commitMessage ?? null,
-    isFork: input.vcs?.isFork ?? false,
+    // Inherited from the configuration version, whoever queues the run and however.
+    isFork: configuration.isFork || (input.vcs?.isFork ?? false),
     isAutoApply: workspace.autoApply && !isSpeculative,
     statusTimestamps: (isSpeculative
       ? { pending: now, plan_queued: now }

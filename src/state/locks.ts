@@ -19,6 +19,7 @@ import {
 } from "./model.ts";
 import {
   deleteLockQuery,
+  findJobLocks,
   findRunLocks,
   insertLockQuery,
   PREVIOUS_STATEMENT_CHANGED,
@@ -32,7 +33,7 @@ export async function lockState(
   db: Database,
   input: { principal: Principal; workspaceId: string; info: LockInfo; infoText: string },
 ): Promise<StateResult<HeldLock>> {
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, "write");
+  const ws = await openWorkspace(db, input.principal, input.workspaceId, "lock");
   if (!ws.ok) {
     return ws;
   }
@@ -64,6 +65,7 @@ export async function lockState(
       lockId: input.info.ID,
       info: input.infoText,
       runId: caller.runId,
+      jobId: caller.jobId,
       createdBy: caller.principalId,
       createdAt: Date.now(),
     });
@@ -91,8 +93,8 @@ export async function unlockState(
   input: { principal: Principal; workspaceId: string; request: UnlockRequest },
 ): Promise<StateResult<{ released: boolean }>> {
   const caller = callerOf(input.principal);
-  // Who may force is decided with the lock in hand; releasing one's own lock needs write access.
-  const need = input.request.kind === "empty" || caller.isAdmin ? "read" : "write";
+  // Who may force is decided with the lock in hand; releasing one's own lock needs lock access.
+  const need = input.request.kind === "empty" || caller.isAdmin ? "read" : "lock";
   const ws = await openWorkspace(db, input.principal, input.workspaceId, need);
   if (!ws.ok) {
     return ws;
@@ -188,13 +190,29 @@ export async function forceUnlockState(
 }
 
 /**
- * Releases every state lock a run holds; call it when a job of the run ends, however it ends
- * (finished, errored, agent lost). Idempotent: a second call finds nothing. Audited per lock.
- * Locks of ended runs are also released on sight by the next LOCK or write, as a safety net.
+ * Releases every state lock a run holds; called when the run reaches a terminal status.
+ * Idempotent: a second call finds nothing. Audited per lock.
  */
-export async function releaseRunStateLocks(db: Database, runId: string): Promise<number> {
+export function releaseRunStateLocks(db: Database, runId: string): Promise<number> {
+  return releaseLocks(db, findRunLocks(db, runId), { runId, reason: "the run ended" });
+}
+
+/**
+ * Releases every state lock a job took; called when the job ends, however it ends (finished,
+ * canceled, errored, agent lost). Idempotent. Locks of ended jobs are also released on sight by
+ * the next LOCK or write, as a safety net.
+ */
+export function releaseJobStateLocks(db: Database, jobId: string): Promise<number> {
+  return releaseLocks(db, findJobLocks(db, jobId), { jobId, reason: "the job ended" });
+}
+
+async function releaseLocks(
+  db: Database,
+  found: Promise<{ workspaceId: string; orgId: string; lockId: string; runId: string | null }[]>,
+  why: { runId?: string; jobId?: string; reason: string },
+): Promise<number> {
   let released = 0;
-  for (const lock of await findRunLocks(db, runId)) {
+  for (const lock of await found) {
     const [removed] = await db.batch([
       deleteLockQuery(db, lock.workspaceId, lock.lockId),
       auditWhereQuery(
@@ -205,7 +223,7 @@ export async function releaseRunStateLocks(db: Database, runId: string): Promise
           action: "state.lock.release",
           targetType: "workspace",
           targetId: lock.workspaceId,
-          data: { lockId: lock.lockId, runId, reason: "the run's job ended" },
+          data: { lockId: lock.lockId, runId: lock.runId, ...why },
           now: Date.now(),
         },
         PREVIOUS_STATEMENT_CHANGED,

@@ -180,7 +180,13 @@ export type HeldLock = {
 };
 
 /** Who is calling, as far as locks care. */
-export type Caller = { principalId: string; runId: string | null; isAdmin: boolean };
+export type Caller = {
+  principalId: string;
+  runId: string | null;
+  /** The job of a run token: a lock it takes is released when that job ends. */
+  jobId: string | null;
+  isAdmin: boolean;
+};
 
 /** The principal id a lock or a workspace lock records: `tok_…` for org tokens, `run_…` for runs. */
 export function principalId(principal: Principal): string {
@@ -192,6 +198,7 @@ export function callerOf(principal: Principal): Caller {
   return {
     principalId: principalId(principal),
     runId: principal.kind === "run" ? principal.runId : null,
+    jobId: principal.kind === "run" ? principal.jobId : null,
     isAdmin: principal.kind === "org" && roleAtLeast(principal.role, "admin"),
   };
 }

@@ -36,6 +36,8 @@ export function findStateWorkspace(db: Database, orgId: string, workspaceId: str
       lockedBy: true,
       lockReason: true,
       lockedAt: true,
+      remoteStateSharing: true,
+      remoteStateConsumerIds: true,
     },
   });
 }
@@ -48,11 +50,15 @@ export async function findRunStatus(
   orgId: string,
   runId: string,
 ): Promise<string | undefined> {
-  const row = await db.query.runs.findFirst({
+  return (await findRunFacts(db, orgId, runId))?.status;
+}
+
+/** What state access needs to know of a run, within the org. */
+export function findRunFacts(db: Database, orgId: string, runId: string) {
+  return db.query.runs.findFirst({
     where: and(eq(runs.orgId, orgId), eq(runs.id, runId)),
-    columns: { status: true },
+    columns: { status: true, isSpeculative: true, isFork: true },
   });
-  return row?.status;
 }
 
 /** The live version with the highest serial: the current state. */
@@ -106,6 +112,10 @@ export function findLock(db: Database, workspaceId: string): Promise<StateLockRo
 
 export function findRunLocks(db: Database, runId: string): Promise<StateLockRow[]> {
   return db.select().from(stateLocks).where(eq(stateLocks.runId, runId));
+}
+
+export function findJobLocks(db: Database, jobId: string): Promise<StateLockRow[]> {
+  return db.select().from(stateLocks).where(eq(stateLocks.jobId, jobId));
 }
 
 /** Takes the lock if nobody holds it; returns the inserted row, or nothing when it was held. */

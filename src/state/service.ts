@@ -29,6 +29,7 @@ import {
   type VersionGuard,
   versionExists,
 } from "./queries.ts";
+import { sharedOutputs } from "./remote-state.ts";
 
 export type StateDeps = { db: Database; bucket: R2Bucket };
 
@@ -60,18 +61,26 @@ export async function openVersionBody(
   return { body: object.body, sizeBytes: object.size, md5Hex: version.md5, version };
 }
 
-/** The current state of a workspace the caller may read, or null when it has none. */
+/**
+ * The current state of a workspace the caller may read, or null when it has none. A job reading
+ * another workspace (`terraform_remote_state`) gets that workspace's outputs only, and only when
+ * it shares them with the job's workspace.
+ */
 export async function readState(
   deps: StateDeps,
   principal: Principal,
   workspaceId: string,
 ): Promise<StateResult<StateBody | null>> {
-  const ws = await openWorkspace(deps.db, principal, workspaceId, "read");
+  const isRemote = principal.kind === "run" && principal.workspaceId !== workspaceId;
+  const ws = await openWorkspace(deps.db, principal, workspaceId, isRemote ? "outputs" : "read");
   if (!ws.ok) {
     return ws;
   }
   const current = await findCurrentVersion(deps.db, workspaceId);
-  return ok(current ? await openVersionBody(deps, current) : null);
+  if (!current) {
+    return ok(null);
+  }
+  return isRemote ? sharedOutputs(deps, current) : ok(await openVersionBody(deps, current));
 }
 
 export type WriteInput = {

@@ -115,14 +115,15 @@ export type CurrentOutputs = {
 
 /**
  * The current state's outputs. Sensitive values are null unless the caller is an admin or
- * owner; encrypted states and outputs too large to extract say so in `outputsStatus`.
+ * owner; encrypted states and outputs too large to extract say so in `outputsStatus`. A run
+ * token of another workspace reads them only when this workspace shares them with it.
  */
 export async function readOutputs(
   deps: StateDeps,
   principal: Principal,
   workspaceId: string,
 ): Promise<StateResult<CurrentOutputs>> {
-  const ws = await openWorkspace(deps.db, principal, workspaceId, "read");
+  const ws = await openWorkspace(deps.db, principal, workspaceId, "outputs");
   if (!ws.ok) {
     return ws;
   }

@@ -12,6 +12,8 @@ export type TokenRecord = {
   orgId: string;
   tokenHash: string;
   revokedAt: number | null;
+  /** Run tokens only: when the agent acknowledged the lease the token was minted for. */
+  startedAt?: number | null;
   /** Absent for run tokens, whose use is not recorded. */
   lastUsedAt?: number | null;
   role?: Role;

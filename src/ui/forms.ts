@@ -11,6 +11,34 @@ export const Checkbox = z
   .optional()
   .transform((v) => v === "on");
 
+export type FormBody = Record<string, string | File>;
+
+const FORM_TYPES = /^(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i;
+
+/**
+ * Reads the body of a dashboard form: urlencoded or multipart, nothing else. A body of another
+ * type, or one that does not parse (a malformed multipart body, a missing boundary), is refused
+ * with 400 before anything happens; the size limit (413) applies before this.
+ */
+export async function readFormBody(c: Context): Promise<FormBody> {
+  const type = c.req.header("content-type") ?? "";
+  if (!FORM_TYPES.test(type)) {
+    throw new ApiError(
+      "BAD_REQUEST",
+      "a form must be sent as application/x-www-form-urlencoded or multipart/form-data",
+    );
+  }
+  try {
+    return await c.req.parseBody();
+  } catch (error) {
+    // The size limit aborts the body read with its own 413; keep it.
+    if (error instanceof ApiError) {
+      throw error;
+    }
+    throw new ApiError("BAD_REQUEST", "the form body could not be read");
+  }
+}
+
 /**
  * Reads a urlencoded or multipart form, refuses it (403) without the session's CSRF token, and
  * validates the other fields (400 naming the first bad one). Unknown fields are refused.
@@ -19,7 +47,7 @@ export async function readForm<T extends z.ZodType>(
   c: Context<UiEnv>,
   schema: T,
 ): Promise<z.output<T>> {
-  const body = await c.req.parseBody();
+  const body = await readFormBody(c);
   checkCsrf(c.var.session, body[CSRF_FIELD]);
   const fields: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(body)) {

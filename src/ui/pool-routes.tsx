@@ -14,6 +14,7 @@ import {
   listPools,
   revokeAgentToken,
 } from "../pools/service.ts";
+import { roleAtLeast } from "../tokens/model.ts";
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { AgentRows, type CreatedToken, PoolPage, PoolsPage } from "./pages/pools.tsx";
 import { requireUiRole, type UiEnv } from "./session.ts";
@@ -27,10 +28,16 @@ async function renderPool(
   poolId: string,
   extra: { created?: CreatedToken; error?: string; status?: 200 | 400 | 409 | 201 } = {},
 ) {
-  const { orgId } = c.var.session;
+  const { orgId, role } = c.var.session;
   const detail = await getPoolDetail(c.var.db, c.env, orgId, poolId);
-  const tokens = await listAgentTokens(c.var.db, c.env, orgId, poolId);
-  if (!detail.ok || !tokens.ok) {
+  if (!detail.ok) {
+    throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
+  }
+  // Agent-token metadata is the owners' business, as in the API: nobody else's page loads it.
+  const tokens = roleAtLeast(role, "owner")
+    ? await listAgentTokens(c.var.db, c.env, orgId, poolId)
+    : null;
+  if (tokens && !tokens.ok) {
     throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
   }
   const { agents, workspaces, ...pool } = detail.value;
@@ -40,7 +47,7 @@ async function renderPool(
       pool={pool}
       agents={agents}
       workspaces={workspaces}
-      tokens={tokens.value}
+      tokens={tokens?.value ?? null}
       address={new URL(c.req.url).origin}
       created={extra.created}
       notice={noticeText(c, NOTICES)}

@@ -11,7 +11,7 @@ import { getCookie } from "hono/cookie";
 import type { AppEnv } from "../env.ts";
 import { ApiError, codeToStatus, handleError } from "../errors.ts";
 import { authenticate } from "../middleware/auth.ts";
-import { readForm } from "./forms.ts";
+import { readForm, readFormBody } from "./forms.ts";
 import { ErrorPage, LoginPage } from "./pages/login.tsx";
 import { poolPages } from "./pool-routes.tsx";
 import { runPages } from "./run-routes.tsx";
@@ -45,6 +45,12 @@ export const CONTENT_SECURITY_POLICY = [
 
 /** Form bodies are small; nothing the dashboard posts comes near this. */
 const FORM_BODY_LIMIT_BYTES = 64 * 1024;
+
+/** The sign-in form's fields besides its CSRF token; anything else (a file, say) is a 400. */
+const LoginForm = z.strictObject({
+  token: z.string().max(1024).default(""),
+  next: z.string().max(2048).optional(),
+});
 
 /** Only a path inside the dashboard may be returned to after sign-in (no open redirect). */
 function safeNext(next: unknown): string {
@@ -83,10 +89,15 @@ const loginPages = new Hono<AppEnv>()
     return c.html(<LoginPage csrf={issueLoginCsrf(c)} next={safeNext(c.req.query("next"))} />);
   })
   .post("/login", async (c) => {
-    const body = await c.req.parseBody();
+    const body = await readFormBody(c);
     checkLoginCsrf(c, body[CSRF_FIELD]);
-    const token = typeof body.token === "string" ? body.token.trim() : "";
-    const next = safeNext(body.next);
+    const { [CSRF_FIELD]: _csrf, ...fields } = body;
+    const form = LoginForm.safeParse(fields);
+    if (!form.success) {
+      throw new ApiError("BAD_REQUEST", "the sign-in form takes a token (text) and nothing else");
+    }
+    const token = form.data.token.trim();
+    const next = safeNext(form.data.next);
     let principal: Awaited<ReturnType<typeof authenticate>>;
     try {
       principal = await authenticate(c, token, ["org"]);

@@ -250,6 +250,8 @@ export const workspacePages = new Hono<UiEnv>()
         no_pool: "This workspace has no agent pool.",
         no_configuration: "This workspace has no configuration version; upload one first.",
         configuration_not_found: "The configuration version was not found.",
+        pull_request_configuration:
+          "That configuration is a pull request's commit: only a speculative plan may run on it.",
         over_queue_limit: "Too many queued runs in this organization; retry later.",
       } as const;
       throw new ApiError(

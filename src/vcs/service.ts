@@ -1,8 +1,10 @@
 /**
- * Acting on a verified delivery: record it once (the unique (hook, delivery id) row is the
- * dedupe), then, outside the request (`waitUntil`), create a VCS configuration version and a run
- * on every workspace the event reaches, cancel superseded pull request plans, and write what
- * happened back on the delivery row so an admin can see why a push did or did not run.
+ * Acting on a verified delivery: record it once (unique per hook by delivery id and by the
+ * SHA-256 of the raw body, so a captured body replayed under a new delivery id is a duplicate),
+ * then, outside the request (`waitUntil`), create a VCS configuration version and a run on every
+ * workspace the event reaches, cancel superseded pull request plans, and write what happened
+ * back on the delivery row so an admin can see why a push did or did not run. A push never runs
+ * a commit twice on a workspace.
  */
 import { and, eq, inArray, isNotNull, isNull, lt, ne } from "drizzle-orm";
 import { newId } from "../db/ids.ts";
@@ -13,6 +15,9 @@ import { cancelRun, createRun } from "../runs/service.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import type { HookRow, Provider } from "./hooks.ts";
 import { decideTriggers, summaryLine, type VcsEvent } from "./model.ts";
+
+/** Run sources that mean "queued by a webhook". */
+const VCS_SOURCES = ["github", "gitlab"] as const;
 
 /** After this long without an outcome, a delivery's processing is presumed lost. */
 export const STALE_DELIVERY_MS = 10 * 60_000;
@@ -27,20 +32,29 @@ export type DeliveryOutcome = {
 };
 
 /**
- * Records the delivery; `isNew` is false when the same delivery id was already recorded for
- * this hook (a redelivery), in which case nothing else may happen.
+ * Records the delivery; `isNew` is false when this hook already recorded the same delivery id
+ * (a redelivery) or the same body (a replay: `replayOf` names the first delivery), in which case
+ * nothing else may happen.
  */
 export async function recordDelivery(
   deps: Deps,
   hook: HookRow,
-  deliveryId: string,
-  event: string,
-): Promise<{ isNew: boolean; id: string }> {
+  delivery: { deliveryId: string; event: string; bodySha256: string },
+): Promise<{ isNew: boolean; id: string; replayOf?: string }> {
+  const { deliveryId, event, bodySha256 } = delivery;
   const id = newId("delivery");
   const now = Date.now();
   const inserted = await deps.db
     .insert(vcsDeliveries)
-    .values({ id, orgId: hook.orgId, hookId: hook.id, deliveryId, event, receivedAt: now })
+    .values({
+      id,
+      orgId: hook.orgId,
+      hookId: hook.id,
+      deliveryId,
+      bodySha256,
+      event,
+      receivedAt: now,
+    })
     .onConflictDoNothing()
     .returning({ id: vcsDeliveries.id });
   if (inserted.length > 0) {
@@ -61,7 +75,16 @@ export async function recordDelivery(
     )
     .returning({ id: vcsDeliveries.id });
   const stale = takenOver[0];
-  return stale ? { isNew: true, id: stale.id } : { isNew: false, id };
+  if (stale) {
+    return { isNew: true, id: stale.id };
+  }
+  const first = await deps.db.query.vcsDeliveries.findFirst({
+    where: and(eq(vcsDeliveries.hookId, hook.id), eq(vcsDeliveries.bodySha256, bodySha256)),
+    columns: { deliveryId: true },
+  });
+  return first && first.deliveryId !== deliveryId
+    ? { isNew: false, id, replayOf: first.deliveryId }
+    : { isNew: false, id };
 }
 
 /** Workspaces of the org with a repository configured; matching is done by the pure model. */
@@ -111,6 +134,7 @@ async function queueFor(
     commitSha: event.commitSha,
     branch,
     isSpeculative: event.kind === "pull_request",
+    isFork,
     createdBy: hook.id,
     createdAt: Date.now(),
   });
@@ -141,25 +165,87 @@ async function queueFor(
 }
 
 /**
- * An active run this hook already queued for this commit on the workspace: a retried delivery
- * (or the same commit announced twice) must not queue a second one. Finished runs do not count,
- * so a reopened pull request is planned again.
+ * The run that makes this event a repeat on the workspace, or null. A push: any run a webhook
+ * queued for the same commit on the workspace, whatever its status, so a commit is never
+ * applied twice through VCS. A pull request: an active speculative plan of this hook for the
+ * commit (a finished one does not count, so a reopened pull request is planned again).
  */
 async function alreadyQueued(deps: Deps, hook: HookRow, wsId: string, event: VcsEvent) {
+  const isPush = event.kind === "push";
   const existing = await deps.db
     .select({ id: runs.id })
     .from(runs)
     .where(
       and(
         eq(runs.workspaceId, wsId),
-        eq(runs.createdBy, hook.id),
         eq(runs.commitSha, event.commitSha),
-        eq(runs.isSpeculative, event.kind === "pull_request"),
-        inArray(runs.status, [...ACTIVE_STATUSES]),
+        eq(runs.isSpeculative, !isPush),
+        isPush
+          ? inArray(runs.source, [...VCS_SOURCES])
+          : and(eq(runs.createdBy, hook.id), inArray(runs.status, [...ACTIVE_STATUSES])),
       ),
     )
     .limit(1);
   return existing[0]?.id ?? null;
+}
+
+/** Why an existing run makes the event a repeat on a workspace, in words. */
+function repeatReason(event: VcsEvent, runId: string): string {
+  return event.kind === "push"
+    ? `commit ${event.commitSha} already has run ${runId} on this workspace; a push never runs a commit twice`
+    : `run ${runId} already plans commit ${event.commitSha}`;
+}
+
+/**
+ * For a push whose every workspace to run on already has a webhook-queued run for its commit (a
+ * replayed or repeated push): why it queues nothing, and per workspace the run it already has.
+ * Null when the push has something to do.
+ */
+export async function pushAlreadyRun(
+  deps: Deps,
+  hook: HookRow,
+  event: VcsEvent,
+): Promise<{ reason: string; skipped: DeliveryOutcome["skipped"] } | null> {
+  if (event.kind !== "push") {
+    return null;
+  }
+  const toRun = decideTriggers(event, await vcsWorkspaces(deps, hook.orgId)).filter(
+    (d) => d.action === "run",
+  );
+  const skipped: DeliveryOutcome["skipped"] = [];
+  for (const decision of toRun) {
+    const runId = await alreadyQueued(deps, hook, decision.workspaceId, event);
+    if (runId === null) {
+      return null;
+    }
+    skipped.push({ workspaceId: decision.workspaceId, reason: repeatReason(event, runId) });
+  }
+  if (skipped.length === 0) {
+    return null;
+  }
+  return {
+    reason: `commit ${event.commitSha} already has a run on every workspace it triggers; a push never runs a commit twice`,
+    skipped,
+  };
+}
+
+/** Writes what a delivery did on its row. */
+export async function recordOutcome(
+  deps: Deps,
+  deliveryRowId: string,
+  outcome: DeliveryOutcome,
+): Promise<void> {
+  await deps.db
+    .update(vcsDeliveries)
+    .set({
+      outcome: JSON.stringify(outcome),
+      // A failed delivery frees its id and body so a manual redelivery tries again instead of
+      // being answered "duplicate" forever; the row stays, renamed, as the record of the failure.
+      ...(outcome.status === "failed"
+        ? { deliveryId: `failed:${deliveryRowId}`, bodySha256: null }
+        : {}),
+    })
+    .where(eq(vcsDeliveries.id, deliveryRowId));
 }
 
 /**
@@ -197,7 +283,11 @@ export async function processDelivery(
       }
       const existing = await alreadyQueued(deps, hook, ws.id, event);
       if (existing) {
-        outcome.runs.push({ workspaceId: ws.id, runId: existing });
+        if (event.kind === "push") {
+          outcome.skipped.push({ workspaceId: ws.id, reason: repeatReason(event, existing) });
+        } else {
+          outcome.runs.push({ workspaceId: ws.id, runId: existing });
+        }
         continue;
       }
       const queued = await queueFor(deps, hook, ws, event, decision.isFork);
@@ -214,14 +304,6 @@ export async function processDelivery(
       JSON.stringify({ level: "error", msg: "vcs delivery failed", hookId: hook.id, error }),
     );
   }
-  await deps.db
-    .update(vcsDeliveries)
-    .set({
-      outcome: JSON.stringify(outcome),
-      // A failed delivery frees its id so a manual redelivery tries again instead of being
-      // answered "duplicate" forever; the row stays, renamed, as the record of the failure.
-      ...(outcome.status === "failed" ? { deliveryId: `failed:${deliveryRowId}` } : {}),
-    })
-    .where(eq(vcsDeliveries.id, deliveryRowId));
+  await recordOutcome(deps, deliveryRowId, outcome);
   return outcome;
 }

@@ -1,8 +1,10 @@
 /**
  * `/webhooks/github/{hookId}` and `/webhooks/gitlab/{hookId}`: the public endpoints the VCS
  * calls. Order matters: size limit (413) → hook lookup (404) → signature or token over the raw
- * body (401) → payload (400) → dedupe → 202, with the runs created in `waitUntil` so a slow path
- * never times the VCS out (GitHub and GitLab give up after 10 s and do not retry by themselves).
+ * body (401) → payload (400) → dedupe by delivery id and by the body's SHA-256 (200 duplicate) →
+ * a push whose commit already ran everywhere it triggers (202 with the reason) → 202, with the
+ * runs created in `waitUntil` so a slow path never times the VCS out (GitHub and GitLab give up
+ * after 10 s and do not retry by themselves).
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { verify } from "@octokit/webhooks-methods";
@@ -15,7 +17,7 @@ import { limitBody } from "../middleware/body-limit.ts";
 import { parseGitHub, parseGitLab } from "./events.ts";
 import { acceptedSecrets, findHookById, type HookRow, type Provider } from "./hooks.ts";
 import { sameRepository } from "./model.ts";
-import { processDelivery, recordDelivery } from "./service.ts";
+import { processDelivery, pushAlreadyRun, recordDelivery, recordOutcome } from "./service.ts";
 
 /** Webhook bodies above this are refused with 413 before they are read. */
 export const WEBHOOK_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -105,10 +107,10 @@ function requiredHeader(c: Context<AppEnv>, name: string): string {
 async function handle(
   c: Context<AppEnv>,
   hook: HookRow,
-  eventName: string,
-  deliveryId: string,
+  received: { eventName: string; deliveryId: string; body: string },
   parsed: ReturnType<typeof parseGitHub>,
 ) {
+  const { eventName, deliveryId, body } = received;
   if (!parsed.ok) {
     throw new ApiError("BAD_REQUEST", parsed.message);
   }
@@ -124,9 +126,26 @@ async function handle(
     return c.json({ ignored: `this hook serves ${hook.repoUrl} only`, deliveryId }, 202);
   }
   const deps = { env: c.env, db: c.var.db };
-  const recorded = await recordDelivery(deps, hook, deliveryId, eventName);
+  const recorded = await recordDelivery(deps, hook, {
+    deliveryId,
+    event: eventName,
+    bodySha256: await sha256Hex(body),
+  });
   if (!recorded.isNew) {
-    return c.json({ duplicate: true, deliveryId }, 200);
+    const replay = recorded.replayOf
+      ? { ignored: `the same body was already delivered as ${recorded.replayOf}` }
+      : {};
+    return c.json({ duplicate: true, deliveryId, ...replay }, 200);
+  }
+  const repeat = await pushAlreadyRun(deps, hook, event);
+  if (repeat) {
+    await recordOutcome(deps, recorded.id, {
+      status: "processed",
+      runs: [],
+      canceled: [],
+      skipped: repeat.skipped,
+    });
+    return c.json({ ignored: repeat.reason, deliveryId }, 202);
   }
   c.executionCtx.waitUntil(processDelivery(deps, hook, recorded.id, event));
   return c.json({ accepted: true, deliveryId }, 202);
@@ -157,7 +176,7 @@ export const webhookRoutes = newRouter()
     const eventName = requiredHeader(c, "x-github-event");
     const deliveryId = requiredHeader(c, "x-github-delivery");
     const parsed = parseGitHub(eventName, parsePayload(c, body));
-    return handle(c, hook, eventName, deliveryId, parsed);
+    return handle(c, hook, { eventName, deliveryId, body }, parsed);
   })
   .openapi(route("gitlab", "GitLab webhook (Push Hook, Merge Request Hook)"), async (c) => {
     const hook = await loadHook(c, "gitlab", c.req.valid("param").hookId);
@@ -173,5 +192,5 @@ export const webhookRoutes = newRouter()
       throw new ApiError("BAD_REQUEST", `delivery id is longer than ${MAX_DELIVERY_ID} characters`);
     }
     const parsed = parseGitLab(eventName, parsePayload(c, body));
-    return handle(c, hook, eventName, deliveryId, parsed);
+    return handle(c, hook, { eventName, deliveryId, body }, parsed);
   });

@@ -11,6 +11,11 @@ export const ENGINES = ["terraform", "tofu"] as const;
 export type Engine = (typeof ENGINES)[number];
 export const FORK_PULL_REQUEST_POLICIES = ["refuse", "plan_without_secrets"] as const;
 export type ForkPullRequestPolicy = (typeof FORK_PULL_REQUEST_POLICIES)[number];
+/** Who may read a workspace's outputs through `terraform_remote_state`. */
+export const REMOTE_STATE_SHARING = ["none", "organization", "workspaces"] as const;
+export type RemoteStateSharing = (typeof REMOTE_STATE_SHARING)[number];
+/** Most workspaces one workspace may name as the consumers of its outputs. */
+export const MAX_REMOTE_STATE_CONSUMERS = 100;
 
 export const WORKSPACE_ID_PATTERN = /^ws_[a-z2-7]{26}$/;
 // Names may not start with "ws_", so a path segment is unambiguously an id or a name.
@@ -158,6 +163,9 @@ export type WorkspaceSettings = {
   vcsBranch: string | null;
   vcsTriggerPaths: string[] | null;
   forkPullRequests: ForkPullRequestPolicy;
+  remoteStateSharing: RemoteStateSharing;
+  /** Workspace ids; null or empty unless `remoteStateSharing` is `workspaces`. */
+  remoteStateConsumerIds: string[] | null;
 };
 
 /** What a create or update request may set; absent means "default" or "unchanged". */
@@ -183,6 +191,8 @@ const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMod
   vcsBranch: null,
   vcsTriggerPaths: null,
   forkPullRequests: "refuse",
+  remoteStateSharing: "none",
+  remoteStateConsumerIds: null,
 };
 
 /**
@@ -212,6 +222,13 @@ export function settingsForUpdate(
     next.vcsBranch = patch.vcsBranch ?? null;
     next.vcsTriggerPaths = patch.vcsTriggerPaths ?? null;
   }
+  if (
+    patch.remoteStateSharing !== undefined &&
+    patch.remoteStateSharing !== "workspaces" &&
+    patch.remoteStateConsumerIds === undefined
+  ) {
+    next.remoteStateConsumerIds = null;
+  }
   return checkSettings(next);
 }
 
@@ -228,7 +245,19 @@ function checkSettings(s: WorkspaceSettings): SettingsResult {
   if (!s.vcsRepoUrl && (s.vcsBranch || (s.vcsTriggerPaths && s.vcsTriggerPaths.length > 0))) {
     return problem("vcsRepoUrl", "vcsBranch and vcsTriggerPaths need vcsRepoUrl");
   }
-  return { ok: true, value: s };
+  const consumers = s.remoteStateConsumerIds ?? [];
+  if (s.remoteStateSharing !== "workspaces" && consumers.length > 0) {
+    return problem(
+      "remoteStateConsumerIds",
+      'remoteStateConsumerIds needs remoteStateSharing "workspaces"',
+    );
+  }
+  // Stored sorted and without repeats, so an equal list is an unchanged setting.
+  const unique = [...new Set(consumers)].sort();
+  return {
+    ok: true,
+    value: { ...s, remoteStateConsumerIds: unique.length > 0 ? unique : null },
+  };
 }
 
 function compareCore(version: string, other: [number, number, number]): number {

@@ -1,5 +1,5 @@
 /** D1 access for workspaces. Every query is scoped by org id: nothing crosses organizations. */
-import { and, asc, eq, gt, isNull, notExists, notInArray, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNull, notExists, notInArray, sql } from "drizzle-orm";
 import { type Database, prepared } from "../db/client.ts";
 import { agentPools, runs, stateLocks, workspaces } from "../db/schema.ts";
 import { TERMINAL_STATUSES } from "../runs/model.ts";
@@ -147,4 +147,24 @@ export function releaseLockQuery(db: Database, orgId: string, id: string, locked
       and(eq(workspaces.orgId, orgId), eq(workspaces.id, id), eq(workspaces.lockedBy, lockedBy)),
     )
     .returning();
+}
+
+/** Those of `ids` that name no workspace of the org. */
+export async function missingWorkspaces(
+  db: Database,
+  orgId: string,
+  ids: readonly string[],
+): Promise<string[]> {
+  const known = new Set<string>();
+  // D1 binds at most 100 parameters per statement.
+  for (let i = 0; i < ids.length; i += 50) {
+    const found = await db
+      .select({ id: workspaces.id })
+      .from(workspaces)
+      .where(and(eq(workspaces.orgId, orgId), inArray(workspaces.id, ids.slice(i, i + 50))));
+    for (const row of found) {
+      known.add(row.id);
+    }
+  }
+  return ids.filter((id) => !known.has(id));
 }

@@ -7,6 +7,8 @@ import {
   EngineVersion,
   EXECUTION_MODES,
   FORK_PULL_REQUEST_POLICIES,
+  MAX_REMOTE_STATE_CONSUMERS,
+  REMOTE_STATE_SHARING,
   RepoUrl,
   TriggerPath,
   WorkingDirectory,
@@ -32,6 +34,11 @@ export const WorkspaceSchema = z
     vcsBranch: z.string().nullable(),
     vcsTriggerPaths: z.array(z.string()),
     forkPullRequests: z.enum(FORK_PULL_REQUEST_POLICIES),
+    remoteStateSharing: z.enum(REMOTE_STATE_SHARING).openapi({
+      description:
+        "Whose runs may read this workspace's outputs (terraform_remote_state): none, every workspace of the organization, or the workspaces in remoteStateConsumerIds",
+    }),
+    remoteStateConsumerIds: z.array(z.string()),
     lock: z
       .object({
         lockedBy: z.string().openapi({ description: "A token id (tok_…) or a run id (run_…)" }),
@@ -59,6 +66,15 @@ const settingsFields = {
   vcsBranch: Branch.nullable().optional(),
   vcsTriggerPaths: z.array(TriggerPath).max(100).nullable().optional(),
   forkPullRequests: z.enum(FORK_PULL_REQUEST_POLICIES).optional(),
+  remoteStateSharing: z.enum(REMOTE_STATE_SHARING).optional().openapi({
+    description: "Defaults to none: no other workspace's runs read this workspace's outputs",
+  }),
+  remoteStateConsumerIds: z
+    .array(z.string().regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id"))
+    .max(MAX_REMOTE_STATE_CONSUMERS)
+    .nullable()
+    .optional()
+    .openapi({ description: 'Workspaces whose runs read the outputs, with sharing "workspaces"' }),
 };
 
 export const CreateWorkspace = z

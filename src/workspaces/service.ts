@@ -18,6 +18,7 @@ import {
   findWorkspace,
   findWorkspaceByName,
   listWorkspaceRows,
+  missingWorkspaces,
   poolExists,
   updateWorkspaceQuery,
   type WorkspaceRow,
@@ -58,6 +59,8 @@ export function presentWorkspace(row: WorkspaceRow) {
     vcsBranch: row.vcsBranch,
     vcsTriggerPaths: row.vcsTriggerPaths ?? [],
     forkPullRequests: row.forkPullRequests,
+    remoteStateSharing: row.remoteStateSharing,
+    remoteStateConsumerIds: row.remoteStateConsumerIds ?? [],
     lock:
       row.lockedBy === null
         ? null
@@ -88,6 +91,8 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     vcsBranch: row.vcsBranch,
     vcsTriggerPaths: row.vcsTriggerPaths,
     forkPullRequests: row.forkPullRequests,
+    remoteStateSharing: row.remoteStateSharing,
+    remoteStateConsumerIds: row.remoteStateConsumerIds,
   };
 }
 
@@ -134,6 +139,17 @@ async function checkReferences(
   }
   if (settings.name !== before?.name && (await findWorkspaceByName(db, orgId, settings.name))) {
     return { reason: "name_taken", name: settings.name };
+  }
+  const added = (settings.remoteStateConsumerIds ?? []).filter(
+    (id) => !(before?.remoteStateConsumerIds ?? []).includes(id),
+  );
+  const missing = await missingWorkspaces(db, orgId, added);
+  if (missing.length > 0) {
+    return {
+      reason: "invalid",
+      field: "remoteStateConsumerIds",
+      message: `workspace ${missing.join(", ")} not found in this organization`,
+    };
   }
   return null;
 }

@@ -6,16 +6,18 @@
  * none may execute, and no CSP violation or page error may occur. Screenshots of each page land
  * in test-results/screenshots/.
  */
+import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installCommands } from "../../src/agents/install-commands.ts";
 import {
   type AgentProcess,
   ENGINE_VERSION,
   exitWithin,
   expectStatus,
+  runShellCommand,
   setVariable,
-  startAgent,
   startWorld,
   uploadConfiguration,
   type World,
@@ -29,6 +31,7 @@ const xss = (n: number) =>
 let world: World;
 let browser: Browser;
 let agent: AgentProcess | undefined;
+let installScript = "";
 
 beforeAll(async () => {
   [world, browser] = await Promise.all([startWorld(), launch()]);
@@ -79,9 +82,14 @@ describe("the dashboard in chromium", () => {
     await page.getByRole("button", { name: "Create token" }).click();
     agentToken = ((await page.locator("#new-token").textContent()) ?? "").trim();
     expect(agentToken).toMatch(/^op_agent_[A-Za-z0-9_-]{43}$/);
-    const install = (await page.locator("#install-command").textContent()) ?? "";
-    expect(install.trim()).toBe(
-      `OUTPOST_ADDRESS=${world.coordinator.url} OUTPOST_TOKEN=${agentToken} npx outpost-agent`,
+    const commands = installCommands(world.coordinator.url, agentToken);
+    installScript = ((await page.locator("#install-script").textContent()) ?? "").trim();
+    expect(installScript).toBe(commands.script);
+    expect(((await page.locator("#install-systemd").textContent()) ?? "").trim()).toBe(
+      commands.systemd,
+    );
+    expect(((await page.locator("#install-container").textContent()) ?? "").trim()).toBe(
+      commands.container,
     );
     const copy = page.locator('button[data-copy="new-token"]');
     await copy.click();
@@ -98,13 +106,22 @@ describe("the dashboard in chromium", () => {
     const poolPage = await browser.newPage();
     await poolPage.goto(poolUrl);
     // A pre-plan hook prints a coloured line of markup into the plan log.
-    const dataDir = path.join(world.dir, "browser-agent");
+    // The agent comes from the install command the page showed, run as pasted in a fresh home
+    // on a host with only Node and curl (the engine from the test mirror).
+    const home = path.join(world.dir, "browser-host");
+    const dataDir = path.join(home, ".local/share/outpost-agent");
     writeHook(dataDir, "pre-plan", `printf '\\033[32m%s\\033[0m\\n' '${xss(8)}'`);
-    agent = startAgent(world, {
-      token: agentToken,
-      dataDir,
-      env: { OUTPOST_NAME: `edge ${xss(3)}` },
-    });
+    mkdirSync(home, { recursive: true });
+    agent = runShellCommand(
+      installScript,
+      {
+        PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`,
+        HOME: home,
+        OUTPOST_NAME: `edge ${xss(3)}`,
+        OUTPOST_RELEASE_MIRROR: world.mirror.url,
+      },
+      home,
+    );
     await agent.waitForOutput(/registered/);
     // No reload: the live endpoint brings the agent in.
     await waitForText(poolPage, "#agents", /idle/);

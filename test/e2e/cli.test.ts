@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CLI_EXIT } from "../../agent/src/cli/errors.ts";
+import { AGENT_VERSION } from "../../agent/src/version.ts";
 import {
   type AgentProcess,
   CLI_BIN,
@@ -262,8 +263,17 @@ describe("outpost CLI", () => {
   });
 
   it("prints usage and request errors as one line with distinct exit codes", async () => {
-    expectOneLineError(await cli(["frobnicate"]), CLI_EXIT.usage, 'unknown command "frobnicate"');
-    expectOneLineError(await cli(["vars", "set", "cli-ws"]), CLI_EXIT.usage, "missing KEY");
+    expectOneLineError(await cli(["frobnicate"]), CLI_EXIT.usage, "unknown command 'frobnicate'");
+    expectOneLineError(
+      await cli(["workspace", "list"]),
+      CLI_EXIT.usage,
+      "unknown command 'workspace' (Did you mean workspaces?)",
+    );
+    expectOneLineError(
+      await cli(["vars", "set", "cli-ws"]),
+      CLI_EXIT.usage,
+      "missing required argument 'KEY'",
+    );
     expectOneLineError(await cli(["run", "."]), CLI_EXIT.usage, "missing --workspace");
     expectOneLineError(await cli(["workspaces", "list", "--colour"]), CLI_EXIT.usage, "--colour");
     expectOneLineError(
@@ -283,6 +293,12 @@ describe("outpost CLI", () => {
     );
     const help = await cli(["run", "--help"]);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^usage: outpost run/);
+    expect(help.stdout).toMatch(/^Usage: outpost run \[options\] \[DIR\]/);
+    expect(help.stdout).toContain("--plan-only");
+    const version = await cli(["--version"]);
+    expect(version).toMatchObject({ code: 0, stdout: `${AGENT_VERSION}\n` });
+    const bare = await cli([]);
+    expect(bare.code).toBe(CLI_EXIT.usage);
+    expect(bare.stderr).toContain("Usage: outpost [options] [command]");
   });
 });

@@ -233,6 +233,8 @@ describe("the job as the runner sees it", () => {
       repoUrl: null,
       commitSha: null,
     },
+    isFork: false,
+    planSha256: null,
   };
 
   it("maps an uploaded configuration, variables and the state address", () => {
@@ -244,6 +246,8 @@ describe("the job as the runner sees it", () => {
         engineVersion: "1.8.0",
         workingDirectory: "envs/prod",
         speculative: false,
+        fork: false,
+        planSha256: null,
         operation: "apply",
         workspaceName: "net",
         stateAddress: "https://outpost.example/state/v1/ws_1",

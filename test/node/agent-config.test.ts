@@ -1,13 +1,19 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../agent/src/config.ts";
+import { settingsTable } from "../../agent/scripts/settings-table.ts";
+import { normalizeArgv } from "../../agent/src/config/flags.ts";
+import { loadConfig } from "../../agent/src/config/load.ts";
+import { SETTINGS } from "../../agent/src/config/settings.ts";
+import { forgetToken } from "../../agent/src/config/token.ts";
 import { UserError } from "../../agent/src/errors.ts";
 import { EXIT_CODES } from "../../agent/src/exit-codes.ts";
+import { AGENT_VERSION } from "../../agent/src/version.ts";
 
-const BIN = path.resolve("agent/bin/outpost-agent.ts");
+const BIN = path.resolve("agent/src/bin/outpost-agent.ts");
 const TOKEN = "op_agent_AbCdEf0123456789_-xyz";
 const GOOD_ENV = { OUTPOST_ADDRESS: "https://outpost.example.com/", OUTPOST_TOKEN: TOKEN };
 const dir = mkdtempSync(path.join(tmpdir(), "outpost-config-"));
@@ -22,13 +28,43 @@ function agent(args: string[], env: Record<string, string>, timeoutMs = 20_000) 
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** A loopback port nothing listens on (taken and released). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === "object" && address !== null ? address.port : 0;
+}
+
+function file(name: string, text: string): string {
+  const target = path.join(dir, name);
+  writeFileSync(target, text);
+  return target;
+}
+
 describe("outpost-agent configuration (the real bin)", () => {
   it.each([
     [[], {}, "OUTPOST_ADDRESS is required"],
     [
       [],
       { OUTPOST_ADDRESS: "outpost.example.com", OUTPOST_TOKEN: TOKEN },
-      "OUTPOST_ADDRESS must be an http(s) URL",
+      "OUTPOST_ADDRESS must be an http(s) URL like https://outpost.example.com",
+    ],
+    [
+      [],
+      { OUTPOST_ADDRESS: "https://o.example.com/api/v1", OUTPOST_TOKEN: TOKEN },
+      "OUTPOST_ADDRESS https://o.example.com/api/v1 has a path (/api/v1): give the coordinator's base URL, https://o.example.com",
+    ],
+    [
+      ["--address", "https://o.example.com/?org=1"],
+      { OUTPOST_TOKEN: TOKEN },
+      "--address https://o.example.com/?org=1 has a query (?org=1): give the coordinator's base URL, https://o.example.com",
+    ],
+    [
+      [],
+      { TFC_ADDRESS: "ftp://o.example.com", OUTPOST_TOKEN: TOKEN },
+      "TFC_ADDRESS must be an http(s) URL like https://outpost.example.com",
     ],
     [[], { OUTPOST_ADDRESS: "https://o.example.com" }, "OUTPOST_TOKEN is required"],
     [
@@ -37,16 +73,21 @@ describe("outpost-agent configuration (the real bin)", () => {
       "OUTPOST_TOKEN must be an agent token (op_agent_…)",
     ],
     [["--concurrency", "0"], GOOD_ENV, "--concurrency must be an integer between 1 and 64"],
-    [["--concurrency", "two"], GOOD_ENV, "--concurrency must be an integer between 1 and 64"],
+    [[], { ...GOOD_ENV, OUTPOST_CONCURRENCY: "two" }, "OUTPOST_CONCURRENCY must be an integer"],
     [
       ["--accept", "plan,destroy"],
       GOOD_ENV,
       "--accept must list plan and/or apply, e.g. plan,apply",
     ],
     [
-      ["--log-level", "loud"],
+      ["-log-level", "loud"],
       GOOD_ENV,
       "--log-level must be one of trace, debug, info, warn, error, fatal",
+    ],
+    [
+      [],
+      { ...GOOD_ENV, TFC_AGENT_LOG_LEVEL: "loud" },
+      "TFC_AGENT_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal",
     ],
     [["--hook-timeout=0"], GOOD_ENV, "--hook-timeout must be a positive number of seconds"],
     [
@@ -55,17 +96,20 @@ describe("outpost-agent configuration (the real bin)", () => {
       "--env-forward must be variable names like AWS_REGION or prefixes like AWS_*",
     ],
     [["--release-mirror", "ftp://mirror"], GOOD_ENV, "--release-mirror must be an http(s) URL"],
-    [["--hook-timeout", "soon"], GOOD_ENV, "--hook-timeout must be a positive number of seconds"],
-    [["--frobnicate"], GOOD_ENV, "Unknown option '--frobnicate'"],
+    [["--frobnicate"], GOOD_ENV, "unknown option '--frobnicate'"],
+    [["stray"], GOOD_ENV, "too many arguments"],
+    [["--single=maybe"], GOOD_ENV, "unknown option '--single=maybe'"],
+    [[], { ...GOOD_ENV, OUTPOST_SINGLE: "maybe" }, "OUTPOST_SINGLE"],
+    [["--auto-update", "sometimes"], GOOD_ENV, "--auto-update"],
     [
       ["--shutdown-grace=-5"],
       GOOD_ENV,
       "--shutdown-grace must be a number of seconds between 0 and 86400",
     ],
     [
-      ["--cancel-grace", "soon"],
+      ["--ca-cert", path.join(dir, "none.pem")],
       GOOD_ENV,
-      "--cancel-grace must be a number of seconds between 1 and 3600",
+      `--ca-cert ${path.join(dir, "none.pem")}: cannot read the file (ENOENT)`,
     ],
   ])("%j with %j exits 2 with one clear line", (args, env, message) => {
     const { code, stderr, stdout } = agent(args, env);
@@ -75,45 +119,68 @@ describe("outpost-agent configuration (the real bin)", () => {
     expect(stdout).toBe("");
   });
 
-  it("reports a missing or malformed config file in one line", () => {
-    const missing = agent(["--config", path.join(dir, "nope.json")], GOOD_ENV);
+  it("reports a missing, malformed or unknown-keyed config file in one line", () => {
+    const missing = agent(["--config", path.join(dir, "nope.yaml")], GOOD_ENV);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(
-      /^outpost-agent: --config .*nope\.json: cannot read the file \(ENOENT\)\n$/,
+      /^outpost-agent: --config .*nope\.yaml: cannot read the file \(ENOENT\)\n$/,
     );
-    const file = path.join(dir, "bad.json");
-    writeFileSync(file, JSON.stringify({ envForwardAllowlist: ["A"], colour: "blue" }));
-    const unknown = agent(["--config", file], GOOD_ENV);
+    const unknown = agent(
+      ["--config", file("bad.json", JSON.stringify({ envForwardAllowlist: ["A"], colour: "b" }))],
+      GOOD_ENV,
+    );
     expect(unknown.code).toBe(2);
     expect(unknown.stderr.trimEnd().split("\n")).toHaveLength(1);
-    expect(unknown.stderr).toContain("colour");
+    expect(unknown.stderr).toContain("colour: unknown setting");
+    const broken = agent(["--config", file("broken.yaml", "dataDir: [unclosed\n")], GOOD_ENV);
+    expect(broken.stderr).toContain("not valid YAML or JSON");
+    const wrong = agent(["--config", file("wrong.yaml", "concurrency: 500\n")], GOOD_ENV);
+    expect(wrong.stderr).toContain(": concurrency must be an integer between 1 and 64");
   });
 
-  it("prints usage for --help and exits 0", () => {
-    const { code, stdout } = agent(["--help"], {});
-    expect(code).toBe(0);
-    expect(stdout).toContain("Usage: outpost-agent");
+  it("prints usage with every flag, its variable and alias for --help, and the version", () => {
+    const help = agent(["--help"], {});
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("Usage: outpost-agent");
+    for (const spec of SETTINGS) {
+      expect(help.stdout).toContain(`--${spec.flag}`);
+      expect(help.stdout).toContain(spec.env);
+    }
+    expect(help.stdout).toContain("TFC_AGENT_TOKEN");
+    const version = agent(["--version"], {});
+    expect(version).toMatchObject({ code: 0, stdout: `${AGENT_VERSION}\n` });
+    expect(agent(["-version"], {}).stdout).toBe(`${AGENT_VERSION}\n`);
   });
 
-  it("never prints the token, also while it retries an unreachable coordinator", () => {
-    const unreachable = { ...GOOD_ENV, OUTPOST_ADDRESS: "http://127.0.0.1:9" };
+  it("documents every setting in agent/README.md exactly as it parses them", () => {
+    const readme = readFileSync(path.resolve("agent/README.md"), "utf8");
+    expect(readme, "run node agent/scripts/settings-table.ts and paste it").toContain(
+      settingsTable(),
+    );
+  });
+
+  it("never prints the token, also while it retries an unreachable coordinator", async () => {
+    const unreachable = { ...GOOD_ENV, OUTPOST_ADDRESS: `http://127.0.0.1:${await closedPort()}` };
     const { stdout, stderr } = agent(
       ["--data-dir", dir, "--log-level", "trace"],
       unreachable,
       3_000,
     );
-    expect(stdout).toContain("register failed; retrying");
+    expect(stdout).toContain("lost contact with the coordinator; retrying with backoff: ");
+    expect(stdout).toContain("connection refused");
+    expect(stdout).toContain("ECONNREFUSED");
     expect(stdout + stderr).not.toContain(TOKEN);
   });
 });
 
 describe("loadConfig", () => {
-  it("applies defaults", () => {
+  it("applies defaults: the host name as name, updates on, network settings passed on", () => {
     const config = loadConfig([], { ...GOOD_ENV, XDG_DATA_HOME: "/var/lib" });
     expect(config).toEqual({
       address: "https://outpost.example.com",
       token: TOKEN,
-      name: null,
+      tokenFile: null,
+      name: hostname(),
       single: false,
       logLevel: "info",
       logJson: false,
@@ -126,35 +193,38 @@ describe("loadConfig", () => {
       cancelGraceMs: 30_000,
       envForward: [],
       releaseMirror: null,
+      caCertFile: null,
+      forwardNetworkEnv: true,
+      autoUpdate: true,
       allowFileRepos: false,
     });
   });
 
-  it("reads every flag, merges the config file allowlist, and lets flags win", () => {
-    const file = path.join(dir, "agent.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        envForwardAllowlist: ["AWS_*", "VAULT_ADDR"],
-        concurrency: 8,
-        hookTimeoutSeconds: 5,
-        accept: ["apply"],
-      }),
+  it("reads flags over variables over the YAML file, merging nothing but the winner", () => {
+    const tokenFile = file("token", `${TOKEN}\n`);
+    const config = file(
+      "agent.yaml",
+      [
+        "# a Pulumi-style file",
+        "env_forward_allowlist: [AWS_*, VAULT_ADDR]",
+        "concurrency: 8",
+        "hookTimeoutSeconds: 5",
+        "accept: [apply]",
+        `tokenFile: ${tokenFile}`,
+        "autoUpdate: false",
+        "name: from-file",
+      ].join("\n"),
     );
-    const config = loadConfig(
+    const loaded = loadConfig(
       [
         "--config",
-        file,
+        config,
         "--single",
-        "--log-level",
-        "debug",
         "--log-json",
         "--concurrency",
         "3",
         "--data-dir",
         "/srv/op",
-        "--hooks-dir",
-        "/etc/op-hooks",
         "--env-forward",
         "HTTPS_PROXY",
         "--env-forward",
@@ -163,9 +233,16 @@ describe("loadConfig", () => {
         "http://127.0.0.1:8080/mirror/",
         "--allow-file-repos",
       ],
-      { ...GOOD_ENV, OUTPOST_NAME: "dc1-runner-7" },
+      {
+        OUTPOST_ADDRESS: "https://outpost.example.com",
+        OUTPOST_NAME: "dc1-runner-7",
+        OUTPOST_LOG_LEVEL: "debug",
+        OUTPOST_HOOKS_DIR: "/etc/op-hooks",
+      },
     );
-    expect(config).toMatchObject({
+    expect(loaded).toMatchObject({
+      token: TOKEN,
+      tokenFile,
       name: "dc1-runner-7",
       single: true,
       logLevel: "debug",
@@ -175,14 +252,86 @@ describe("loadConfig", () => {
       dataDir: "/srv/op",
       hooksDir: "/etc/op-hooks",
       hookTimeoutMs: 5000,
-      envForward: ["HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE", "AWS_*", "VAULT_ADDR"],
+      envForward: ["HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE"],
       releaseMirror: "http://127.0.0.1:8080/mirror",
+      autoUpdate: false,
       allowFileRepos: true,
     });
+    expect(loadConfig(["--config", config], GOOD_ENV)).toMatchObject({ tokenFile: null });
+  });
+
+  it("accepts Terraform Cloud's variables and single-dash flags", () => {
+    const loaded = loadConfig(["-single", "-log-level=warn", "-name", "tfc-style"], {
+      TFC_ADDRESS: "https://tfc.example.com",
+      TFC_AGENT_TOKEN: TOKEN,
+      TFC_AGENT_AUTO_UPDATE: "disabled",
+      TFC_AGENT_DATA_DIR: "/tmp/tfc",
+    });
+    expect(loaded).toMatchObject({
+      address: "https://tfc.example.com",
+      token: TOKEN,
+      single: true,
+      logLevel: "warn",
+      name: "tfc-style",
+      autoUpdate: false,
+      dataDir: "/tmp/tfc",
+    });
+    const fromEnv = loadConfig([], {
+      ...GOOD_ENV,
+      TFC_AGENT_SINGLE: "true",
+      TFC_AGENT_NAME: "n",
+      TFC_AGENT_LOG_LEVEL: "error",
+      OUTPOST_LOG_LEVEL: "trace",
+    });
+    expect(fromEnv).toMatchObject({ single: true, name: "n", logLevel: "trace" });
+    expect(normalizeArgv(["-single", "-h", "-x", "-log-level=debug"])).toEqual([
+      "--single",
+      "-h",
+      "-x",
+      "--log-level=debug",
+    ]);
+  });
+
+  it("reads the token from --token-file, refusing both sources at once and a file without one", () => {
+    const tokenFile = file("agent.token", `  ${TOKEN}\n`);
+    const address = { OUTPOST_ADDRESS: "https://o.example.com" };
+    expect(loadConfig(["--token-file", tokenFile], address)).toMatchObject({
+      token: TOKEN,
+      tokenFile,
+    });
+    expect(() => loadConfig(["--token-file", tokenFile], GOOD_ENV)).toThrow(
+      "OUTPOST_TOKEN and --token-file are both set; keep one",
+    );
+    const empty = file("empty.token", "\n");
+    expect(() => loadConfig([], { ...address, OUTPOST_TOKEN_FILE: empty })).toThrow(
+      `--token-file ${empty}: does not hold an agent token (op_agent_…)`,
+    );
+  });
+
+  it("forgets the token from the environment once read", () => {
+    const env: NodeJS.ProcessEnv = { ...GOOD_ENV, TFC_AGENT_TOKEN: TOKEN, KEEP: "1" };
+    loadConfig([], env);
+    forgetToken(env);
+    expect(env).toEqual({ OUTPOST_ADDRESS: GOOD_ENV.OUTPOST_ADDRESS, KEEP: "1" });
+  });
+
+  it("checks --ca-cert holds certificates", () => {
+    const notPem = file("not.pem", "hello\n");
+    expect(() => loadConfig(["--ca-cert", notPem], GOOD_ENV)).toThrow(
+      `--ca-cert ${notPem}: holds no PEM certificate`,
+    );
+    const broken = file(
+      "broken.pem",
+      "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    );
+    expect(() => loadConfig([], { ...GOOD_ENV, OUTPOST_CA_CERT: broken })).toThrow(
+      "a certificate does not parse",
+    );
   });
 
   it("throws UserError, never anything else, for bad input", () => {
     expect(() => loadConfig(["--accept", ""], GOOD_ENV)).toThrow(UserError);
     expect(() => loadConfig(["stray-positional"], GOOD_ENV)).toThrow(UserError);
+    expect(() => loadConfig(["--concurrency"], GOOD_ENV)).toThrow(UserError);
   });
 });

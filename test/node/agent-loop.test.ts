@@ -1,21 +1,24 @@
 /**
  * The agent loop against a scripted coordinator (the HTTP client is tested separately and end
  * to end): backoff, re-registration, start-before-run, heartbeat cancels, finish retries, exit
- * instructions and shutdown.
+ * instructions, shutdown and updates between jobs. Time is fake: every wait, backoff and
+ * heartbeat interval is driven by the test.
  */
 
 import type { HeartbeatResponse, JobsNextReceived, RunningJob } from "@outpost/protocol";
-import { describe, expect, it } from "vitest";
-import { TokenRejected } from "../../agent/src/client/agent-api.ts";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type AgentApi, TokenRejected } from "../../agent/src/client/agent-api.ts";
 import { CoordinatorError } from "../../agent/src/client/http.ts";
-import { ExitRequest, TransientError } from "../../agent/src/errors.ts";
+import { ExitRequest, TransientError, UserError } from "../../agent/src/errors.ts";
 import { EXIT_CODES } from "../../agent/src/exit-codes.ts";
 import type { JobHandle } from "../../agent/src/job/runner.ts";
 import type { JobOutcome } from "../../agent/src/job/types.ts";
 import { createLogger } from "../../agent/src/logger.ts";
 import { AgentLoop, type AgentLoopOptions } from "../../agent/src/poller.ts";
+import type { StagedUpdate, Updater } from "../../agent/src/update/updater.ts";
 
 const LEASE = `lease_${"b".repeat(26)}`;
+const AGENT_ID = `agt_${"z".repeat(26)}`;
 const jobId = (n: number) => `run_${String(n).padStart(26, "a")}:plan`;
 const SPEC = {
   operation: "plan",
@@ -34,6 +37,8 @@ const SPEC = {
     repoUrl: null,
     commitSha: null,
   },
+  isFork: false,
+  planSha256: null,
 };
 const runJob = (n: number): JobsNextReceived => ({
   action: "run",
@@ -57,80 +62,104 @@ const OK: JobOutcome = {
   logLength: 1,
 };
 type Step<T> = T | Error;
+type LoopApi = Pick<AgentApi, "register" | "next" | "start" | "heartbeat" | "finish" | "goodbye">;
 
-/** A coordinator that answers from scripts and records every call. */
-function scripted(script: {
-  register?: Array<Step<"ok">>;
-  next?: Array<Step<JobsNextReceived | null>>;
-  heartbeat?: (running: RunningJob[]) => Step<HeartbeatResponse>;
-  finish?: Array<Step<"ok">>;
-}) {
-  const calls: string[] = [];
-  const beats: RunningJob[][] = [];
-  const take = <T>(queue: Array<Step<T>> | undefined, fallback: Step<T>): T => {
+/**
+ * A coordinator that answers from scripts and records every call, typed against the real
+ * client: a change to AgentApi's signatures breaks this class at compile time.
+ */
+class FakeCoordinator implements LoopApi {
+  readonly calls: string[] = [];
+  readonly beats: RunningJob[][] = [];
+  readonly goodbyes: Array<string | null> = [];
+  private readonly script: {
+    register?: Array<Step<"ok">>;
+    next?: Array<Step<JobsNextReceived | null>>;
+    heartbeat?: (running: RunningJob[]) => Step<HeartbeatResponse>;
+    finish?: Array<Step<"ok">>;
+    agentVersion?: string | null;
+  };
+
+  constructor(script: FakeCoordinator["script"] = {}) {
+    this.script = script;
+  }
+
+  private take<T>(queue: Array<Step<T>> | undefined, fallback: Step<T>): T {
     const step = queue?.shift() ?? fallback;
     if (step instanceof Error) {
       throw step;
     }
     return step;
+  }
+
+  register: LoopApi["register"] = async () => {
+    this.calls.push("register");
+    this.take(this.script.register, "ok");
+    return {
+      agentId: AGENT_ID,
+      poolId: "pool_1",
+      heartbeatIntervalSeconds: 1,
+      pollWaitSeconds: 1,
+      leaseStartTimeoutSeconds: 30,
+      agentVersion: this.script.agentVersion ?? null,
+    };
   };
-  const api: AgentLoopOptions["api"] = {
-    async register() {
-      calls.push("register");
-      take(script.register, "ok");
-      return {
-        agentId: `agt_${"z".repeat(26)}`,
-        poolId: "pool_1",
-        heartbeatIntervalSeconds: 1,
-        pollWaitSeconds: 1,
-        leaseStartTimeoutSeconds: 30,
-      };
-    },
-    async next(_wait, signal) {
-      calls.push("next");
-      if ((script.next?.length ?? 0) === 0) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        if (signal?.aborted) {
-          throw signal.reason;
-        }
-        return null;
-      }
-      return take(script.next, null);
-    },
-    async start(id, leaseId) {
-      calls.push(`start ${id}`);
-      return { jobId: id, leaseId, state: "started" };
-    },
-    async heartbeat(running) {
-      calls.push("heartbeat");
-      beats.push(running);
-      const step = script.heartbeat?.(running) ?? {
-        cancel: [],
-        exit: null,
-        heartbeatIntervalSeconds: 1,
-      };
-      if (step instanceof Error) {
-        throw step;
-      }
-      return step;
-    },
-    async finish(id) {
-      calls.push(`finish ${id}`);
-      take(script.finish, "ok");
-      return { jobId: id, state: "ended", outcome: "succeeded" };
-    },
-    async goodbye() {
-      calls.push("goodbye");
-      return { agentId: `agt_${"z".repeat(26)}`, status: "exited" };
-    },
+
+  next: LoopApi["next"] = async (_wait, signal) => {
+    this.calls.push("next");
+    if ((this.script.next?.length ?? 0) > 0) {
+      return this.take(this.script.next, null);
+    }
+    // A held long-poll: a second of (fake) time, cut short by the agent's signal.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 1_000);
+      signal?.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    if (signal?.aborted) {
+      throw signal.reason;
+    }
+    return null;
   };
-  return { api, calls, beats };
+
+  start: LoopApi["start"] = async (id, leaseId) => {
+    this.calls.push(`start ${id}`);
+    return { jobId: id, leaseId, state: "started" };
+  };
+
+  heartbeat: LoopApi["heartbeat"] = async (running) => {
+    this.calls.push("heartbeat");
+    this.beats.push(running);
+    const step = this.script.heartbeat?.(running) ?? {
+      cancel: [],
+      exit: null,
+      heartbeatIntervalSeconds: 1,
+    };
+    if (step instanceof Error) {
+      throw step;
+    }
+    return step;
+  };
+
+  finish: LoopApi["finish"] = async (id) => {
+    this.calls.push(`finish ${id}`);
+    this.take(this.script.finish, "ok");
+    return { jobId: id, state: "ended", outcome: "succeeded" };
+  };
+
+  goodbye: LoopApi["goodbye"] = async (reason) => {
+    this.calls.push("goodbye");
+    this.goodbyes.push(reason);
+    return { agentId: AGENT_ID, status: "exited" };
+  };
 }
 
 /** Jobs that end when the test says so, recording cancels. */
 function controllableJobs() {
   const jobs: Array<{ id: string; cancels: boolean[]; end(outcome?: JobOutcome): void }> = [];
-  const startJob = ((assignment) => {
+  const startJob: NonNullable<AgentLoopOptions["startJob"]> = (assignment) => {
     let end: (outcome: JobOutcome) => void = () => {};
     const done = new Promise<JobOutcome>((resolve) => {
       end = resolve;
@@ -147,12 +176,12 @@ function controllableJobs() {
       },
     };
     return handle;
-  }) as NonNullable<AgentLoopOptions["startJob"]>;
+  };
   return { jobs, startJob };
 }
 
 function loop(
-  api: AgentLoopOptions["api"],
+  api: LoopApi,
   startJob: AgentLoopOptions["startJob"],
   extra: Partial<AgentLoopOptions> = {},
 ) {
@@ -171,6 +200,7 @@ function loop(
       hookTimeoutMs: 1000,
       envForward: [],
       hostEnv: {},
+      networkEnv: {},
       releaseMirror: null,
       allowFileRepos: false,
       cancelGraceMs: 100,
@@ -183,61 +213,72 @@ function loop(
   });
 }
 
-async function eventually(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) {
-      throw new Error(`never happened: ${what}`);
+/** Advances fake time in small steps until `check` holds; fails after `limitMs` of fake time. */
+async function until(check: () => boolean, what: string, limitMs = 60_000): Promise<void> {
+  for (let elapsed = 0; !check(); elapsed += 10) {
+    if (elapsed > limitMs) {
+      throw new Error(`never happened within ${limitMs} ms of fake time: ${what}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await vi.advanceTimersByTimeAsync(10);
   }
 }
 
+/** Settles `promise` while fake time runs, so timers it waits on fire. */
+async function settle<T>(promise: Promise<T>): Promise<T> {
+  let done = false;
+  const tracked = promise.finally(() => {
+    done = true;
+  });
+  await until(() => done, "the loop ended", 600_000);
+  return tracked;
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
 describe("the agent loop", () => {
   it("backs off through transient failures honouring Retry-After, starts before running, and --single ends with goodbye", async () => {
-    const { api, calls } = scripted({
+    const api = new FakeCoordinator({
       register: [new TransientError("connection refused")],
-      next: [new TransientError("503"), new TransientError("429", { retryAfter: "1" }), runJob(1)],
+      next: [new TransientError("503"), new TransientError("429", { retryAfter: "3" }), runJob(1)],
     });
     const { jobs, startJob } = controllableJobs();
-    const started = Date.now();
     const result = loop(api, startJob, { single: true }).run();
-    await eventually(() => jobs.length === 1, "the job started", 8_000);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
-    expect(calls.indexOf(`start ${jobId(1)}`)).toBeGreaterThan(-1);
+    await until(() => api.calls.filter((c) => c === "next").length === 2, "the 429 answered");
+    const after429 = Date.now();
+    await until(() => jobs.length === 1, "the job started");
+    expect(Date.now() - after429).toBeGreaterThanOrEqual(3_000);
+    expect(api.calls.indexOf(`start ${jobId(1)}`)).toBeGreaterThan(-1);
     jobs[0]?.end();
-    expect(await result).toBe(EXIT_CODES.ok);
-    expect(calls.filter((c) => c === "register")).toHaveLength(2);
-    expect(calls.slice(-2)).toEqual([`finish ${jobId(1)}`, "goodbye"]);
+    expect(await settle(result)).toBe(EXIT_CODES.ok);
+    expect(api.calls.filter((c) => c === "register")).toHaveLength(2);
+    expect(api.calls.slice(-2)).toEqual([`finish ${jobId(1)}`, "goodbye"]);
   });
 
   it("registers again when the coordinator no longer knows the agent", async () => {
-    const { api, calls } = scripted({
+    const api = new FakeCoordinator({
       next: [new CoordinatorError(404, "NOT_FOUND", "agent is not registered"), runJob(2)],
     });
     const { jobs, startJob } = controllableJobs();
     const result = loop(api, startJob, { single: true }).run();
-    await eventually(() => jobs.length === 1, "the job started");
+    await until(() => jobs.length === 1, "the job started");
     jobs[0]?.end();
-    expect(await result).toBe(EXIT_CODES.ok);
-    expect(calls.slice(0, 4)).toEqual(["register", "next", "register", "next"]);
+    expect(await settle(result)).toBe(EXIT_CODES.ok);
+    expect(api.calls.slice(0, 4)).toEqual(["register", "next", "register", "next"]);
   });
 
   it("relays heartbeat cancels and lists the job until its finish is accepted", async () => {
     let cancelSent = false;
-    const { api, calls, beats } = scripted({
+    const api = new FakeCoordinator({
       next: [runJob(3)],
       heartbeat: (running) => {
         const cancel =
           running.length > 0 && !cancelSent
-            ? [
-                {
-                  jobId: jobId(3),
-                  leaseId: LEASE,
-                  mode: "graceful" as const,
-                  reason: "cancel requested",
-                },
-              ]
+            ? [{ jobId: jobId(3), leaseId: LEASE, mode: "graceful" as const, reason: "asked" }]
             : [];
         cancelSent ||= cancel.length > 0;
         return { cancel, exit: null, heartbeatIntervalSeconds: 1 };
@@ -247,23 +288,22 @@ describe("the agent loop", () => {
     const { jobs, startJob } = controllableJobs();
     const agent = loop(api, startJob);
     const result = agent.run();
-    await eventually(() => jobs[0]?.cancels.length === 1, "the cancel reached the job", 5_000);
+    await until(() => jobs[0]?.cancels.length === 1, "the cancel reached the job");
     expect(jobs[0]?.cancels).toEqual([false]);
     jobs[0]?.end({ ...OK, status: "canceled" });
-    await eventually(
-      () => calls.filter((c) => c.startsWith("finish")).length === 3,
+    await until(
+      () => api.calls.filter((c) => c.startsWith("finish")).length === 3,
       "finish retried",
-      10_000,
     );
-    const beatsWithJob = beats.filter((b) => b.some((r) => r.jobId === jobId(3)));
+    const beatsWithJob = api.beats.filter((b) => b.some((r) => r.jobId === jobId(3)));
     expect(beatsWithJob.length).toBeGreaterThan(0);
     agent.stop();
-    expect(await result).toBe(EXIT_CODES.ok);
-    expect(calls.at(-1)).toBe("goodbye");
-  }, 20_000);
+    expect(await settle(result)).toBe(EXIT_CODES.ok);
+    expect(api.calls.at(-1)).toBe("goodbye");
+  });
 
   it("exits 4 on an exit instruction and kills running jobs; 3 when the token turns out revoked", async () => {
-    const told = scripted({
+    const told = new FakeCoordinator({
       next: [runJob(4)],
       heartbeat: () => ({
         cancel: [],
@@ -272,38 +312,150 @@ describe("the agent loop", () => {
       }),
     });
     const first = controllableJobs();
-    const toldError = await loop(told.api, first.startJob)
-      .run()
-      .catch((e: unknown) => e);
+    const toldError = await settle(
+      loop(told, first.startJob)
+        .run()
+        .catch((e: unknown) => e),
+    );
     expect(toldError).toBeInstanceOf(ExitRequest);
     expect((toldError as ExitRequest).exitCode).toBe(EXIT_CODES.toldToExit);
     expect(first.jobs[0]?.cancels).toContain(true);
     expect(told.calls).not.toContain("goodbye");
 
-    const revoked = scripted({
+    const revoked = new FakeCoordinator({
       next: [{ action: "exit", exit: { reason: "its agent token was revoked" } }],
       heartbeat: () => new TokenRejected("the agent token has been revoked"),
     });
     const second = controllableJobs();
-    const revokedError = await loop(revoked.api, second.startJob)
-      .run()
-      .catch((e: unknown) => e);
+    const revokedError = await settle(
+      loop(revoked, second.startJob)
+        .run()
+        .catch((e: unknown) => e),
+    );
     expect((revokedError as ExitRequest).exitCode).toBe(EXIT_CODES.tokenRevoked);
-  }, 10_000);
+  });
 
-  it("stops polling on the first stop, waits for the job, and forces on the second", async () => {
-    const { api, calls } = scripted({ next: [runJob(5)] });
+  it("stops polling on the first stop, lets the job run through the grace period, forces on the second", async () => {
+    const api = new FakeCoordinator({ next: [runJob(5)] });
     const { jobs, startJob } = controllableJobs();
     const agent = loop(api, startJob);
     const result = agent.run();
-    await eventually(() => jobs.length === 1, "the job started");
+    await until(() => jobs.length === 1, "the job started");
     agent.stop();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await vi.advanceTimersByTimeAsync(59_000);
     expect(jobs[0]?.cancels).toEqual([]);
     agent.stop();
-    expect(await result).toBe(EXIT_CODES.ok);
-    expect(jobs[0]?.cancels).toEqual([true]);
-    expect(calls.filter((c) => c === "next")).toHaveLength(1);
-    expect(calls.slice(-2)).toEqual([`finish ${jobId(5)}`, "goodbye"]);
+    expect(await settle(result)).toBe(EXIT_CODES.ok);
+    // Forced only (idempotent, it may be repeated): never a graceful cancel first.
+    expect(jobs[0]?.cancels[0]).toBe(true);
+    expect(jobs[0]?.cancels).not.toContain(false);
+    expect(api.calls.filter((c) => c === "next")).toHaveLength(1);
+    expect(api.calls.slice(-2)).toEqual([`finish ${jobId(5)}`, "goodbye"]);
+  });
+
+  it("cancels gracefully once the grace period is over", async () => {
+    const api = new FakeCoordinator({ next: [runJob(6)] });
+    const { jobs, startJob } = controllableJobs();
+    const agent = loop(api, startJob);
+    const result = agent.run();
+    await until(() => jobs.length === 1, "the job started");
+    agent.stop();
+    await until(() => (jobs[0]?.cancels.length ?? 0) > 0, "the graceful cancel", 61_000);
+    expect(jobs[0]?.cancels).toEqual([false]);
+    jobs[0]?.end({ ...OK, status: "canceled" });
+    expect(await settle(result)).toBe(EXIT_CODES.ok);
+  });
+
+  it("reports a deleted pool as exit 4 and a route that is not there as a setting to fix", async () => {
+    const gone = new FakeCoordinator({
+      register: [new CoordinatorError(410, "GONE", "the agent pool of this token was deleted")],
+    });
+    const goneError = await settle(
+      loop(gone, undefined)
+        .run()
+        .catch((e: unknown) => e),
+    );
+    expect(goneError).toBeInstanceOf(ExitRequest);
+    expect((goneError as ExitRequest).exitCode).toBe(EXIT_CODES.toldToExit);
+    const notThere = new FakeCoordinator({
+      register: [new CoordinatorError(404, "NOT_FOUND", "POST /agent/v1/register answered 404")],
+    });
+    const notThereError = await settle(
+      loop(notThere, undefined)
+        .run()
+        .catch((e: unknown) => e),
+    );
+    expect(notThereError).toBeInstanceOf(UserError);
+    expect((notThereError as Error).message).toContain(
+      "OUTPOST_ADDRESS does not point at an Outpost coordinator",
+    );
+    expect((notThereError as Error).message).not.toContain("deleted");
+  });
+});
+
+describe("updates between jobs", () => {
+  /** An updater whose download the test scripts; records what the loop asked of it. */
+  function fakeUpdater(prepared: Array<StagedUpdate | null>) {
+    const asked: string[] = [];
+    let offered: string | null = null;
+    const updater: Pick<Updater, "offer" | "isDue" | "prepare" | "install"> = {
+      offer: (version) => {
+        offered = version;
+      },
+      get isDue() {
+        return offered !== null && prepared.length > 0;
+      },
+      prepare: async () => {
+        asked.push("prepare");
+        return prepared.shift() ?? null;
+      },
+      install: async (update) => {
+        asked.push(`install ${update.version}`);
+        return true;
+      },
+    };
+    return { updater, asked };
+  }
+
+  it("waits for the running job, then installs, says goodbye and restarts in place", async () => {
+    const api = new FakeCoordinator({ next: [runJob(7)] });
+    const { jobs, startJob } = controllableJobs();
+    const staged = { version: "9.9.9", file: "/tmp/new.mjs", sha256: "f".repeat(64) };
+    const { updater, asked } = fakeUpdater([staged]);
+    const restarts: StagedUpdate[] = [];
+    const agent = loop(api, startJob, {
+      updater,
+      restart: (update) => {
+        restarts.push(update);
+        agent.stop();
+      },
+    });
+    const result = agent.run();
+    await until(() => jobs.length === 1, "the job started");
+    // As the client does when an answer carries a newer Outpost-Agent-Version.
+    updater.offer("9.9.9");
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(asked).toEqual([]);
+    jobs[0]?.end();
+    await until(() => restarts.length === 1, "the restart");
+    expect(asked).toEqual(["prepare", "install 9.9.9"]);
+    expect(api.goodbyes).toContain("updating to 9.9.9");
+    expect(restarts[0]).toEqual(staged);
+    await settle(result);
+  });
+
+  it("keeps running and polling when the download or its check fails", async () => {
+    const api = new FakeCoordinator({ agentVersion: "9.9.9" });
+    const { updater, asked } = fakeUpdater([null]);
+    const restarts: StagedUpdate[] = [];
+    const agent = loop(api, undefined, { updater, restart: (u) => restarts.push(u) });
+    const result = agent.run();
+    await until(() => asked.length === 1, "the download");
+    const pollsBefore = api.calls.filter((c) => c === "next").length;
+    await until(() => api.calls.filter((c) => c === "next").length > pollsBefore, "polling again");
+    expect(api.goodbyes).toEqual([]);
+    expect(restarts).toEqual([]);
+    agent.stop();
+    expect(await settle(result)).toBe(EXIT_CODES.ok);
   });
 });

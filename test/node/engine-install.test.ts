@@ -152,6 +152,32 @@ describe("ensureEngine", () => {
     expect(mirror.requests.filter((r) => r.endsWith(".zip"))).toHaveLength(1);
   });
 
+  it("names the cause, the attempts and the engines on PATH it did not use when it fails", async () => {
+    const bin = path.join(dataDir, "host-bin");
+    mkdirSync(bin);
+    writeFileSync(path.join(bin, "terraform"), standinSource("1.5.7"));
+    chmodSync(path.join(bin, "terraform"), 0o755);
+    const notFound = install("terraform", "9.9.9", `${bin}${path.delimiter}/usr/bin`);
+    await expect(notFound).rejects.toThrow(
+      `cannot install terraform 9.9.9: ${mirror.url}/terraform/9.9.9/terraform_9.9.9_SHA256SUMS answered 404 (1 attempt); found on PATH but not used: ${bin}/terraform (reports 1.5.7)`,
+    );
+    // A mirror that keeps failing with 503: retried with backoff, every attempt counted.
+    const progress: string[] = [];
+    const unavailable = ensureEngine({
+      engine: "terraform",
+      version: "1.9.5",
+      dataDir,
+      releaseMirror: "http://127.0.0.1:1",
+      platform: LINUX,
+      retryBaseMs: 1,
+      onProgress: (line) => progress.push(line),
+    });
+    await expect(unavailable).rejects.toThrow(
+      /^cannot install terraform 1\.9\.5: cannot download http:\/\/127\.0\.0\.1:1\/terraform\/1\.9\.5\/terraform_1\.9\.5_SHA256SUMS: .+ \(5 attempts\); no terraform on PATH$/,
+    );
+    expect(progress.filter((l) => l.startsWith("Download attempt"))).toHaveLength(4);
+  });
+
   it("uses a binary already on PATH when its version matches, and downloads otherwise", async () => {
     const bin = path.join(dataDir, "host-bin");
     mkdirSync(bin);

@@ -1,8 +1,16 @@
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { buildJobEnvironment, isForwarded } from "../../agent/src/job/environment.ts";
+import { buildJobEnvironment, isForwarded, jobVariables } from "../../agent/src/job/environment.ts";
 import { writeBackendOverride, writeTerraformVariables } from "../../agent/src/job/files.ts";
 import { runHook } from "../../agent/src/job/hooks.ts";
 import { summarizePlan } from "../../agent/src/job/plan-summary.ts";
@@ -33,6 +41,8 @@ const assignment: JobAssignment = {
   source: { kind: "configuration", url: "u", sha256: "s" },
   runToken: "op_run_secret",
   stateAddress: "https://outpost.example.com/state/v1/ws_1",
+  fork: false,
+  planSha256: null,
 };
 
 describe("buildJobEnvironment", () => {
@@ -113,6 +123,79 @@ describe("generated files", () => {
   });
 });
 
+describe("a fork's job", () => {
+  const fork: JobAssignment = {
+    ...assignment,
+    fork: true,
+    variables: [
+      { key: "PLAIN", value: "p", category: "env", hcl: false, sensitive: false },
+      { key: "DB_TOKEN", value: "s3cret", category: "env", hcl: false, sensitive: true },
+      { key: "pw", value: "s3cret", category: "terraform", hcl: false, sensitive: true },
+    ],
+  };
+
+  it("gets no host variable, whatever the allowlist, and no sensitive value", () => {
+    const { env } = buildJobEnvironment({
+      assignment: fork,
+      hostEnv: { PATH: "/usr/bin", AWS_SECRET_ACCESS_KEY: "host", HTTPS_PROXY: "http://p" },
+      allowlist: ["AWS_*", "HTTPS_PROXY"],
+      jobRoot: "/j",
+      engineDir: "/e",
+    });
+    expect(env.AWS_SECRET_ACCESS_KEY).toBeUndefined();
+    expect(env.HTTPS_PROXY).toBeUndefined();
+    expect(env.DB_TOKEN).toBeUndefined();
+    expect(env.PLAIN).toBe("p");
+    expect(jobVariables(fork).map((v) => v.key)).toEqual(["PLAIN"]);
+    expect(jobVariables({ ...fork, fork: false }).map((v) => v.key)).toEqual([
+      "PLAIN",
+      "DB_TOKEN",
+      "pw",
+    ]);
+  });
+
+  it("gets the agent's CA settings but not its proxy (a proxy URL may hold credentials)", () => {
+    const networkEnv = {
+      HTTPS_PROXY: "http://user:pw@proxy:3128",
+      no_proxy: "internal",
+      SSL_CERT_FILE: "/data/ca-certificates.pem",
+      GIT_SSL_CAINFO: "/data/ca-certificates.pem",
+    };
+    const base = { hostEnv: { PATH: "/usr/bin" }, allowlist: [], jobRoot: "/j", engineDir: "/e" };
+    const forked = buildJobEnvironment({ ...base, assignment: fork, networkEnv }).env;
+    expect(forked.HTTPS_PROXY).toBeUndefined();
+    expect(forked.no_proxy).toBeUndefined();
+    expect(forked).toMatchObject({
+      SSL_CERT_FILE: "/data/ca-certificates.pem",
+      GIT_SSL_CAINFO: "/data/ca-certificates.pem",
+    });
+    const own = buildJobEnvironment({ ...base, assignment: { ...fork, fork: false }, networkEnv });
+    expect(own.env).toMatchObject(networkEnv);
+  });
+
+  it("runs no hook", async () => {
+    const hooksDir = path.join(dir, "fork-hooks");
+    mkdirSync(hooksDir, { recursive: true });
+    const marker = path.join(dir, "fork-hook-ran");
+    writeFileSync(path.join(hooksDir, "pre-plan"), `#!/bin/sh\ntouch ${marker}\n`);
+    chmodSync(path.join(hooksDir, "pre-plan"), 0o755);
+    const output: string[] = [];
+    const result = await runHook({
+      name: "pre-plan",
+      hooksDir,
+      timeoutMs: 5000,
+      cwd: dir,
+      env: {},
+      scratchDir: dir,
+      isFork: true,
+      onOutput: (c) => output.push(c.toString()),
+    });
+    expect(result).toEqual({ exports: {}, sensitive: [] });
+    expect(output.join("")).toContain("hooks do not run for pull requests from forks");
+    expect(existsSync(marker)).toBe(false);
+  });
+});
+
 describe("runHook", () => {
   const hooksDir = path.join(dir, "hooks");
   mkdirSync(hooksDir, { recursive: true });
@@ -124,13 +207,28 @@ describe("runHook", () => {
       cwd: dir,
       env: { PATH: "/usr/bin:/bin", ONLY: "this" },
       scratchDir: dir,
+      isFork: false,
       onOutput: (c) => {
         output.push(c.toString());
       },
     });
 
+  it("exports `sensitive KEY=value` lines and reports their values as sensitive", async () => {
+    const file = path.join(hooksDir, "post-plan");
+    writeFileSync(
+      file,
+      '#!/bin/sh\necho "A=1" >> "$OUTPOST_AGENT_ENV"\necho "sensitive B=two words" >> "$OUTPOST_AGENT_ENV"\n',
+    );
+    chmodSync(file, 0o755);
+    expect(await run("post-plan")).toEqual({
+      exports: { A: "1", B: "two words" },
+      sensitive: ["two words"],
+    });
+    rmSync(file);
+  });
+
   it("does nothing when the hook does not exist", async () => {
-    expect(await run("pre-plan")).toEqual({});
+    expect(await run("pre-plan")).toEqual({ exports: {}, sensitive: [] });
   });
 
   it("refuses a hook file that is not executable", async () => {
@@ -148,7 +246,7 @@ describe("runHook", () => {
     chmodSync(file, 0o755);
     const output: string[] = [];
     await expect(run("pre-plan", output)).rejects.toThrow(
-      "hook pre-plan wrote an invalid line 2 to $OUTPOST_AGENT_ENV (expected KEY=value)",
+      "hook pre-plan wrote an invalid line 2 to $OUTPOST_AGENT_ENV (expected KEY=value or sensitive KEY=value)",
     );
     const seen = output.join("");
     expect(seen).toContain("ONLY=this");
@@ -195,10 +293,21 @@ describe("createLogger", () => {
     });
     text.debug("hidden");
     text.info({ jobId: "run_1:plan", token: "op_agent_x" }, "job started");
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(
-      /^\d{4}-\d{2}-\d{2}T.* INFO job started jobId=run_1:plan token=\*\*\*\n$/,
+    // A string cause (what every failed request logs) right after the message, on one line.
+    text.warn(
+      { err: "cannot reach http://c (connection refused)", retryInMs: 5 },
+      "register failed",
     );
+    text.error({ err: new Error("disk full") }, "could not report the job");
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^\[\d{4}-\d{2}-\d{2}T[\d:.]+Z\] INFO: job started \{"jobId":"run_1:plan","token":"\*\*\*"\}\n$/,
+      ),
+      expect.stringMatching(
+        /\] WARN: register failed: cannot reach http:\/\/c \(connection refused\) \{"retryInMs":5\}\n$/,
+      ),
+      expect.stringMatching(/\] ERROR: could not report the job: disk full\n$/),
+    ]);
 
     const json: string[] = [];
     const j = createLogger({

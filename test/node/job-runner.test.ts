@@ -38,6 +38,7 @@ beforeEach(() => {
     hookTimeoutMs: 10_000,
     envForward: ["ALLOWED_*"],
     hostEnv: { ...process.env, ALLOWED_HOST_VAR: "forwarded", SECRET_HOST_VAR: "must-not-leak" },
+    networkEnv: {},
     releaseMirror: mirror.url,
     allowFileRepos: false,
     cancelGraceMs: 10_000,
@@ -77,6 +78,8 @@ function assignment(
     },
     runToken: RUN_TOKEN,
     stateAddress: state.stateAddress(WS),
+    fork: false,
+    planSha256: null,
     ...rest,
   };
 }
@@ -157,7 +160,12 @@ describe("job runner", () => {
     expect(port.artifacts.get("lock-file")?.toString()).toContain("hashicorp/null");
     expect(jobDirs()).toEqual([]);
 
-    const apply = { ...plan, jobId: `${plan.runId}:apply`, phase: "apply" as const };
+    const apply = {
+      ...plan,
+      jobId: `${plan.runId}:apply`,
+      phase: "apply" as const,
+      planSha256: port.sha256("plan-file"),
+    };
     const applied = await startJob(apply, port.forJob(apply.jobId), settings).done;
     const applyLog = port.log(apply.jobId);
     expect(applied, applyLog).toMatchObject({
@@ -369,5 +377,96 @@ describe("job runner", () => {
       status: "succeeded",
       planSummary: { adds: 1 },
     });
+  });
+});
+
+/** The agent's half of the least-privilege findings (2, 3 and 8), on the real runner. */
+describe("job runner: least privilege", () => {
+  it("a fork's job gets no host variables, no sensitive values and runs no hooks", async () => {
+    hook("pre-plan", 'echo "HOOK_RAN=yes" >> "$OUTPOST_AGENT_ENV"; echo hook-ran');
+    const job = assignment({
+      fork: true,
+      speculative: true,
+      files: { "main.tf": 'resource "null_resource" "web" { value = "x" }\n' },
+      variables: [
+        envVar("STANDIN_PRINT_ENV", "ALLOWED_HOST_VAR,DB_TOKEN,PLAIN,HOOK_RAN"),
+        envVar("DB_TOKEN", "sensitive-db-token-value", true),
+        envVar("PLAIN", "plain-value"),
+        tfVar("password", "sensitive-tf-value", { sensitive: true }),
+      ],
+    });
+    const outcome = await startJob(job, port.forJob(job.jobId), settings).done;
+    const log = port.log(job.jobId);
+    expect(outcome.status, log).toBe("succeeded");
+    expect(log).toContain("env.ALLOWED_HOST_VAR = null");
+    expect(log).toContain("env.DB_TOKEN = null");
+    expect(log).toContain('env.PLAIN = "plain-value"');
+    expect(log).toContain("env.HOOK_RAN = null");
+    expect(log).toContain(
+      "Skipping the pre-plan hook: hooks do not run for pull requests from forks",
+    );
+    expect(log).not.toContain("hook-ran");
+  });
+
+  it("the apply refuses a plan file whose SHA-256 is not the recorded one, before running anything", async () => {
+    const main = 'resource "null_resource" "web" { value = "v1" }\n';
+    const plan = assignment({ files: { "main.tf": main } });
+    expect((await startJob(plan, port.forJob(plan.jobId), settings).done).status).toBe("succeeded");
+    const served = port.sha256("plan-file");
+    const apply = (planSha256: string | null) => ({
+      ...plan,
+      jobId: `${plan.runId}:apply`,
+      phase: "apply" as const,
+      planSha256,
+    });
+    const before = state.currentState(WS);
+    const swapped = await startJob(apply("f".repeat(64)), port.forJob("swapped"), settings).done;
+    expect(swapped).toMatchObject({ status: "failed" });
+    expect(swapped.message).toBe(
+      `the plan file's SHA-256 is ${served}, not ${"f".repeat(64)} as recorded when the plan finished; refusing to apply a plan that is not the one confirmed`,
+    );
+    expect(port.log("swapped")).not.toContain("$ terraform apply");
+    const unrecorded = await startJob(apply(null), port.forJob("unrecorded"), settings).done;
+    expect(unrecorded.message).toMatch(/no plan hash was recorded/);
+    expect(state.currentState(WS)).toEqual(before);
+    const verified = await startJob(apply(served), port.forJob("verified"), settings).done;
+    expect(verified.status, port.log("verified")).toBe("succeeded");
+    expect(port.log("verified")).toContain(`plan file verified (SHA-256 ${served})`);
+  });
+
+  it("masks what a hook exports as sensitive: in the hook's own output, its encodings and the engine's", async () => {
+    const value = "hook-issued-credential-7Hq2";
+    hook(
+      "pre-plan",
+      [
+        `echo "fetched ${value}"`,
+        `printf '%s' "${value}" | base64`,
+        `echo "sensitive HOOK_CREDENTIAL=${value}" >> "$OUTPOST_AGENT_ENV"`,
+        'echo "STANDIN_PRINT_ENV=HOOK_CREDENTIAL" >> "$OUTPOST_AGENT_ENV"',
+      ].join("\n"),
+    );
+    const job = assignment({ files: { "main.tf": "" } });
+    const outcome = await startJob(job, port.forJob(job.jobId), settings).done;
+    const log = port.log(job.jobId);
+    expect(outcome.status, log).toBe("succeeded");
+    expect(log).toContain("fetched ***");
+    expect(log).toContain('env.HOOK_CREDENTIAL = "***"');
+    expect(log).not.toContain(value);
+    expect(log).not.toContain(Buffer.from(value).toString("base64").slice(0, 20));
+  });
+
+  it("a hook that fails after marking a value sensitive still has it masked", async () => {
+    const value = "half-issued-secret-Zx81";
+    hook(
+      "pre-plan",
+      `echo "sensitive X=${value}" >> "$OUTPOST_AGENT_ENV"; echo "${value}"; exit 2`,
+    );
+    const job = assignment({});
+    const outcome = await startJob(job, port.forJob(job.jobId), settings).done;
+    expect(outcome).toMatchObject({
+      status: "failed",
+      message: "hook pre-plan failed: it exited with code 2",
+    });
+    expect(port.log(job.jobId)).not.toContain(value);
   });
 });

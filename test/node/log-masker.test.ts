@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StreamMasker, secretVariants } from "../../agent/src/logs/masker.ts";
+import { MIN_VARIANT_LENGTH, StreamMasker, secretVariants } from "../../agent/src/logs/masker.ts";
 
 /** Deterministic PRNG so a failing property run can be reproduced from its seed. */
 function prng(seed: number): () => number {
@@ -103,15 +103,115 @@ describe("StreamMasker", () => {
 
 describe("secretVariants", () => {
   it("adds the JSON-escaped form and the lines of multi-line values, drops empty ones", () => {
-    expect(secretVariants(['a"b', "", "line one\nline two\nx"]).sort()).toEqual(
-      [
+    const variants = secretVariants(['a"b', "", "line one\nline two\nx"]);
+    expect(variants).toEqual(
+      expect.arrayContaining([
         'a"b',
         'a\\"b',
         "line one",
         "line one\\nline two\\nx",
         "line one\nline two\nx",
         "line two",
-      ].sort(),
+      ]),
     );
+    expect(variants).not.toContain("");
+    // Lines shorter than MIN_VARIANT_LENGTH are not masked on their own (documented).
+    expect(variants).not.toContain("x");
+  });
+
+  it("adds base64 (standard, URL-safe, at every alignment), hex and percent-encoded forms", () => {
+    const secret = "db-P@ss w0rd/+?&=é";
+    const bytes = Buffer.from(secret);
+    const variants = secretVariants([secret]);
+    expect(variants).toEqual(
+      expect.arrayContaining([
+        bytes.toString("base64"),
+        bytes.toString("base64url"),
+        bytes.toString("hex"),
+        bytes.toString("hex").toUpperCase(),
+        encodeURIComponent(secret),
+        new URLSearchParams({ v: secret }).toString().slice(2),
+      ]),
+    );
+    expect(variants.every((v) => v === secret || v.length >= MIN_VARIANT_LENGTH)).toBe(true);
+  });
+});
+
+/**
+ * Finding 8 of the least-privilege review: the log showed a sensitive value's encodings, lines
+ * of a multi-line value and hook exports. Each form is masked with a chunk boundary at every
+ * byte inside it.
+ */
+describe("masking every form of a sensitive value, split at every byte inside it", () => {
+  const secret = "db-P@ss w0rd/+?&=é-0123456789";
+  const bytes = Buffer.from(secret);
+  const forms: Record<string, string> = {
+    "the value": secret,
+    "JSON-escaped": JSON.stringify(secret).slice(1, -1),
+    base64: bytes.toString("base64"),
+    "base64 without padding": bytes.toString("base64").replace(/=+$/, ""),
+    "URL-safe base64": bytes.toString("base64url"),
+    "lower-case hex": bytes.toString("hex"),
+    "upper-case hex": bytes.toString("hex").toUpperCase(),
+    "percent-encoded": encodeURIComponent(secret),
+    "percent-encoded, lower-case escapes": encodeURIComponent(secret).replace(
+      /%[0-9A-F]{2}/g,
+      (e) => e.toLowerCase(),
+    ),
+    "form-encoded": new URLSearchParams({ v: secret }).toString().slice(2),
+  };
+  for (const [name, form] of Object.entries(forms)) {
+    it(`masks its ${name} form`, () => {
+      const text = `before ${form} after\n`;
+      const from = Buffer.byteLength("before ");
+      for (let cut = from; cut <= from + Buffer.byteLength(form); cut++) {
+        expect(maskAll(secretVariants([secret]), text, [cut]), `cut at ${cut}`).toBe(
+          "before *** after\n",
+        );
+      }
+    });
+  }
+
+  it("masks the value inside a longer base64 text at every byte alignment", () => {
+    for (const [prefix, suffix] of [
+      ["", "!"],
+      ["a", "!!"],
+      ["ab", ""],
+      ["abc", "?"],
+    ] as const) {
+      const blob = Buffer.concat([Buffer.from(prefix), bytes, Buffer.from(suffix)]);
+      for (const encoding of ["base64", "base64url"] as const) {
+        const text = `blob=${blob.toString(encoding)}\n`;
+        const cuts = [...Array(text.length).keys()];
+        for (const cut of cuts) {
+          const out = maskAll(secretVariants([secret]), text, [cut]);
+          expect(out, `${encoding} prefix ${prefix.length} cut ${cut}`).toContain("***");
+          // What is left shows at most the 3 edge characters next to the neighbours' bytes.
+          const shown = out.replace("blob=", "").replace("\n", "").split("***").join("");
+          expect(shown.length, out).toBeLessThanOrEqual(
+            Math.ceil(((prefix.length + suffix.length) * 4) / 3) + 6,
+          );
+        }
+      }
+    }
+  });
+
+  it("masks each line of a multi-line value (4 characters or more), split inside each line", () => {
+    const key = "-----BEGIN KEY-----\nMIIEv4Gm9pQ2x\nab\nZq8rT1w0PLus\n-----END KEY-----";
+    const printed = "key:\n  MIIEv4Gm9pQ2x\n  ab\n  Zq8rT1w0PLus\ndone\n";
+    for (let cut = 0; cut <= printed.length; cut++) {
+      expect(maskAll(secretVariants([key]), printed, [cut]), `cut ${cut}`).toBe(
+        "key:\n  ***\n  ab\n  ***\ndone\n",
+      );
+    }
+  });
+
+  it("masks secrets added mid-stream (hook exports) in everything written after", () => {
+    const masker = new StreamMasker(secretVariants(["first-secret"]));
+    const early = masker.write(Buffer.from("first-secret and ")).toString();
+    masker.add(secretVariants(["hook-secret-value"]));
+    const parts = ["hook-sec", "ret-value, ", Buffer.from("hook-secret-value").toString("hex")];
+    const rest = parts.map((p) => masker.write(Buffer.from(p)).toString()).join("");
+    expect(early + rest + masker.end().toString()).toBe("*** and ***, ***");
   });
 });

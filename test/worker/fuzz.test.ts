@@ -1,9 +1,11 @@
 /**
  * Bounded fuzzing of every route of the app (enumerated from `newApp().routes`): 1,500 random and
  * mutated requests — JSON bodies, headers, methods, tarballs, state bodies, webhook payloads, log
- * chunks at wrong offsets — with valid, foreign, revoked and garbage credentials, from a seeded
- * PRNG so a failure replays. Never a 5xx; and every refused (4xx) request leaves D1 and the pool
- * queues exactly as they were.
+ * chunks at wrong offsets, dashboard forms (urlencoded and multipart, well-formed with the
+ * session's CSRF token, malformed, oversized, of the wrong type) — with valid, foreign, revoked
+ * and garbage credentials and a signed-in dashboard session, from a seeded PRNG so a failure
+ * replays. Never a 5xx; and every refused (4xx) request leaves D1 and the pool queues exactly as
+ * they were.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -17,6 +19,7 @@ import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { queueRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 import { md5Base64, seedWorkspace, stateJson } from "./helpers/state-fixtures.ts";
 import { tarGz } from "./helpers/tarball.ts";
+import { csrfOf, setCookieValue, signIn, uiFetch } from "./helpers/ui.ts";
 
 /** mulberry32: small and seedable. */
 function prng(seed: number): () => number {
@@ -55,6 +58,8 @@ type Fixtures = {
   hookSecret: string;
   poolIds: string[];
   stateBody: string;
+  /** A signed-in dashboard session (an admin's) and the sign-in form's CSRF cookie. */
+  ui: { cookie: string; csrf: string; loginCsrf: string };
 };
 
 let fx: Fixtures;
@@ -97,7 +102,14 @@ beforeAll(async () => {
     { token: org.tokens.reader },
   );
   const foreign = await runnableWorkspace(other);
+  const session = await signIn(org.tokens.admin);
+  const loginPage = await uiFetch("/ui/login");
   fx = {
+    ui: {
+      cookie: `${session.cookie}; outpost_login_csrf=${setCookieValue(loginPage, "outpost_login_csrf")}`,
+      csrf: session.csrf,
+      loginCsrf: csrfOf(await loginPage.text()),
+    },
     org,
     other,
     agentToken: runnable.agentToken,
@@ -276,6 +288,11 @@ async function githubSignature(body: Uint8Array): Promise<string> {
   return `sha256=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
+/** A random value as text (an object built with a `__proto__` key has no toString). */
+function asText(value: unknown): string {
+  return typeof value === "string" ? value : (JSON.stringify(value) ?? "");
+}
+
 /** Percent-encodes; a lone surrogate becomes a malformed escape, itself a fine input. */
 function safeEncode(value: string): string {
   try {
@@ -322,7 +339,13 @@ async function buildRequest(rand: () => number, route: Route): Promise<Built> {
     path += `?wait=${pick(rand, ["0", "-1", "abc", "", "1e9x"])}`;
   } else if (rand() < 0.4) {
     const q = pick(rand, ["offset", "phase", "limit", "ID", "cursor", "pageSize", "wait"]);
-    path += `?${q}=${safeEncode(String(randomValue(rand)))}`;
+    path += `?${q}=${safeEncode(asText(randomValue(rand)))}`;
+  }
+  if (path.startsWith("/ui/")) {
+    const ui = uiRequest(rand, path);
+    return method === "GET" || method === "HEAD"
+      ? { method, path, headers: ui.headers }
+      : { method, path, ...ui };
   }
   let body: Uint8Array | undefined;
   const kind = Math.floor(rand() * 8);
@@ -373,6 +396,71 @@ async function buildRequest(rand: () => number, route: Route): Promise<Built> {
   return { method, path, headers, ...(body ? { body } : {}) };
 }
 
+const BOUNDARY = "fuzz-boundary-7f3a";
+
+/** Random form fields, sometimes with the right CSRF token for the form. */
+function formFields(rand: () => number, path: string): [string, string][] {
+  const fields: [string, string][] = [];
+  if (rand() < 0.7) {
+    fields.push(["_csrf", path === "/ui/login" ? fx.ui.loginCsrf : fx.ui.csrf]);
+  }
+  const n = Math.floor(rand() * 4);
+  for (let i = 0; i < n; i++) {
+    const text = asText(randomValue(rand));
+    fields.push([pick(rand, [...FIELDS, "token", "confirm", "key", "message"]), text]);
+  }
+  return fields;
+}
+
+function multipart(fields: [string, string][], fileField: string | null): string {
+  const parts = fields.map(
+    ([name, value]) =>
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`,
+  );
+  if (fileField) {
+    parts.push(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${fileField}"; filename="x.bin"\r\nContent-Type: application/octet-stream\r\n\r\n\u0000\u0001\r\n`,
+    );
+  }
+  return `${parts.join("")}--${BOUNDARY}--\r\n`;
+}
+
+/** A dashboard request: the session cookie most of the time, and a form body of some kind. */
+function uiRequest(rand: () => number, path: string): Omit<Built, "method" | "path"> {
+  const headers: Record<string, string> = {};
+  if (rand() < 0.85) {
+    headers.cookie = fx.ui.cookie;
+  }
+  const fields = formFields(rand, path);
+  const kind = Math.floor(rand() * 7);
+  let text: string;
+  if (kind <= 1) {
+    headers["content-type"] = "application/x-www-form-urlencoded";
+    text = new URLSearchParams(fields).toString();
+  } else if (kind === 2) {
+    headers["content-type"] = `multipart/form-data; boundary=${BOUNDARY}`;
+    text = multipart(fields, rand() < 0.5 ? pick(rand, ["name", "token", "_csrf"]) : null);
+  } else if (kind === 3) {
+    // Malformed multipart: cut short, no boundary, or not multipart at all.
+    headers["content-type"] = pick(rand, [
+      `multipart/form-data; boundary=${BOUNDARY}`,
+      "multipart/form-data",
+      "multipart/form-data; boundary=",
+    ]);
+    const whole = multipart(fields, null);
+    text = whole.slice(0, Math.floor(rand() * whole.length));
+  } else if (kind === 4) {
+    headers["content-type"] = pick(rand, ["application/json", "text/plain", "x/y"]);
+    text = JSON.stringify(Object.fromEntries(fields));
+  } else if (kind === 5) {
+    headers["content-type"] = "application/x-www-form-urlencoded";
+    text = `_csrf=${fx.ui.csrf}&description=${"x".repeat(70 * 1024)}`;
+  } else {
+    return { headers };
+  }
+  return { headers, body: encoder.encode(text) };
+}
+
 /** The pools' queue, agents and outbox, minus the times a contact legitimately moves. */
 async function snapshotPools(): Promise<unknown> {
   const out: unknown[] = [];
@@ -406,7 +494,12 @@ async function snapshotPools(): Promise<unknown> {
 
 type Finding = { status: number; method: string; path: string; detail: string };
 
-type Coverage = { routes: Set<string>; byClass: Record<string, number> };
+type Coverage = {
+  routes: Set<string>;
+  byClass: Record<string, number>;
+  /** Dashboard form posts refused for their body (400) or size (413) once signed in. */
+  uiFormRefusals: number;
+};
 
 async function fuzz(seed: number, count: number, coverage: Coverage): Promise<Finding[]> {
   const rand = prng(seed);
@@ -420,6 +513,13 @@ async function fuzz(seed: number, count: number, coverage: Coverage): Promise<Fi
     coverage.routes.add(`${route.method} ${route.path}`);
     const statusClass = `${Math.floor(res.status / 100)}xx`;
     coverage.byClass[statusClass] = (coverage.byClass[statusClass] ?? 0) + 1;
+    if (
+      built.method === "POST" &&
+      built.path.startsWith("/ui/") &&
+      [400, 413].includes(res.status)
+    ) {
+      coverage.uiFormRefusals += 1;
+    }
     const text = await res.text();
     const after = JSON.stringify([await snapshotD1(), await snapshotPools()]);
     if (res.status >= 500) {
@@ -461,7 +561,7 @@ describe("fuzzing every route", () => {
     expect(routes.some((r) => r.path.startsWith("/webhooks"))).toBe(true);
   });
 
-  const coverage: Coverage = { routes: new Set(), byClass: {} };
+  const coverage: Coverage = { routes: new Set(), byClass: {}, uiFormRefusals: 0 };
   for (const seed of [1, 2, 3]) {
     it(`500 requests from seed ${seed}: no 5xx, and no refused request changes anything`, {
       timeout: 300_000,
@@ -477,5 +577,6 @@ describe("fuzzing every route", () => {
     expect(coverage.byClass["2xx"] ?? 0).toBeGreaterThan(20);
     expect(coverage.byClass["4xx"] ?? 0).toBeGreaterThan(1000);
     expect(coverage.byClass["5xx"] ?? 0).toBe(0);
+    expect(coverage.uiFormRefusals).toBeGreaterThan(20);
   });
 });

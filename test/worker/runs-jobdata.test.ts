@@ -8,6 +8,10 @@ import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { getRun, queueRun, runAction, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
+const sha256 = async (bytes: Uint8Array) =>
+  [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))]
+    .map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
 const jobUrl = (job: JobAssignment, rest: string) =>
   `/agent/v1/jobs/${encodeURIComponent(job.jobId)}${rest}`;
 const logUrl = (job: JobAssignment, offset: number) =>
@@ -63,10 +67,10 @@ describe("job logs", () => {
     });
     expect(await after.text()).toBe("Initializing...\nPlan: 1 to add\n");
     expect(after.headers.get("outpost-log-complete")).toBe("true");
-    // The run still waits for confirmation, so its token lives; the ended job's log does not.
+    // The run still waits for confirmation, but the job has ended: so has its token.
     const late = await putLog(job, 31, "late");
-    expect(late.status).toBe(409);
-    expect(late.body.error.code).toBe("LEASE_LOST");
+    expect(late.status).toBe(401);
+    expect(late.body.error.code).toBe("TOKEN_REVOKED");
   });
 
   it("refuses a stale lease (409 LEASE_LOST), chunks over 1 MiB (413) and bad offsets (400)", async () => {
@@ -117,13 +121,14 @@ describe("configuration and plan artefacts", () => {
       method: "PUT",
       token: job.runToken ?? "",
       body: plan,
-      headers: { "content-type": "application/octet-stream" },
+      headers: { "content-type": "application/octet-stream", "outpost-sha256": await sha256(plan) },
     });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     const unknown = await requestJson<ErrorBody>(jobUrl(job, "/artifacts/secrets.txt"), {
       method: "PUT",
       token: job.runToken ?? "",
       body: plan,
+      headers: { "outpost-sha256": await sha256(plan) },
     });
     expect(unknown.status).toBe(400);
     await agent.finish(job, {
@@ -141,6 +146,7 @@ describe("configuration and plan artefacts", () => {
       method: "PUT",
       token: apply.runToken ?? "",
       body: enc("other plan"),
+      headers: { "outpost-sha256": await sha256(enc("other plan")) },
     });
     expect(refused.status).toBe(409);
     await agent.finish(apply, { outcome: "succeeded" });
@@ -235,7 +241,10 @@ describeAuth("PUT /agent/v1/jobs/:jobId/artifacts/:name", {
     method: "PUT",
     path: jobUrl((await startedPlan(org)).job, "/artifacts/plan.json"),
     body: enc("{}"),
-    headers: { "content-type": "application/octet-stream" },
+    headers: {
+      "content-type": "application/octet-stream",
+      "outpost-sha256": await sha256(enc("{}")),
+    },
   }),
 });
 describeAuth("GET /agent/v1/jobs/:jobId/artifacts/:name", {

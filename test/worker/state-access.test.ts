@@ -120,19 +120,18 @@ describe("per-run tokens", () => {
     expect(row).toEqual({ run_id: run.runId, created_by: run.runId });
   });
 
-  it("read, never write, other workspaces of the org (terraform_remote_state)", async () => {
+  it("reach nothing of another workspace of the org that does not share its state (404)", async () => {
     const org = await seedOrg();
     const own = await seedWorkspace(org, { executionMode: "agent" });
     const other = await seedWorkspace(org);
     await new BackendClient(other, org.tokens.member).put(state);
     const run = await seedRun(org, own);
     const tf = new BackendClient(other, run.token);
-    expect((await tf.get()).status).toBe(200);
     const before = await snapshotD1();
-    const write = await tf.put(stateJson({ serial: 2, lineage: "auth-lineage" }));
-    expect(write.status).toBe(403);
-    expect((await tf.lock()).status).toBe(403);
-    expect((await tf.send("DELETE", tf.address)).status).toBe(403);
+    expect((await tf.get()).status).toBe(404);
+    expect((await tf.put(stateJson({ serial: 2, lineage: "auth-lineage" }))).status).toBe(404);
+    expect((await tf.lock()).status).toBe(404);
+    expect((await tf.send("DELETE", tf.address)).status).toBe(404);
     expect(await snapshotD1()).toEqual(before);
   });
 

@@ -171,13 +171,17 @@ describe("GET /api/v1/workspaces/:id/outputs", () => {
     }
   });
 
-  it("is readable by another workspace's run in the org, without sensitive values", async () => {
+  it("is readable by a run of a workspace it shares with, without sensitive values; 404 else", async () => {
     const org = await seedOrg();
     const { ws } = await withHistory(org, 1);
     const run = await seedRun(org, await seedWorkspace(org, { executionMode: "agent" }));
-    const res = await requestJson<Outputs>(`/api/v1/workspaces/${ws}/outputs`, {
-      token: run.token,
-    });
+    const read = () =>
+      requestJson<Outputs>(`/api/v1/workspaces/${ws}/outputs`, { token: run.token });
+    expect((await read()).status).toBe(404);
+    await env.DB.prepare("UPDATE workspaces SET remote_state_sharing = 'organization' WHERE id = ?")
+      .bind(ws)
+      .run();
+    const res = await read();
     expect(res.status).toBe(200);
     expect(res.body.outputs.db_password?.value).toBeNull();
   });

@@ -145,10 +145,15 @@ describe("decideWrite", () => {
 });
 
 describe("lock rules", () => {
-  const alice: Caller = { principalId: "tok_alice", runId: null, isAdmin: false };
-  const bob: Caller = { principalId: "tok_bob", runId: null, isAdmin: false };
-  const admin: Caller = { principalId: "tok_admin", runId: null, isAdmin: true };
-  const run: Caller = { principalId: "run_r", runId: "run_r", isAdmin: false };
+  const alice: Caller = { principalId: "tok_alice", runId: null, jobId: null, isAdmin: false };
+  const bob: Caller = { principalId: "tok_bob", runId: null, jobId: null, isAdmin: false };
+  const admin: Caller = { principalId: "tok_admin", runId: null, jobId: null, isAdmin: true };
+  const run: Caller = {
+    principalId: "run_r",
+    runId: "run_r",
+    jobId: "run_r:plan",
+    isAdmin: false,
+  };
   const held: HeldLock = { lockId: "L1", info: '{"ID":"L1"}', runId: null, createdBy: "tok_alice" };
   const runLock: HeldLock = {
     lockId: "R1",

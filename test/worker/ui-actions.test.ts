@@ -4,6 +4,7 @@
  */
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
+import { installCommands } from "../../src/agents/install-commands.ts";
 import { runs } from "../../src/db/schema.ts";
 import { requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
@@ -194,9 +195,27 @@ describe("agent tokens", () => {
     const html = await res.text();
     const secret = /(op_agent_[A-Za-z0-9_-]{43})/.exec(html)?.[1] ?? "";
     expect(secret).not.toBe("");
-    expect(html).toContain(
-      `OUTPOST_ADDRESS=http://outpost.test OUTPOST_TOKEN=${secret} npx outpost-agent`,
+    const commands = installCommands("http://outpost.test", secret);
+    for (const [id, text] of [
+      ["install-script", commands.script],
+      ["install-systemd", commands.systemd],
+      ["install-container", commands.container],
+    ]) {
+      const escaped = escapeHtml(text ?? "").replaceAll("'", "&#39;");
+      expect(html).toContain(`id="${id}" class="mono">${escaped}</pre>`);
+    }
+    expect(commands.script).toBe(
+      [
+        "curl -fsSL -o install.sh 'http://outpost.test/agent/v1/install.sh'",
+        'sh install.sh --prefix "$HOME/.outpost-agent"',
+        `OUTPOST_ADDRESS='http://outpost.test' OUTPOST_TOKEN='${secret}' "$HOME/.outpost-agent/bin/outpost-agent"`,
+      ].join("\n"),
     );
+    expect(commands.systemd).toContain(
+      `echo '${secret}' | sudo sh install.sh --systemd --token-stdin`,
+    );
+    expect(commands.container).toContain(`-e OUTPOST_TOKEN='${secret}' outpost-agent`);
+    expect(html).not.toContain("npx");
     expect(html).toContain('data-copy="new-token"');
     const later = await (await owner.get(poolPath)).text();
     expect(later).toContain("rack 7");

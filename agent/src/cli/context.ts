@@ -1,5 +1,4 @@
 import type { UserApi } from "./api.ts";
-import type { CliExitCode } from "./errors.ts";
 import type { Io } from "./output.ts";
 
 /** Everything a command may touch; the bin wires it to the real process, tests to buffers. */
@@ -16,5 +15,3 @@ export type CliContext = Io & {
   /** Ends the process at once (a second Ctrl-C). */
   exit(code: number): never;
 };
-
-export type Command = (ctx: CliContext, args: string[]) => Promise<CliExitCode>;

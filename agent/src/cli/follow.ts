@@ -1,11 +1,10 @@
-import { setTimeout as delay } from "node:timers/promises";
 import { LOG_COMPLETE_HEADER, LOG_NEXT_OFFSET_HEADER } from "@outpost/protocol";
-import { computeBackoffMs } from "../backoff.ts";
-import { TransientError } from "../errors.ts";
-import { seg, type UserApi } from "./api.ts";
+import { retry } from "../retry.ts";
+import { sleep } from "../sleep.ts";
+import { must, seg, type UserApi } from "./api.ts";
 import { CLI_EXIT, type CliExitCode } from "./errors.ts";
+import type { Run } from "./models.ts";
 import type { Io } from "./output.ts";
-import { Run } from "./schemas.ts";
 
 /** How often a follower asks again while nothing new arrived. */
 const POLL_MS = 500;
@@ -13,24 +12,19 @@ const POLL_MS = 500;
 const GIVE_UP_AFTER_MS = 5 * 60_000;
 
 /** Retries `fn` through transient failures (a coordinator restart) for up to five minutes. */
-async function patiently<T>(fn: () => Promise<T>): Promise<T> {
-  const since = Date.now();
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (!(error instanceof TransientError) || Date.now() - since > GIVE_UP_AFTER_MS) {
-        throw error;
-      }
-      await delay(
-        computeBackoffMs({ attempt, baseMs: 250, capMs: 5_000, retryAfter: error.retryAfter }),
-      );
-    }
-  }
+function patiently<T>(fn: () => Promise<T>): Promise<T> {
+  return retry(fn, {
+    retries: Number.POSITIVE_INFINITY,
+    baseMs: 250,
+    capMs: 5_000,
+    maxRetryTimeMs: GIVE_UP_AFTER_MS,
+  });
 }
 
 export function getRun(api: UserApi, runId: string): Promise<Run> {
-  return patiently(() => api.call("GET", `/api/v1/runs/${seg(runId)}`, Run));
+  return patiently(() =>
+    must(api.client.GET("/api/v1/runs/{runId}", { params: { path: { runId } } })),
+  );
 }
 
 /**
@@ -60,7 +54,7 @@ export async function followLog(
       return offset;
     }
     if (data.byteLength === 0) {
-      await delay(POLL_MS);
+      await sleep(POLL_MS);
     }
   }
 }
@@ -85,7 +79,7 @@ export async function waitFor(
       said = run.waitingReason;
       io.err.write(`Waiting: ${said}\n`);
     }
-    await delay(POLL_MS);
+    await sleep(POLL_MS);
   }
 }
 

@@ -1,30 +1,20 @@
-import { HelpRequested } from "./args.ts";
+import { Command as Commander } from "commander";
+import { AGENT_VERSION } from "../version.ts";
+import {
+  addCommand,
+  type CliCommand,
+  type CliGroup,
+  CommanderError,
+  commanderOutcome,
+} from "./args.ts";
 import { login, logout, whoami } from "./commands/auth.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
 import { cancel, confirm, discard, logs, run, runs } from "./commands/runs.ts";
 import { vars, workspaces } from "./commands/workspaces.ts";
-import type { CliContext, Command } from "./context.ts";
-import { CLI_EXIT, type CliExitCode, UsageError } from "./errors.ts";
+import type { CliContext } from "./context.ts";
+import { CLI_EXIT, type CliExitCode } from "./errors.ts";
 
-export const CLI_USAGE = `Usage: outpost COMMAND [args] [--json]
-
-  login --address URL            save the coordinator address and an org token (from stdin,
-                                 OUTPOST_TOKEN or a prompt) in ~/.config/outpost/config.json
-  logout | whoami
-  pools list|create|show|update|delete
-  agent-tokens list|create|revoke POOL_ID …
-  workspaces list|show|create|update|delete|lock|unlock
-  vars list|set|delete WORKSPACE …
-  run [DIR] -w WORKSPACE [--plan-only] [--destroy] [--confirm|--auto-approve] [--no-follow]
-  runs list WORKSPACE | runs show RUN_ID
-  confirm RUN_ID [--follow] | discard RUN_ID | cancel RUN_ID [--force]
-  logs RUN_ID [--phase plan|apply] [--follow]
-
-OUTPOST_ADDRESS and OUTPOST_TOKEN override the saved login (for CI).
-Exit codes: 0 ok, 1 run errored, 2 usage, 3 run canceled or discarded, 4 request refused or
-coordinator unreachable, 130 interrupted.`;
-
-const COMMANDS: Record<string, Command> = {
+const COMMANDS: Record<string, CliCommand | CliGroup> = {
   login,
   logout,
   whoami,
@@ -40,24 +30,62 @@ const COMMANDS: Record<string, Command> = {
   logs,
 };
 
-/** Runs one CLI invocation; errors propagate to the bin, which prints them as one line. */
-export async function runCli(ctx: CliContext, argv: string[]): Promise<CliExitCode> {
-  const [name, ...args] = argv;
-  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
-    ctx.out.write(`${CLI_USAGE}\n`);
-    return name === undefined ? CLI_EXIT.usage : CLI_EXIT.ok;
+const EPILOGUE = `
+OUTPOST_ADDRESS and OUTPOST_TOKEN override the saved login (for CI).
+Exit codes: 0 ok, 1 run errored, 2 usage, 3 run canceled or discarded, 4 request refused or
+coordinator unreachable, 130 interrupted.`;
+
+/** The command tree, with help and errors going through `ctx`. */
+function program(ctx: CliContext, onExit: (code: CliExitCode) => void): Commander {
+  const root = new Commander("outpost")
+    .description("Administers an Outpost coordinator: pools, agent tokens, workspaces, runs.")
+    .version(AGENT_VERSION, "--version", "print the version and exit")
+    .addHelpText("after", EPILOGUE)
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => ctx.out.write(text),
+      writeErr: (text) => ctx.err.write(text),
+      // Errors become one `outpost: …` line in the bin; commander prints none itself.
+      outputError: () => {},
+    });
+  for (const [name, entry] of Object.entries(COMMANDS)) {
+    if ("commands" in entry) {
+      const sub = root.command(name).description(entry.summary).exitOverride();
+      for (const [subName, cli] of Object.entries(entry.commands)) {
+        addCommand(sub, subName, cli, ctx, onExit);
+      }
+    } else {
+      addCommand(root, name, entry, ctx, onExit);
+    }
   }
-  const command = COMMANDS[name];
-  if (command === undefined) {
-    throw new UsageError(`unknown command ${JSON.stringify(name)} (see outpost --help)`);
+  return root;
+}
+
+/**
+ * Runs one CLI invocation (commander parses commands, flags, `--help` and `--version`).
+ * Usage mistakes throw UsageError; other errors propagate to the bin, which prints one line.
+ */
+export async function runCli(ctx: CliContext, argv: string[]): Promise<CliExitCode> {
+  let exitCode: CliExitCode = CLI_EXIT.ok;
+  const root = program(ctx, (code) => {
+    exitCode = code;
+  });
+  if (argv.length === 0) {
+    root.outputHelp({ error: true });
+    return CLI_EXIT.usage;
   }
   try {
-    return await command(ctx, args);
+    await root.parseAsync(argv, { from: "user" });
   } catch (error) {
-    if (error instanceof HelpRequested) {
-      ctx.out.write(`${error.message}\n`);
+    if (!(error instanceof CommanderError)) {
+      throw error;
+    }
+    const outcome = commanderOutcome(error);
+    if (outcome === "printed") {
       return CLI_EXIT.ok;
     }
-    throw error;
+    throw outcome;
   }
+  return exitCode;
 }

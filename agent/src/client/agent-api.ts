@@ -1,5 +1,6 @@
 import {
   AGENT_ID_HEADER,
+  AGENT_VERSION_HEADER,
   FinishRequest,
   FinishResponse,
   GoodbyeResponse,
@@ -12,6 +13,8 @@ import {
 } from "@outpost/protocol";
 import { ExitRequest } from "../errors.ts";
 import { EXIT_CODES } from "../exit-codes.ts";
+import type { HttpResponse } from "../net/fetch.ts";
+import { type ContactMonitor, observed } from "./contact.ts";
 import {
   CoordinatorError,
   type HttpTarget,
@@ -45,6 +48,16 @@ export function isLeaseGone(error: unknown): boolean {
   return error instanceof CoordinatorError && (error.status === 404 || error.status === 409);
 }
 
+export type AgentApiOptions = {
+  address: string;
+  token: string;
+  userAgent: string;
+  /** Told of every answer and every transient failure, to log an outage once. */
+  contact?: Pick<ContactMonitor, "failed" | "succeeded">;
+  /** Told the coordinator's agent version whenever an answer carries it. */
+  onAgentVersion?: (version: string) => void;
+};
+
 /**
  * The agent protocol (`/agent/v1/*`) with the agent token. Every body sent is built from and
  * every answer parsed with the shared schemas of `@outpost/protocol` (packages/protocol). Failures: TransientError
@@ -55,10 +68,12 @@ export class AgentApi {
   private agentId: string | null = null;
   private readonly target: HttpTarget;
   private readonly token: string;
+  private readonly o: AgentApiOptions;
 
-  constructor(options: { address: string; token: string; userAgent: string }) {
+  constructor(options: AgentApiOptions) {
     this.target = { address: options.address, userAgent: options.userAgent };
     this.token = options.token;
+    this.o = options;
   }
 
   /** The id from the last successful `register`, or null before it. */
@@ -131,13 +146,20 @@ export class AgentApi {
     return readJson(res, GoodbyeResponse, "goodbye");
   }
 
-  private async call(input: Omit<RequestInput, "token">): Promise<Response> {
+  private async call(input: Omit<RequestInput, "token">): Promise<HttpResponse> {
     const headers: Record<string, string> = { ...input.headers };
     if (this.agentId !== null) {
       headers[AGENT_ID_HEADER] = this.agentId;
     }
     try {
-      return await send(this.target, { ...input, headers, token: this.token });
+      const res = await observed(this.o.contact, () =>
+        send(this.target, { ...input, headers, token: this.token }),
+      );
+      const version = res.headers.get(AGENT_VERSION_HEADER);
+      if (version !== null) {
+        this.o.onAgentVersion?.(version);
+      }
+      return res;
     } catch (error) {
       if (error instanceof CoordinatorError && error.status === 401) {
         throw new TokenRejected(

@@ -56,6 +56,8 @@ export function toRunnerAssignment(job: WireAssignment, address: string): Mapped
       phase: job.phase,
       operation: s.operation,
       speculative: s.isSpeculative,
+      fork: s.isFork,
+      planSha256: s.planSha256,
       engine: s.engine,
       engineVersion: s.engineVersion,
       workingDirectory: s.workingDirectory,

@@ -1,15 +1,8 @@
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import { ErrorEnvelope } from "@outpost/protocol";
-import { z } from "zod";
+import type { z } from "zod";
 import { TransientError } from "../errors.ts";
-
-/** This package's version, sent as the User-Agent and at registration. */
-export const PACKAGE_VERSION: string = z
-  .object({ version: z.string() })
-  .parse(
-    JSON.parse(readFileSync(path.join(import.meta.dirname, "../../package.json"), "utf8")),
-  ).version;
+import { describeNetworkError } from "../net/errors.ts";
+import { type HttpResponse, httpFetch } from "../net/fetch.ts";
 
 /**
  * The coordinator refused a request for a reason retrying will not fix (4xx other than 429).
@@ -37,7 +30,8 @@ export type RequestInput = {
   method: string;
   /** Path and query, starting with `/`. */
   path: string;
-  token: string;
+  /** Bearer token; absent for the unauthenticated release routes. */
+  token?: string;
   headers?: Record<string, string>;
   body?: string | Uint8Array;
   /** Aborting it rejects with the signal's reason (never a TransientError). */
@@ -60,16 +54,16 @@ export type HttpTarget = {
  * timeouts, 429 and 5xx reject with {@link TransientError} (carrying `Retry-After`); any other
  * status rejects with {@link CoordinatorError}; an abort through `signal` rejects with its reason.
  */
-export async function send(target: HttpTarget, input: RequestInput): Promise<Response> {
+export async function send(target: HttpTarget, input: RequestInput): Promise<HttpResponse> {
   const timeout = AbortSignal.timeout(input.timeoutMs ?? 60_000);
   const signal = input.signal ? AbortSignal.any([input.signal, timeout]) : timeout;
   const what = `${input.method} ${input.path.split("?")[0]}`;
-  let res: Response;
+  let res: HttpResponse;
   try {
-    res = await fetch(`${target.address}${input.path}`, {
+    res = await httpFetch(`${target.address}${input.path}`, {
       method: input.method,
       headers: {
-        authorization: `Bearer ${input.token}`,
+        ...(input.token === undefined ? {} : { authorization: `Bearer ${input.token}` }),
         "user-agent": target.userAgent,
         ...input.headers,
       },
@@ -80,7 +74,7 @@ export async function send(target: HttpTarget, input: RequestInput): Promise<Res
     if (input.signal?.aborted) {
       throw input.signal.reason;
     }
-    const reason = timeout.aborted ? "timed out" : describeCause(error);
+    const reason = timeout.aborted ? "no answer in time" : describeNetworkError(error);
     throw new TransientError(`${what}: cannot reach ${target.address} (${reason})`, {
       cause: error,
     });
@@ -111,7 +105,7 @@ export async function send(target: HttpTarget, input: RequestInput): Promise<Res
  * rejects with {@link ProtocolError} naming the first mismatching field.
  */
 export async function readJson<T extends z.ZodType>(
-  res: Response,
+  res: HttpResponse,
   schema: T,
   what: string,
 ): Promise<z.infer<T>> {
@@ -119,7 +113,7 @@ export async function readJson<T extends z.ZodType>(
   try {
     text = await res.text();
   } catch (error) {
-    throw new TransientError(`${what}: the answer was cut off (${describeCause(error)})`, {
+    throw new TransientError(`${what}: the answer was cut off (${describeNetworkError(error)})`, {
       cause: error,
     });
   }
@@ -145,16 +139,4 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** A network error's most specific message (undici nests the system error as `cause`). */
-export function describeCause(error: unknown): string {
-  if (error instanceof Error) {
-    const cause = error.cause;
-    if (cause instanceof Error && "code" in cause && typeof cause.code === "string") {
-      return cause.code;
-    }
-    return cause instanceof Error ? cause.message : error.message;
-  }
-  return String(error);
 }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { Readable } from "node:stream";
@@ -6,12 +7,16 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import {
   LOG_LENGTH_HEADER,
   LogAppendResponse,
+  SHA256_HEADER,
   type ArtifactName as WireArtifactName,
 } from "@outpost/protocol";
 import { TransientError } from "../errors.ts";
 import type { ArtifactName, CoordinatorPort } from "../job/types.ts";
 import type { LogSendResult } from "../logs/streamer.ts";
-import { describeCause, type HttpTarget, ProtocolError, readJson, segment, send } from "./http.ts";
+import { describeNetworkError } from "../net/errors.ts";
+import type { HttpResponse } from "../net/fetch.ts";
+import { type ContactMonitor, observed } from "./contact.ts";
+import { type HttpTarget, ProtocolError, readJson, segment, send as sendRequest } from "./http.ts";
 
 /** The runner's artifact names as the agent API spells them. */
 export const WIRE_ARTIFACT_NAMES: Record<ArtifactName, WireArtifactName> = {
@@ -39,8 +44,13 @@ export function jobPort(options: {
   jobId: string;
   leaseId: string;
   runToken: string;
+  /** Told of every answer and transient failure, so an outage is logged once for the agent. */
+  contact?: Pick<ContactMonitor, "failed" | "succeeded">;
 }): CoordinatorPort {
-  const { target, jobId, leaseId, runToken } = options;
+  const { jobId, leaseId, runToken } = options;
+  const target = options.target;
+  const send: typeof sendRequest = (t, input) =>
+    observed(options.contact, () => sendRequest(t, input));
   const token = runToken;
   return {
     async downloadConfiguration(url, destFile) {
@@ -48,16 +58,18 @@ export function jobPort(options: {
       if (!url.startsWith(`${target.address}/`)) {
         throw new Error(`refusing to send the run token to ${url}`);
       }
-      await download(target, { path: url.slice(target.address.length), token }, destFile);
+      await download(send, target, { path: url.slice(target.address.length), token }, destFile);
     },
     async uploadArtifact(name, file) {
       // Buffered: the route needs Content-Length, and plan artefacts are capped at 100 MiB.
       const body = await readFile(file);
+      // The coordinator checks and records it; the apply job verifies the plan file against it.
+      const sha256 = createHash("sha256").update(body).digest("hex");
       await send(target, {
         method: "PUT",
         path: `/agent/v1/jobs/${segment(jobId)}/artifacts/${WIRE_ARTIFACT_NAMES[name]}`,
         token,
-        headers: { "content-type": "application/octet-stream" },
+        headers: { "content-type": "application/octet-stream", [SHA256_HEADER]: sha256 },
         body,
         timeoutMs: TRANSFER_TIMEOUT_MS,
       }).then((res) => res.body?.cancel());
@@ -101,6 +113,7 @@ export function jobPort(options: {
 }
 
 async function download(
+  send: typeof sendRequest,
   target: HttpTarget,
   input: { path: string; token: string },
   destFile: string,
@@ -115,7 +128,7 @@ async function download(
 }
 
 /** Streams a response body to a file; a connection cut midway is transient (and the file goes). */
-async function writeBody(res: Response, destFile: string): Promise<void> {
+async function writeBody(res: HttpResponse, destFile: string): Promise<void> {
   if (!res.body) {
     throw new ProtocolError("the coordinator answered without a body");
   }
@@ -131,6 +144,6 @@ async function writeBody(res: Response, destFile: string): Promise<void> {
     if (DISK_ERRORS.has(code)) {
       throw error;
     }
-    throw new TransientError(`download cut off (${describeCause(error)})`, { cause: error });
+    throw new TransientError(`download cut off (${describeNetworkError(error)})`, { cause: error });
   }
 }

@@ -19,6 +19,9 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { promisify } from "node:util";
 import { unzipSync } from "fflate";
 import { TransientError } from "../errors.ts";
+import { describeNetworkError, isTlsTrustError } from "../net/errors.ts";
+import { type HttpResponse, httpFetch } from "../net/fetch.ts";
+import { retry } from "../retry.ts";
 import {
   currentPlatform,
   type Engine,
@@ -32,6 +35,8 @@ const execFileAsync = promisify(execFile);
 /** Engine zips are ~30 MB; anything far larger is not a release. */
 const MAX_ZIP_BYTES = 512 * 1024 * 1024;
 const DOWNLOAD_TIMEOUT_MS = 10 * 60_000;
+/** Attempts at a download before the job fails (transient failures only). */
+const DOWNLOAD_ATTEMPTS = 5;
 
 export type EngineInstallOptions = {
   engine: Engine;
@@ -43,6 +48,8 @@ export type EngineInstallOptions = {
   platform?: Platform;
   /** Progress lines for the job log. */
   onProgress?: (line: string) => void;
+  /** Backoff between download attempts (tests shorten it). */
+  retryBaseMs?: number;
 };
 
 export type InstalledEngine = { path: string; source: "cache" | "path" | "download" };
@@ -85,12 +92,35 @@ async function install(options: EngineInstallOptions): Promise<InstalledEngine> 
   if (await isExecutable(cached)) {
     return { path: cached, source: "cache" };
   }
-  const onPath = await findOnPath(engine, version, options.searchPath ?? "");
-  if (onPath !== null) {
-    options.onProgress?.(`Using ${engine} ${version} found at ${onPath}`);
-    return { path: onPath, source: "path" };
+  const search = await findOnPath(engine, version, options.searchPath ?? "");
+  if (search.match !== null) {
+    options.onProgress?.(`Using ${engine} ${version} found at ${search.match}`);
+    return { path: search.match, source: "path" };
   }
-  await download(options, versionDir);
+  let attempts = 0;
+  try {
+    await retry(
+      () => {
+        attempts += 1;
+        return download(options, versionDir);
+      },
+      {
+        retries: DOWNLOAD_ATTEMPTS - 1,
+        ...(options.retryBaseMs === undefined ? {} : { baseMs: options.retryBaseMs }),
+        onRetry: ({ error, waitMs }) =>
+          options.onProgress?.(
+            `Download attempt ${attempts} failed (${(error as Error).message}); retrying in ${(waitMs / 1000).toFixed(1)} s`,
+          ),
+      },
+    );
+  } catch (error) {
+    const unused = search.unused.map((c) => `${c.path} (${c.reported})`).join(", ");
+    throw new EngineInstallError(
+      `cannot install ${engine} ${version}: ${(error as Error).message} ` +
+        `(${attempts} attempt${attempts === 1 ? "" : "s"})` +
+        (unused ? `; found on PATH but not used: ${unused}` : `; no ${engine} on PATH`),
+    );
+  }
   return { path: cached, source: "download" };
 }
 
@@ -165,15 +195,19 @@ async function fetchOk(url: string): Promise<Buffer> {
   return Buffer.from(await res.arrayBuffer());
 }
 
-async function request(url: string): Promise<Response> {
-  let res: Response;
+async function request(url: string): Promise<HttpResponse> {
+  let res: HttpResponse;
   try {
-    res = await fetch(url, {
+    res = await httpFetch(url, {
       signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS),
       redirect: "follow",
     });
   } catch (cause) {
-    throw new TransientError(`cannot download ${url}: ${(cause as Error).message}`, { cause });
+    const message = `cannot download ${url}: ${describeNetworkError(cause)}`;
+    // An untrusted certificate stays untrusted however often it is asked.
+    throw isTlsTrustError(cause)
+      ? new EngineInstallError(message)
+      : new TransientError(message, { cause });
   }
   if (res.status === 429 || res.status >= 500) {
     await res.body?.cancel();
@@ -215,12 +249,16 @@ async function isExecutable(file: string): Promise<boolean> {
   }
 }
 
+/** Binaries of `engine` on the search path: the first at exactly `version`, and the others. */
+type PathSearch = { match: string | null; unused: Array<{ path: string; reported: string }> };
+
 /** The first `engine` on `searchPath` whose `version -json` reports exactly `version`. */
 async function findOnPath(
   engine: Engine,
   version: string,
   searchPath: string,
-): Promise<string | null> {
+): Promise<PathSearch> {
+  const unused: PathSearch["unused"] = [];
   for (const dir of searchPath.split(path.delimiter)) {
     if (!path.isAbsolute(dir)) {
       continue;
@@ -236,11 +274,13 @@ async function findOnPath(
       });
       const reported = (JSON.parse(stdout) as { terraform_version?: unknown }).terraform_version;
       if (reported === version) {
-        return candidate;
+        return { match: candidate, unused };
       }
+      unused.push({ path: candidate, reported: `reports ${String(reported)}` });
     } catch {
       // Not a working engine binary (or too old for -json): keep looking.
+      unused.push({ path: candidate, reported: "no version -json" });
     }
   }
-  return null;
+  return { match: null, unused };
 }

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { PROXY_VARIABLES } from "../net/fetch.ts";
 import type { JobAssignment } from "./types.ts";
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -21,11 +22,20 @@ export function isForwarded(name: string, allowlist: readonly string[]): boolean
 }
 
 /**
+ * The workspace variables a job may see. A job of a pull request from a fork gets none of the
+ * sensitive ones, even should the coordinator send them: its code is not trusted with secrets.
+ */
+export function jobVariables(assignment: JobAssignment): JobAssignment["variables"] {
+  return assignment.fork ? assignment.variables.filter((v) => !v.sensitive) : assignment.variables;
+}
+
+/**
  * The environment of every process a job starts (engine and hooks), built from nothing: the
  * host PATH (with the engine's directory first), HOME and TMPDIR inside the job dir, host
- * variables named by the allowlist, the workspace's env variables, then the agent's own
- * (`OUTPOST_*`, `TF_IN_AUTOMATION=1`, `TF_INPUT=0`), which neither can override. Returns the
- * environment and the names that were skipped (reserved or invalid) so the job log can say so.
+ * variables named by the allowlist (none at all for a job of a pull request from a fork), the
+ * workspace's env variables ({@link jobVariables}), then the agent's own (`OUTPOST_*`,
+ * `TF_IN_AUTOMATION=1`, `TF_INPUT=0`), which neither can override. Returns the environment and
+ * the names that were skipped (reserved or invalid) so the job log can say so.
  */
 export function buildJobEnvironment(input: {
   assignment: JobAssignment;
@@ -33,16 +43,26 @@ export function buildJobEnvironment(input: {
   allowlist: readonly string[];
   jobRoot: string;
   engineDir: string;
+  /** The agent's proxy and CA settings, passed on unless the operator turned that off. */
+  networkEnv?: Record<string, string>;
 }): { env: Record<string, string>; skipped: string[] } {
   const { assignment, hostEnv } = input;
   const env: Record<string, string> = {};
   const skipped: string[] = [];
+  // Fork code gets nothing of the host: allowlisted variables are typically cloud credentials.
+  const allowlist = assignment.fork ? [] : input.allowlist;
   for (const [name, value] of Object.entries(hostEnv)) {
-    if (value !== undefined && !isReservedName(name) && isForwarded(name, input.allowlist)) {
+    if (value !== undefined && !isReservedName(name) && isForwarded(name, allowlist)) {
       env[name] = value;
     }
   }
-  for (const variable of assignment.variables) {
+  // Fork code gets the CA settings (nothing secret) but not the proxy: its URL may hold credentials.
+  for (const [name, value] of Object.entries(input.networkEnv ?? {})) {
+    if (!(assignment.fork && (PROXY_VARIABLES as readonly string[]).includes(name))) {
+      env[name] = value;
+    }
+  }
+  for (const variable of jobVariables(assignment)) {
     if (variable.category !== "env") {
       continue;
     }

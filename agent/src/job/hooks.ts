@@ -1,4 +1,4 @@
-import { constants } from "node:fs";
+import { constants, createReadStream, createWriteStream } from "node:fs";
 import { access, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { startProcess } from "../exec/process.ts";
@@ -6,23 +6,40 @@ import { startProcess } from "../exec/process.ts";
 export const HOOK_NAMES = ["pre-plan", "post-plan", "pre-apply", "post-apply"] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
 
-/** A hook that failed, timed out or exported garbage; the message names the hook. */
+/**
+ * A hook that failed, timed out or exported garbage; the message names the hook. `sensitive`
+ * holds the values it marked sensitive before it failed, so they are masked all the same.
+ */
 export class HookError extends Error {
   override name = "HookError";
+  readonly sensitive: string[];
+
+  constructor(message: string, sensitive: string[] = []) {
+    super(message);
+    this.sensitive = sensitive;
+  }
 }
 
-const EXPORT_LINE = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
+/** `KEY=value`, or `sensitive KEY=value` for a value the job log must never show. */
+const EXPORT_LINE = /^(sensitive\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/;
+
+/** What a hook handed back: variables for the next engine commands, and which values are secret. */
+export type HookResult = { exports: Record<string, string>; sensitive: string[] };
+
+const NOTHING: HookResult = { exports: {}, sensitive: [] };
 
 /** A running hook, so a cancel can reach it. */
 export type HookControl = { onStart?: (kill: () => void) => void };
 
 /**
- * Runs the hook `name` from `hooksDir` if it exists (no file: nothing happens, `{}`). It runs
- * in `cwd` with `env` plus `OUTPOST_AGENT_ENV` (a fresh file in `scratchDir`) and
- * `OUTPOST_HOOK`, in its own process group; its output goes to `onOutput`. Resolves with the
- * `KEY=value` lines the hook wrote to `$OUTPOST_AGENT_ENV` (blank lines and `#` comments
- * ignored). Throws {@link HookError} when the file is not executable, the hook exits non-zero,
- * runs longer than `timeoutMs` (its group is then killed) or writes a malformed line.
+ * Runs the hook `name` from `hooksDir` if it exists (no file: nothing happens). It runs in `cwd`
+ * with `env` plus `OUTPOST_AGENT_ENV` (a fresh file in `scratchDir`) and `OUTPOST_HOOK`, in its
+ * own process group; its output goes to `onOutput`. Resolves with the `KEY=value` lines the hook
+ * wrote to `$OUTPOST_AGENT_ENV` (blank lines and `#` comments ignored; `sensitive KEY=value`
+ * also marks the value sensitive). For a job of a pull request from a fork (`isFork`) no hook
+ * runs: hooks exist to hand the job credentials, which fork code never gets. Throws
+ * {@link HookError} when the file is not executable, the hook exits non-zero, runs longer than
+ * `timeoutMs` (its group is then killed) or writes a malformed line.
  */
 export async function runHook(input: {
   name: HookName;
@@ -31,14 +48,21 @@ export async function runHook(input: {
   cwd: string;
   env: Record<string, string>;
   scratchDir: string;
+  isFork: boolean;
   onOutput: (chunk: Buffer | string) => void;
   control?: HookControl;
-}): Promise<Record<string, string>> {
+}): Promise<HookResult> {
   const file = path.join(input.hooksDir, input.name);
   try {
     await stat(file);
   } catch {
-    return {};
+    return NOTHING;
+  }
+  if (input.isFork) {
+    input.onOutput(
+      `\nSkipping the ${input.name} hook: hooks do not run for pull requests from forks\n`,
+    );
+    return NOTHING;
   }
   try {
     await access(file, constants.X_OK);
@@ -65,32 +89,92 @@ export async function runHook(input: {
     child.forceKill();
   }, input.timeoutMs);
   const exit = await child.exited.finally(() => clearTimeout(timer));
+  const text = await readFile(envFile, "utf8");
   if (timedOut) {
-    throw new HookError(`hook ${input.name} timed out after ${input.timeoutMs / 1000}s`);
+    throw new HookError(
+      `hook ${input.name} timed out after ${input.timeoutMs / 1000}s`,
+      sensitiveValues(text),
+    );
   }
   if (exit.code !== 0) {
     const how =
       exit.code === null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-    throw new HookError(`hook ${input.name} failed: it ${how}`);
+    throw new HookError(`hook ${input.name} failed: it ${how}`, sensitiveValues(text));
   }
-  return parseExports(input.name, await readFile(envFile, "utf8"));
+  return parseExports(input.name, text);
 }
 
-function parseExports(name: HookName, text: string): Record<string, string> {
-  const exports: Record<string, string> = {};
-  const lines = text.split("\n");
-  for (const [index, raw] of lines.entries()) {
-    const line = raw.replace(/\r$/, "");
-    if (line.trim() === "" || line.trimStart().startsWith("#")) {
-      continue;
-    }
+function significantLines(text: string): { line: string; number: number }[] {
+  return text
+    .split("\n")
+    .map((raw, index) => ({ line: raw.replace(/\r$/, ""), number: index + 1 }))
+    .filter(({ line }) => line.trim() !== "" && !line.trimStart().startsWith("#"));
+}
+
+/** The values marked sensitive, read leniently (for masking after a failed hook). */
+function sensitiveValues(text: string): string[] {
+  return significantLines(text).flatMap(({ line }) => {
     const match = EXPORT_LINE.exec(line);
-    if (!match?.[1]) {
+    return match?.[1] ? [match[3] ?? ""] : [];
+  });
+}
+
+function parseExports(name: HookName, text: string): HookResult {
+  const exports: Record<string, string> = {};
+  const sensitive: string[] = [];
+  for (const { line, number } of significantLines(text)) {
+    const match = EXPORT_LINE.exec(line);
+    if (!match?.[2]) {
       throw new HookError(
-        `hook ${name} wrote an invalid line ${index + 1} to $OUTPOST_AGENT_ENV (expected KEY=value)`,
+        `hook ${name} wrote an invalid line ${number} to $OUTPOST_AGENT_ENV (expected KEY=value or sensitive KEY=value)`,
+        [...sensitive, ...sensitiveValues(text)],
       );
     }
-    exports[match[1]] = match[2] ?? "";
+    const value = match[3] ?? "";
+    exports[match[2]] = value;
+    if (match[1]) {
+      sensitive.push(value);
+    }
   }
-  return exports;
+  return { exports, sensitive };
+}
+
+/** Where a held hook's output goes once the hook has exited. */
+export type HookSink = {
+  write(chunk: Buffer): void;
+  /** Values to mask from now on (the hook's own output included). */
+  addSecrets(values: string[]): void;
+};
+
+/**
+ * {@link runHook} with the hook's output held in a spool file (`<scratchDir>/<name>.log`) until
+ * it exits: the values it marks sensitive, also those of a hook that then failed, reach
+ * `sink.addSecrets` before its output reaches `sink.write`, so they are masked in its own output
+ * too. Resolves with its exports; rejects as {@link runHook} does, after the output was written.
+ */
+export async function runHeldHook(
+  input: Omit<Parameters<typeof runHook>[0], "onOutput">,
+  sink: HookSink,
+): Promise<Record<string, string>> {
+  const spoolFile = path.join(input.scratchDir, `${input.name}.log`);
+  const spool = createWriteStream(spoolFile);
+  const outcome = await runHook({ ...input, onOutput: (chunk) => spool.write(chunk) }).then(
+    (result) => ({ ok: true as const, result }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+  await new Promise<void>((resolve, reject) =>
+    spool.end((error?: Error | null) => (error ? reject(error) : resolve())),
+  );
+  if (outcome.ok) {
+    sink.addSecrets(outcome.result.sensitive);
+  } else if (outcome.error instanceof HookError) {
+    sink.addSecrets(outcome.error.sensitive);
+  }
+  for await (const chunk of createReadStream(spoolFile)) {
+    sink.write(chunk as Buffer);
+  }
+  if (!outcome.ok) {
+    throw outcome.error;
+  }
+  return outcome.result.exports;
 }

@@ -1,16 +1,20 @@
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import path from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
-import { computeBackoffMs } from "../backoff.ts";
 import { ensureEngine } from "../engines/install.ts";
-import { TransientError } from "../errors.ts";
 import { type RunningProcess, startProcess } from "../exec/process.ts";
 import { secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
-import { applyExports, buildJobEnvironment, engineCredentials } from "./environment.ts";
+import { retry } from "../retry.ts";
+import {
+  applyExports,
+  buildJobEnvironment,
+  engineCredentials,
+  jobVariables,
+} from "./environment.ts";
 import { writeBackendOverride, writeTerraformVariables } from "./files.ts";
-import { type HookName, runHook } from "./hooks.ts";
+import { type HookName, runHeldHook } from "./hooks.ts";
+import { checkPlanFile } from "./plan-file.ts";
 import { summarizePlan } from "./plan-summary.ts";
 import { extractConfiguration, resolveWorkingDirectory } from "./source.ts";
 import type {
@@ -181,16 +185,15 @@ class Job {
 
   /** Engine, configuration, working directory, generated files and the environment. */
   private async prepare(root: string): Promise<string> {
-    const engine = await retryTransient(() =>
-      ensureEngine({
-        engine: this.a.engine,
-        version: this.a.engineVersion,
-        dataDir: this.settings.dataDir,
-        releaseMirror: this.settings.releaseMirror,
-        searchPath: this.settings.hostEnv.PATH ?? "",
-        onProgress: (line) => this.say(line),
-      }),
-    );
+    // Retries its downloads itself, so its failure can say how many attempts it made.
+    const engine = await ensureEngine({
+      engine: this.a.engine,
+      version: this.a.engineVersion,
+      dataDir: this.settings.dataDir,
+      releaseMirror: this.settings.releaseMirror,
+      searchPath: this.settings.hostEnv.PATH ?? "",
+      onProgress: (line) => this.say(line),
+    });
     this.checkCanceled();
     const configDir = path.join(root, "config");
     await Promise.all(["home", "tmp", "scratch"].map((d) => mkdir(path.join(root, d))));
@@ -214,17 +217,24 @@ class Job {
         dest: configDir,
         allowFileRepos: this.settings.allowFileRepos,
         hostEnv: this.settings.hostEnv,
+        networkEnv: this.settings.networkEnv,
       });
     }
     const workDir = await resolveWorkingDirectory(configDir, this.a.workingDirectory);
     await writeBackendOverride(workDir, this.a.stateAddress);
-    await writeTerraformVariables(workDir, this.a.variables);
+    await writeTerraformVariables(workDir, jobVariables(this.a));
+    if (this.a.fork) {
+      this.say(
+        "Outpost agent: pull request from a fork: no host variables, no sensitive variables, no hooks",
+      );
+    }
     const { env, skipped } = buildJobEnvironment({
       assignment: this.a,
       hostEnv: this.settings.hostEnv,
       allowlist: this.settings.envForward,
       jobRoot: root,
       engineDir: path.dirname(engine.path),
+      networkEnv: this.settings.networkEnv,
     });
     for (const name of skipped) {
       this.say(`Outpost agent: ignored workspace variable ${name} (reserved or not a valid name)`);
@@ -270,6 +280,7 @@ class Job {
     if (!(await retryTransient(() => this.port.downloadArtifact("plan-file", planFile)))) {
       throw new JobFailure("the coordinator has no plan file for this run");
     }
+    await this.checkPlanHash(planFile);
     const hasLock = await retryTransient(() =>
       this.port.downloadArtifact("lock-file", path.join(workDir, LOCK_FILE)),
     );
@@ -287,18 +298,34 @@ class Job {
     await this.hook("post-apply", root, workDir);
   }
 
+  /** The plan that was confirmed is the plan that is applied: anything else is refused. */
+  private async checkPlanHash(planFile: string): Promise<void> {
+    const check = await checkPlanFile(planFile, this.a.planSha256);
+    if (!check.ok) {
+      throw new JobFailure(check.reason);
+    }
+    this.say(`Outpost agent: plan file verified (SHA-256 ${check.sha256})`);
+  }
+
+  /** Runs a hook; its output reaches the log when it exits (see `runHeldHook`). */
   private async hook(name: HookName, root: string, workDir: string): Promise<void> {
     this.checkCanceled();
-    const exports = await runHook({
-      name,
-      hooksDir: this.settings.hooksDir,
-      timeoutMs: this.settings.hookTimeoutMs,
-      cwd: workDir,
-      env: this.env,
-      scratchDir: path.join(root, "scratch"),
-      onOutput: (chunk) => this.log?.write(chunk),
-      control: { onStart: (kill) => (this.killHook = kill) },
-    }).finally(() => {
+    const exports = await runHeldHook(
+      {
+        name,
+        hooksDir: this.settings.hooksDir,
+        timeoutMs: this.settings.hookTimeoutMs,
+        cwd: workDir,
+        env: this.env,
+        scratchDir: path.join(root, "scratch"),
+        isFork: this.a.fork,
+        control: { onStart: (kill) => (this.killHook = kill) },
+      },
+      {
+        write: (chunk) => this.log?.write(chunk),
+        addSecrets: (values) => this.log?.addSecrets(secretVariants(values)),
+      },
+    ).finally(() => {
       this.killHook = null;
     });
     for (const refused of applyExports(this.env, exports)) {
@@ -348,16 +375,7 @@ class Job {
   }
 }
 
-/** Retries `fn` on {@link TransientError} with backoff, up to 5 attempts. */
-async function retryTransient<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (!(error instanceof TransientError) || attempt >= 4) {
-        throw error;
-      }
-      await delay(computeBackoffMs({ attempt, retryAfter: error.retryAfter }));
-    }
-  }
+/** Retries `fn` through transient failures (network, 429, 5xx): five attempts in all. */
+function retryTransient<T>(fn: () => Promise<T>): Promise<T> {
+  return retry(fn, { retries: 4 });
 }

@@ -30,6 +30,13 @@ export type JobAssignment = {
   operation: "plan" | "apply" | "destroy";
   /** Speculative plans run with `-lock=false` and are never applied. */
   speculative: boolean;
+  /**
+   * A pull request from a fork: no host variables, no sensitive values, no hooks (see
+   * `environment.ts` and `hooks.ts`).
+   */
+  fork: boolean;
+  /** Apply jobs: the SHA-256 of the plan file recorded when the plan finished. */
+  planSha256: string | null;
   engine: Engine;
   engineVersion: string;
   /** Relative to the configuration root; "" for the root itself. */
@@ -83,6 +90,11 @@ export type JobSettings = {
   envForward: string[];
   /** The agent's own environment, from which allowlisted variables are forwarded. */
   hostEnv: NodeJS.ProcessEnv;
+  /**
+   * Proxy variables and CA bundle settings every job process and git get (empty with
+   * `--forward-network-env=off`).
+   */
+  networkEnv: Record<string, string>;
   releaseMirror: string | null;
   allowFileRepos: boolean;
   /** Between the first and the second SIGINT of a graceful cancel. */

@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { promisify } from "node:util";
+import { PROXY_VARIABLES } from "../net/fetch.ts";
 import { ConfigurationError } from "./source.ts";
 
 const execFileAsync = promisify(execFile);
@@ -20,6 +21,8 @@ export async function cloneAtCommit(input: {
   dest: string;
   allowFileRepos: boolean;
   hostEnv: NodeJS.ProcessEnv;
+  /** Proxy and CA settings for git; the host's proxy variables are dropped when absent. */
+  networkEnv?: Record<string, string>;
 }): Promise<void> {
   const sha = input.commitSha.toLowerCase();
   if (!COMMIT.test(sha)) {
@@ -35,8 +38,15 @@ export async function cloneAtCommit(input: {
         : `repository URL ${input.repoUrl} is not https, http or ssh`,
     );
   }
+  const hostEnv = { ...input.hostEnv };
+  if (input.networkEnv !== undefined) {
+    for (const name of PROXY_VARIABLES) {
+      delete hostEnv[name];
+    }
+  }
   const env = {
-    ...input.hostEnv,
+    ...hostEnv,
+    ...input.networkEnv,
     GIT_TERMINAL_PROMPT: "0",
     GIT_ALLOW_PROTOCOL: input.allowFileRepos ? "https:http:ssh:file" : "https:http:ssh",
   };

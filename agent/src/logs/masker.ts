@@ -3,9 +3,69 @@ export const MASK = "***";
 const MASK_BYTES = Buffer.from(MASK);
 
 /**
- * The byte strings to hide for a set of sensitive values: each value as is, as it appears
- * inside a JSON/HCL string (escaped quotes and newlines, as terraform prints it), and each
- * line of a multi-line value (engines print those line by line). Empty values are dropped.
+ * Shorter lines of a multi-line value, and shorter encoded forms, are not masked on their own:
+ * they would match ordinary log text everywhere. The value itself is always masked.
+ */
+export const MIN_VARIANT_LENGTH = 4;
+
+/** Leading base64 characters that also carry bits of what precedes the value, by its offset. */
+const BASE64_LEADING = [0, 2, 3] as const;
+
+function urlSafe(base64: string): string {
+  return base64.replaceAll("+", "-").replaceAll("/", "_");
+}
+
+/**
+ * The base64 of `value` as it appears on its own (padded and unpadded) and inside a longer
+ * base64 text at each of the three byte alignments, without the edge characters that depend on
+ * the neighbouring bytes; each in standard and URL-safe alphabets.
+ */
+function base64Forms(value: Buffer): string[] {
+  const whole = value.toString("base64");
+  const forms = [whole, whole.replace(/=+$/, "")];
+  for (const [shift, leading] of BASE64_LEADING.entries()) {
+    const text = Buffer.concat([Buffer.alloc(shift), value])
+      .toString("base64")
+      .replace(/=+$/, "");
+    const trailing = (shift + value.length) % 3 === 0 ? 0 : 1;
+    forms.push(text.slice(leading, text.length - trailing));
+  }
+  return [...forms, ...forms.map(urlSafe)];
+}
+
+/** Percent-encodings of `value`: as encodeURIComponent writes it, lower-case escapes, form style. */
+function percentForms(value: string): string[] {
+  let encoded: string;
+  try {
+    encoded = encodeURIComponent(value);
+  } catch {
+    // A lone surrogate cannot be percent-encoded, so it cannot appear that way either.
+    return [];
+  }
+  const lower = encoded.replace(/%[0-9A-F]{2}/g, (sequence) => sequence.toLowerCase());
+  return [encoded, lower, new URLSearchParams({ v: value }).toString().slice(2)];
+}
+
+/** Every form of one value the log could show it in. */
+function formsOf(value: string): string[] {
+  const bytes = Buffer.from(value);
+  const hex = bytes.toString("hex");
+  const encoded = [...base64Forms(bytes), hex, hex.toUpperCase(), ...percentForms(value)];
+  const lines = value.includes("\n") ? value.split(/\r?\n/).map((line) => line.trim()) : [];
+  return [
+    value,
+    JSON.stringify(value).slice(1, -1),
+    ...[...encoded, ...lines].filter((form) => form.length >= MIN_VARIANT_LENGTH),
+  ];
+}
+
+/**
+ * The byte strings to hide for a set of sensitive values: each value as is; as it appears inside
+ * a JSON/HCL string (escaped quotes and newlines, as terraform prints it); its base64 (standard
+ * and URL-safe, alone or inside a longer base64 text), hex (either case) and percent-encoded
+ * forms; and each line of a multi-line value (engines print those line by line). Lines and
+ * encoded forms shorter than {@link MIN_VARIANT_LENGTH} characters are left out; empty values
+ * are dropped.
  */
 export function secretVariants(values: Iterable<string>): string[] {
   const out = new Set<string>();
@@ -13,14 +73,8 @@ export function secretVariants(values: Iterable<string>): string[] {
     if (value === "") {
       continue;
     }
-    out.add(value);
-    out.add(JSON.stringify(value).slice(1, -1));
-    if (value.includes("\n")) {
-      for (const line of value.split(/\r?\n/)) {
-        if (line.trim().length >= 4) {
-          out.add(line.trim());
-        }
-      }
+    for (const form of formsOf(value)) {
+      out.add(form);
     }
   }
   return [...out].filter((v) => v !== "");
@@ -33,16 +87,25 @@ export function secretVariants(values: Iterable<string>): string[] {
  * Overlapping matches resolve leftmost-first, longest at the same position.
  */
 export class StreamMasker {
-  private readonly secrets: Buffer[];
-  private readonly maxLength: number;
+  private secrets: Buffer[] = [];
+  private maxLength = 0;
   private tail: Buffer = Buffer.alloc(0);
 
   constructor(secrets: Iterable<string>) {
+    this.add(secrets);
+  }
+
+  /**
+   * Masks `secrets` too from now on: in the held tail and everything written later (bytes
+   * already returned are final).
+   */
+  add(secrets: Iterable<string>): void {
+    const known = new Set(this.secrets.map((s) => s.toString()));
+    const added = [...new Set(secrets)].filter((s) => s !== "" && !known.has(s));
     // Longest first so that at equal start positions the longest secret wins.
-    this.secrets = [...new Set(secrets)]
-      .filter((s) => s !== "")
-      .map((s) => Buffer.from(s))
-      .sort((a, b) => b.length - a.length);
+    this.secrets = [...this.secrets, ...added.map((s) => Buffer.from(s))].sort(
+      (a, b) => b.length - a.length,
+    );
     this.maxLength = this.secrets[0]?.length ?? 0;
   }
 

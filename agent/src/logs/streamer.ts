@@ -1,7 +1,5 @@
 import { closeSync, openSync, readSync, writeSync } from "node:fs";
-import { setTimeout as delay } from "node:timers/promises";
-import { computeBackoffMs } from "../backoff.ts";
-import { TransientError } from "../errors.ts";
+import { retry } from "../retry.ts";
 import { StreamMasker } from "./masker.ts";
 
 /** What the coordinator answered to one chunk. */
@@ -62,6 +60,14 @@ export class LogStreamer {
     return this.produced;
   }
 
+  /**
+   * Masks these strings too (each exactly as given; pass them through `secretVariants` for the
+   * encoded forms) in everything written from now on, and in the tail not yet released.
+   */
+  addSecrets(secrets: Iterable<string>): void {
+    this.masker.add(secrets);
+  }
+
   /** Queues output; never blocks on the network. Ignored after close or failure. */
   write(chunk: Uint8Array | string): void {
     if (this.closed || this.failure !== null) {
@@ -116,14 +122,18 @@ export class LogStreamer {
   }
 
   private async pump(): Promise<void> {
-    let attempt = 0;
     while (this.acked < this.produced && this.failure === null) {
       const length = Math.min(this.options.maxChunkBytes, this.produced - this.acked);
       const bytes = Buffer.alloc(length);
       readSync(this.fd, bytes, 0, length, this.acked);
+      const offset = this.acked;
       try {
-        const result = await this.options.send(this.acked, bytes);
-        attempt = 0;
+        // Transient failures are retried here for as long as it takes; anything else ends it.
+        const result = await retry(() => this.options.send(offset, bytes), {
+          retries: Number.POSITIVE_INFINITY,
+          baseMs: this.options.retryBaseMs,
+          capMs: this.options.retryCapMs,
+        });
         if ("ok" in result) {
           this.acked += length;
         } else if (result.rangeMismatch > this.produced || result.rangeMismatch < 0) {
@@ -134,17 +144,7 @@ export class LogStreamer {
           this.acked = result.rangeMismatch;
         }
       } catch (error) {
-        if (!(error instanceof TransientError)) {
-          this.failure = error;
-          return;
-        }
-        const waitMs = computeBackoffMs({
-          attempt: attempt++,
-          baseMs: this.options.retryBaseMs,
-          capMs: this.options.retryCapMs,
-          retryAfter: error.retryAfter,
-        });
-        await delay(waitMs);
+        this.failure = error;
       }
     }
   }

@@ -56,6 +56,11 @@ export const RegisterResponse = z.object({
   heartbeatIntervalSeconds: z.int().positive(),
   pollWaitSeconds: z.int().positive(),
   leaseStartTimeoutSeconds: z.int().positive(),
+  /**
+   * The version of the agent build this coordinator ships (`GET /agent/v1/release`); null when
+   * it was deployed without one. An older agent updates itself to it between jobs.
+   */
+  agentVersion: z.string().nullable().default(null),
 });
 export type RegisterResponse = z.infer<typeof RegisterResponse>;
 

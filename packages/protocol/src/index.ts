@@ -2,4 +2,5 @@
 export * from "./agent.ts";
 export * from "./errors.ts";
 export * from "./jobs.ts";
+export * from "./release.ts";
 export * from "./runs.ts";

@@ -28,6 +28,19 @@ export const JobSpec = z.object({
   /** Relative to the configuration's root; "" is the root. */
   workingDirectory: z.string(),
   configuration: JobConfiguration.nullable(),
+  /**
+   * A pull request from a fork: the agent forwards no host variables, writes no sensitive
+   * values and runs no hooks for it.
+   */
+  isFork: z.boolean(),
+  /**
+   * Apply jobs: the SHA-256 (hex) of the plan file recorded when the plan finished; the agent
+   * refuses a plan file whose hash differs. Null for plan jobs.
+   */
+  planSha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 
@@ -45,5 +58,8 @@ export const LOG_LENGTH_HEADER = "Outpost-Log-Length";
 export const LOG_NEXT_OFFSET_HEADER = "Outpost-Log-Next-Offset";
 /** Header of a log read: `true` once the phase has ended and every byte was read. */
 export const LOG_COMPLETE_HEADER = "Outpost-Log-Complete";
-/** Header of the configuration download: the tarball's sha256. */
+/**
+ * Header of the configuration download (the tarball's sha256) and of an artefact upload (the
+ * body's sha256, checked by the coordinator and recorded; an artefact is written once).
+ */
 export const SHA256_HEADER = "Outpost-Sha256";

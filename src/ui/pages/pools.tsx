@@ -1,3 +1,4 @@
+import { installCommands } from "../../agents/install-commands.ts";
 /** Agent pools: the list, and one pool with its agents (live) and its agent tokens. */
 import type { presentAgent, presentAgentToken, presentPool } from "../../pools/model.ts";
 import { roleAtLeast } from "../../tokens/model.ts";
@@ -124,12 +125,29 @@ export function AgentRows(props: { agents: Agent[] }) {
 
 export type CreatedToken = { description: string; token: string };
 
+/** How to run an agent with the new token: install script, systemd or a container. */
+function InstallPanel(props: { address: string; token: string }) {
+  const commands = installCommands(props.address, props.token);
+  return (
+    <>
+      <p>
+        Start an agent on a host with Node.js 22.15 or newer; the install script comes from this
+        coordinator and checks the SHA-256 of everything it downloads.
+      </p>
+      <Secret id="install-script" label="Install and run" value={commands.script} />
+      <Secret id="install-systemd" label="As a systemd service (root)" value={commands.systemd} />
+      <Secret id="install-container" label="In a container" value={commands.container} />
+    </>
+  );
+}
+
 export function PoolPage(props: {
   viewer: Viewer;
   pool: Pool;
   agents: Agent[];
   workspaces: { id: string; name: string }[];
-  tokens: AgentToken[];
+  /** Agent tokens: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/tokens`. */
+  tokens: AgentToken[] | null;
   address: string;
   created?: CreatedToken | undefined;
   notice?: string | undefined;
@@ -148,11 +166,7 @@ export function PoolPage(props: {
             shown only once.
           </p>
           <Secret id="new-token" label="Token" value={props.created.token} />
-          <Secret
-            id="install-command"
-            label="Start an agent"
-            value={`OUTPOST_ADDRESS=${props.address} OUTPOST_TOKEN=${props.created.token} npx outpost-agent`}
-          />
+          <InstallPanel address={props.address} token={props.created.token} />
         </Notice>
       ) : null}
       <p>{pool.description}</p>
@@ -196,13 +210,17 @@ export function PoolPage(props: {
           </tbody>
         </table>
       </section>
-      <h2 id="tokens-heading">Agent tokens</h2>
-      <TokenTable
-        viewer={props.viewer}
-        poolId={pool.id}
-        tokens={props.tokens}
-        canManage={canManage}
-      />
+      {props.tokens !== null && canManage ? (
+        <>
+          <h2 id="tokens-heading">Agent tokens</h2>
+          <TokenTable
+            viewer={props.viewer}
+            poolId={pool.id}
+            tokens={props.tokens}
+            canManage={canManage}
+          />
+        </>
+      ) : null}
       {canManage ? (
         <form method="post" action={`/ui/pools/${pool.id}/tokens`}>
           <Csrf token={props.viewer.csrf} />

@@ -65,6 +65,14 @@ export function RunSummary(props: { run: Run }) {
           <span class="muted">not planned yet</span>
         )}
       </dd>
+      {run.planSha256 ? (
+        <>
+          <dt>Plan file</dt>
+          <dd>
+            SHA-256 <span class="mono">{run.planSha256}</span>; the apply runs only this plan
+          </dd>
+        </>
+      ) : null}
     </dl>
   );
 }

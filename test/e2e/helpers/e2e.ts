@@ -7,8 +7,11 @@ import { type LocalCoordinator, startCoordinator } from "../../../scripts/local-
 import { MirrorServer } from "../../node/helpers/mirror.ts";
 import { buildTarGz } from "../../node/helpers/tarball.ts";
 
-export const AGENT_BIN = path.resolve(import.meta.dirname, "../../../agent/bin/outpost-agent.ts");
-export const CLI_BIN = path.resolve(import.meta.dirname, "../../../agent/bin/outpost.ts");
+export const AGENT_BIN = path.resolve(
+  import.meta.dirname,
+  "../../../agent/src/bin/outpost-agent.ts",
+);
+export const CLI_BIN = path.resolve(import.meta.dirname, "../../../agent/src/bin/outpost.ts");
 /** The stand-in engine's version as the loopback mirror publishes it. */
 export const ENGINE_VERSION = "1.9.5";
 
@@ -29,10 +32,15 @@ export type World = {
 };
 
 /** Starts everything one test file shares. */
-export async function startWorld(options: { vars?: Record<string, string> } = {}): Promise<World> {
+export async function startWorld(
+  options: { vars?: Record<string, string>; assetsDir?: string } = {},
+): Promise<World> {
   const mirror = new MirrorServer();
   const [coordinator] = await Promise.all([
-    startCoordinator(options.vars ? { vars: options.vars } : {}),
+    startCoordinator({
+      ...(options.vars ? { vars: options.vars } : {}),
+      ...(options.assetsDir ? { assetsDir: options.assetsDir } : {}),
+    }),
     mirror.start(),
   ]);
   mirror.publish("terraform", ENGINE_VERSION, {
@@ -216,14 +224,21 @@ export type AgentProcess = {
 /** Starts the real agent bin against the world's coordinator, with the loopback mirror. */
 export function startAgent(
   world: World,
-  options: { args?: string[]; env?: Record<string, string>; token?: string; dataDir?: string } = {},
+  options: {
+    args?: string[];
+    env?: Record<string, string>;
+    token?: string;
+    dataDir?: string;
+    /** Another agent entry point, e.g. a built single-file agent; the sources by default. */
+    bin?: string;
+  } = {},
 ): AgentProcess {
   const dataDir = options.dataDir ?? path.join(world.dir, "agent-data");
   mkdirSync(dataDir, { recursive: true });
   const child = spawn(
     process.execPath,
     [
-      AGENT_BIN,
+      options.bin ?? AGENT_BIN,
       "--release-mirror",
       world.mirror.url,
       "--data-dir",
@@ -243,6 +258,37 @@ export function startAgent(
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
+  return watch(child, (signal) => child.kill(signal));
+}
+
+/**
+ * Runs `command` with `sh -c` in `cwd` and its own process group (killed as a group), as an
+ * operator pastes it: for the install commands the dashboard shows. The process is the shell; its exit
+ * is that of the last command.
+ */
+export function runShellCommand(
+  command: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): AgentProcess {
+  const child = spawn("sh", ["-c", command], {
+    env,
+    cwd,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return watch(child, (signal) => {
+    if (child.pid !== undefined && child.exitCode === null) {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+}
+
+function watch(child: ChildProcess, kill: (signal: NodeJS.Signals) => void): AgentProcess {
   let text = "";
   child.stdout?.on("data", (d) => {
     text += d;
@@ -267,7 +313,7 @@ export function startAgent(
       }
     },
     kill(signal = "SIGTERM") {
-      child.kill(signal);
+      kill(signal);
     },
   };
 }

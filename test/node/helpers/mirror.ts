@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44,13 +45,19 @@ export class MirrorServer {
   readonly requests: string[] = [];
   delayMs = 0;
   private server: Server | null = null;
+  private readonly tls: { key: string; cert: string } | null;
+
+  /** With `tls`, an HTTPS mirror with that key and certificate. */
+  constructor(options: { tls?: { key: string; cert: string } } = {}) {
+    this.tls = options.tls ?? null;
+  }
 
   get url(): string {
     const address = this.server?.address() as AddressInfo | null;
     if (!address) {
       throw new Error("mirror not started");
     }
-    return `http://127.0.0.1:${address.port}`;
+    return `${this.tls ? "https" : "http"}://127.0.0.1:${address.port}`;
   }
 
   /** Publishes a correct release of the stand-in (zip + SHA256SUMS) for linux/amd64. */
@@ -68,7 +75,7 @@ export class MirrorServer {
   }
 
   async start(): Promise<void> {
-    this.server = createServer((req, res) => {
+    const handler: Parameters<typeof createServer>[1] = (req, res) => {
       const url = req.url ?? "/";
       this.requests.push(url);
       const body = this.files.get(url);
@@ -80,7 +87,8 @@ export class MirrorServer {
         () => res.writeHead(200, { "content-length": body.length }).end(body),
         url.endsWith(".zip") ? this.delayMs : 0,
       );
-    });
+    };
+    this.server = this.tls ? createTlsServer(this.tls, handler) : createServer(handler);
     const server = this.server;
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { TransientError } from "../../../agent/src/errors.ts";
 import type { ArtifactName, CoordinatorPort } from "../../../agent/src/job/types.ts";
@@ -49,6 +50,13 @@ export class TestPort {
         return { ok: true };
       },
     };
+  }
+
+  /** The SHA-256 (hex) of a stored artifact, as the coordinator records it. */
+  sha256(name: ArtifactName): string {
+    return createHash("sha256")
+      .update(this.artifacts.get(name) ?? Buffer.alloc(0))
+      .digest("hex");
   }
 
   log(jobId: string): string {

@@ -118,6 +118,8 @@ export function makeJob(
       engineVersion: "1.9.8",
       workingDirectory: "",
       configuration: null,
+      isFork: false,
+      planSha256: null,
     },
     timeoutMs: options.timeoutMs ?? (phase === "apply" ? 86_400_000 : 7_200_000),
   };

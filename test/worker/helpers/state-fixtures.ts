@@ -60,7 +60,10 @@ export async function seedRun(
     runId,
     workspaceId,
     jobId: `${runId}:apply`,
+    leaseId: "lease_seeded",
     tokenHash: await hashToken(token),
+    // As if its agent had acknowledged the lease: the token is live.
+    startedAt: Date.now(),
   });
   return { runId, token, tokenId };
 }

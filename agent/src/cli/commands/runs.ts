@@ -1,18 +1,18 @@
-import { readJson } from "../../client/http.ts";
-import { seg, type UserApi } from "../api.ts";
-import { parseCommand } from "../args.ts";
-import type { CliContext, Command } from "../context.ts";
+import { ProtocolError } from "../../client/http.ts";
+import { must, seg, type UserApi } from "../api.ts";
+import type { components } from "../api-types.ts";
+import { command, group } from "../args.ts";
+import type { CliContext } from "../context.ts";
 import { CLI_EXIT, type CliExitCode, UsageError } from "../errors.ts";
 import { describeEnd, exitCodeFor, followLog, getRun, waitFor } from "../follow.ts";
+import type { Run } from "../models.ts";
 import { cell, json, table } from "../output.ts";
 import { packConfiguration } from "../pack.ts";
-import { ConfigurationVersion, Run, RunList } from "../schemas.ts";
-import { group } from "./group.ts";
 
-const RUN_USAGE =
-  "outpost run [DIR] --workspace WS [--message TEXT] [--plan-only] [--destroy] [--confirm|--auto-approve] [--no-follow]";
 const QUEUED = ["pending", "plan_queued"];
 const BEFORE_APPLY = ["confirmed", "apply_queued"];
+
+type ConfigurationVersion = components["schemas"]["ConfigurationVersion"];
 
 /**
  * Packs DIR (default `.`), uploads it, queues a run and follows it: the plan log live, then, if
@@ -20,63 +20,95 @@ const BEFORE_APPLY = ["confirmed", "apply_queued"];
  * code from how the run ended (0 applied/planned, 1 errored, 3 canceled/discarded). The first
  * Ctrl-C cancels the run and keeps following; a second one stops following.
  */
-export const run: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, {
-    usage: RUN_USAGE,
+export const run = command(
+  {
+    summary: "upload DIR, queue a run and follow it (plan, then apply when confirmed)",
     options: {
-      workspace: { type: "string", short: "w" },
-      message: { type: "string", short: "m" },
-      "plan-only": { type: "boolean" },
-      destroy: { type: "boolean" },
-      confirm: { type: "boolean" },
-      "auto-approve": { type: "boolean" },
-      "no-follow": { type: "boolean" },
+      workspace: {
+        type: "string",
+        short: "w",
+        description: "workspace id or name (or OUTPOST_WORKSPACE)",
+      },
+      message: { type: "string", short: "m", description: "the run's message" },
+      "plan-only": { type: "boolean", description: "a speculative plan, never applied" },
+      destroy: { type: "boolean", description: "a destroy run" },
+      confirm: { type: "boolean", description: "confirm the plan and apply it" },
+      "auto-approve": { type: "boolean", description: "same as --confirm" },
+      "no-follow": { type: "boolean", description: "print the run id and return" },
     },
     positionals: ["DIR"],
     required: 0,
-  });
-  const workspace = values.workspace ?? ctx.env.OUTPOST_WORKSPACE;
-  if (!workspace) {
-    throw new UsageError(`missing --workspace (or OUTPOST_WORKSPACE) (usage: ${RUN_USAGE})`);
-  }
-  if (values["plan-only"] && (values.confirm || values["auto-approve"] || values.destroy)) {
-    throw new UsageError(
-      "--plan-only cannot be combined with --confirm, --auto-approve or --destroy",
+  },
+  async (ctx, { values, positionals }) => {
+    const workspace = values.workspace ?? ctx.env.OUTPOST_WORKSPACE;
+    if (!workspace) {
+      throw new UsageError("missing --workspace (or OUTPOST_WORKSPACE) (see outpost run --help)");
+    }
+    if (values["plan-only"] && (values.confirm || values["auto-approve"] || values.destroy)) {
+      throw new UsageError(
+        "--plan-only cannot be combined with --confirm, --auto-approve or --destroy",
+      );
+    }
+    const dir = positionals[0] ?? ".";
+    const packed = await packConfiguration(dir);
+    const api = await ctx.api();
+    const upload = await api.raw(
+      "POST",
+      `/api/v1/workspaces/${seg(workspace)}/configuration-versions`,
+      {
+        body: packed.archive,
+        headers: { "content-type": "application/gzip" },
+        timeoutMs: 10 * 60_000,
+      },
     );
+    const cv = (await upload.json().catch((error: unknown) => {
+      throw new ProtocolError(`configuration upload: the answer is not JSON (${String(error)})`);
+    })) as ConfigurationVersion;
+    ctx.err.write(
+      `Uploaded ${dir} as ${cv.id} (${packed.entries.length} entries, ${packed.archive.length} bytes)\n`,
+    );
+    const queued = await must(
+      api.client.POST("/api/v1/workspaces/{workspaceId}/runs", {
+        params: { path: { workspaceId: workspace } },
+        body: {
+          operation: values["plan-only"] ? "plan" : values.destroy ? "destroy" : "apply",
+          isSpeculative: values["plan-only"] === true,
+          message: values.message ?? `Queued with outpost run from ${dir}`,
+          configurationVersionId: cv.id,
+        },
+      }),
+    );
+    ctx.err.write(`Queued run ${queued.id} in ${api.address}\n`);
+    if (values["no-follow"]) {
+      ctx.out.write(values.json ? json(queued) : `${queued.id}\n`);
+      return CLI_EXIT.ok;
+    }
+    return followRun(ctx, api, queued.id, {
+      confirm: values.confirm === true || values["auto-approve"] === true,
+      json: values.json === true,
+      showPlan: true,
+    });
+  },
+);
+
+/** POSTs a run action (confirm, discard, cancel, force-cancel) and returns the run. */
+function runAction(
+  api: UserApi,
+  runId: string,
+  action: "confirm" | "discard" | "cancel" | "force-cancel",
+): Promise<Run> {
+  const params = { params: { path: { runId } } };
+  switch (action) {
+    case "confirm":
+      return must(api.client.POST("/api/v1/runs/{runId}/confirm", params));
+    case "discard":
+      return must(api.client.POST("/api/v1/runs/{runId}/discard", params));
+    case "cancel":
+      return must(api.client.POST("/api/v1/runs/{runId}/cancel", params));
+    case "force-cancel":
+      return must(api.client.POST("/api/v1/runs/{runId}/force-cancel", params));
   }
-  const dir = positionals[0] ?? ".";
-  const packed = await packConfiguration(dir);
-  const api = await ctx.api();
-  const upload = await api.raw(
-    "POST",
-    `/api/v1/workspaces/${seg(workspace)}/configuration-versions`,
-    {
-      body: packed.archive,
-      headers: { "content-type": "application/gzip" },
-      timeoutMs: 10 * 60_000,
-    },
-  );
-  const cv = await readJson(upload, ConfigurationVersion, "configuration upload");
-  ctx.err.write(
-    `Uploaded ${dir} as ${cv.id} (${packed.entries.length} entries, ${packed.archive.length} bytes)\n`,
-  );
-  const queued = await api.call("POST", `/api/v1/workspaces/${seg(workspace)}/runs`, Run, {
-    operation: values["plan-only"] ? "plan" : values.destroy ? "destroy" : "apply",
-    isSpeculative: values["plan-only"] === true,
-    message: values.message ?? `Queued with outpost run from ${dir}`,
-    configurationVersionId: cv.id,
-  });
-  ctx.err.write(`Queued run ${queued.id} in ${api.address}\n`);
-  if (values["no-follow"]) {
-    ctx.out.write(values.json ? json(queued) : `${queued.id}\n`);
-    return CLI_EXIT.ok;
-  }
-  return followRun(ctx, api, queued.id, {
-    confirm: values.confirm === true || values["auto-approve"] === true,
-    json: values.json === true,
-    showPlan: true,
-  });
-};
+}
 
 /** Follows a run from wherever it is to where it stops; see {@link run}. */
 async function followRun(
@@ -93,7 +125,7 @@ async function followRun(
       ctx.exit(CLI_EXIT.interrupted);
     }
     ctx.err.write(`\nCanceling run ${runId} (Ctrl-C again to stop following)…\n`);
-    api.call("POST", `/api/v1/runs/${seg(runId)}/cancel`, Run).catch((error: unknown) => {
+    runAction(api, runId, "cancel").catch((error: unknown) => {
       ctx.err.write(`Cancel refused: ${error instanceof Error ? error.message : String(error)}\n`);
     });
   });
@@ -111,7 +143,7 @@ async function followRun(
     if (current.status === "planned" && current.isAutoApply) {
       current = await waitFor(api, runId, (r) => r.status !== "planned", ctx);
     } else if (current.status === "planned" && options.confirm) {
-      current = await api.call("POST", `/api/v1/runs/${seg(runId)}/confirm`, Run);
+      current = await runAction(api, runId, "confirm");
       ctx.err.write(`Confirmed run ${runId}\n`);
     }
     if ([...BEFORE_APPLY, "applying", "applied"].includes(current.status)) {
@@ -133,55 +165,50 @@ function finish(ctx: CliContext, run: Run, asJson: boolean): CliExitCode {
   return exitCodeFor(run);
 }
 
-const oneRun = (usage: string, extra: Record<string, { type: "boolean" }> = {}) => ({
-  usage,
-  options: extra,
-  positionals: ["RUN_ID"],
-  required: 1,
-});
+export const confirm = command(
+  {
+    summary: "confirm a planned run",
+    options: { follow: { type: "boolean", description: "follow the apply" } },
+    positionals: ["RUN_ID"],
+    required: 1,
+  },
+  async (ctx, { values, positionals }) => {
+    const runId = positionals[0] ?? "";
+    const api = await ctx.api();
+    const confirmed = await runAction(api, runId, "confirm");
+    ctx.err.write(`Confirmed run ${runId}\n`);
+    if (!values.follow) {
+      return finishQuietly(ctx, confirmed, values.json === true);
+    }
+    return followRun(ctx, api, runId, {
+      confirm: false,
+      json: values.json === true,
+      showPlan: false,
+    });
+  },
+);
 
-export const confirm: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(
-    args,
-    oneRun("outpost confirm RUN_ID [--follow]", { follow: { type: "boolean" } }),
-  );
-  const runId = positionals[0] ?? "";
-  const api = await ctx.api();
-  const confirmed = await api.call("POST", `/api/v1/runs/${seg(runId)}/confirm`, Run);
-  ctx.err.write(`Confirmed run ${runId}\n`);
-  if (!values.follow) {
-    return finishQuietly(ctx, confirmed, values.json === true);
-  }
-  return followRun(ctx, api, runId, {
-    confirm: false,
-    json: values.json === true,
-    showPlan: false,
-  });
-};
+export const discard = command(
+  { summary: "discard a planned run", options: {}, positionals: ["RUN_ID"], required: 1 },
+  async (ctx, { values, positionals }) => {
+    const discarded = await runAction(await ctx.api(), positionals[0] ?? "", "discard");
+    return finishQuietly(ctx, discarded, values.json === true);
+  },
+);
 
-export const discard: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, oneRun("outpost discard RUN_ID"));
-  const discarded = await (await ctx.api()).call(
-    "POST",
-    `/api/v1/runs/${seg(positionals[0] ?? "")}/discard`,
-    Run,
-  );
-  return finishQuietly(ctx, discarded, values.json === true);
-};
-
-export const cancel: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(
-    args,
-    oneRun("outpost cancel RUN_ID [--force]", { force: { type: "boolean" } }),
-  );
-  const action = values.force ? "force-cancel" : "cancel";
-  const canceled = await (await ctx.api()).call(
-    "POST",
-    `/api/v1/runs/${seg(positionals[0] ?? "")}/${action}`,
-    Run,
-  );
-  return finishQuietly(ctx, canceled, values.json === true);
-};
+export const cancel = command(
+  {
+    summary: "cancel a run (--force: kill it, 10 s after a cancel)",
+    options: { force: { type: "boolean", description: "force-cancel" } },
+    positionals: ["RUN_ID"],
+    required: 1,
+  },
+  async (ctx, { values, positionals }) => {
+    const action = values.force ? "force-cancel" : "cancel";
+    const canceled = await runAction(await ctx.api(), positionals[0] ?? "", action);
+    return finishQuietly(ctx, canceled, values.json === true);
+  },
+);
 
 /** Reports an action's result; the action succeeded, so the exit code is 0. */
 function finishQuietly(ctx: CliContext, run: Run, asJson: boolean): CliExitCode {
@@ -190,67 +217,71 @@ function finishQuietly(ctx: CliContext, run: Run, asJson: boolean): CliExitCode 
   return CLI_EXIT.ok;
 }
 
-export const logs: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, {
-    usage: "outpost logs RUN_ID [--phase plan|apply] [--follow]",
-    options: { phase: { type: "string" }, follow: { type: "boolean", short: "f" } },
+export const logs = command(
+  {
+    summary: "print a run's log",
+    options: {
+      phase: { type: "string", description: "plan (default) or apply" },
+      follow: { type: "boolean", short: "f", description: "keep printing until the phase ends" },
+    },
     positionals: ["RUN_ID"],
     required: 1,
-  });
-  const phase = values.phase ?? "plan";
-  if (phase !== "plan" && phase !== "apply") {
-    throw new UsageError("--phase must be plan or apply");
-  }
-  const runId = positionals[0] ?? "";
-  const api = await ctx.api();
-  await followLog(api, runId, phase, ctx, { follow: values.follow === true });
-  if (!values.follow) {
-    return CLI_EXIT.ok;
-  }
-  const last = await getRun(api, runId);
-  return last.isTerminal ? exitCodeFor(last) : CLI_EXIT.ok;
-};
+  },
+  async (ctx, { values, positionals }) => {
+    const phase = values.phase ?? "plan";
+    if (phase !== "plan" && phase !== "apply") {
+      throw new UsageError("--phase must be plan or apply");
+    }
+    const runId = positionals[0] ?? "";
+    const api = await ctx.api();
+    await followLog(api, runId, phase, ctx, { follow: values.follow === true });
+    if (!values.follow) {
+      return CLI_EXIT.ok;
+    }
+    const last = await getRun(api, runId);
+    return last.isTerminal ? exitCodeFor(last) : CLI_EXIT.ok;
+  },
+);
 
-const runsList: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, {
-    usage: "outpost runs list WORKSPACE [--json]",
-    options: {},
-    positionals: ["WORKSPACE"],
-    required: 1,
-  });
-  const { runs } = await (await ctx.api()).call(
-    "GET",
-    `/api/v1/workspaces/${seg(positionals[0] ?? "")}/runs?limit=50`,
-    RunList,
-  );
-  ctx.out.write(
-    values.json
-      ? json(runs)
-      : table([
-          ["ID", "STATUS", "OPERATION", "CREATED", "WHY"],
-          ...runs.map((r) => [
-            r.id,
-            r.status,
-            r.operation,
-            cell(r.createdAt),
-            cell(r.waitingReason ?? r.statusReason),
+const runsList = command(
+  { summary: "list a workspace's runs", options: {}, positionals: ["WORKSPACE"], required: 1 },
+  async (ctx, { values, positionals }) => {
+    const { runs } = await must(
+      (await ctx.api()).client.GET("/api/v1/workspaces/{workspaceId}/runs", {
+        params: { path: { workspaceId: positionals[0] ?? "" }, query: { limit: 50 } },
+      }),
+    );
+    ctx.out.write(
+      values.json
+        ? json(runs)
+        : table([
+            ["ID", "STATUS", "OPERATION", "CREATED", "WHY"],
+            ...runs.map((r) => [
+              r.id,
+              r.status,
+              r.operation,
+              cell(r.createdAt),
+              cell(r.waitingReason ?? r.statusReason),
+            ]),
           ]),
-        ]),
-  );
-  return CLI_EXIT.ok;
-};
+    );
+    return CLI_EXIT.ok;
+  },
+);
 
-const runsShow: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, oneRun("outpost runs show RUN_ID [--json]"));
-  const shown = await getRun(await ctx.api(), positionals[0] ?? "");
-  ctx.out.write(
-    values.json
-      ? json(shown)
-      : `${shown.id}: ${shown.status}${shown.statusReason ? ` (${shown.statusReason})` : ""}\n` +
-          (shown.waitingReason ? `waiting: ${shown.waitingReason}\n` : "") +
-          (shown.planSummary ? `plan: ${JSON.stringify(shown.planSummary)}\n` : ""),
-  );
-  return CLI_EXIT.ok;
-};
+const runsShow = command(
+  { summary: "show a run and why it waits", options: {}, positionals: ["RUN_ID"], required: 1 },
+  async (ctx, { values, positionals }) => {
+    const shown = await getRun(await ctx.api(), positionals[0] ?? "");
+    ctx.out.write(
+      values.json
+        ? json(shown)
+        : `${shown.id}: ${shown.status}${shown.statusReason ? ` (${shown.statusReason})` : ""}\n` +
+            (shown.waitingReason ? `waiting: ${shown.waitingReason}\n` : "") +
+            (shown.planSummary ? `plan: ${JSON.stringify(shown.planSummary)}\n` : ""),
+    );
+    return CLI_EXIT.ok;
+  },
+);
 
 export const runs = group("runs", { list: runsList, show: runsShow });

@@ -3,5 +3,5 @@
 import module from "node:module";
 
 module.enableCompileCache?.();
-const { main } = await import("../src/cli/process.ts");
+const { main } = await import("../cli/process.ts");
 await main(process.argv.slice(2));

@@ -1,0 +1,234 @@
+/**
+ * Builds the agent for shipping (`npm run build:agent`; `npm start`, `npm test` and
+ * `wrangler deploy` run it through wrangler.toml's `[build]`):
+ *
+ * 1. `agent/dist/outpost-agent.mjs` and `agent/dist/outpost.mjs`: the two bins as single
+ *    JavaScript files with every dependency (the protocol package included) bundled, so the
+ *    packed package needs nothing from npm at install time and no TypeScript at run time.
+ * 2. `dist/agent-assets/`: what the coordinator serves as static assets under
+ *    `/agent/v1/releases/<version>/` (the agent file, the npm package, the Dockerfile and the
+ *    systemd unit) plus `manifest.json` naming each with its SHA-256.
+ *
+ * `--version V` stamps another version (tests build an older and a newer agent); `--dist DIR`
+ * and `--assets DIR` write elsewhere. Outputs are replaced by rename, so a reader never sees a
+ * half-written file.
+ */
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { cp, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs, promisify } from "node:util";
+import { AgentVersion, RELEASES_PATH, type ReleaseFile, ReleaseManifest } from "@outpost/protocol";
+import { build } from "esbuild";
+
+const run = promisify(execFile);
+const AGENT_DIR = path.resolve(import.meta.dirname, "..");
+const ROOT = path.resolve(AGENT_DIR, "..");
+
+/** Where the build writes by default. */
+export const DEFAULT_DIST_DIR = path.join(AGENT_DIR, "dist");
+export const DEFAULT_ASSETS_DIR = path.join(ROOT, "dist", "agent-assets");
+
+export type BuiltAgent = {
+  version: string;
+  /** The single-file agent and CLI. */
+  agentFile: string;
+  cliFile: string;
+  /** The npm package, as `npm pack` makes it. */
+  packageFile: string;
+  manifest: ReleaseManifest;
+};
+
+/** The version in agent/package.json, the one a plain build stamps. */
+export async function sourceVersion(): Promise<string> {
+  const json: unknown = JSON.parse(await readFile(path.join(AGENT_DIR, "package.json"), "utf8"));
+  return AgentVersion.parse((json as { version?: unknown }).version);
+}
+
+/**
+ * Bundles both bins stamped with `version` into `distDir`, packs the npm package and writes
+ * the release assets into `assetsDir` (replacing any earlier build there).
+ */
+export async function buildAgent(
+  options: { version?: string; distDir?: string; assetsDir?: string } = {},
+): Promise<BuiltAgent> {
+  const version = AgentVersion.parse(options.version ?? (await sourceVersion()));
+  const distDir = options.distDir ?? DEFAULT_DIST_DIR;
+  const assetsDir = options.assetsDir ?? DEFAULT_ASSETS_DIR;
+  await mkdir(distDir, { recursive: true });
+  const work = await mkdtemp(path.join(distDir, ".build-"));
+  try {
+    await bundle(version, work);
+    const packageFile = await pack(version, work);
+    const agentFile = await replace(path.join(work, "outpost-agent.mjs"), distDir);
+    const cliFile = await replace(path.join(work, "outpost.mjs"), distDir);
+    const manifest = await writeAssets({ version, agentFile, packageFile, assetsDir });
+    const packed = await replace(packageFile, distDir);
+    return { version, agentFile, cliFile, packageFile: packed, manifest };
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** esbuild: ESM for Node 22, every import bundled, `require` provided for CommonJS deps. */
+async function bundle(version: string, outDir: string): Promise<void> {
+  await build({
+    entryPoints: {
+      "outpost-agent": path.join(AGENT_DIR, "src/bin/outpost-agent.ts"),
+      outpost: path.join(AGENT_DIR, "src/bin/outpost.ts"),
+    },
+    outdir: outDir,
+    outExtension: { ".js": ".mjs" },
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    // CommonJS dependencies (pino, tar's helpers) call require(); ESM output has none.
+    banner: {
+      js: 'import { createRequire as __outpostRequire } from "node:module";\nconst require = __outpostRequire(import.meta.url);',
+    },
+    define: { OUTPOST_AGENT_VERSION: JSON.stringify(version) },
+    minifySyntax: true,
+    minifyWhitespace: true,
+    keepNames: true,
+    legalComments: "none",
+    logLevel: "warning",
+  });
+}
+
+/** The npm package of this build: agent/package.json (with `version`), dist, packaging, README. */
+async function pack(version: string, work: string): Promise<string> {
+  const stage = path.join(work, "package");
+  await mkdir(path.join(stage, "dist"), { recursive: true });
+  const json = JSON.parse(await readFile(path.join(AGENT_DIR, "package.json"), "utf8")) as Record<
+    string,
+    unknown
+  >;
+  // Everything is bundled: the installed package depends on nothing.
+  delete json.devDependencies;
+  await writeFile(
+    path.join(stage, "package.json"),
+    `${JSON.stringify({ ...json, version }, null, 2)}\n`,
+  );
+  for (const file of ["outpost-agent.mjs", "outpost.mjs"]) {
+    await cp(path.join(work, file), path.join(stage, "dist", file));
+  }
+  await cp(path.join(AGENT_DIR, "packaging"), path.join(stage, "packaging"), { recursive: true });
+  await cp(path.join(AGENT_DIR, "README.md"), path.join(stage, "README.md"));
+  const { stdout } = await run(
+    "npm",
+    ["pack", stage, "--pack-destination", work, "--json", "--ignore-scripts"],
+    { cwd: work, env: { ...process.env, npm_config_loglevel: "error", npm_config_fund: "false" } },
+  );
+  const [packed] = JSON.parse(stdout) as Array<{ filename: string }>;
+  if (packed === undefined) {
+    throw new Error(`npm pack printed no file: ${stdout}`);
+  }
+  return path.join(work, packed.filename);
+}
+
+/** The static assets tree and its manifest, swapped in as a whole. */
+async function writeAssets(input: {
+  version: string;
+  agentFile: string;
+  packageFile: string;
+  assetsDir: string;
+}): Promise<ReleaseManifest> {
+  const { version, assetsDir } = input;
+  await mkdir(path.dirname(assetsDir), { recursive: true });
+  const stage = await mkdtemp(`${assetsDir}.stage-`);
+  const releaseDir = path.join(stage, RELEASES_PATH, version);
+  await mkdir(releaseDir, { recursive: true });
+  const put = async (source: string, name: string): Promise<ReleaseFile> => {
+    const target = path.join(releaseDir, name);
+    await cp(source, target);
+    const bytes = await readFile(target);
+    return {
+      path: `${RELEASES_PATH}/${version}/${name}`,
+      sha256: createHash("sha256").update(bytes).digest("hex"),
+      sizeBytes: (await stat(target)).size,
+    };
+  };
+  const manifest = ReleaseManifest.parse({
+    version,
+    agent: await put(input.agentFile, "outpost-agent.mjs"),
+    npmPackage: await put(input.packageFile, `outpost-agent-${version}.tgz`),
+    dockerfile: await put(path.join(AGENT_DIR, "Dockerfile"), "Dockerfile"),
+    systemdUnit: await put(
+      path.join(AGENT_DIR, "packaging", "outpost-agent.service"),
+      "outpost-agent.service",
+    ),
+  });
+  const manifestText = `${JSON.stringify(manifest, null, 2)}\n`;
+  await writeFile(path.join(stage, RELEASES_PATH, "manifest.json"), manifestText);
+  // The same build again (a test project, wrangler's [build] after npm test's): the manifest
+  // names every file's digest, so an equal one means equal files; leave the served tree alone.
+  const current = await readFile(
+    path.join(assetsDir, RELEASES_PATH, "manifest.json"),
+    "utf8",
+  ).catch(() => null);
+  if (current === manifestText) {
+    await rm(stage, { recursive: true, force: true });
+  } else {
+    await swapIn(stage, assetsDir);
+  }
+  return manifest;
+}
+
+/**
+ * Renames `stage` to `target`, moving an existing `target` aside first. Two builds swapping at
+ * once (test projects starting together) both succeed: the loser of a race moves the winner's
+ * tree aside and tries again; every tree holds the same build.
+ */
+async function swapIn(stage: string, target: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const old = `${target}.old-${process.pid}-${attempt}-${Date.now()}`;
+    await rename(target, old).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== "ENOENT") {
+        throw error;
+      }
+    });
+    try {
+      await rename(stage, target);
+      await rm(old, { recursive: true, force: true });
+      return;
+    } catch (error) {
+      await rm(old, { recursive: true, force: true });
+      const code = (error as NodeJS.ErrnoException).code;
+      if ((code !== "ENOTEMPTY" && code !== "EEXIST") || attempt >= 5) {
+        throw error;
+      }
+    }
+  }
+}
+
+/** Moves `file` into `dir` under the same name, replacing what was there. */
+async function replace(file: string, dir: string): Promise<string> {
+  const target = path.join(dir, path.basename(file));
+  await rename(file, target);
+  return target;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({
+    options: {
+      version: { type: "string" },
+      dist: { type: "string" },
+      assets: { type: "string" },
+    },
+  });
+  const started = Date.now();
+  const assetsDir = values.assets ? path.resolve(values.assets) : DEFAULT_ASSETS_DIR;
+  const built = await buildAgent({
+    ...(values.version ? { version: values.version } : {}),
+    ...(values.dist ? { distDir: path.resolve(values.dist) } : {}),
+    assetsDir,
+  });
+  const kib = (built.manifest.agent.sizeBytes / 1024).toFixed(0);
+  process.stdout.write(
+    `outpost-agent ${built.version}: ${path.relative(ROOT, built.agentFile)} (${kib} KiB), ` +
+      `${path.relative(ROOT, built.packageFile)}, assets in ${path.relative(ROOT, assetsDir)} ` +
+      `(${Date.now() - started} ms)\n`,
+  );
+}

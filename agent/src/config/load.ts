@@ -1,0 +1,268 @@
+import { homedir, hostname } from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { UserError } from "../errors.ts";
+import { readCaFile } from "../net/ca.ts";
+import { type FileValue, readConfigFile } from "./file.ts";
+import { parseFlags } from "./flags.ts";
+import { SETTINGS, type SettingFlag, type SettingSpec } from "./settings.ts";
+import { readToken } from "./token.ts";
+
+const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const;
+const PHASES = ["plan", "apply"] as const;
+/** A host variable name, optionally ending in `*` to forward every variable with that prefix. */
+const ENV_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*\*?$/;
+
+/** Everything the agent process is configured with, parsed and validated once at start. */
+export type AgentConfig = {
+  /** Coordinator origin without a trailing slash, e.g. `https://outpost.example.com`. */
+  address: string;
+  /** The agent-pool token (`op_agent_…`); never logged. */
+  token: string;
+  /** Where the token came from: a file is read again after an update restarts the agent. */
+  tokenFile: string | null;
+  /** Display name shown in the pool listing (the host name unless set). */
+  name: string;
+  single: boolean;
+  logLevel: (typeof LOG_LEVELS)[number];
+  logJson: boolean;
+  concurrency: number;
+  accept: Array<(typeof PHASES)[number]>;
+  /** Absolute; holds the engine cache (`engines/`) and job directories (`jobs/`). */
+  dataDir: string;
+  /** Absolute; a missing directory simply means no hooks. */
+  hooksDir: string;
+  hookTimeoutMs: number;
+  /** After the first SIGTERM/SIGINT, how long running jobs may still take before they are canceled. */
+  shutdownGraceMs: number;
+  /** Between the first and the second SIGINT of a graceful job cancel. */
+  cancelGraceMs: number;
+  /** Host variable names (or `PREFIX*` patterns) forwarded into job environments. */
+  envForward: string[];
+  /** Base URL of a release mirror laid out as `{mirror}/{engine}/{version}/{file}`; null = official sites. */
+  releaseMirror: string | null;
+  /** Absolute path of extra trusted CA certificates (PEM), or null. */
+  caCertFile: string | null;
+  /** Proxy variables and CA certificates go on to engines, hooks and git. */
+  forwardNetworkEnv: boolean;
+  /** Update to the coordinator's agent build between jobs. */
+  autoUpdate: boolean;
+  /** Development only: let VCS jobs clone `file://` repositories. */
+  allowFileRepos: boolean;
+};
+
+/** Where a raw value came from, to name it in an error. */
+type Sourced = { value: FileValue | undefined; source: string };
+
+const seconds = (min: number, max: number) => {
+  const message = `must be a number of seconds between ${min} and ${max}`;
+  return z.coerce.number({ error: message }).min(min, message).max(max, message);
+};
+const httpUrl = z
+  .string()
+  .regex(/^https?:\/\/[^\s/]+/i, "must be an http(s) URL")
+  .transform((v) => v.replace(/\/+$/, ""));
+const concurrency = "must be an integer between 1 and 64";
+const phases = "must list plan and/or apply, e.g. plan,apply";
+
+/** The validator of each setting, fed the raw value (flag text, variable text or file value). */
+const VALIDATORS = {
+  address: z.string().transform(validateAddress),
+  "token-file": z.string().min(1),
+  name: z.string().trim().min(1).max(100, "must be at most 100 characters"),
+  single: z.boolean(),
+  concurrency: z.coerce
+    .number({ error: concurrency })
+    .int(concurrency)
+    .min(1, concurrency)
+    .max(64, concurrency),
+  accept: z
+    .array(z.enum(PHASES, { error: phases }))
+    .min(1, phases)
+    .transform((v) => [...new Set(v)]),
+  "log-level": z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }),
+  "log-json": z.boolean(),
+  "data-dir": z.string().min(1),
+  "hooks-dir": z.string().min(1),
+  "hook-timeout": z.coerce
+    .number({ error: "must be a positive number of seconds" })
+    .positive("must be a positive number of seconds")
+    .max(86_400, "must be at most 86400 seconds"),
+  "shutdown-grace": seconds(0, 86_400),
+  "cancel-grace": seconds(1, 3_600),
+  "env-forward": z.array(
+    z.string().regex(ENV_PATTERN, "must be variable names like AWS_REGION or prefixes like AWS_*"),
+  ),
+  "release-mirror": httpUrl,
+  "ca-cert": z.string().min(1),
+  "forward-network-env": z.boolean(),
+  "auto-update": z.boolean(),
+  "allow-file-repos": z.boolean(),
+  config: z.string().min(1),
+} satisfies Record<SettingFlag, z.ZodType>;
+
+/**
+ * Parses flags, environment and config file into an {@link AgentConfig}: for each setting the
+ * flag wins, then its `OUTPOST_*` variable, then its Terraform Cloud alias, then the config file,
+ * then the default. Throws {@link UserError} with one line naming the offending setting and
+ * where it came from; returns `{ print }` for `--help` and `--version`.
+ */
+export function loadConfig(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+): AgentConfig | { print: string } {
+  const flags = parseFlags(argv);
+  if (flags.kind === "print") {
+    return { print: flags.text };
+  }
+  const configSpec = SETTINGS.find((s) => s.flag === "config") as SettingSpec;
+  const configFile = pick(configSpec, flags.values, env, {});
+  const file = configFile.value === undefined ? {} : readConfigFile(String(configFile.value));
+  const raw = (flag: SettingFlag): Sourced => {
+    const spec = SETTINGS.find((s) => s.flag === flag) as SettingSpec;
+    return pick(spec, flags.values, env, file, String(configFile.value));
+  };
+  const get = <F extends SettingFlag>(
+    flag: F,
+    fallback: unknown,
+  ): z.output<(typeof VALIDATORS)[F]> => {
+    const { value, source } = raw(flag);
+    const input = value === undefined ? fallback : coerce(flag, value);
+    const parsed = VALIDATORS[flag].safeParse(input);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const missing = value === undefined && fallback === undefined;
+      throw new UserError(
+        `${source} ${missing ? "is required" : (issue?.message ?? "is invalid")}`,
+      );
+    }
+    return parsed.data as z.output<(typeof VALIDATORS)[F]>;
+  };
+  const dataDir = path.resolve(get("data-dir", defaultDataDir(env)));
+  const caCertFile = raw("ca-cert").value === undefined ? null : path.resolve(get("ca-cert", null));
+  if (caCertFile !== null) {
+    readCaFile(caCertFile, raw("ca-cert").source);
+  }
+  return {
+    address: get("address", undefined),
+    ...readToken(
+      env,
+      raw("token-file").value === undefined
+        ? null
+        : {
+            file: get("token-file", null),
+            isFromConfigFile: raw("token-file").source.startsWith("--config"),
+          },
+    ),
+    name: get("name", hostname() || "outpost-agent"),
+    single: get("single", false),
+    logLevel: get("log-level", "info"),
+    logJson: get("log-json", false),
+    concurrency: get("concurrency", 1),
+    accept: get("accept", [...PHASES]),
+    dataDir,
+    hooksDir: path.resolve(get("hooks-dir", path.join(dataDir, "hooks"))),
+    hookTimeoutMs: Math.round(get("hook-timeout", 60) * 1000),
+    shutdownGraceMs: Math.round(get("shutdown-grace", 300) * 1000),
+    cancelGraceMs: Math.round(get("cancel-grace", 30) * 1000),
+    envForward: [...new Set(get("env-forward", []))],
+    releaseMirror: raw("release-mirror").value === undefined ? null : get("release-mirror", null),
+    caCertFile,
+    forwardNetworkEnv: get("forward-network-env", true),
+    autoUpdate: get("auto-update", true),
+    allowFileRepos: get("allow-file-repos", false),
+  };
+}
+
+/** The raw value of one setting from the first source that has it. */
+function pick(
+  spec: SettingSpec,
+  flags: Record<string, string | string[] | boolean | undefined>,
+  env: NodeJS.ProcessEnv,
+  file: Record<string, FileValue | undefined>,
+  fileName = "",
+): Sourced {
+  const flag = flags[spec.flag];
+  if (flag !== undefined) {
+    return { value: flag, source: `--${spec.flag}` };
+  }
+  for (const name of [spec.env, ...(spec.tfcEnv ?? [])]) {
+    const value = env[name];
+    if (value !== undefined && value !== "") {
+      return { value, source: name };
+    }
+  }
+  const key = spec.fileKey;
+  if (key !== undefined && file[key] !== undefined) {
+    return { value: file[key], source: `--config ${fileName}: ${key}` };
+  }
+  return { value: undefined, source: spec.env };
+}
+
+/** Turns text from a flag or variable into the shape its validator takes. */
+function coerce(flag: SettingFlag, value: FileValue): unknown {
+  const spec = SETTINGS.find((s) => s.flag === flag) as SettingSpec;
+  if (spec.kind === "list") {
+    const items = Array.isArray(value) ? value : [String(value)];
+    return items.flatMap((v) => v.split(/[\s,]+/)).filter((v) => v !== "");
+  }
+  if (spec.kind === "boolean" || spec.kind === "switch") {
+    return typeof value === "boolean" ? value : toBoolean(String(value));
+  }
+  return typeof value === "number" ? value : String(value);
+}
+
+/** true/false, on/off, yes/no, 1/0; Terraform Cloud's auto-update `disabled` is off. */
+function toBoolean(text: string): boolean | string {
+  const lower = text.trim().toLowerCase();
+  if (["1", "true", "on", "yes", "minor", "patch"].includes(lower)) {
+    return true;
+  }
+  if (["0", "false", "off", "no", "disabled"].includes(lower)) {
+    return false;
+  }
+  return text;
+}
+
+/**
+ * The coordinator's origin. A path, a query, a fragment or credentials are refused with the
+ * fix, so `…/api/v1` is a clear mistake at start instead of a confusing 404 later.
+ */
+function validateAddress(text: string, ctx: z.RefinementCtx): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    url = new URL("invalid:");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    ctx.addIssue({
+      code: "custom",
+      message: "must be an http(s) URL like https://outpost.example.com",
+    });
+    return z.NEVER;
+  }
+  const problem =
+    url.username || url.password
+      ? "holds credentials"
+      : url.pathname !== "/"
+        ? `has a path (${url.pathname})`
+        : url.search
+          ? `has a query (${url.search})`
+          : url.hash
+            ? `has a fragment (${url.hash})`
+            : null;
+  if (problem !== null) {
+    ctx.addIssue({
+      code: "custom",
+      message: `${text} ${problem}: give the coordinator's base URL, ${url.origin}`,
+    });
+    return z.NEVER;
+  }
+  return url.origin;
+}
+
+function defaultDataDir(env: NodeJS.ProcessEnv): string {
+  const base = env.XDG_DATA_HOME || path.join(env.HOME || homedir(), ".local", "share");
+  return path.join(base, "outpost-agent");
+}

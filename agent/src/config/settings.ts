@@ -1,0 +1,218 @@
+/**
+ * Every setting of `outpost-agent` in one table: its flag, its environment variable, the
+ * Terraform Cloud agent's name for it, its config file key and its default. The flag parser,
+ * `--help`, the loader and the operator's guide all come from this table, so a setting cannot
+ * exist in one place and be missing in another.
+ */
+
+/** How a setting's raw text is read. */
+export type SettingKind = "string" | "boolean" | "list" | "switch";
+
+export type SettingSpec = {
+  /** The long flag without dashes; also the key of the parsed flag values. */
+  flag: string;
+  /** Placeholder in `--help` for settings that take a value. */
+  arg?: string;
+  kind: SettingKind;
+  /** The `OUTPOST_*` variable. */
+  env: string;
+  /** Terraform Cloud agent variables accepted as aliases (the `OUTPOST_*` one wins). */
+  tfcEnv?: readonly string[];
+  /** The config file key (camelCase; snake_case is accepted too). */
+  fileKey?: string;
+  /** As `--help` and the guide show it. */
+  defaultText: string;
+  description: string;
+};
+
+export const SETTINGS = [
+  {
+    flag: "address",
+    arg: "URL",
+    kind: "string",
+    env: "OUTPOST_ADDRESS",
+    tfcEnv: ["TFC_ADDRESS"],
+    fileKey: "address",
+    defaultText: "required",
+    description: "coordinator base URL, e.g. https://outpost.example.com (no path)",
+  },
+  {
+    flag: "token-file",
+    arg: "FILE",
+    kind: "string",
+    env: "OUTPOST_TOKEN_FILE",
+    fileKey: "tokenFile",
+    defaultText: "none",
+    description: "read the agent token (op_agent_…) from FILE instead of OUTPOST_TOKEN",
+  },
+  {
+    flag: "name",
+    arg: "NAME",
+    kind: "string",
+    env: "OUTPOST_NAME",
+    tfcEnv: ["TFC_AGENT_NAME"],
+    fileKey: "name",
+    defaultText: "the host name",
+    description: "name shown in the pool listing",
+  },
+  {
+    flag: "single",
+    kind: "boolean",
+    env: "OUTPOST_SINGLE",
+    tfcEnv: ["TFC_AGENT_SINGLE"],
+    fileKey: "single",
+    defaultText: "off",
+    description: "take one job, then exit (pair with a restart policy for a clean host per job)",
+  },
+  {
+    flag: "concurrency",
+    arg: "N",
+    kind: "string",
+    env: "OUTPOST_CONCURRENCY",
+    fileKey: "concurrency",
+    defaultText: "1",
+    description: "jobs run at once, 1-64",
+  },
+  {
+    flag: "accept",
+    arg: "PHASES",
+    kind: "list",
+    env: "OUTPOST_ACCEPT",
+    fileKey: "accept",
+    defaultText: "plan,apply",
+    description: "job phases this agent takes",
+  },
+  {
+    flag: "log-level",
+    arg: "LEVEL",
+    kind: "string",
+    env: "OUTPOST_LOG_LEVEL",
+    tfcEnv: ["TFC_AGENT_LOG_LEVEL"],
+    fileKey: "logLevel",
+    defaultText: "info",
+    description: "trace, debug, info, warn, error or fatal",
+  },
+  {
+    flag: "log-json",
+    kind: "boolean",
+    env: "OUTPOST_LOG_JSON",
+    tfcEnv: ["TFC_AGENT_LOG_JSON"],
+    fileKey: "logJson",
+    defaultText: "off",
+    description: "log JSON lines instead of text",
+  },
+  {
+    flag: "data-dir",
+    arg: "DIR",
+    kind: "string",
+    env: "OUTPOST_DATA_DIR",
+    tfcEnv: ["TFC_AGENT_DATA_DIR"],
+    fileKey: "dataDir",
+    defaultText: "$XDG_DATA_HOME/outpost-agent",
+    description: "engine cache and job directories",
+  },
+  {
+    flag: "hooks-dir",
+    arg: "DIR",
+    kind: "string",
+    env: "OUTPOST_HOOKS_DIR",
+    fileKey: "hooksDir",
+    defaultText: "{data-dir}/hooks",
+    description: "hook executables (pre-plan, post-plan, pre-apply, post-apply)",
+  },
+  {
+    flag: "hook-timeout",
+    arg: "SECONDS",
+    kind: "string",
+    env: "OUTPOST_HOOK_TIMEOUT",
+    fileKey: "hookTimeoutSeconds",
+    defaultText: "60",
+    description: "longest a hook may run",
+  },
+  {
+    flag: "shutdown-grace",
+    arg: "SECONDS",
+    kind: "string",
+    env: "OUTPOST_SHUTDOWN_GRACE",
+    fileKey: "shutdownGraceSeconds",
+    defaultText: "300",
+    description: "after SIGTERM/SIGINT, how long running jobs may finish before a cancel",
+  },
+  {
+    flag: "cancel-grace",
+    arg: "SECONDS",
+    kind: "string",
+    env: "OUTPOST_CANCEL_GRACE",
+    fileKey: "cancelGraceSeconds",
+    defaultText: "30",
+    description: "between the first and the second SIGINT of a job cancel",
+  },
+  {
+    flag: "env-forward",
+    arg: "NAME",
+    kind: "list",
+    env: "OUTPOST_ENV_FORWARD",
+    fileKey: "envForwardAllowlist",
+    defaultText: "none",
+    description: "host variables (or PREFIX*) forwarded into jobs; repeatable, comma lists",
+  },
+  {
+    flag: "release-mirror",
+    arg: "URL",
+    kind: "string",
+    env: "OUTPOST_RELEASE_MIRROR",
+    fileKey: "releaseMirror",
+    defaultText: "official sites",
+    description: "engine mirror laid out as URL/{engine}/{version}/{file}",
+  },
+  {
+    flag: "ca-cert",
+    arg: "FILE",
+    kind: "string",
+    env: "OUTPOST_CA_CERT",
+    fileKey: "caCert",
+    defaultText: "none",
+    description: "PEM CA certificates trusted for the coordinator, the mirror, engines and git",
+  },
+  {
+    flag: "forward-network-env",
+    arg: "on/off",
+    kind: "switch",
+    env: "OUTPOST_FORWARD_NETWORK_ENV",
+    fileKey: "forwardNetworkEnv",
+    defaultText: "on",
+    description: "pass the proxy variables and CA certificates on to engines, hooks and git",
+  },
+  {
+    flag: "auto-update",
+    arg: "on/off",
+    kind: "switch",
+    env: "OUTPOST_AUTO_UPDATE",
+    tfcEnv: ["TFC_AGENT_AUTO_UPDATE"],
+    fileKey: "autoUpdate",
+    defaultText: "on",
+    description: "between jobs, update to the agent build the coordinator ships",
+  },
+  {
+    flag: "allow-file-repos",
+    kind: "boolean",
+    env: "OUTPOST_ALLOW_FILE_REPOS",
+    fileKey: "allowFileRepos",
+    defaultText: "off",
+    description: "development only: VCS jobs may clone file:// repositories",
+  },
+  {
+    flag: "config",
+    arg: "FILE",
+    kind: "string",
+    env: "OUTPOST_CONFIG",
+    defaultText: "none",
+    description: "YAML or JSON file with any setting above (flags and variables win)",
+  },
+] as const satisfies readonly SettingSpec[];
+
+export type SettingFlag = (typeof SETTINGS)[number]["flag"];
+
+/** The agent token comes from the environment only (never a flag: it would show in `ps`). */
+export const TOKEN_ENV = "OUTPOST_TOKEN";
+export const TOKEN_TFC_ENV = "TFC_AGENT_TOKEN";
