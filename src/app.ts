@@ -1,6 +1,6 @@
 /**
  * Builds the Hono app: middleware order (request id → db → body limits), feature mounts, the
- * OpenAPI document, and the one error handler.
+ * OpenAPI document with `/healthz` (`openapi.ts`), and the one error handler.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
@@ -12,6 +12,7 @@ import { createDb } from "./db/client.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError, errorResponse, handleError } from "./errors.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
+import { mountOpenApi } from "./openapi.ts";
 import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
 import { poolRoutes } from "./pools/routes.ts";
 import { jobDataRoutes } from "./runs/agent-routes.ts";
@@ -25,8 +26,6 @@ import { vcsHookRoutes } from "./vcs/routes.ts";
 import { webhookRoutes } from "./vcs/webhook-routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
-export const API_VERSION = "0.1.0";
-
 /** A fresh app; the Worker builds one per isolate. */
 export function newApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
@@ -39,8 +38,6 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.use("/api/*", limitJsonBodies());
   app.use("/agent/*", limitJsonBodies());
   app.use("/agent/v1/*", agentVersionHeader());
-
-  app.get("/healthz", (c) => c.json({ ok: true, version: API_VERSION }));
 
   app.route("/api/v1/bootstrap", bootstrapRoutes);
   app.route("/api/v1", organizationRoutes);
@@ -61,24 +58,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
   // VCS webhooks: outside /api (no org token; the signature is the auth; own body limit).
   app.route("/webhooks", webhookRoutes);
 
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
-    type: "http",
-    scheme: "bearer",
-    description: "An org token (op_org_…), agent token (op_agent_…) or run token (op_run_…)",
-  });
-  app.openAPIRegistry.registerComponent("securitySchemes", "bootstrap", {
-    type: "http",
-    scheme: "bearer",
-    description: "The deployment's BOOTSTRAP_TOKEN secret",
-  });
-  app.doc31("/api/v1/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "Outpost",
-      version: API_VERSION,
-      description: "Coordinator for Terraform and OpenTofu runs on pull-based agents.",
-    },
-  });
+  mountOpenApi(app);
 
   app.notFound((c) =>
     errorResponse(c, new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path}`)),

@@ -41,6 +41,7 @@ export const releaseRoutes = newRouter()
     createRoute({
       ...common,
       method: "get",
+      operationId: "getAgentRelease",
       path: "/release",
       summary: "The agent build shipped with this coordinator (no auth)",
       description:
@@ -63,6 +64,7 @@ export const releaseRoutes = newRouter()
     createRoute({
       ...common,
       method: "get",
+      operationId: "getAgentInstallScript",
       path: "/install.sh",
       summary: "A POSIX sh installer for the shipped agent build (no auth)",
       description:

@@ -101,6 +101,7 @@ export const agentRoutes = newRouter()
     createRoute({
       ...common,
       method: "post",
+      operationId: "registerAgent",
       path: "/register",
       summary: "Register an agent with the pool of its token",
       middleware: [agentAuth] as const,
@@ -133,6 +134,7 @@ export const agentRoutes = newRouter()
     createRoute({
       ...common,
       method: "post",
+      operationId: "pollNextJob",
       path: "/jobs/next",
       summary: "Long-poll for work: answered the moment a matching job is queued, 204 when none",
       middleware: [agentLiveness] as const,
@@ -165,6 +167,7 @@ export const agentRoutes = newRouter()
     createRoute({
       ...common,
       method: "post",
+      operationId: "startJob",
       path: "/jobs/{jobId}/leases/{leaseId}/start",
       summary: "Acknowledge a lease (two-phase take); unacknowledged leases return to the queue",
       middleware: [agentAuth] as const,
@@ -189,6 +192,7 @@ export const agentRoutes = newRouter()
     createRoute({
       ...common,
       method: "post",
+      operationId: "sendHeartbeat",
       path: "/heartbeat",
       summary: "Report running jobs; the answer carries cancel requests and an exit instruction",
       middleware: [agentLiveness] as const,
@@ -215,6 +219,7 @@ export const agentRoutes = newRouter()
     createRoute({
       ...common,
       method: "post",
+      operationId: "finishJob",
       path: "/jobs/{jobId}/leases/{leaseId}/finish",
       summary: "Report how a job ended (idempotent for the same lease)",
       middleware: [agentAuth] as const,
@@ -256,6 +261,7 @@ export const agentRoutes = newRouter()
     createRoute({
       ...common,
       method: "post",
+      operationId: "sayGoodbye",
       path: "/goodbye",
       summary: "Graceful exit: the agent is exited and takes no more work",
       middleware: [agentAuth] as const,

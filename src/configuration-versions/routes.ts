@@ -71,6 +71,7 @@ export const configurationVersionRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "createConfigurationVersion",
       path: "/{workspaceId}/configuration-versions",
       tags,
       summary: "Upload a configuration (tar.gz as the raw body)",
@@ -127,6 +128,7 @@ export const configurationVersionRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listConfigurationVersions",
       path: "/{workspaceId}/configuration-versions",
       tags,
       summary: "List a workspace's configuration versions, newest first",
@@ -162,6 +164,7 @@ export const configurationVersionRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getConfigurationVersion",
       path: "/{workspaceId}/configuration-versions/{configurationVersionId}",
       tags,
       summary: "Get a configuration version",
@@ -189,6 +192,7 @@ export const configurationVersionRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "downloadConfigurationVersion",
       path: "/{workspaceId}/configuration-versions/{configurationVersionId}/download",
       tags,
       summary: "Download an uploaded configuration's tar.gz, exactly as it was uploaded",

@@ -50,6 +50,7 @@ function checkBootstrapSecret(header: string | undefined, expected: string | und
 export const bootstrapRoutes = newRouter().openapi(
   createRoute({
     method: "post",
+    operationId: "bootstrap",
     path: "/",
     tags: ["organizations"],
     summary: "Create the first organization and its owner token (once per deployment)",
@@ -86,6 +87,7 @@ export const organizationRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "createOrganization",
       path: "/organizations",
       tags: ["organizations"],
       summary: "Create a further organization (only where ALLOW_MULTIPLE_ORGS is true)",
@@ -120,6 +122,7 @@ export const organizationRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getOrganization",
       path: "/organization",
       tags: ["organizations"],
       summary: "The organization of the calling token",

@@ -74,6 +74,7 @@ export const poolRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "createPool",
       path: "/",
       tags: ["pools"],
       summary: "Create an agent pool",
@@ -102,6 +103,7 @@ export const poolRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listPools",
       path: "/",
       tags: ["pools"],
       summary: "List the org's agent pools",
@@ -120,6 +122,7 @@ export const poolRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getPool",
       path: "/{poolId}",
       tags: ["pools"],
       summary: "A pool with its agents, their status and jobs, and the workspaces using it",
@@ -144,6 +147,7 @@ export const poolRoutes = newRouter()
   .openapi(
     createRoute({
       method: "patch",
+      operationId: "updatePool",
       path: "/{poolId}",
       tags: ["pools"],
       summary: "Rename a pool or change its liveness settings",
@@ -173,6 +177,7 @@ export const poolRoutes = newRouter()
   .openapi(
     createRoute({
       method: "delete",
+      operationId: "deletePool",
       path: "/{poolId}",
       tags: ["pools"],
       summary: "Delete a pool that no workspace uses (409 names the workspaces that do)",

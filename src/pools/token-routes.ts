@@ -41,6 +41,7 @@ export const poolTokenRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "createAgentToken",
       path: "/{poolId}/tokens",
       tags: ["pools"],
       summary: "Create an agent token for the pool",
@@ -70,6 +71,7 @@ export const poolTokenRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listAgentTokens",
       path: "/{poolId}/tokens",
       tags: ["pools"],
       summary: "List the pool's active agent tokens with created and last-used times",
@@ -94,6 +96,7 @@ export const poolTokenRoutes = newRouter()
   .openapi(
     createRoute({
       method: "delete",
+      operationId: "revokeAgentToken",
       path: "/{poolId}/tokens/{tokenId}",
       tags: ["pools"],
       summary: "Revoke an agent token: its next request gets 401 and its agents are told to exit",

@@ -53,6 +53,7 @@ export const jobDataRoutes = newRouter()
   .openapi(
     createRoute({
       method: "put",
+      operationId: "appendJobLog",
       path: "/jobs/{jobId}/leases/{leaseId}/logs",
       tags: ["agent"],
       summary: "Append log bytes at an offset (416 with the length held on a gap or overlap)",
@@ -99,6 +100,7 @@ export const jobDataRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "downloadJobConfiguration",
       path: "/jobs/{jobId}/configuration",
       tags: ["agent"],
       summary: "Download the job's configuration tarball",
@@ -139,6 +141,7 @@ export const jobDataRoutes = newRouter()
   .openapi(
     createRoute({
       method: "put",
+      operationId: "uploadJobArtifact",
       path: "/jobs/{jobId}/artifacts/{name}",
       tags: ["agent"],
       summary: "Upload a plan artefact, once (plan jobs only, while the job runs)",
@@ -201,6 +204,7 @@ export const jobDataRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "downloadJobArtifact",
       path: "/jobs/{jobId}/artifacts/{name}",
       tags: ["agent"],
       summary: "Download a plan artefact of the same run",

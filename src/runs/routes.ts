@@ -130,6 +130,7 @@ function actionError(failure: ActionFailure, run: RunRow, action: RunAction): Ap
 const actionRoute = (action: RunAction, summary: string) =>
   createRoute({
     method: "post",
+    operationId: `${action.replace(/-(\w)/g, (_, letter: string) => letter.toUpperCase())}Run`,
     path: `/runs/{runId}/${action}`,
     tags: ["runs"],
     summary,
@@ -146,6 +147,7 @@ export const runRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "createRun",
       path: "/workspaces/{workspaceId}/runs",
       tags: ["runs"],
       summary: "Queue a run (plan, apply or destroy; speculative plans never wait or apply)",
@@ -211,6 +213,7 @@ export const runRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listWorkspaceRuns",
       path: "/workspaces/{workspaceId}/runs",
       tags: ["runs"],
       summary: "List a workspace's runs, newest first",
@@ -235,6 +238,7 @@ export const runRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listRuns",
       path: "/runs",
       tags: ["runs"],
       summary: "List the organization's runs, optionally by commit sha or status",
@@ -256,6 +260,7 @@ export const runRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getRun",
       path: "/runs/{runId}",
       tags: ["runs"],
       summary: "A run: status, timestamps, plan summary, and why it waits",
@@ -312,6 +317,7 @@ export const runRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getRunLogs",
       path: "/runs/{runId}/logs",
       tags: ["runs"],
       summary: "Log bytes of a phase from an offset (live while the phase runs)",

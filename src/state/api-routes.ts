@@ -100,6 +100,7 @@ export const stateApiRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listStateVersions",
       path: "/{workspaceId}/state-versions",
       tags,
       security,
@@ -123,6 +124,7 @@ export const stateApiRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getStateVersion",
       path: "/{workspaceId}/state-versions/{stateVersionId}",
       tags,
       security,
@@ -145,6 +147,7 @@ export const stateApiRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "downloadStateVersion",
       path: "/{workspaceId}/state-versions/{stateVersionId}/download",
       tags,
       security,
@@ -180,6 +183,7 @@ export const stateApiRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "rollbackState",
       path: "/{workspaceId}/state-versions/{stateVersionId}/rollback",
       tags,
       security,
@@ -202,6 +206,7 @@ export const stateApiRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getOutputs",
       path: "/{workspaceId}/outputs",
       tags,
       security,
@@ -221,6 +226,7 @@ export const stateApiRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getStateLock",
       path: "/{workspaceId}/state-lock",
       tags,
       security,
@@ -243,6 +249,7 @@ export const stateApiRoutes = newRouter()
   .openapi(
     createRoute({
       method: "delete",
+      operationId: "forceUnlockState",
       path: "/{workspaceId}/state-lock",
       tags,
       security,

@@ -34,6 +34,7 @@ export const tokenRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "createOrgToken",
       path: "/",
       tags: ["tokens"],
       summary: "Create an org token",
@@ -60,6 +61,7 @@ export const tokenRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listOrgTokens",
       path: "/",
       tags: ["tokens"],
       summary: "List the org's active tokens (never their secrets)",
@@ -78,6 +80,7 @@ export const tokenRoutes = newRouter()
   .openapi(
     createRoute({
       method: "delete",
+      operationId: "revokeOrgToken",
       path: "/{tokenId}",
       tags: ["tokens"],
       summary: "Revoke an org token; its next request gets 401",

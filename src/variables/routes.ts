@@ -91,6 +91,7 @@ export const variableRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listVariables",
       path: "/{workspaceId}/vars",
       tags,
       summary: "List a workspace's variables (sensitive values never included)",
@@ -115,6 +116,7 @@ export const variableRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getVariable",
       path: "/{workspaceId}/vars/{key}",
       tags,
       summary: "Get one variable",
@@ -139,6 +141,7 @@ export const variableRoutes = newRouter()
   .openapi(
     createRoute({
       method: "put",
+      operationId: "setVariable",
       path: "/{workspaceId}/vars/{key}",
       tags,
       summary: "Create or replace a variable",
@@ -181,6 +184,7 @@ export const variableRoutes = newRouter()
   .openapi(
     createRoute({
       method: "delete",
+      operationId: "deleteVariable",
       path: "/{workspaceId}/vars/{key}",
       tags,
       summary: "Delete a variable",

@@ -97,6 +97,7 @@ export const vcsHookRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "createVcsHook",
       path: "/",
       tags: ["vcs"],
       summary: "Create a GitHub or GitLab webhook endpoint",
@@ -124,6 +125,7 @@ export const vcsHookRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listVcsHooks",
       path: "/",
       tags: ["vcs"],
       summary: "List the org's VCS hooks (never their secrets)",
@@ -142,6 +144,7 @@ export const vcsHookRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getVcsHook",
       path: "/{hookId}",
       tags: ["vcs"],
       summary: "Show a VCS hook",
@@ -161,6 +164,7 @@ export const vcsHookRoutes = newRouter()
   .openapi(
     createRoute({
       method: "patch",
+      operationId: "updateVcsHook",
       path: "/{hookId}",
       tags: ["vcs"],
       summary: "Change a hook's description or the repository it serves",
@@ -182,6 +186,7 @@ export const vcsHookRoutes = newRouter()
   .openapi(
     createRoute({
       method: "delete",
+      operationId: "deleteVcsHook",
       path: "/{hookId}",
       tags: ["vcs"],
       summary: "Delete a hook; its URL answers 404 from then on",
@@ -203,6 +208,7 @@ export const vcsHookRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "rotateVcsHookSecret",
       path: "/{hookId}/rotate-secret",
       tags: ["vcs"],
       summary: "Replace the secret; the old one stays valid for graceSeconds",
@@ -231,6 +237,7 @@ export const vcsHookRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listVcsHookDeliveries",
       path: "/{hookId}/deliveries",
       tags: ["vcs"],
       summary: "The hook's 50 most recent deliveries and what each one did",

@@ -154,6 +154,7 @@ async function handle(
 const route = (provider: Provider, summary: string) =>
   createRoute({
     method: "post",
+    operationId: `receive${provider === "github" ? "GitHub" : "GitLab"}Webhook`,
     path: `/${provider}/{hookId}`,
     tags: ["vcs"],
     summary,

@@ -33,6 +33,7 @@ export const workspaceRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "createWorkspace",
       path: "/",
       tags,
       summary: "Create a workspace",
@@ -61,6 +62,7 @@ export const workspaceRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "listWorkspaces",
       path: "/",
       tags,
       summary: "List workspaces by name, a page at a time, optionally by part of the name",
@@ -102,6 +104,7 @@ export const workspaceRoutes = newRouter()
   .openapi(
     createRoute({
       method: "get",
+      operationId: "getWorkspace",
       path: "/{workspaceId}",
       tags,
       summary: "Get a workspace by id or name",
@@ -126,6 +129,7 @@ export const workspaceRoutes = newRouter()
   .openapi(
     createRoute({
       method: "patch",
+      operationId: "updateWorkspace",
       path: "/{workspaceId}",
       tags,
       summary: "Change a workspace's settings (only the fields given)",
@@ -157,6 +161,7 @@ export const workspaceRoutes = newRouter()
   .openapi(
     createRoute({
       method: "delete",
+      operationId: "deleteWorkspace",
       path: "/{workspaceId}",
       tags,
       summary: "Delete a workspace with its variables, configurations, runs and state",
@@ -186,6 +191,7 @@ export const workspaceRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "lockWorkspace",
       path: "/{workspaceId}/lock",
       tags,
       summary: "Lock a workspace: new runs wait until it is unlocked",
@@ -216,6 +222,7 @@ export const workspaceRoutes = newRouter()
   .openapi(
     createRoute({
       method: "post",
+      operationId: "unlockWorkspace",
       path: "/{workspaceId}/unlock",
       tags,
       summary: "Unlock a workspace (the holder, or an admin with ?force=true)",
