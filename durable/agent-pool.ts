@@ -28,6 +28,7 @@ import {
   QueuedJob,
   type RegisterInput,
   type RegisterOutcome,
+  type StartingAgent,
   type WaitInfo,
 } from "./pool-types.ts";
 import { toJobView } from "./pool-views.ts";
@@ -190,7 +191,7 @@ export class AgentPool extends DurableObject<Env> {
     ref: AgentRef,
     jobId: string,
     leaseId: string,
-  ): Promise<Result<JobView, "agent_not_found" | ops.LeaseFailure>> {
+  ): Promise<Result<JobView & { agent: StartingAgent }, "agent_not_found" | ops.LeaseFailure>> {
     return this.withAgent(ref, (ctx, agent) => ops.start(ctx, agent, jobId, leaseId));
   }
 

@@ -16,6 +16,7 @@ import type {
   JobView,
   LeasedJob,
   PollOutcome,
+  StartingAgent,
 } from "./pool-types.ts";
 import { acceptedPhases, endingOf, toJobView } from "./pool-views.ts";
 import {
@@ -214,7 +215,7 @@ export function start(
   agent: AgentRow,
   jobId: string,
   leaseId: string,
-): Result<JobView, LeaseFailure> {
+): Result<JobView & { agent: StartingAgent }, LeaseFailure> {
   const job = ctx.store.getJob(jobId);
   if (!job) {
     return fail("job_not_found");
@@ -222,9 +223,16 @@ export function start(
   if (!holdsLease(job, agent, leaseId) || (job.state !== "leased" && job.state !== "started")) {
     return fail("lease_lost");
   }
-  return ok(
-    toJobView(job.state === "leased" ? ctx.store.startJob(job, ctx.now, ctx.settings) : job),
-  );
+  const started = job.state === "leased" ? ctx.store.startJob(job, ctx.now, ctx.settings) : job;
+  return ok({
+    ...toJobView(started),
+    agent: {
+      id: agent.id,
+      name: agent.name,
+      version: agent.version,
+      isolationMode: agent.isolation_mode,
+    },
+  });
 }
 
 /**

@@ -373,6 +373,7 @@ export class PoolStore {
       arch: input.arch,
       capacity: input.capacity,
       accepts: input.acceptedPhases.join(","),
+      isolation_mode: input.isolationMode ?? null,
       state: "online",
       state_reason: null,
       registered_at: now,
@@ -382,8 +383,9 @@ export class PoolStore {
       due_at: null,
     };
     this.sql.exec(
-      `INSERT INTO agents (id, token_id, name, version, os, arch, capacity, accepts, state, registered_at,
-         last_contact_at, state_changed_at, due_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO agents (id, token_id, name, version, os, arch, capacity, accepts, isolation_mode,
+         state, registered_at, last_contact_at, state_changed_at, due_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       row.id,
       row.token_id,
       row.name,
@@ -392,6 +394,7 @@ export class PoolStore {
       row.arch,
       row.capacity,
       row.accepts,
+      row.isolation_mode,
       row.state,
       row.registered_at,
       row.last_contact_at,

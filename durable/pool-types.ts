@@ -126,6 +126,8 @@ export type AgentView = {
   statusReason: string | null;
   capacity: number;
   acceptedPhases: JobPhase[];
+  /** As the agent registered it; null for agents that did not say. */
+  isolationMode: string | null;
   tokenId: string;
   runningJobs: { jobId: string; phase: JobPhase; state: "leased" | "started" }[];
   lastContactAt: number;
@@ -153,6 +155,16 @@ export type RegisterInput = {
   arch: string;
   capacity: number;
   acceptedPhases: JobPhase[];
+  /** Null or absent: the agent did not say. */
+  isolationMode?: string | null;
+};
+
+/** The agent that started a job, as it registered: recorded on the run's job. */
+export type StartingAgent = {
+  id: string;
+  name: string | null;
+  version: string;
+  isolationMode: string | null;
 };
 
 /** What a registered agent is told: its id and the intervals it keeps. */

@@ -16,6 +16,7 @@ export type AgentRow = {
   arch: string;
   capacity: number;
   accepts: string;
+  isolation_mode: string | null;
   state: AgentState;
   state_reason: string | null;
   registered_at: number;
@@ -135,6 +136,7 @@ export function toAgentView(agent: AgentRow, jobs: JobRow[]): AgentView {
     statusReason: agent.state_reason,
     capacity: agent.capacity,
     acceptedPhases: acceptedPhases(agent),
+    isolationMode: agent.isolation_mode,
     tokenId: agent.token_id,
     runningJobs: jobs.map((job) => ({
       jobId: job.job_id,

@@ -7,6 +7,7 @@ import { requestId } from "hono/request-id";
 import { agentVersionHeader } from "./agents/release.ts";
 import { releaseRoutes } from "./agents/release-routes.ts";
 import { agentRoutes } from "./agents/routes.ts";
+import { auditRoutes } from "./audit/routes.ts";
 import { configurationVersionRoutes } from "./configuration-versions/routes.ts";
 import { createDb } from "./db/client.ts";
 import type { AppEnv } from "./env.ts";
@@ -42,6 +43,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/api/v1/bootstrap", bootstrapRoutes);
   app.route("/api/v1", organizationRoutes);
   app.route("/api/v1/tokens", tokenRoutes);
+  app.route("/api/v1/audit-events", auditRoutes);
   app.route("/api/v1/workspaces", workspaceRoutes);
   app.route("/api/v1/workspaces", variableRoutes);
   app.route("/api/v1/workspaces", configurationVersionRoutes);

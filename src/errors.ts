@@ -112,12 +112,71 @@ export class ApiError extends Error {
   }
 }
 
+const A_OR_AN: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  int: "a whole number",
+  boolean: "true or false",
+  object: "an object",
+  array: "a list",
+};
+
+/** zod's own wording ("Invalid input: expected string, received undefined") as a person says it. */
+function sayIssue(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "invalid_type":
+      if (/received undefined$/.test(issue.message)) {
+        return "is required";
+      }
+      return `must be ${A_OR_AN[issue.expected] ?? issue.expected}`;
+    case "unrecognized_keys":
+      return `has ${issue.keys.length === 1 ? "a field" : "fields"} this request does not take: ${issue.keys.join(", ")}`;
+    case "invalid_value":
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    case "too_small":
+      return issue.origin === "string"
+        ? `must be at least ${issue.minimum} character${issue.minimum === 1 ? "" : "s"} long`
+        : issue.message;
+    case "too_big":
+      return issue.origin === "string"
+        ? `must be at most ${issue.maximum} characters long`
+        : issue.message;
+    default:
+      return issue.message;
+  }
+}
+
 /** Turns zod issues into `{ path, message }` pairs a client can show next to a field. */
 export function zodIssues(error: z.ZodError, prefix: string): ValidationIssue[] {
   return error.issues.map((issue) => ({
     path: [prefix, ...issue.path.map(String)].join("."),
-    message: issue.message,
+    message: sayIssue(issue),
   }));
+}
+
+/**
+ * One sentence for a list of issues: `engineVersion is required; poolId must be a pool_ id`.
+ * Body fields are named as they are written; query and path parameters say so.
+ */
+export function describeIssues(issues: readonly ValidationIssue[]): string {
+  const where: Record<string, string> = {
+    json: "the body",
+    query: "the query",
+    param: "the path",
+    header: "the headers",
+  };
+  return issues
+    .map(({ path, message }) => {
+      const [target = "", ...field] = path.split(".");
+      const name = field.join(".");
+      if (name === "") {
+        return `${where[target] ?? target} ${message}`;
+      }
+      return target === "json"
+        ? `${name} ${message}`
+        : `${name} (in ${where[target] ?? target}) ${message}`;
+    })
+    .join("; ");
 }
 
 /** Builds the envelope response for an error; used by onError, notFound and hooks. */

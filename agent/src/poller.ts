@@ -7,13 +7,19 @@ import { ExitRequest, TransientError } from "./errors.ts";
 import { EXIT_CODES, type ExitCode } from "./exit-codes.ts";
 import { runHeartbeats } from "./heartbeats.ts";
 import { startJob } from "./job/runner.ts";
-import type { CoordinatorPort, JobSettings } from "./job/types.ts";
+import type { AgentIdentity, CoordinatorPort, JobSettings } from "./job/types.ts";
 import type { Logger } from "./logger.ts";
 import { isPassing, refusedJob, registrationRefused, toldToExit } from "./loop-outcomes.ts";
 import { retry } from "./retry.ts";
 import { errorText, RunningJobs } from "./running-jobs.ts";
 import type { StagedUpdate, Updater } from "./update/updater.ts";
 import { AGENT_VERSION } from "./version.ts";
+
+/**
+ * How this agent isolates a job from its host, as it reports it at registration and in every
+ * job log: jobs run as plain child processes of the agent (see docs/security.md).
+ */
+const ISOLATION_MODE = "none";
 
 export type AgentLoopOptions = {
   api: Pick<AgentApi, "register" | "next" | "start" | "heartbeat" | "finish" | "goodbye">;
@@ -60,6 +66,7 @@ export class AgentLoop {
   private taken = 0;
   private heartbeatMs = 10_000;
   private pollWaitSeconds = 50;
+  private identity: AgentIdentity | null = null;
 
   constructor(options: AgentLoopOptions) {
     this.o = options;
@@ -158,6 +165,7 @@ export class AgentLoop {
       arch: process.arch,
       capacity: this.capacity,
       acceptedPhases: this.o.accept,
+      isolationMode: ISOLATION_MODE,
     };
     try {
       const answer = await retry(() => this.o.api.register(request), {
@@ -167,6 +175,13 @@ export class AgentLoop {
         onRetry: ({ error, waitMs }) => this.retrying("register", error, waitMs),
       });
       this.heartbeatMs = answer.heartbeatIntervalSeconds * 1000;
+      this.identity = {
+        id: answer.agentId,
+        name: this.o.name ?? null,
+        version: AGENT_VERSION,
+        poolId: answer.poolId,
+        isolationMode: ISOLATION_MODE,
+      };
       this.pollWaitSeconds = answer.pollWaitSeconds;
       this.log.info(
         { agentId: answer.agentId, poolId: answer.poolId, version: AGENT_VERSION },
@@ -271,7 +286,10 @@ export class AgentLoop {
     this.taken += 1;
     const mapped = toRunnerAssignment(job, this.o.address);
     const handle = mapped.ok
-      ? (this.o.startJob ?? startJob)(mapped.value, this.o.portFor(job), this.o.settings)
+      ? (this.o.startJob ?? startJob)(mapped.value, this.o.portFor(job), {
+          ...this.o.settings,
+          ...(this.identity ? { agent: this.identity } : {}),
+        })
       : refusedJob(mapped.reason);
     log.info({ phase: job.phase, runId: job.runId }, "job started");
     this.running.add(job.jobId, job.leaseId, handle);

@@ -120,6 +120,7 @@ export class RunningJobs {
         outcome.exitCode === null ? null : Math.min(255, Math.max(0, Math.trunc(outcome.exitCode))),
       planSummary: outcome.planSummary,
       message: outcome.message === null ? null : outcome.message.slice(0, FINISH_MESSAGE_MAX),
+      ...(outcome.engineVersion ? { engineVersion: outcome.engineVersion } : {}),
     };
     let forcedTries = 0;
     try {

@@ -122,6 +122,7 @@ export const agentRoutes = newRouter()
         arch: body.arch,
         capacity: body.capacity,
         acceptedPhases: body.acceptedPhases,
+        isolationMode: body.isolationMode ?? null,
       });
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId: "" });
@@ -249,6 +250,7 @@ export const agentRoutes = newRouter()
           planSummary: body.planSummary ?? null,
           message: body.message ?? null,
         },
+        body.engineVersion ?? null,
       );
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId, jobId, leaseId });

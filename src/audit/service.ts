@@ -1,5 +1,5 @@
 /** Audit events: who did what to which object, recorded beside the change they describe. */
-import { type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, lt, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { auditEvents } from "../db/schema.ts";
@@ -42,4 +42,60 @@ export function auditWhereQuery(db: Database, event: AuditInput, condition: SQL)
     .select(
       sql`SELECT ${newId("event")}, ${event.orgId}, ${event.actor}, ${event.action}, ${event.targetType}, ${event.targetId}, ${data}, ${event.now} WHERE ${condition}`,
     );
+}
+
+export type AuditEventRow = typeof auditEvents.$inferSelect;
+
+/** What a reader of the audit log may narrow it to; every filter is exact. */
+export type AuditFilter = {
+  targetType?: string | undefined;
+  targetId?: string | undefined;
+  action?: string | undefined;
+  actor?: string | undefined;
+};
+
+/**
+ * One page of the org's audit events, newest first, `limit + 1` rows so the caller can tell
+ * whether another page follows. Only the org's own events are ever read.
+ */
+export function listAuditEvents(
+  db: Database,
+  orgId: string,
+  filter: AuditFilter,
+  page: { limit: number; after?: readonly [number, string] | undefined },
+): Promise<AuditEventRow[]> {
+  const after = page.after;
+  return db
+    .select()
+    .from(auditEvents)
+    .where(
+      and(
+        eq(auditEvents.orgId, orgId),
+        filter.targetType === undefined ? undefined : eq(auditEvents.targetType, filter.targetType),
+        filter.targetId === undefined ? undefined : eq(auditEvents.targetId, filter.targetId),
+        filter.action === undefined ? undefined : eq(auditEvents.action, filter.action),
+        filter.actor === undefined ? undefined : eq(auditEvents.actor, filter.actor),
+        after === undefined
+          ? undefined
+          : or(
+              lt(auditEvents.createdAt, after[0]),
+              and(eq(auditEvents.createdAt, after[0]), lt(auditEvents.id, after[1])),
+            ),
+      ),
+    )
+    .orderBy(desc(auditEvents.createdAt), desc(auditEvents.id))
+    .limit(page.limit + 1);
+}
+
+/** The public shape of an audit event. */
+export function presentAuditEvent(row: AuditEventRow) {
+  return {
+    id: row.id,
+    actor: row.actor,
+    action: row.action,
+    targetType: row.targetType,
+    targetId: row.targetId,
+    data: row.data ?? null,
+    createdAt: new Date(row.createdAt).toISOString(),
+  };
 }

@@ -219,6 +219,35 @@ export const runs = sqliteTable(
 );
 
 /**
+ * Each job of a run as it started: which agent took it (id, name, version and isolation mode as
+ * the agent registered them) in which pool, and the exact engine version it reported using.
+ * Kept for the run's lifetime, so "which agent ran this" outlives the agent.
+ */
+export const runJobs = sqliteTable(
+  "run_jobs",
+  {
+    /** The job id, `<run id>:plan` or `<run id>:apply`. */
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    runId: text()
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    phase: text({ enum: ["plan", "apply"] }).notNull(),
+    poolId: text().notNull(),
+    agentId: text().notNull(),
+    agentName: text(),
+    agentVersion: text().notNull(),
+    /** How the agent isolates jobs (e.g. `bubblewrap`, `none`); null when it did not say. */
+    isolationMode: text(),
+    /** The exact engine version the agent resolved and ran; null until it reports one. */
+    engineVersion: text(),
+    startedAt: integer().notNull(),
+    endedAt: integer(),
+  },
+  (t) => [index("run_jobs_run_idx").on(t.runId)],
+);
+
+/**
  * Per-job tokens, minted when a job is leased. One is usable only while its lease is live: from
  * the agent's start acknowledgement of that lease (`startedAt`) until its job ends (`revokedAt`).
  */
@@ -355,7 +384,10 @@ export const auditEvents = sqliteTable(
     data: text({ mode: "json" }).$type<Record<string, unknown>>(),
     createdAt: createdAt(),
   },
-  (t) => [index("audit_events_org_created_idx").on(t.orgId, t.createdAt)],
+  (t) => [
+    index("audit_events_org_created_idx").on(t.orgId, t.createdAt),
+    index("audit_events_org_target_idx").on(t.orgId, t.targetType, t.targetId, t.createdAt),
+  ],
 );
 
 /**

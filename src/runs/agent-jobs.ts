@@ -9,6 +9,7 @@ import { ok, type Result } from "../lib/result.ts";
 import { poolStub } from "../pools/service.ts";
 import type { Deps } from "./deps.ts";
 import { handleJobEnded, handleJobStarted, prepareLease } from "./events.ts";
+import { recordEngineVersionQuery } from "./job-records.ts";
 
 /** What a poll for work answers: a job, nothing within the wait, or an instruction to exit. */
 export type NextJob =
@@ -61,9 +62,12 @@ export async function startJob(
   if (result.ok) {
     await handleJobStarted(deps, {
       runId: result.value.runId,
+      orgId: result.value.orgId,
       jobId: target.jobId,
       leaseId: target.leaseId,
       phase: result.value.phase,
+      poolId,
+      agent: result.value.agent,
     });
   }
   return result;
@@ -71,8 +75,9 @@ export async function startJob(
 
 /**
  * The agent reports how its job ended: the pool ends it (without waiting on anything else) and
- * answers the ending, which is applied to D1 here before the agent hears back. A repeated finish
- * gets the same ending and applies it again, which changes nothing the second time.
+ * answers the ending, which is applied to D1 here before the agent hears back, with the exact
+ * engine version the agent ran. A repeated finish gets the same ending and applies it again,
+ * which changes nothing the second time.
  */
 export async function finishJob(
   deps: Deps,
@@ -80,6 +85,7 @@ export async function finishJob(
   ref: AgentRef,
   target: { jobId: string; leaseId: string },
   report: FinishReport,
+  engineVersion: string | null = null,
 ) {
   const result = await poolStub(deps.env, poolId).finishJob(
     ref,
@@ -88,6 +94,9 @@ export async function finishJob(
     report,
   );
   if (result.ok) {
+    if (engineVersion !== null) {
+      await recordEngineVersionQuery(deps.db, target.jobId, engineVersion);
+    }
     await handleJobEnded(deps, result.value.ending);
   }
   return result;

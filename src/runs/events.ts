@@ -9,7 +9,7 @@
  */
 
 import type { JobVariable } from "@outpost/protocol";
-import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
+import type { JobEndedEvent, LeasedJob, StartingAgent } from "../../durable/pool-types.ts";
 import { newId } from "../db/ids.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
@@ -25,6 +25,7 @@ import {
   SHA256_METADATA,
 } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
+import { endRunJobQuery, insertRunJobQuery } from "./job-records.ts";
 import { cancelPoolJob } from "./jobs.ts";
 import { isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
 import { afterRunEnded, endRun, endRunQueries, queueApply } from "./progress.ts";
@@ -110,14 +111,25 @@ export async function prepareLease(
  */
 export async function handleJobStarted(
   deps: Deps,
-  job: { runId: string; jobId: string; leaseId: string; phase: "plan" | "apply" },
+  job: {
+    runId: string;
+    orgId: string;
+    jobId: string;
+    leaseId: string;
+    phase: "plan" | "apply";
+    poolId: string;
+    agent: StartingAgent;
+  },
 ): Promise<void> {
   const now = Date.now();
+  const record = insertRunJobQuery(deps.db, job, job.agent, now);
   if (job.phase === "plan") {
-    // One round trip: the run records the execution mode and pool it is planned under.
+    // One round trip: the run records the execution mode and pool it is planned under, and the
+    // job the agent that runs it.
     await deps.db.batch([
       startPlanningQuery(deps.db, job.runId, now),
       startRunTokenQuery(deps.db, job.jobId, job.leaseId, now),
+      record,
     ]);
     return;
   }
@@ -140,6 +152,7 @@ export async function handleJobStarted(
   await deps.db.batch([
     moveRunQuery(deps.db, run.id, ["apply_queued"], "applying", now),
     startRunTokenQuery(deps.db, job.jobId, job.leaseId, now),
+    record,
   ]);
 }
 
@@ -163,6 +176,7 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
     db.batch([
       revokeRunTokensQuery(db, event.runId, Date.now(), event.jobId),
       jobHoldsStateLockQuery(db, event.jobId),
+      endRunJobQuery(db, event.jobId, event.endedAt),
     ]),
     jobEndedAuditQuery(db, event),
     event.phase === "plan" && event.outcome === "succeeded" ? storedPlanSha256(deps, event) : null,

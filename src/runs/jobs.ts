@@ -11,6 +11,7 @@ import type { configurationVersions } from "../db/schema.ts";
 import { poolStub } from "../pools/service.ts";
 import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
+import { plannedEngineVersion } from "./job-records.ts";
 import { jobId, phaseTimeoutMs, priorityClass } from "./model.ts";
 import type { RunRow } from "./queries.ts";
 
@@ -21,7 +22,8 @@ export type Known = { workspace?: WorkspaceRow; configuration?: ConfigurationRow
 
 /**
  * The non-secret description of a job, fixed when it is queued. Variables and the per-run token
- * are added only at lease time (`events.ts`).
+ * are added only at lease time (`events.ts`). An apply runs the exact engine version its plan
+ * ran (a plan file is only valid for that version), whatever constraint the workspace names.
  */
 export async function buildSpec(
   deps: Deps,
@@ -36,6 +38,7 @@ export async function buildSpec(
       : run.configurationVersionId
         ? await getConfigurationVersion(deps.db, run.workspaceId, run.configurationVersionId)
         : undefined;
+  const planned = phase === "apply" ? await plannedEngineVersion(deps.db, run.id) : null;
   return {
     operation: run.operation,
     phase,
@@ -43,7 +46,7 @@ export async function buildSpec(
     isDestroy: run.operation === "destroy",
     workspaceName: workspace?.name ?? "",
     engine: workspace?.engine ?? "terraform",
-    engineVersion: workspace?.engineVersion ?? "",
+    engineVersion: planned ?? workspace?.engineVersion ?? "",
     workingDirectory: workspace?.workingDirectory ?? "",
     configuration: configuration
       ? {

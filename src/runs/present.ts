@@ -1,11 +1,17 @@
 /** The public shape of a run. */
+import { presentRunJob, type RunJobRow } from "./job-records.ts";
 import { isTerminal } from "./model.ts";
 import type { RunRow } from "./queries.ts";
 
 const iso = (ms: number | null | undefined) =>
   ms === null || ms === undefined ? null : new Date(ms).toISOString();
 
-export function presentRun(row: RunRow, waitingReason: string | null = null) {
+/** A run with why it waits and its started jobs (which agent ran each phase). */
+export function presentRun(
+  row: RunRow,
+  waitingReason: string | null = null,
+  jobs: readonly RunJobRow[] = [],
+) {
   const status = row.status;
   const timestamps = Object.fromEntries(
     Object.entries(row.statusTimestamps ?? {}).map(([key, ms]) => [key, iso(ms)]),
@@ -32,6 +38,7 @@ export function presentRun(row: RunRow, waitingReason: string | null = null) {
       commitMessage: row.commitMessage,
       isFork: row.isFork,
     },
+    jobs: jobs.map(presentRunJob),
     cancelRequestedAt: iso(row.cancelRequestedAt),
     statusTimestamps: timestamps,
     isTerminal: isTerminal(status),

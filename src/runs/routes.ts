@@ -14,6 +14,7 @@ import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { runLog } from "./blobs.ts";
+import { listRunJobs } from "./job-records.ts";
 import {
   type ActionFailure,
   actionFailureMessage,
@@ -27,6 +28,28 @@ import { presentRun } from "./present.ts";
 import { getRun, listRunsPage, type RunRow } from "./queries.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "./service.ts";
 import { whyWaiting } from "./why.ts";
+
+const RunJob = z
+  .object({
+    id: z.string().openapi({ description: "<run id>:plan or <run id>:apply" }),
+    phase: z.enum(["plan", "apply"]),
+    poolId: z.string(),
+    agent: z.object({
+      id: z.string(),
+      name: z.string().nullable(),
+      version: z.string(),
+      isolationMode: z.string().openapi({
+        description:
+          "How the agent isolated the job, as it registered it; unknown when it did not say",
+      }),
+    }),
+    engineVersion: z.string().nullable().openapi({
+      description: "The exact engine version the agent ran; null until the job reports it",
+    }),
+    startedAt: z.string(),
+    endedAt: z.string().nullable(),
+  })
+  .openapi("RunJob");
 
 const Run = z
   .object({
@@ -53,6 +76,9 @@ const Run = z
       author: z.string().nullable(),
       commitMessage: z.string().nullable(),
       isFork: z.boolean(),
+    }),
+    jobs: z.array(RunJob).openapi({
+      description: "The run's started jobs: where each phase ran, with which agent and engine",
     }),
     cancelRequestedAt: z.string().nullable(),
     statusTimestamps: z.record(z.string(), z.string().nullable()),
@@ -104,6 +130,12 @@ async function loadRun(c: Context<AppEnv>, runId: string): Promise<RunRow> {
   return run;
 }
 
+/** A run as the API answers it, with its recorded jobs. */
+async function showRun(c: Context<AppEnv>, run: RunRow, waiting: string | null = null) {
+  const jobs = await listRunJobs(c.var.db, [run.id]);
+  return presentRun(run, waiting, jobs.get(run.id));
+}
+
 async function listPage(
   c: Context<AppEnv>,
   filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: RunStatus },
@@ -117,8 +149,12 @@ async function listPage(
     ...(after ? { after } : {}),
   });
   const page = takePage(rows, query.limit, (r) => [r.createdAt, r.id]);
+  const jobs = await listRunJobs(
+    c.var.db,
+    page.items.map((r) => r.id),
+  );
   const runs = await Promise.all(
-    page.items.map(async (r) => presentRun(r, await whyWaiting(deps(c), r))),
+    page.items.map(async (r) => presentRun(r, await whyWaiting(deps(c), r), jobs.get(r.id))),
   );
   return { runs, nextCursor: page.nextCursor };
 }
@@ -271,7 +307,7 @@ export const runRoutes = newRouter()
     }),
     async (c) => {
       const run = await loadRun(c, c.req.valid("param").runId);
-      return c.json(presentRun(run, await whyWaiting(deps(c), run)), 200);
+      return c.json(await showRun(c, run, await whyWaiting(deps(c), run)), 200);
     },
   )
   .openapi(actionRoute("confirm", "Confirm a planned run: its apply is queued"), async (c) => {
@@ -285,7 +321,7 @@ export const runRoutes = newRouter()
     if (!result.ok) {
       throw actionError(result.reason, run, "confirm");
     }
-    return c.json(presentRun(result.value, await whyWaiting(deps(c), result.value)), 200);
+    return c.json(await showRun(c, result.value, await whyWaiting(deps(c), result.value)), 200);
   })
   .openapi(actionRoute("discard", "Discard a planned run"), async (c) => {
     const run = await loadRun(c, c.req.valid("param").runId);
@@ -293,7 +329,7 @@ export const runRoutes = newRouter()
     if (!result.ok) {
       throw actionError(result.reason, run, "discard");
     }
-    return c.json(presentRun(result.value), 200);
+    return c.json(await showRun(c, result.value), 200);
   })
   .openapi(actionRoute("cancel", "Cancel a run (graceful: the engine gets SIGINT)"), async (c) => {
     const run = await loadRun(c, c.req.valid("param").runId);
@@ -301,7 +337,7 @@ export const runRoutes = newRouter()
     if (!result.ok) {
       throw actionError(result.reason, run, "cancel");
     }
-    return c.json(presentRun(result.value), 200);
+    return c.json(await showRun(c, result.value), 200);
   })
   .openapi(
     actionRoute("force-cancel", "Force-cancel a canceling run (10 s after cancel; SIGKILL)"),
@@ -311,7 +347,7 @@ export const runRoutes = newRouter()
       if (!result.ok) {
         throw actionError(result.reason, run, "force-cancel");
       }
-      return c.json(presentRun(result.value), 200);
+      return c.json(await showRun(c, result.value), 200);
     },
   )
   .openapi(

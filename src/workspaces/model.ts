@@ -4,6 +4,7 @@
  * a user lock. No I/O here.
  */
 import { z } from "@hono/zod-openapi";
+import { EngineVersionConstraint } from "@outpost/protocol";
 
 export const EXECUTION_MODES = ["agent", "local"] as const;
 export type ExecutionMode = (typeof EXECUTION_MODES)[number];
@@ -46,11 +47,18 @@ export const WorkspaceRef = z
     example: "network-prod",
   });
 
-export const EngineVersion = z
-  .string()
-  .max(64)
-  .regex(SEMVER_PATTERN, "must be an exact semantic version such as 1.9.5")
-  .openapi({ example: "1.9.5" });
+/**
+ * `latest`, an exact version, or a Terraform-style constraint (`~> 1.9`, `>= 1.6, < 2.0`): the
+ * agent resolves it against its release mirror's index and records the exact version it ran.
+ */
+export const EngineVersion = EngineVersionConstraint.openapi({
+  example: "~> 1.9",
+  description:
+    "latest (the default), an exact version such as 1.9.5, or a constraint such as ~> 1.9 or >= 1.6, < 2.0; the agent resolves it against its release mirror and each job records the exact version it ran",
+});
+
+/** What a workspace created without `engineVersion` runs: the newest release the mirror offers. */
+export const DEFAULT_ENGINE_VERSION = "latest";
 
 /** Splits into segments and refuses anything that could leave the tree or confuse a shell. */
 function relativePathProblem(path: string): string | null {
@@ -197,13 +205,17 @@ const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMod
 
 /**
  * The settings of a new workspace. `executionMode` defaults to `agent` when a pool is given and
- * to `local` otherwise. Fails with the first rule the combination breaks.
+ * to `local` otherwise; `engineVersion` to `latest` (a local workspace never runs an engine on an
+ * agent, so it needs none). Fails with the first rule the combination breaks.
  */
-export function settingsForCreate(
-  input: SettingsInput & { name: string; engineVersion: string },
-): SettingsResult {
+export function settingsForCreate(input: SettingsInput & { name: string }): SettingsResult {
   const executionMode = input.executionMode ?? (input.poolId ? "agent" : "local");
-  return checkSettings({ ...DEFAULTS, ...input, executionMode });
+  return checkSettings({
+    ...DEFAULTS,
+    ...input,
+    engineVersion: input.engineVersion ?? DEFAULT_ENGINE_VERSION,
+    executionMode,
+  });
 }
 
 /**
@@ -239,7 +251,11 @@ function checkSettings(s: WorkspaceSettings): SettingsResult {
   if (s.executionMode === "local" && s.poolId) {
     return problem("poolId", "a local workspace runs on no pool; omit poolId");
   }
-  if (s.engine === "tofu" && compareCore(s.engineVersion, [1, 6, 0]) < 0) {
+  if (
+    s.engine === "tofu" &&
+    SEMVER_PATTERN.test(s.engineVersion) &&
+    compareCore(s.engineVersion, [1, 6, 0]) < 0
+  ) {
     return problem("engineVersion", "OpenTofu releases start at 1.6.0");
   }
   if (!s.vcsRepoUrl && (s.vcsBranch || (s.vcsTriggerPaths && s.vcsTriggerPaths.length > 0))) {

@@ -78,7 +78,11 @@ const settingsFields = {
 };
 
 export const CreateWorkspace = z
-  .strictObject({ name: WorkspaceName, engineVersion: EngineVersion, ...settingsFields })
+  .strictObject({
+    name: WorkspaceName,
+    engineVersion: EngineVersion.optional(),
+    ...settingsFields,
+  })
   .openapi("CreateWorkspace");
 
 export const UpdateWorkspace = z

@@ -160,7 +160,7 @@ export async function createWorkspace(
   input: {
     orgId: string;
     actor: string;
-    settings: SettingsInput & { name: string; engineVersion: string };
+    settings: SettingsInput & { name: string };
   },
 ): Promise<WorkspaceResult<Workspace>> {
   const resolved = settingsForCreate(input.settings);

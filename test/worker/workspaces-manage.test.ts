@@ -91,7 +91,7 @@ describe("PATCH /api/v1/workspaces/:workspaceId", () => {
         field: "json.poolId",
       },
       { body: { vcsBranch: "main" }, status: 400, field: "json.vcsRepoUrl" },
-      { body: { engineVersion: "latest" }, status: 400, field: "json.engineVersion" },
+      { body: { engineVersion: "1.9.5 || 2.0.0" }, status: 400, field: "json.engineVersion" },
       { body: { workingDirectory: ".." }, status: 400, field: "json.workingDirectory" },
       { body: { currentRunId: "run_x" }, status: 400, field: "json" },
       { body: { autoApply: null }, status: 400, field: "json.autoApply" },

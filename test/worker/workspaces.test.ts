@@ -99,9 +99,11 @@ describe("POST /api/v1/workspaces", () => {
       { body: { ...base, name: "ws_looks_like_an_id" }, field: "json.name" },
       { body: { ...base, name: "-leading" }, field: "json.name" },
       { body: { ...base, name: "x".repeat(91) }, field: "json.name" },
-      { body: { name: "no-version" }, field: "json.engineVersion" },
-      { body: { ...base, engineVersion: "1.9" }, field: "json.engineVersion" },
-      { body: { ...base, engineVersion: "~> 1.9" }, field: "json.engineVersion" },
+      { body: { ...base, engineVersion: "" }, field: "json.engineVersion" },
+      { body: { ...base, engineVersion: "newest" }, field: "json.engineVersion" },
+      { body: { ...base, engineVersion: "~> 1.9.x" }, field: "json.engineVersion" },
+      { body: { ...base, engineVersion: ">= 1.6," }, field: "json.engineVersion" },
+      { body: { ...base, engineVersion: "^1.9.0" }, field: "json.engineVersion" },
       { body: { ...base, engineVersion: "v1.9.5" }, field: "json.engineVersion" },
       { body: { ...base, engineVersion: "01.9.5" }, field: "json.engineVersion" },
       { body: { ...base, engine: "tofu", engineVersion: "1.5.7" }, field: "json.engineVersion" },
@@ -166,6 +168,51 @@ describe("POST /api/v1/workspaces", () => {
     }
     // Many cases, each with two full D1 snapshots: slower than the default 5 s on a busy machine.
   }, 30_000);
+
+  it("takes latest, exact versions and constraints, and defaults to latest", async () => {
+    const org = await seedOrg();
+    const poolId = await seedPool(org.orgId);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ name: "local-no-version" }, "latest"],
+      [{ name: "agent-no-version", poolId }, "latest"],
+      [{ name: "pessimistic", engineVersion: "~> 1.9" }, "~> 1.9"],
+      [{ name: "range", engineVersion: ">= 1.6, < 2.0" }, ">= 1.6, < 2.0"],
+      [{ name: "tofu-range", engine: "tofu", engineVersion: ">= 1.6" }, ">= 1.6"],
+      [{ name: "pre", engineVersion: "1.10.0-beta1" }, "1.10.0-beta1"],
+    ];
+    for (const [body, stored] of cases) {
+      const res = await requestJson<WorkspaceBody>("/api/v1/workspaces", {
+        method: "POST",
+        token: org.tokens.admin,
+        body,
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.engineVersion).toBe(stored);
+    }
+  });
+
+  it("says what is wrong in a sentence a person reads", async () => {
+    const org = await seedOrg();
+    const cases: [unknown, RegExp][] = [
+      [{}, /^name is required$/],
+      [{ name: "x", engineVersion: 1.9 }, /^engineVersion must be a string$/],
+      [
+        { name: "x", engineVersion: "~> one" },
+        /^engineVersion "~> one" is not a version .* ~> 1\.9/,
+      ],
+      [{ name: "x", executionMode: "remote" }, /^executionMode must be one of "agent", "local"$/],
+      [{ name: "x", color: "red" }, /does not take: color$/],
+    ];
+    for (const [body, message] of cases) {
+      const res = await requestJson<ErrorBody>("/api/v1/workspaces", {
+        method: "POST",
+        token: org.tokens.admin,
+        body,
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toMatch(message);
+    }
+  });
 
   it("accepts https, ssh:// and scp-like repository URLs", async () => {
     const org = await seedOrg();

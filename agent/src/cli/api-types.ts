@@ -202,6 +202,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's audit log, newest first (owners and admins) */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/bootstrap": {
         parameters: {
             query?: never;
@@ -1027,6 +1044,7 @@ export interface components {
             arch: string;
             /** @default 1 */
             capacity?: number;
+            isolationMode?: string | null;
             name?: string | null;
             os: string;
             version: string;
@@ -1073,6 +1091,20 @@ export interface components {
             lastUsedAt: string | null;
             poolId: string;
             revokedAt: string | null;
+        };
+        AuditEvent: {
+            /** @example workspace.update */
+            action: string;
+            /** @description Who: a token id (tok_…, atok_…), a run id, an agent id, or system */
+            actor: string;
+            createdAt: string;
+            data: {
+                [key: string]: unknown;
+            } | null;
+            id: string;
+            targetId: string;
+            /** @example workspace */
+            targetType: string;
         };
         ConfigurationVersion: {
             branch: string | null;
@@ -1158,8 +1190,11 @@ export interface components {
             description?: string;
             /** @enum {string} */
             engine?: "terraform" | "tofu";
-            /** @example 1.9.5 */
-            engineVersion: string;
+            /**
+             * @description latest (the default), an exact version such as 1.9.5, or a constraint such as ~> 1.9 or >= 1.6, < 2.0; the agent resolves it against its release mirror and each job records the exact version it ran
+             * @example ~> 1.9
+             */
+            engineVersion?: string;
             /**
              * @description Defaults to agent when poolId is given, else local; agent needs a pool
              * @enum {string}
@@ -1201,6 +1236,7 @@ export interface components {
             };
         };
         FinishRequest: {
+            engineVersion?: string | null;
             exitCode: number | null;
             message?: string | null;
             /** @enum {string} */
@@ -1368,6 +1404,8 @@ export interface components {
             isAutoApply: boolean;
             isSpeculative: boolean;
             isTerminal: boolean;
+            /** @description The run's started jobs: where each phase ran, with which agent and engine */
+            jobs: components["schemas"]["RunJob"][];
             message: string;
             /** @enum {string} */
             operation: "plan" | "apply" | "destroy";
@@ -1400,6 +1438,24 @@ export interface components {
             /** @description Why the run waits, in words */
             waitingReason: string | null;
             workspaceId: string;
+        };
+        RunJob: {
+            agent: {
+                id: string;
+                /** @description How the agent isolated the job, as it registered it; unknown when it did not say */
+                isolationMode: string;
+                name: string | null;
+                version: string;
+            };
+            endedAt: string | null;
+            /** @description The exact engine version the agent ran; null until the job reports it */
+            engineVersion: string | null;
+            /** @description <run id>:plan or <run id>:apply */
+            id: string;
+            /** @enum {string} */
+            phase: "plan" | "apply";
+            poolId: string;
+            startedAt: string;
         };
         RunList: {
             nextCursor: string | null;
@@ -1488,7 +1544,10 @@ export interface components {
             description?: string;
             /** @enum {string} */
             engine?: "terraform" | "tofu";
-            /** @example 1.9.5 */
+            /**
+             * @description latest (the default), an exact version such as 1.9.5, or a constraint such as ~> 1.9 or >= 1.6, < 2.0; the agent resolves it against its release mirror and each job records the exact version it ran
+             * @example ~> 1.9
+             */
             engineVersion?: string;
             /**
              * @description Defaults to agent when poolId is given, else local; agent needs a pool
@@ -2323,6 +2382,66 @@ export interface operations {
             };
             /** @description Unavailable */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only this action, e.g. state.rollback */
+                action?: string;
+                actor?: string;
+                cursor?: string;
+                limit?: number;
+                /** @description Only events about this object (a ws_, run_, pool_, … id) */
+                targetId?: string;
+                /** @description workspace, run, job, pool, agent_token, org_token, variable, vcs_hook, … */
+                targetType?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        auditEvents: components["schemas"]["AuditEvent"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

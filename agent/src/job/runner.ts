@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { ensureEngine } from "../engines/install.ts";
+import { resolveEngineVersion } from "../engines/resolve.ts";
 import { type RunningProcess, startProcess } from "../exec/process.ts";
 import { secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
@@ -36,6 +37,16 @@ export type JobHandle = {
   /** Graceful: SIGINT now, again after the grace period. Force: SIGKILL now. Idempotent. */
   cancel(options: { force: boolean }): void;
 };
+
+/** Who runs the job, for the log's first line (agent id, name, version, pool, isolation). */
+function agentLine(settings: JobSettings): string {
+  const agent = settings.agent;
+  if (!agent) {
+    return "Outpost agent";
+  }
+  const name = agent.name ? `${agent.name} (${agent.id})` : agent.id;
+  return `Outpost agent ${name} v${agent.version} in pool ${agent.poolId}, isolation ${agent.isolationMode}`;
+}
 
 class JobFailure extends Error {
   readonly exitCode: number | null;
@@ -130,6 +141,7 @@ class Job {
         };
       }
       outcome.logLength = this.log.length;
+      outcome.engineVersion = this.engineVersion;
     } finally {
       await rm(root, { recursive: true, force: true });
     }
@@ -144,7 +156,7 @@ class Job {
     let planSummary: PlanSummary | null = null;
     try {
       this.say(
-        `Outpost agent: ${this.a.phase} job ${this.a.jobId} for run ${this.a.runId} in workspace ${this.a.workspaceName}`,
+        `${agentLine(this.settings)}: ${this.a.phase} job ${this.a.jobId} for run ${this.a.runId} in workspace ${this.a.workspaceName}`,
       );
       const workDir = await this.prepare(root);
       if (this.a.phase === "plan") {
@@ -185,10 +197,17 @@ class Job {
 
   /** Engine, configuration, working directory, generated files and the environment. */
   private async prepare(root: string): Promise<string> {
+    this.engineVersion = await resolveEngineVersion({
+      engine: this.a.engine,
+      constraint: this.a.engineVersion,
+      releaseMirror: this.settings.releaseMirror,
+      onProgress: (line) => this.say(line),
+    });
+    this.checkCanceled();
     // Retries its downloads itself, so its failure can say how many attempts it made.
     const engine = await ensureEngine({
       engine: this.a.engine,
-      version: this.a.engineVersion,
+      version: this.engineVersion,
       dataDir: this.settings.dataDir,
       releaseMirror: this.settings.releaseMirror,
       searchPath: this.settings.hostEnv.PATH ?? "",
@@ -246,6 +265,8 @@ class Job {
   }
 
   private enginePath = "";
+  /** The exact version resolved from the job's constraint, once known. */
+  private engineVersion: string | null = null;
 
   private async plan(root: string, workDir: string): Promise<PlanSummary> {
     await this.hook("pre-plan", root, workDir);

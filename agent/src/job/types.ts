@@ -80,6 +80,17 @@ export type JobOutcome = {
   planSummary: PlanSummary | null;
   /** Bytes of (masked) log the coordinator holds. */
   logLength: number;
+  /** The exact engine version the job resolved and ran, once known. */
+  engineVersion?: string | null;
+};
+
+/** Who runs the job, as registered: the first line of every job log says it. */
+export type AgentIdentity = {
+  id: string;
+  name: string | null;
+  version: string;
+  poolId: string;
+  isolationMode: string;
 };
 
 /** Agent-level settings a job needs (a subset of the agent configuration). */
@@ -101,4 +112,6 @@ export type JobSettings = {
   cancelGraceMs: number;
   /** Cap on the configuration tarball and on its extracted size. */
   maxConfigurationBytes: number;
+  /** This agent as registered; absent only in tests that run jobs without a coordinator. */
+  agent?: AgentIdentity;
 };

@@ -47,6 +47,11 @@ export const RegisterRequest = z.strictObject({
     .max(2)
     .refine((phases) => new Set(phases).size === phases.length, "phases must not repeat")
     .default(["plan", "apply"]),
+  /**
+   * How this agent isolates a job from its host (e.g. `bubblewrap`, `none`); recorded on every
+   * job it starts. Absent from older agents: shown as unknown.
+   */
+  isolationMode: Label.max(40).nullish(),
 });
 export type RegisterRequest = z.infer<typeof RegisterRequest>;
 
@@ -170,6 +175,11 @@ export const FinishRequest = z.strictObject({
   planSummary: PlanSummary.nullish(),
   /** Short human-readable detail, e.g. the last error line. */
   message: z.string().max(2000).nullish(),
+  /** The exact engine version the job ran (the spec may name a constraint such as `~> 1.9`). */
+  engineVersion: z
+    .string()
+    .regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?$/, "must be an exact version such as 1.9.5")
+    .nullish(),
 });
 export type FinishRequest = z.infer<typeof FinishRequest>;
 

@@ -60,9 +60,13 @@ export class MirrorServer {
     return `${this.tls ? "https" : "http"}://127.0.0.1:${address.port}`;
   }
 
-  /** Publishes a correct release of the stand-in (zip + SHA256SUMS) for linux/amd64. */
+  /**
+   * Publishes a correct release of the stand-in (zip + SHA256SUMS) for linux/amd64 and lists
+   * it in `/{engine}/index.json`, the releases.hashicorp.com index layout.
+   */
   publish(engine: string, version: string, platform = { os: "linux", arch: "amd64" }): Buffer {
     const zipName = `${engine}_${version}_${platform.os}_${platform.arch}.zip`;
+    this.listInIndex(engine, version, { ...platform, filename: zipName });
     const zip = releaseZip(engine, version);
     this.files.set(`/${engine}/${version}/${zipName}`, zip);
     this.files.set(
@@ -72,6 +76,22 @@ export class MirrorServer {
       ),
     );
     return zip;
+  }
+
+  /** Adds `version` to the engine's index without publishing its files. */
+  listInIndex(engine: string, version: string, build?: Record<string, string>): void {
+    const key = `/${engine}/index.json`;
+    const current = this.files.get(key);
+    const index = current
+      ? (JSON.parse(current.toString("utf8")) as { versions: Record<string, unknown> })
+      : { name: engine, versions: {} as Record<string, unknown> };
+    index.versions[version] = {
+      name: engine,
+      version,
+      shasums: `${engine}_${version}_SHA256SUMS`,
+      builds: build ? [{ name: engine, version, ...build }] : [],
+    };
+    this.files.set(key, Buffer.from(JSON.stringify(index)));
   }
 
   async start(): Promise<void> {

@@ -73,6 +73,7 @@ export type AgentOptions = {
   capacity?: number;
   acceptedPhases?: ("plan" | "apply")[];
   name?: string;
+  isolationMode?: string;
 };
 
 /** Registers an agent through `POST /agent/v1/register`; returns its id. */

@@ -1,0 +1,72 @@
+/**
+ * `GET /api/v1/audit-events`: what is already recorded beside every change (who did what to
+ * which object), for owners and admins, newest first, paged and filterable by target.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
+import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
+import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { listAuditEvents, presentAuditEvent } from "./service.ts";
+
+const AuditEvent = z
+  .object({
+    id: z.string(),
+    actor: z.string().openapi({
+      description: "Who: a token id (tok_…, atok_…), a run id, an agent id, or system",
+    }),
+    action: z.string().openapi({ example: "workspace.update" }),
+    targetType: z.string().openapi({ example: "workspace" }),
+    targetId: z.string(),
+    data: z.record(z.string(), z.unknown()).nullable(),
+    createdAt: z.string(),
+  })
+  .openapi("AuditEvent");
+
+const Word = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_.:-]+$/, "may hold letters, digits and _ . : - only");
+
+const AuditQuery = PageQuery.extend({
+  targetType: Word.optional().openapi({
+    param: { name: "targetType", in: "query" },
+    description: "workspace, run, job, pool, agent_token, org_token, variable, vcs_hook, …",
+  }),
+  targetId: Word.optional().openapi({
+    param: { name: "targetId", in: "query" },
+    description: "Only events about this object (a ws_, run_, pool_, … id)",
+  }),
+  action: Word.optional().openapi({
+    param: { name: "action", in: "query" },
+    description: "Only this action, e.g. state.rollback",
+  }),
+  actor: Word.optional().openapi({ param: { name: "actor", in: "query" } }),
+});
+
+export const auditRoutes = newRouter().openapi(
+  createRoute({
+    method: "get",
+    operationId: "listAuditEvents",
+    path: "/",
+    tags: ["audit"],
+    summary: "The organization's audit log, newest first (owners and admins)",
+    security: [{ bearer: [] }],
+    middleware: [requireRole("admin")] as const,
+    request: { query: AuditQuery },
+    responses: {
+      200: jsonResponse(
+        z.object({ auditEvents: z.array(AuditEvent), nextCursor: z.string().nullable() }),
+        "A page of events",
+      ),
+      ...errorResponses(400, 401, 403),
+    },
+  }),
+  async (c) => {
+    const { limit, cursor, ...filter } = c.req.valid("query");
+    const after = cursor === undefined ? undefined : decodeCursor(cursor, ["number", "string"]);
+    const rows = await listAuditEvents(c.var.db, orgPrincipal(c).orgId, filter, { limit, after });
+    const { items, nextCursor } = takePage(rows, limit, (row) => [row.createdAt, row.id]);
+    return c.json({ auditEvents: items.map(presentAuditEvent), nextCursor }, 200);
+  },
+);
