@@ -12,14 +12,9 @@ import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.
 import { requireAuth, requireRole } from "../middleware/auth.ts";
 import type { StateResult } from "./access.ts";
 import { forceUnlockState, getStateLock } from "./locks.ts";
+import { readOutputs, readVersionOutputs } from "./output-reads.ts";
 import { md5Base64 } from "./service.ts";
-import {
-  downloadVersion,
-  getVersion,
-  listVersions,
-  readOutputs,
-  rollbackState,
-} from "./versions.ts";
+import { downloadVersion, getVersion, listVersions, rollbackState } from "./versions.ts";
 
 const readers = requireAuth({ kinds: ["org", "run"], role: "reader" });
 
@@ -47,7 +42,7 @@ const Output = z
   .object({
     value: z
       .unknown()
-      .openapi({ description: "null when sensitive and the caller is below admin" }),
+      .openapi({ description: "null when sensitive, unless an admin asked with reveal=true" }),
     type: z.unknown(),
     sensitive: z.boolean(),
   })
@@ -58,6 +53,7 @@ const Outputs = z
     stateVersionId: z.string().nullable(),
     serial: z.number().int().nullable(),
     outputsStatus: z.enum(["stored", "none", "encrypted", "too_large"]).nullable(),
+    isRevealed: z.boolean().openapi({ description: "True when sensitive values are shown" }),
     outputs: z.record(z.string(), Output),
   })
   .openapi("StateOutputs");
@@ -80,6 +76,17 @@ const ForceUnlockQuery = z.strictObject({
     .max(256)
     .optional()
     .openapi({ param: { name: "lockId", in: "query" }, description: "Only release this lock" }),
+});
+
+const RevealQuery = z.strictObject({
+  reveal: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({
+      param: { name: "reveal", in: "query" },
+      description:
+        "true: show sensitive values (admins and owners only; audited as state.outputs.reveal)",
+    }),
 });
 
 function unwrap<T>(result: StateResult<T>): T {
@@ -210,9 +217,10 @@ export const stateApiRoutes = newRouter()
       path: "/{workspaceId}/outputs",
       tags,
       security,
-      summary: "Outputs of the current state; sensitive values only for admins and owners",
+      summary:
+        "Outputs of the current state; sensitive values hidden unless an admin asks with reveal=true",
       middleware: [readers] as const,
-      request: { params: WorkspaceParams },
+      request: { params: WorkspaceParams, query: RevealQuery },
       responses: {
         200: jsonResponse(Outputs, "Current outputs"),
         ...errorResponses(400, 401, 403, 404),
@@ -220,7 +228,36 @@ export const stateApiRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId } = c.req.valid("param");
-      return c.json(unwrap(await readOutputs(deps(c), c.var.principal, workspaceId)), 200);
+      const reveal = c.req.valid("query").reveal === "true";
+      return c.json(unwrap(await readOutputs(deps(c), c.var.principal, workspaceId, reveal)), 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "getStateVersionOutputs",
+      path: "/{workspaceId}/state-versions/{stateVersionId}/outputs",
+      tags,
+      security,
+      summary: "Outputs of one state version; sensitive values as for the current outputs",
+      middleware: [readers] as const,
+      request: { params: VersionParams, query: RevealQuery },
+      responses: {
+        200: jsonResponse(Outputs, "The version's outputs"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId, stateVersionId } = c.req.valid("param");
+      const reveal = c.req.valid("query").reveal === "true";
+      const result = await readVersionOutputs(
+        deps(c),
+        c.var.principal,
+        workspaceId,
+        stateVersionId,
+        reveal,
+      );
+      return c.json(unwrap(result), 200);
     },
   )
   .openapi(

@@ -1,6 +1,6 @@
 /**
- * State history for the API: listing and reading versions, current outputs, and rollback, which
- * writes an old version's body again as a new version with a higher serial.
+ * State history for the API: listing and reading versions, and rollback, which writes an old
+ * version's body again as a new version with a higher serial. Outputs are `output-reads.ts`.
  */
 import { newId } from "../db/ids.ts";
 import { decodeCursor, takePage } from "../lib/paging.ts";
@@ -11,7 +11,6 @@ import { stateBlobKey } from "./blobs.ts";
 import { ingestState } from "./ingest.ts";
 import { JsonScanner } from "./json-scan.ts";
 import { callerOf, checkWorkspaceLock, rollbackSerial } from "./model.ts";
-import { maySeeSensitiveOutputs, type PresentedOutput, presentOutputs } from "./outputs.ts";
 import {
   findCurrentVersion,
   findVersion,
@@ -66,7 +65,8 @@ export async function listVersions(
   });
 }
 
-async function readableVersion(
+/** A version of a workspace the caller may read, or the refusal. */
+export async function readableVersion(
   deps: StateDeps,
   principal: Principal,
   workspaceId: string,
@@ -104,49 +104,6 @@ export async function downloadVersion(
 ): Promise<StateResult<StateBody>> {
   const version = await readableVersion(deps, principal, workspaceId, stateVersionId);
   return version.ok ? ok(await openVersionBody(deps, version.value)) : version;
-}
-
-export type CurrentOutputs = {
-  stateVersionId: string | null;
-  serial: number | null;
-  outputsStatus: StateVersionRow["outputsStatus"] | null;
-  outputs: Record<string, PresentedOutput>;
-};
-
-/**
- * The current state's outputs. Sensitive values are null unless the caller is an admin or
- * owner; encrypted states and outputs too large to extract say so in `outputsStatus`. A run
- * token of another workspace reads them only when this workspace shares them with it.
- */
-export async function readOutputs(
-  deps: StateDeps,
-  principal: Principal,
-  workspaceId: string,
-): Promise<StateResult<CurrentOutputs>> {
-  const ws = await openWorkspace(deps.db, principal, workspaceId, "outputs");
-  if (!ws.ok) {
-    return ws;
-  }
-  const current = await findCurrentVersion(deps.db, workspaceId);
-  if (!current) {
-    return ok({ stateVersionId: null, serial: null, outputsStatus: null, outputs: {} });
-  }
-  let outputs: Record<string, PresentedOutput> = {};
-  if (current.outputsStatus === "stored") {
-    const object = await deps.bucket.get(
-      stateBlobKey({ ...current, stateVersionId: current.id }, "outputs"),
-    );
-    if (!object) {
-      throw new Error(`outputs object of ${current.id} is missing from R2`);
-    }
-    outputs = presentOutputs(await object.text(), maySeeSensitiveOutputs(principal)) ?? {};
-  }
-  return ok({
-    stateVersionId: current.id,
-    serial: current.serial,
-    outputsStatus: current.outputsStatus,
-    outputs,
-  });
 }
 
 /** Finds the byte span of the top-level `serial` of a stored body, reading it as a stream. */

@@ -32,6 +32,7 @@ type Outputs = {
   stateVersionId: string | null;
   serial: number | null;
   outputsStatus: string | null;
+  isRevealed: boolean;
   outputs: Record<string, { value: unknown; type: unknown; sensitive: boolean }>;
 };
 
@@ -140,10 +141,10 @@ describe("GET state-versions/:svId and /download", () => {
 });
 
 describe("GET /api/v1/workspaces/:id/outputs", () => {
-  it("hides sensitive values below admin and shows them to admins and owners", async () => {
+  it("hides sensitive values from every role by default", async () => {
     const org = await seedOrg();
     const { ws } = await withHistory(org, 2);
-    for (const role of ["reader", "member"] as const) {
+    for (const role of ["reader", "member", "admin", "owner"] as const) {
       const res = await requestJson<Outputs>(`/api/v1/workspaces/${ws}/outputs`, {
         token: org.tokens[role],
       });
@@ -162,13 +163,63 @@ describe("GET /api/v1/workspaces/:id/outputs", () => {
       expect(res.body.outputs.serial?.value).toBe(2);
       expect(JSON.stringify(res.body)).not.toContain("hunter2");
     }
-    for (const role of ["admin", "owner"] as const) {
-      const res = await requestJson<Outputs>(`/api/v1/workspaces/${ws}/outputs`, {
+  });
+
+  it("reveals sensitive values to admins who ask, audited; refuses below admin (403)", async () => {
+    const org = await seedOrg();
+    const { ws } = await withHistory(org, 2);
+    for (const role of ["reader", "member"] as const) {
+      const before = await snapshotD1();
+      const res = await requestJson<ErrorBody>(`/api/v1/workspaces/${ws}/outputs?reveal=true`, {
         token: org.tokens[role],
       });
+      expect(res.status).toBe(403);
+      expect(res.body.error.message).toMatch(/needs the admin or owner role/);
+      expect(await snapshotD1()).toEqual(before);
+    }
+    for (const role of ["admin", "owner"] as const) {
+      const res = await requestJson<Outputs>(`/api/v1/workspaces/${ws}/outputs?reveal=true`, {
+        token: org.tokens[role],
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.isRevealed).toBe(true);
       expect(res.body.outputs.db_password?.value).toBe("hunter2");
       expect(res.body.outputs.ports?.value).toEqual([80, 443]);
     }
+    const audit = await env.DB.prepare(
+      "SELECT actor, data FROM audit_events WHERE action = 'state.outputs.reveal' AND target_id = ? ORDER BY created_at",
+    )
+      .bind(ws)
+      .all<{ actor: string; data: string }>();
+    expect(audit.results).toHaveLength(2);
+    expect(JSON.parse(audit.results[0]?.data ?? "{}")).toMatchObject({ outputs: ["db_password"] });
+    expect(JSON.stringify(audit.results)).not.toContain("hunter2");
+    const bad = await requestJson<ErrorBody>(`/api/v1/workspaces/${ws}/outputs?reveal=yes`, {
+      token: org.tokens.admin,
+    });
+    expect(bad.status).toBe(400);
+  });
+
+  it("reads any version's outputs with the same rules", async () => {
+    const org = await seedOrg();
+    const { ws } = await withHistory(org, 3);
+    const page = await requestJson<Page>(`/api/v1/workspaces/${ws}/state-versions`, {
+      token: org.tokens.reader,
+    });
+    const first = page.body.stateVersions.find((v) => v.serial === 1);
+    const res = await requestJson<Outputs>(
+      `/api/v1/workspaces/${ws}/state-versions/${first?.id}/outputs`,
+      { token: org.tokens.reader },
+    );
+    expect(res.status).toBe(200);
+    expect(res.body.serial).toBe(1);
+    expect(res.body.outputs.serial?.value).toBe(1);
+    expect(res.body.outputs.db_password?.value).toBeNull();
+    const denied = await requestJson(
+      `/api/v1/workspaces/${ws}/state-versions/${first?.id}/outputs?reveal=true`,
+      { token: org.tokens.member },
+    );
+    expect(denied.status).toBe(403);
   });
 
   it("is readable by a run of a workspace it shares with, without sensitive values; 404 else", async () => {
@@ -196,6 +247,7 @@ describe("GET /api/v1/workspaces/:id/outputs", () => {
       stateVersionId: null,
       serial: null,
       outputsStatus: null,
+      isRevealed: false,
       outputs: {},
     });
     const envelope = JSON.stringify({
@@ -380,6 +432,20 @@ describeAuth("GET /api/v1/workspaces/:id/outputs", {
     method: "GET",
     path: `/api/v1/workspaces/${await seedWorkspace(org)}/outputs`,
   }),
+});
+describeAuth("GET /api/v1/workspaces/:id/outputs?reveal=true", {
+  role: "admin",
+  target: async (org) => {
+    const { ws } = await svOf(org);
+    return { method: "GET", path: `/api/v1/workspaces/${ws}/outputs?reveal=true` };
+  },
+});
+describeAuth("GET /api/v1/workspaces/:id/state-versions/:svId/outputs", {
+  role: "reader",
+  target: async (org) => {
+    const { ws, sv } = await svOf(org);
+    return { method: "GET", path: `/api/v1/workspaces/${ws}/state-versions/${sv}/outputs` };
+  },
 });
 describeAuth("GET /api/v1/workspaces/:id/state-lock", {
   role: "reader",

@@ -1,0 +1,165 @@
+/**
+ * Outputs for the API and the dashboard: the current state's, any version's, and the difference
+ * between two versions. Sensitive values are hidden from everyone by default; an admin sees them
+ * only by asking (`reveal`), and every such reveal is audited with the names it showed.
+ */
+import { auditQuery } from "../audit/service.ts";
+import { ok } from "../lib/result.ts";
+import type { Principal } from "../tokens/model.ts";
+import { openWorkspace, refuse, type StateResult } from "./access.ts";
+import { stateBlobKey } from "./blobs.ts";
+import { principalId } from "./model.ts";
+import {
+  diffOutputs,
+  maySeeSensitiveOutputs,
+  type OutputChange,
+  type PresentedOutput,
+  presentOutputs,
+  type StoredOutput,
+  storedOutputs,
+} from "./outputs.ts";
+import { findCurrentVersion, type StateVersionRow } from "./queries.ts";
+import type { StateDeps } from "./service.ts";
+import { readableVersion } from "./versions.ts";
+
+export type VersionOutputs = {
+  stateVersionId: string | null;
+  serial: number | null;
+  outputsStatus: StateVersionRow["outputsStatus"] | null;
+  /** True when sensitive values are shown (an admin asked for them). */
+  isRevealed: boolean;
+  outputs: Record<string, PresentedOutput>;
+};
+
+/** The outputs stored with a version, with every value (callers present them). */
+async function loadStored(
+  deps: StateDeps,
+  version: StateVersionRow,
+): Promise<Record<string, StoredOutput>> {
+  if (version.outputsStatus !== "stored") {
+    return {};
+  }
+  const object = await deps.bucket.get(
+    stateBlobKey({ ...version, stateVersionId: version.id }, "outputs"),
+  );
+  if (!object) {
+    throw new Error(`outputs object of ${version.id} is missing from R2`);
+  }
+  return storedOutputs(await object.text()) ?? {};
+}
+
+/** Refuses a reveal below admin; records one that is allowed (with the names it shows). */
+async function checkReveal(
+  deps: StateDeps,
+  principal: Principal,
+  target: { workspaceId: string; stateVersionId: string; sensitiveNames: string[] },
+): Promise<StateResult<null>> {
+  if (!maySeeSensitiveOutputs(principal)) {
+    return refuse("FORBIDDEN", "showing sensitive output values needs the admin or owner role");
+  }
+  if (target.sensitiveNames.length > 0) {
+    await auditQuery(deps.db, {
+      orgId: principal.orgId,
+      actor: principalId(principal),
+      action: "state.outputs.reveal",
+      targetType: "workspace",
+      targetId: target.workspaceId,
+      data: { stateVersionId: target.stateVersionId, outputs: target.sensitiveNames },
+      now: Date.now(),
+    });
+  }
+  return ok(null);
+}
+
+function sensitiveNames(stored: Record<string, StoredOutput>): string[] {
+  return Object.keys(stored).filter((name) => stored[name]?.sensitive === true);
+}
+
+async function present(
+  deps: StateDeps,
+  principal: Principal,
+  version: StateVersionRow,
+  reveal: boolean,
+): Promise<StateResult<VersionOutputs>> {
+  const stored = await loadStored(deps, version);
+  if (reveal) {
+    const allowed = await checkReveal(deps, principal, {
+      workspaceId: version.workspaceId,
+      stateVersionId: version.id,
+      sensitiveNames: sensitiveNames(stored),
+    });
+    if (!allowed.ok) {
+      return allowed;
+    }
+  }
+  return ok({
+    stateVersionId: version.id,
+    serial: version.serial,
+    outputsStatus: version.outputsStatus,
+    isRevealed: reveal,
+    outputs: presentOutputs(stored, reveal),
+  });
+}
+
+/**
+ * The current state's outputs. A run token of another workspace reads them only when this
+ * workspace shares them with it; encrypted states and outputs too large to extract say so in
+ * `outputsStatus`.
+ */
+export async function readOutputs(
+  deps: StateDeps,
+  principal: Principal,
+  workspaceId: string,
+  reveal = false,
+): Promise<StateResult<VersionOutputs>> {
+  const ws = await openWorkspace(deps.db, principal, workspaceId, "outputs");
+  if (!ws.ok) {
+    return ws;
+  }
+  const current = await findCurrentVersion(deps.db, workspaceId);
+  if (!current) {
+    if (reveal && !maySeeSensitiveOutputs(principal)) {
+      return refuse("FORBIDDEN", "showing sensitive output values needs the admin or owner role");
+    }
+    const none = { stateVersionId: null, serial: null, outputsStatus: null };
+    return ok({ ...none, isRevealed: reveal, outputs: {} });
+  }
+  return present(deps, principal, current, reveal);
+}
+
+/** One version's outputs, with the same rules as {@link readOutputs}. */
+export async function readVersionOutputs(
+  deps: StateDeps,
+  principal: Principal,
+  workspaceId: string,
+  stateVersionId: string,
+  reveal = false,
+): Promise<StateResult<VersionOutputs>> {
+  const version = await readableVersion(deps, principal, workspaceId, stateVersionId);
+  return version.ok ? present(deps, principal, version.value, reveal) : version;
+}
+
+/**
+ * What changed in the outputs from version `fromId` to version `toId`. Values are compared in
+ * full, so a sensitive output that changed says so without showing either value.
+ */
+export async function diffVersionOutputs(
+  deps: StateDeps,
+  principal: Principal,
+  workspaceId: string,
+  ids: { fromId: string; toId: string },
+): Promise<StateResult<OutputChange[]>> {
+  const from = await readableVersion(deps, principal, workspaceId, ids.fromId);
+  if (!from.ok) {
+    return from;
+  }
+  const to = await readableVersion(deps, principal, workspaceId, ids.toId);
+  if (!to.ok) {
+    return to;
+  }
+  const [before, after] = await Promise.all([
+    loadStored(deps, from.value),
+    loadStored(deps, to.value),
+  ]);
+  return ok(diffOutputs(before, after));
+}
