@@ -2,6 +2,7 @@
  * The page shell and small shared pieces. Every dynamic string goes through JSX, which escapes
  * text and attribute values; nothing here uses raw HTML.
  */
+import { raw } from "hono/html";
 import type { Child } from "hono/jsx";
 import { type Role, roleAtLeast } from "../tokens/model.ts";
 import { CSRF_FIELD } from "./session.ts";
@@ -26,55 +27,58 @@ export function Layout(props: {
 }) {
   const viewer = props.viewer;
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>{`${props.title} · Outpost`}</title>
-        <link rel="icon" href="/ui/static/favicon.svg" type="image/svg+xml" />
-        <link rel="stylesheet" href="/ui/static/app.css" />
-        <script src="/ui/static/app.js" defer />
-      </head>
-      <body>
-        <a class="skip" href="#main">
-          Skip to content
-        </a>
-        <header class="top">
-          <a href="/ui/pools">Outpost</a>
-          {viewer ? (
-            <>
-              <nav aria-label="Main">
-                <ul>
-                  {NAV.filter((item) => roleAtLeast(viewer.role, item.role)).map((item) => (
-                    <li>
-                      <a
-                        href={item.href}
-                        aria-current={item.key === props.section ? "page" : undefined}
-                      >
-                        {item.label}
-                      </a>
-                    </li>
-                  ))}
-                </ul>
-              </nav>
-              <div class="who">
-                <span>
-                  {viewer.tokenDescription} ({viewer.role})
-                </span>
-                <form method="post" action="/ui/logout" class="inline">
-                  <Csrf token={viewer.csrf} />
-                  <button type="submit">Sign out</button>
-                </form>
-              </div>
-            </>
-          ) : null}
-        </header>
-        <main id="main">
-          <h1>{props.title}</h1>
-          {props.children}
-        </main>
-      </body>
-    </html>
+    <>
+      {raw("<!doctype html>")}
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <title>{`${props.title} · Outpost`}</title>
+          <link rel="icon" href="/ui/static/favicon.svg" type="image/svg+xml" />
+          <link rel="stylesheet" href="/ui/static/app.css" />
+          <script src="/ui/static/app.js" defer />
+        </head>
+        <body>
+          <a class="skip" href="#main">
+            Skip to content
+          </a>
+          <header class="top">
+            <a href="/ui/pools">Outpost</a>
+            {viewer ? (
+              <>
+                <nav aria-label="Main">
+                  <ul>
+                    {NAV.filter((item) => roleAtLeast(viewer.role, item.role)).map((item) => (
+                      <li>
+                        <a
+                          href={item.href}
+                          aria-current={item.key === props.section ? "page" : undefined}
+                        >
+                          {item.label}
+                        </a>
+                      </li>
+                    ))}
+                  </ul>
+                </nav>
+                <div class="who">
+                  <span>
+                    {viewer.tokenDescription} ({viewer.role})
+                  </span>
+                  <form method="post" action="/ui/logout" class="inline">
+                    <Csrf token={viewer.csrf} />
+                    <button type="submit">Sign out</button>
+                  </form>
+                </div>
+              </>
+            ) : null}
+          </header>
+          <main id="main">
+            <h1>{props.title}</h1>
+            {props.children}
+          </main>
+        </body>
+      </html>
+    </>
   );
 }
 
@@ -118,12 +122,42 @@ export function Badge(props: { status: string }) {
   return <span class={`badge status-${props.status.replace(/[^a-z_]/g, "")}`}>{props.status}</span>;
 }
 
-/** A machine-readable time with a readable UTC text; "never" for null. */
+/** `2026-05-01 12:00:03 UTC`: the absolute form shown on hover. */
+export function absoluteTime(iso: string): string {
+  return iso.replace("T", " ").replace(/(\.\d+)?Z$/, " UTC");
+}
+
+/** "just now", "12 s ago", "5 min ago", "3 h ago", "2 d ago" (or "in …" for the future). */
+export function relativeTime(iso: string, nowMs: number): string {
+  const diffMs = nowMs - Date.parse(iso);
+  const seconds = Math.round(Math.abs(diffMs) / 1000);
+  const units: [number, string][] = [
+    [86_400, "d"],
+    [3_600, "h"],
+    [60, "min"],
+    [1, "s"],
+  ];
+  if (seconds < 5) {
+    return "just now";
+  }
+  const [size, unit] = units.find(([size]) => seconds >= size) ?? [1, "s"];
+  const amount = `${Math.floor(seconds / size)} ${unit}`;
+  return diffMs >= 0 ? `${amount} ago` : `in ${amount}`;
+}
+
+/**
+ * A time as people read it: relative ("12 s ago", kept current by the page script) with the
+ * absolute UTC time on hover and in `datetime`; "never" for null.
+ */
 export function Time(props: { iso: string | null | undefined }) {
   if (!props.iso) {
     return <span class="muted">never</span>;
   }
-  return <time datetime={props.iso}>{props.iso.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</time>;
+  return (
+    <time datetime={props.iso} title={absoluteTime(props.iso)} data-relative="">
+      {relativeTime(props.iso, Date.now())}
+    </time>
+  );
 }
 
 /** A notice box; `kind` error is announced to assistive technology at once. */

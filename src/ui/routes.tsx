@@ -26,6 +26,7 @@ import {
   startSession,
   type UiEnv,
 } from "./session.ts";
+import { statePages } from "./state-routes.tsx";
 import { APP_CSS, APP_JS, FAVICON_SVG } from "./static.ts";
 import { tokenPages } from "./token-routes.tsx";
 import { workspacePages } from "./workspace-routes.tsx";
@@ -166,6 +167,7 @@ const dashboard = new Hono<UiEnv>()
   })
   .route("/pools", poolPages)
   .route("/workspaces", workspacePages)
+  .route("/workspaces", statePages)
   .route("/runs", runPages)
   .route("/tokens", tokenPages)
   .all("*", (c) => {

@@ -76,6 +76,26 @@ export const APP_JS = `"use strict";
     }
     window.setTimeout(tick, interval);
   }
+  function relative(iso) {
+    var diff = Date.now() - Date.parse(iso);
+    var s = Math.round(Math.abs(diff) / 1000);
+    if (!(s >= 5)) return "just now";
+    var units = [[86400, "d"], [3600, "h"], [60, "min"], [1, "s"]];
+    for (var i = 0; i < units.length; i++) {
+      if (s >= units[i][0]) {
+        var text = Math.floor(s / units[i][0]) + " " + units[i][1];
+        return diff >= 0 ? text + " ago" : "in " + text;
+      }
+    }
+    return "just now";
+  }
+  function refreshTimes() {
+    document.querySelectorAll("time[data-relative]").forEach(function (el) {
+      var iso = el.getAttribute("datetime");
+      if (iso) el.textContent = relative(iso);
+    });
+  }
+  window.setInterval(refreshTimes, 10000);
   document.querySelectorAll("button[data-copy]").forEach(setupCopy);
   document.querySelectorAll("form[data-typed-confirm]").forEach(setupTypedConfirm);
   document.querySelectorAll("[data-live]").forEach(setupLive);
@@ -143,6 +163,26 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px;
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 .login { max-width: 460px; margin: 80px auto; }
 .login input { width: 100%; }
+.table-scroll { overflow-x: auto; max-width: 100%; }
+.table-scroll table { margin: 0; }
+pre.value { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 240px; overflow: auto; }
+.mono, td a { overflow-wrap: anywhere; }
+form.rollback { margin-top: 6px; }
+tr.change-added td:nth-child(2) { color: var(--ok); } tr.change-removed td:nth-child(2) { color: var(--danger); }
+tr.change-changed td:nth-child(2) { color: var(--warn); font-weight: 600; }
+.log-placeholder { color: #b8c0c8; font-style: italic; }
+.pool-counts { display: flex; flex-wrap: wrap; gap: 4px 10px; }
+@media (max-width: 700px) {
+  header.top { flex-wrap: wrap; gap: 8px 16px; padding: 10px 12px; }
+  header.top nav ul { flex-wrap: wrap; gap: 8px 14px; }
+  header.top .who { margin-left: 0; flex-wrap: wrap; }
+  main { padding: 12px 12px 40px; }
+  table { display: block; overflow-x: auto; max-width: 100%; }
+  .table-scroll table { display: table; }
+  dl.facts { grid-template-columns: 1fr; gap: 0 0; } dl.facts dd { margin-bottom: 6px; }
+  input, select, textarea { max-width: 100%; }
+  .secret { flex-wrap: wrap; }
+}
 `;
 
 /** A small mark for the tab, so the browser does not ask for /favicon.ico. */

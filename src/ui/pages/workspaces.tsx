@@ -201,6 +201,9 @@ export function WorkspacePage(props: {
           </fieldset>
         </form>
       ) : null}
+      <p>
+        <a href={`/ui/workspaces/${ws.id}/state`}>State and outputs</a>
+      </p>
       <h2 id="runs-heading">Recent runs</h2>
       <RunsTable runs={props.runs} />
       <h2 id="vars-heading">Variables</h2>

@@ -1,0 +1,126 @@
+/**
+ * The dashboard's state page for a workspace (`/ui/workspaces/{id}/state`): outputs, versions,
+ * downloads, the outputs diff, admin reveal and rollback. Same services and roles as
+ * `/api/v1/workspaces/{id}/state-versions…`, checked again here.
+ */
+import { z } from "@hono/zod-openapi";
+import { type Context, Hono } from "hono";
+import { ApiError } from "../errors.ts";
+import { PageQuery } from "../lib/paging.ts";
+import type { StateResult } from "../state/access.ts";
+import { diffVersionOutputs, readOutputs } from "../state/output-reads.ts";
+import { md5Base64 } from "../state/service.ts";
+import { downloadVersion, getVersion, listVersions, rollbackState } from "../state/versions.ts";
+import type { Principal } from "../tokens/model.ts";
+import { resolveWorkspace } from "../workspaces/service.ts";
+import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
+import { StatePage } from "./pages/state.tsx";
+import { requireUiRole, type UiEnv } from "./session.ts";
+
+const NOTICES = { "rolled-back": "Rolled back: the chosen version is the current state again." };
+const VERSION_ID = /^sv_[a-z2-7]{26}$/;
+
+function principalOf(c: Context<UiEnv>): Principal {
+  const s = c.var.session;
+  return { kind: "org", orgId: s.orgId, tokenId: s.tokenId, role: s.role };
+}
+
+function unwrap<T>(result: StateResult<T>): T {
+  if (!result.ok) {
+    throw new ApiError(result.reason.code, result.reason.message);
+  }
+  return result.value;
+}
+
+async function workspaceOf(c: Context<UiEnv>) {
+  const id = idOf(c, "workspaceId", "ws");
+  const row = await resolveWorkspace(c.var.db, c.var.session.orgId, id);
+  if (!row) {
+    throw new ApiError("NOT_FOUND", `workspace ${id} not found`);
+  }
+  return row;
+}
+
+const deps = (c: Context<UiEnv>) => ({ db: c.var.db, bucket: c.env.BLOBS });
+
+/** The page, with outputs revealed when an admin asked for them (by POST, so it is audited). */
+async function renderState(c: Context<UiEnv>, reveal: boolean) {
+  const ws = await workspaceOf(c);
+  const principal = principalOf(c);
+  const page = PageQuery.safeParse({ limit: 50, cursor: c.req.query("cursor") });
+  if (!page.success) {
+    throw new ApiError("BAD_REQUEST", "that link to older versions is not valid");
+  }
+  const [outputs, versions] = await Promise.all([
+    readOutputs(deps(c), principal, ws.id, reveal).then(unwrap),
+    listVersions(deps(c), principal, ws.id, page.data).then(unwrap),
+  ]);
+  const from = c.req.query("from");
+  const to = c.req.query("to");
+  let diff = null;
+  if (from !== undefined && to !== undefined) {
+    if (!VERSION_ID.test(from) || !VERSION_ID.test(to)) {
+      throw new ApiError("BAD_REQUEST", "choose two state versions to compare");
+    }
+    const ids = { fromId: from, toId: to };
+    diff = { from, to, changes: unwrap(await diffVersionOutputs(deps(c), principal, ws.id, ids)) };
+  }
+  return c.html(
+    <StatePage
+      viewer={viewerOf(c)}
+      workspace={{ id: ws.id, name: ws.name }}
+      outputs={{
+        outputs: outputs.outputs,
+        isRevealed: outputs.isRevealed,
+        status: outputs.outputsStatus,
+      }}
+      versions={versions.stateVersions}
+      nextCursor={versions.nextCursor}
+      diff={diff}
+      notice={noticeText(c, NOTICES)}
+    />,
+  );
+}
+
+export const statePages = new Hono<UiEnv>()
+  .get("/:workspaceId/state", (c) => renderState(c, false))
+  .post("/:workspaceId/state/reveal", requireUiRole("admin"), async (c) => {
+    await readForm(c, z.strictObject({}));
+    return renderState(c, true);
+  })
+  .get("/:workspaceId/state/versions/:stateVersionId/download", async (c) => {
+    const ws = await workspaceOf(c);
+    const versionId = idOf(c, "stateVersionId", "sv");
+    const state = unwrap(await downloadVersion(deps(c), principalOf(c), ws.id, versionId));
+    return new Response(state.body, {
+      status: 200,
+      headers: {
+        "content-type": "application/octet-stream",
+        "content-length": String(state.sizeBytes),
+        "content-md5": md5Base64(state.md5Hex),
+        "content-disposition": `attachment; filename="${ws.name}-${state.version.serial}.tfstate"`,
+      },
+    });
+  })
+  .post(
+    "/:workspaceId/state/versions/:stateVersionId/rollback",
+    requireUiRole("admin"),
+    async (c) => {
+      const ws = await workspaceOf(c);
+      const versionId = idOf(c, "stateVersionId", "sv");
+      const form = await readForm(c, z.strictObject({ confirm: z.string().max(100) }));
+      const target = unwrap(await getVersion(deps(c), principalOf(c), ws.id, versionId));
+      // The typed text is checked here too, so the form works without the script.
+      if (form.confirm.trim() !== `serial ${target.serial}`) {
+        throw new ApiError("BAD_REQUEST", `type "serial ${target.serial}" to confirm the rollback`);
+      }
+      unwrap(
+        await rollbackState(deps(c), {
+          principal: principalOf(c),
+          workspaceId: ws.id,
+          stateVersionId: versionId,
+        }),
+      );
+      return redirectWithNotice(c, `/ui/workspaces/${ws.id}/state`, "rolled-back");
+    },
+  );
