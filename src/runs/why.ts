@@ -7,6 +7,7 @@ import { eq } from "drizzle-orm";
 import type { WaitInfo, WaitReason } from "../../durable/pool-types.ts";
 import { orgTokens, runs } from "../db/schema.ts";
 import { ok } from "../lib/result.ts";
+import { count } from "../lib/words.ts";
 import { poolStub } from "../pools/service.ts";
 import { lockHolderKind } from "../workspaces/model.ts";
 import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
@@ -25,14 +26,18 @@ export function describeWaitReason(
       return `no agent is registered in pool ${poolName}`;
     case "no_agents_online":
       return reason.lastContactAt
-        ? `no agent online in pool ${poolName} (${reason.registered} registered, last contact ${new Date(reason.lastContactAt).toISOString()})`
+        ? `no agent online in pool ${poolName} (${count(reason.registered, "agent")} registered, last contact ${new Date(reason.lastContactAt).toISOString()})`
         : `no agent online in pool ${poolName}`;
     case "no_agent_accepts_phase":
-      return `none of the ${reason.online} online agents in pool ${poolName} accepts ${phase} jobs`;
+      return reason.online === 1
+        ? `the one online agent in pool ${poolName} does not accept ${phase} jobs`
+        : `none of the ${reason.online} online agents in pool ${poolName} accepts ${phase} jobs`;
     case "all_agents_busy":
-      return `all ${reason.agents} agents in pool ${poolName} are busy (${reason.runningJobs} jobs running)`;
+      return reason.agents === 1
+        ? `the only agent in pool ${poolName} is busy (${count(reason.runningJobs, "job")} running)`
+        : `all ${reason.agents} agents in pool ${poolName} are busy (${count(reason.runningJobs, "job")} running)`;
     case "behind_other_jobs":
-      return `waiting behind ${reason.ahead} other ${reason.ahead === 1 ? "job" : "jobs"} in pool ${poolName}`;
+      return `waiting behind ${count(reason.ahead, "other job")} in pool ${poolName}`;
   }
 }
 

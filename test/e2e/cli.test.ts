@@ -262,6 +262,103 @@ describe("outpost CLI", () => {
     expect((await cli(["vars", "delete", "cli-ws", "STANDIN_PLAN_SLEEP_MS"])).code).toBe(0);
   });
 
+  it("workspaces default to the newest mirror version; state and outputs; runs show names the agent", async () => {
+    const created = await cli(["workspaces", "create", "cli-state", "--pool", world.poolId]);
+    expect(created.code).toBe(CLI_EXIT.ok);
+    expect(created.stderr).toBe("Created workspace cli-state (agent, terraform latest)\n");
+    const outputsTf = (url: string, secret: string) =>
+      `output "url" { value = "${url}" }\noutput "secret" {\n  value = "${secret}"\n  sensitive = true\n}\n`;
+    const first = await cli([
+      "run",
+      configDir({ "main.tf": resource("a", "1") + outputsTf("https://one.internal", "s3cret-1") }),
+      "-w",
+      "cli-state",
+      "--auto-approve",
+    ]);
+    expect(first.code, first.stderr).toBe(CLI_EXIT.ok);
+    const runId = /Queued run (run_\w+): (\S+)/.exec(first.stderr);
+    expect(runId?.[2]).toBe(`${world.coordinator.url}/ui/runs/${runId?.[1]}`);
+    const lines = first.stdout.split("\n");
+    expect(lines[0]).toMatch(
+      /^Outpost agent (\S+ \()?agt_\w+\)? v\S+ in pool pool_\w+, isolation none: plan job run_\w+:plan for run/,
+    );
+    expect(first.stdout).toContain('Resolving terraform "latest" against');
+    expect(first.stdout).toContain(`Using terraform ${ENGINE_VERSION} (newest for "latest")`);
+    const second = await cli([
+      "run",
+      configDir({ "main.tf": resource("a", "2") + outputsTf("https://two.internal", "s3cret-2") }),
+      "-w",
+      "cli-state",
+      "--auto-approve",
+    ]);
+    expect(second.code, second.stderr).toBe(CLI_EXIT.ok);
+
+    const shown = await cli(["runs", "show", String(runId?.[1])]);
+    expect(shown.code).toBe(CLI_EXIT.ok);
+    // Aligned: every value starts in the same column.
+    const columns = shown.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => /^\S[^:]*:\s+/.exec(line)?.[0].length);
+    expect(new Set(columns).size).toBe(1);
+    expect(shown.stdout).toMatch(/^Run:\s+run_\w+$/m);
+    expect(shown.stdout).toMatch(/^Status:\s+applied$/m);
+    expect(shown.stdout).toMatch(/^Plan:\s+1 to add, 0 to change, 0 to destroy$/m);
+    expect(shown.stdout).toMatch(
+      new RegExp(
+        `^Plan agent:\\s+(\\S+ \\()?agt_\\w+\\)? v\\S+, pool ${world.poolId}, isolation none, engine ${escapeRegExp(ENGINE_VERSION)}$`,
+        "m",
+      ),
+    );
+    expect(shown.stdout).toMatch(new RegExp(`^URL:\\s+${escapeRegExp(String(runId?.[2]))}$`, "m"));
+    const asJson = JSON.parse((await cli(["runs", "show", String(runId?.[1]), "--json"])).stdout);
+    expect(asJson.jobs.map((j: { engineVersion: string }) => j.engineVersion)).toEqual([
+      ENGINE_VERSION,
+      ENGINE_VERSION,
+    ]);
+
+    const outputs = await cli(["outputs", "cli-state"]);
+    expect(outputs.stdout).toBe("secret =  (sensitive)\nurl =     https://two.internal\n");
+    const outputsJson = JSON.parse((await cli(["outputs", "cli-state", "--json"])).stdout);
+    expect(outputsJson.secret).toEqual({ value: null, type: "string", sensitive: true });
+    expect((await cli(["outputs", "cli-state", "--reveal"])).stdout).toContain("s3cret-2");
+
+    const list = await cli(["state", "list", "cli-state"]);
+    expect(list.stdout.split("\n")[0]).toMatch(/^SERIAL\s+ID\s+LINEAGE\s+WRITTEN\s+BY\s+SIZE$/);
+    expect(list.stdout).toMatch(/current/);
+    const firstSerial = /^(\d+)\s+sv_\w+\s+\w+\s+\S+\s+run_\w+/m.exec(
+      list.stdout.split("\n").slice(-2)[0] ?? "",
+    );
+    expect(firstSerial?.[1]).toBe("1");
+    const old = await cli(["state", "show", "cli-state", "1"]);
+    expect(old.stdout).toMatch(/^Serial: +1$/m);
+    expect(old.stdout).toContain("url     https://one.internal");
+    expect(old.stdout).toContain("secret  (sensitive)");
+    expect(old.stdout).not.toContain("s3cret");
+    const pulled = JSON.parse((await cli(["state", "pull", "cli-state"])).stdout);
+    expect(pulled.outputs.url.value).toBe("https://two.internal");
+    expectOneLineError(
+      await cli(["state", "rollback", "cli-state", "1"]),
+      CLI_EXIT.usage,
+      "add --yes",
+    );
+    const rolled = await cli(["state", "rollback", "cli-state", "1", "--yes"]);
+    expect(rolled.code).toBe(CLI_EXIT.ok);
+    expect(rolled.stderr).toMatch(
+      /^Rolled back to serial 1: the current state is now serial \d+ \(sv_\w+\)$/m,
+    );
+    expect((await cli(["outputs", "cli-state"])).stdout).toContain("https://one.internal");
+  });
+
+  it("says where a refused token came from", async () => {
+    const bad = `op_org_${"B".repeat(43)}`;
+    expectOneLineError(
+      await cli(["whoami"], { env: { OUTPOST_TOKEN: bad } }),
+      CLI_EXIT.requestFailed,
+      "the token comes from OUTPOST_TOKEN",
+    );
+  });
+
   it("prints usage and request errors as one line with distinct exit codes", async () => {
     expectOneLineError(await cli(["frobnicate"]), CLI_EXIT.usage, "unknown command 'frobnicate'");
     expectOneLineError(

@@ -698,7 +698,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Outputs of the current state; sensitive values only for admins and owners */
+        /** Outputs of the current state; sensitive values hidden unless an admin asks with reveal=true */
         get: operations["getOutputs"];
         put?: never;
         post?: never;
@@ -787,6 +787,23 @@ export interface paths {
         };
         /** Download a state version's body (the state file, streamed) */
         get: operations["downloadStateVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceId}/state-versions/{stateVersionId}/outputs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Outputs of one state version; sensitive values as for the current outputs */
+        get: operations["getStateVersionOutputs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1485,10 +1502,12 @@ export interface components {
         StateOutput: {
             sensitive: boolean;
             type?: unknown;
-            /** @description null when sensitive and the caller is below admin */
+            /** @description null when sensitive, unless an admin asked with reveal=true */
             value?: unknown;
         };
         StateOutputs: {
+            /** @description True when sensitive values are shown */
+            isRevealed: boolean;
             outputs: {
                 [key: string]: components["schemas"]["StateOutput"];
             };
@@ -4864,7 +4883,10 @@ export interface operations {
     };
     getOutputs: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: show sensitive values (admins and owners only; audited as state.outputs.reveal) */
+                reveal?: "true" | "false";
+            };
             header?: never;
             path: {
                 workspaceId: string;
@@ -5348,6 +5370,68 @@ export interface operations {
                 };
                 content: {
                     "application/octet-stream": string;
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStateVersionOutputs: {
+        parameters: {
+            query?: {
+                /** @description true: show sensitive values (admins and owners only; audited as state.outputs.reveal) */
+                reveal?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                stateVersionId: string;
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version's outputs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StateOutputs"];
                 };
             };
             /** @description Invalid input */

@@ -27,13 +27,19 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
+/** Where the CLI's token came from, so a refusal's hint says what to fix. */
+export type TokenSource = "environment" | "login";
+
 /** Maps a thrown value to the exit code and the one line (or stack, for bugs) to print. */
-export function describeCliError(error: unknown): { exitCode: CliExitCode; text: string } {
+export function describeCliError(
+  error: unknown,
+  tokenSource: TokenSource = "login",
+): { exitCode: CliExitCode; text: string } {
   if (error instanceof UsageError) {
     return { exitCode: CLI_EXIT.usage, text: `outpost: ${error.message}` };
   }
   if (error instanceof CoordinatorError) {
-    return { exitCode: CLI_EXIT.requestFailed, text: `outpost: ${refusal(error)}` };
+    return { exitCode: CLI_EXIT.requestFailed, text: `outpost: ${refusal(error, tokenSource)}` };
   }
   if (error instanceof TransientError || error instanceof ProtocolError) {
     return { exitCode: CLI_EXIT.requestFailed, text: `outpost: ${error.message}` };
@@ -42,11 +48,13 @@ export function describeCliError(error: unknown): { exitCode: CliExitCode; text:
   return { exitCode: CLI_EXIT.runErrored, text: `outpost: unexpected error\n${text}` };
 }
 
-function refusal(error: CoordinatorError): string {
+function refusal(error: CoordinatorError, tokenSource: TokenSource): string {
   // "POST /api/v1/x answered 404 NOT_FOUND: workspace y not found" → the coordinator's words.
   const words = error.message.replace(/^\S+ \S+ answered \d+ [A-Z_0-9]+: /, "");
   if (error.status === 401) {
-    return `${words} (log in again with \`outpost login\`)`;
+    return tokenSource === "environment"
+      ? `${words} (the token comes from OUTPOST_TOKEN: set it to a valid org token, or unset it to use your \`outpost login\`)`
+      : `${words} (log in again with \`outpost login\`)`;
   }
   return words;
 }

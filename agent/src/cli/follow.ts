@@ -5,6 +5,7 @@ import { must, seg, type UserApi } from "./api.ts";
 import { CLI_EXIT, type CliExitCode } from "./errors.ts";
 import type { Run } from "./models.ts";
 import type { Io } from "./output.ts";
+import { NO_PROGRESS, progress } from "./progress.ts";
 
 /** How often a follower asks again while nothing new arrived. */
 const POLL_MS = 500;
@@ -39,23 +40,34 @@ export async function followLog(
   options: { follow: boolean } = { follow: true },
 ): Promise<number> {
   let offset = 0;
-  for (;;) {
-    const res = await patiently(() =>
-      api.raw("GET", `/api/v1/runs/${seg(runId)}/logs?phase=${phase}&offset=${offset}`),
-    );
-    const data = new Uint8Array(await res.arrayBuffer());
-    const next = Number(res.headers.get(LOG_NEXT_OFFSET_HEADER));
-    const isComplete = res.headers.get(LOG_COMPLETE_HEADER) === "true";
-    if (data.byteLength > 0) {
-      io.out.write(data);
+  const spinner = options.follow ? progress(io.err) : NO_PROGRESS;
+  let quietSince = Date.now();
+  try {
+    for (;;) {
+      const res = await patiently(() =>
+        api.raw("GET", `/api/v1/runs/${seg(runId)}/logs?phase=${phase}&offset=${offset}`),
+      );
+      const data = new Uint8Array(await res.arrayBuffer());
+      const next = Number(res.headers.get(LOG_NEXT_OFFSET_HEADER));
+      const isComplete = res.headers.get(LOG_COMPLETE_HEADER) === "true";
+      if (data.byteLength > 0) {
+        io.out.write(data);
+        quietSince = Date.now();
+      }
+      offset = Number.isSafeInteger(next) && next >= offset ? next : offset + data.byteLength;
+      if (isComplete || (!options.follow && data.byteLength === 0)) {
+        return offset;
+      }
+      if (data.byteLength === 0) {
+        const quietSeconds = Math.round((Date.now() - quietSince) / 1000);
+        if (quietSeconds >= 2) {
+          spinner.update(`${phase} running, no output for ${quietSeconds} s`);
+        }
+        await sleep(POLL_MS);
+      }
     }
-    offset = Number.isSafeInteger(next) && next >= offset ? next : offset + data.byteLength;
-    if (isComplete || (!options.follow && data.byteLength === 0)) {
-      return offset;
-    }
-    if (data.byteLength === 0) {
-      await sleep(POLL_MS);
-    }
+  } finally {
+    spinner.stop();
   }
 }
 
@@ -70,16 +82,24 @@ export async function waitFor(
   io: Io,
 ): Promise<Run> {
   let said: string | null = null;
-  for (;;) {
-    const run = await getRun(api, runId);
-    if (isDone(run)) {
-      return run;
+  const spinner = progress(io.err);
+  const started = Date.now();
+  try {
+    for (;;) {
+      const run = await getRun(api, runId);
+      if (isDone(run)) {
+        return run;
+      }
+      if (run.waitingReason !== null && run.waitingReason !== said) {
+        said = run.waitingReason;
+        io.err.write(`Waiting: ${said}\n`);
+      }
+      const seconds = Math.round((Date.now() - started) / 1000);
+      spinner.update(`${run.status.replaceAll("_", " ")} (${seconds} s)`);
+      await sleep(POLL_MS);
     }
-    if (run.waitingReason !== null && run.waitingReason !== said) {
-      said = run.waitingReason;
-      io.err.write(`Waiting: ${said}\n`);
-    }
-    await sleep(POLL_MS);
+  } finally {
+    spinner.stop();
   }
 }
 
@@ -97,9 +117,21 @@ export function exitCodeFor(run: Run): CliExitCode {
   }
 }
 
+/** The run's status reason, unless it only repeats the status ("canceled: canceled"). */
+export function statusReasonOf(run: Run): string | null {
+  const reason = run.statusReason?.trim() ?? "";
+  const status = run.status.replaceAll("_", " ");
+  return reason === "" || reason === status || reason === run.status ? null : reason;
+}
+
+/** The run's page in the dashboard of the coordinator at `address`. */
+export function runUrl(address: string, runId: string): string {
+  return `${address.replace(/\/+$/, "")}/ui/runs/${runId}`;
+}
+
 /** One line saying how the run ended (or where it stopped), for stderr. */
 export function describeEnd(run: Run): string {
-  const reason = run.statusReason ? `: ${run.statusReason}` : "";
+  const reason = statusReasonOf(run) ? `: ${statusReasonOf(run)}` : "";
   switch (run.status) {
     case "applied":
       return `Run ${run.id} applied`;

@@ -10,6 +10,7 @@ import {
 import { login, logout, whoami } from "./commands/auth.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
 import { cancel, confirm, discard, logs, run, runs } from "./commands/runs.ts";
+import { outputs, state } from "./commands/state.ts";
 import { vars, workspaces } from "./commands/workspaces.ts";
 import type { CliContext } from "./context.ts";
 import { CLI_EXIT, type CliExitCode } from "./errors.ts";
@@ -28,6 +29,8 @@ const COMMANDS: Record<string, CliCommand | CliGroup> = {
   discard,
   cancel,
   logs,
+  state,
+  outputs,
 };
 
 const EPILOGUE = `
@@ -38,7 +41,9 @@ coordinator unreachable, 130 interrupted.`;
 /** The command tree, with help and errors going through `ctx`. */
 function program(ctx: CliContext, onExit: (code: CliExitCode) => void): Commander {
   const root = new Commander("outpost")
-    .description("Administers an Outpost coordinator: pools, agent tokens, workspaces, runs.")
+    .description(
+      "Administers an Outpost coordinator: pools, agent tokens, workspaces, runs, state.",
+    )
     .version(AGENT_VERSION, "--version", "print the version and exit")
     .addHelpText("after", EPILOGUE)
     .showSuggestionAfterError(true)

@@ -20,7 +20,10 @@ export async function main(argv: string[]): Promise<never> {
   try {
     process.exit(await runCli(processContext(interruptHandlers), argv));
   } catch (error) {
-    const { exitCode, text } = describeCliError(error);
+    const { exitCode, text } = describeCliError(
+      error,
+      process.env.OUTPOST_TOKEN ? "environment" : "login",
+    );
     process.stderr.write(`${text}\n`);
     process.exit(exitCode);
   }

@@ -4,10 +4,11 @@ import type { components } from "../api-types.ts";
 import { command, group } from "../args.ts";
 import type { CliContext } from "../context.ts";
 import { CLI_EXIT, type CliExitCode, UsageError } from "../errors.ts";
-import { describeEnd, exitCodeFor, followLog, getRun, waitFor } from "../follow.ts";
+import { describeEnd, exitCodeFor, followLog, getRun, runUrl, waitFor } from "../follow.ts";
 import type { Run } from "../models.ts";
 import { cell, json, table } from "../output.ts";
 import { packConfiguration } from "../pack.ts";
+import { describeRun } from "./run-text.ts";
 
 const QUEUED = ["pending", "plan_queued"];
 const BEFORE_APPLY = ["confirmed", "apply_queued"];
@@ -78,7 +79,7 @@ export const run = command(
         },
       }),
     );
-    ctx.err.write(`Queued run ${queued.id} in ${api.address}\n`);
+    ctx.err.write(`Queued run ${queued.id}: ${runUrl(api.address, queued.id)}\n`);
     if (values["no-follow"]) {
       ctx.out.write(values.json ? json(queued) : `${queued.id}\n`);
       return CLI_EXIT.ok;
@@ -144,7 +145,7 @@ async function followRun(
       current = await waitFor(api, runId, (r) => r.status !== "planned", ctx);
     } else if (current.status === "planned" && options.confirm) {
       current = await runAction(api, runId, "confirm");
-      ctx.err.write(`Confirmed run ${runId}\n`);
+      ctx.err.write(`Confirmed run ${runId}; applying\n`);
     }
     if ([...BEFORE_APPLY, "applying", "applied"].includes(current.status)) {
       await waitFor(api, runId, (r) => !BEFORE_APPLY.includes(r.status), ctx);
@@ -176,10 +177,10 @@ export const confirm = command(
     const runId = positionals[0] ?? "";
     const api = await ctx.api();
     const confirmed = await runAction(api, runId, "confirm");
-    ctx.err.write(`Confirmed run ${runId}\n`);
     if (!values.follow) {
-      return finishQuietly(ctx, confirmed, values.json === true);
+      return finishQuietly(ctx, api, confirmed, values.json === true);
     }
+    ctx.err.write(`Confirmed run ${runId}: ${runUrl(api.address, runId)}\n`);
     return followRun(ctx, api, runId, {
       confirm: false,
       json: values.json === true,
@@ -191,8 +192,9 @@ export const confirm = command(
 export const discard = command(
   { summary: "discard a planned run", options: {}, positionals: ["RUN_ID"], required: 1 },
   async (ctx, { values, positionals }) => {
-    const discarded = await runAction(await ctx.api(), positionals[0] ?? "", "discard");
-    return finishQuietly(ctx, discarded, values.json === true);
+    const api = await ctx.api();
+    const discarded = await runAction(api, positionals[0] ?? "", "discard");
+    return finishQuietly(ctx, api, discarded, values.json === true);
   },
 );
 
@@ -205,15 +207,27 @@ export const cancel = command(
   },
   async (ctx, { values, positionals }) => {
     const action = values.force ? "force-cancel" : "cancel";
-    const canceled = await runAction(await ctx.api(), positionals[0] ?? "", action);
-    return finishQuietly(ctx, canceled, values.json === true);
+    const api = await ctx.api();
+    const canceled = await runAction(api, positionals[0] ?? "", action);
+    return finishQuietly(ctx, api, canceled, values.json === true);
   },
 );
 
-/** Reports an action's result; the action succeeded, so the exit code is 0. */
-function finishQuietly(ctx: CliContext, run: Run, asJson: boolean): CliExitCode {
+const ACTION_DONE: Partial<Record<Run["status"], string>> = {
+  confirmed: "confirmed; its apply is queued",
+  apply_queued: "confirmed; its apply is queued",
+  discarded: "discarded",
+  canceled: "canceled",
+  force_canceled: "force-canceled",
+};
+
+/** Reports an action's result with the run's URL; the action succeeded, so the exit is 0. */
+function finishQuietly(ctx: CliContext, api: UserApi, run: Run, asJson: boolean): CliExitCode {
   ctx.out.write(asJson ? json(run) : "");
-  ctx.err.write(`Run ${run.id} is ${run.status}\n`);
+  const what = ACTION_DONE[run.status] ?? `now ${run.status.replaceAll("_", " ")}`;
+  const pending =
+    run.cancelRequestedAt && !run.isTerminal ? " (canceling: the engine was told to stop)" : "";
+  ctx.err.write(`Run ${run.id} ${what}${pending}: ${runUrl(api.address, run.id)}\n`);
   return CLI_EXIT.ok;
 }
 
@@ -270,16 +284,16 @@ const runsList = command(
 );
 
 const runsShow = command(
-  { summary: "show a run and why it waits", options: {}, positionals: ["RUN_ID"], required: 1 },
+  {
+    summary: "show a run: status, why it waits, plan, which agent ran it, its dashboard URL",
+    options: {},
+    positionals: ["RUN_ID"],
+    required: 1,
+  },
   async (ctx, { values, positionals }) => {
-    const shown = await getRun(await ctx.api(), positionals[0] ?? "");
-    ctx.out.write(
-      values.json
-        ? json(shown)
-        : `${shown.id}: ${shown.status}${shown.statusReason ? ` (${shown.statusReason})` : ""}\n` +
-            (shown.waitingReason ? `waiting: ${shown.waitingReason}\n` : "") +
-            (shown.planSummary ? `plan: ${JSON.stringify(shown.planSummary)}\n` : ""),
-    );
+    const api = await ctx.api();
+    const shown = await getRun(api, positionals[0] ?? "");
+    ctx.out.write(values.json ? json(shown) : describeRun(shown, api.address));
     return CLI_EXIT.ok;
   },
 );

@@ -9,7 +9,10 @@ const settings = {
   pool: { type: "string", description: "agent pool id the runs go to" },
   "execution-mode": { type: "string", description: "agent or local" },
   engine: { type: "string", description: "terraform or tofu" },
-  "engine-version": { type: "string", description: "e.g. 1.9.5" },
+  "engine-version": {
+    type: "string",
+    description: 'latest (the default), 1.9.5, "~> 1.9" or ">= 1.6, < 2.0"',
+  },
   "working-directory": { type: "string", description: "inside the configuration" },
   "auto-apply": { type: "boolean", description: "apply without confirmation" },
   "no-auto-apply": { type: "boolean", description: "wait for confirmation" },
@@ -115,23 +118,20 @@ const show = command(
 
 const create = command(
   {
-    summary: "create a workspace (--engine-version is required)",
+    summary: "create a workspace",
     options: settings,
     positionals: ["NAME"],
     required: 1,
   },
   async (ctx, { values, positionals }) => {
-    const engineVersion = values["engine-version"];
-    if (engineVersion === undefined) {
-      throw new UsageError("missing --engine-version (e.g. --engine-version 1.9.5)");
-    }
     const ws = await must(
       (await ctx.api()).client.POST("/api/v1/workspaces", {
-        body: { name: positionals[0] ?? "", ...settingsBody(values), engineVersion },
+        body: { name: positionals[0] ?? "", ...settingsBody(values) },
       }),
     );
     ctx.out.write(values.json ? json(ws) : `${ws.id}\n`);
-    ctx.err.write(`Created workspace ${ws.name}\n`);
+    const engine = `${ws.engine} ${ws.engineVersion}`;
+    ctx.err.write(`Created workspace ${ws.name} (${ws.executionMode}, ${engine})\n`);
     return CLI_EXIT.ok;
   },
 );

@@ -1,0 +1,245 @@
+import { writeFile } from "node:fs/promises";
+import { must, seg, type UserApi } from "../api.ts";
+import type { components } from "../api-types.ts";
+import { command, group } from "../args.ts";
+import { CLI_EXIT, UsageError } from "../errors.ts";
+import { cell, json, table } from "../output.ts";
+
+type StateVersion = components["schemas"]["StateVersion"];
+type Outputs = components["schemas"]["StateOutputs"];
+
+const HIDDEN = "(sensitive)";
+
+/** The workspace's id: `ws_…` as given, a name looked up (the state routes take ids only). */
+async function workspaceId(api: UserApi, ref: string): Promise<string> {
+  if (/^ws_[a-z2-7]{26}$/.test(ref)) {
+    return ref;
+  }
+  const ws = await must(
+    api.client.GET("/api/v1/workspaces/{workspaceId}", { params: { path: { workspaceId: ref } } }),
+  );
+  return ws.id;
+}
+
+async function listAll(api: UserApi, wsId: string): Promise<StateVersion[]> {
+  const all: StateVersion[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: { limit: number; cursor?: string } = { limit: 100 };
+    if (cursor !== null) {
+      query.cursor = cursor;
+    }
+    const page = await must(
+      api.client.GET("/api/v1/workspaces/{workspaceId}/state-versions", {
+        params: { path: { workspaceId: wsId }, query },
+      }),
+    );
+    all.push(...page.stateVersions);
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return all;
+}
+
+/** A version by id (`sv_…`) or serial, else the current one. */
+async function pickVersion(api: UserApi, wsId: string, ref: string | undefined) {
+  const versions = await listAll(api, wsId);
+  const found =
+    ref === undefined
+      ? versions.find((v) => v.isCurrent)
+      : versions.find((v) => v.id === ref || (/^\d+$/.test(ref) && v.serial === Number(ref)));
+  if (!found) {
+    throw new UsageError(
+      ref === undefined
+        ? "the workspace has no state yet"
+        : `no state version ${ref} in this workspace (see outpost state list)`,
+    );
+  }
+  return found;
+}
+
+function writer(v: StateVersion): string {
+  return v.runId ?? (v.restoredFromId ? `rollback of ${v.restoredFromId}` : cell(v.createdBy));
+}
+
+const list = command(
+  {
+    summary: "list a workspace's state versions",
+    options: {},
+    positionals: ["WORKSPACE"],
+    required: 1,
+  },
+  async (ctx, { values, positionals }) => {
+    const api = await ctx.api();
+    const versions = await listAll(api, await workspaceId(api, positionals[0] ?? ""));
+    if (values.json) {
+      ctx.out.write(json(versions));
+      return CLI_EXIT.ok;
+    }
+    ctx.out.write(
+      table([
+        ["SERIAL", "ID", "LINEAGE", "WRITTEN", "BY", "SIZE", ""],
+        ...versions.map((v) => [
+          String(v.serial),
+          v.id,
+          v.lineage.slice(0, 8),
+          v.createdAt,
+          writer(v),
+          `${v.sizeBytes} B`,
+          v.isCurrent ? "current" : v.discardedAt ? "deleted" : "",
+        ]),
+      ]),
+    );
+    return CLI_EXIT.ok;
+  },
+);
+
+function outputLines(outputs: Outputs): string[][] {
+  return Object.entries(outputs.outputs)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([name, o]) => [
+      name,
+      o.sensitive && !outputs.isRevealed
+        ? HIDDEN
+        : typeof o.value === "string"
+          ? o.value
+          : JSON.stringify(o.value),
+    ]);
+}
+
+const show = command(
+  {
+    summary: "show a state version (default: the current one) and its outputs",
+    options: {},
+    positionals: ["WORKSPACE", "VERSION"],
+    required: 1,
+  },
+  async (ctx, { values, positionals }) => {
+    const api = await ctx.api();
+    const wsId = await workspaceId(api, positionals[0] ?? "");
+    const version = await pickVersion(api, wsId, positionals[1]);
+    const outputs = await must(
+      api.client.GET("/api/v1/workspaces/{workspaceId}/state-versions/{stateVersionId}/outputs", {
+        params: { path: { workspaceId: wsId, stateVersionId: version.id } },
+      }),
+    );
+    if (values.json) {
+      ctx.out.write(json({ ...version, outputs: outputs.outputs }));
+      return CLI_EXIT.ok;
+    }
+    const facts = [
+      ["Serial:", `${version.serial}${version.isCurrent ? " (current)" : ""}`],
+      ["ID:", version.id],
+      ["Lineage:", version.lineage],
+      ["Written:", version.createdAt],
+      ["By:", writer(version)],
+      ["Size:", `${version.sizeBytes} B`],
+      ["Engine:", cell(version.terraformVersion)],
+      ["MD5:", version.md5],
+    ];
+    const lines = outputLines(outputs);
+    const shown = lines.length > 0 ? table(lines).replace(/^(?=.)/gm, "  ") : "  (none)\n";
+    ctx.out.write(`${table(facts)}\nOutputs:\n${shown}`);
+    return CLI_EXIT.ok;
+  },
+);
+
+const pull = command(
+  {
+    summary: "print a state version's file (default: the current one), as terraform state pull",
+    options: { output: { type: "string", short: "o", description: "write to this file instead" } },
+    positionals: ["WORKSPACE", "VERSION"],
+    required: 1,
+  },
+  async (ctx, { values, positionals }) => {
+    const api = await ctx.api();
+    const wsId = await workspaceId(api, positionals[0] ?? "");
+    const version = await pickVersion(api, wsId, positionals[1]);
+    const res = await api.raw(
+      "GET",
+      `/api/v1/workspaces/${seg(wsId)}/state-versions/${seg(version.id)}/download`,
+      { timeoutMs: 10 * 60_000 },
+    );
+    const body = new Uint8Array(await res.arrayBuffer());
+    if (values.output) {
+      await writeFile(values.output, body, { mode: 0o600 });
+      ctx.err.write(
+        `Wrote serial ${version.serial} (${body.byteLength} bytes) to ${values.output}\n`,
+      );
+    } else {
+      ctx.out.write(body);
+    }
+    return CLI_EXIT.ok;
+  },
+);
+
+const rollback = command(
+  {
+    summary: "make an older state version current again (admins; needs --yes)",
+    options: { yes: { type: "boolean", description: "confirm the rollback" } },
+    positionals: ["WORKSPACE", "VERSION"],
+    required: 2,
+  },
+  async (ctx, { values, positionals }) => {
+    const api = await ctx.api();
+    const wsId = await workspaceId(api, positionals[0] ?? "");
+    const version = await pickVersion(api, wsId, positionals[1]);
+    if (!values.yes) {
+      throw new UsageError(
+        `rolling back writes serial ${version.serial} (${version.id}) as the new current state; add --yes to do it`,
+      );
+    }
+    const created = await must(
+      api.client.POST("/api/v1/workspaces/{workspaceId}/state-versions/{stateVersionId}/rollback", {
+        params: { path: { workspaceId: wsId, stateVersionId: version.id } },
+      }),
+    );
+    ctx.out.write(values.json ? json(created) : "");
+    ctx.err.write(
+      `Rolled back to serial ${version.serial}: the current state is now serial ${created.serial} (${created.id})\n`,
+    );
+    return CLI_EXIT.ok;
+  },
+);
+
+export const state = group("inspect, download and roll back a workspace's state", {
+  list,
+  show,
+  pull,
+  rollback,
+});
+
+/** `outpost outputs WORKSPACE`: the current outputs, as `terraform output` shows them. */
+export const outputs = command(
+  {
+    summary: "print a workspace's current outputs (sensitive ones hidden unless --reveal)",
+    options: {
+      reveal: { type: "boolean", description: "show sensitive values (admins; audited)" },
+    },
+    positionals: ["WORKSPACE"],
+    required: 1,
+  },
+  async (ctx, { values, positionals }) => {
+    const api = await ctx.api();
+    const wsId = await workspaceId(api, positionals[0] ?? "");
+    const current = await must(
+      api.client.GET("/api/v1/workspaces/{workspaceId}/outputs", {
+        params: {
+          path: { workspaceId: wsId },
+          query: values.reveal ? { reveal: "true" } : {},
+        },
+      }),
+    );
+    if (values.json) {
+      ctx.out.write(json(current.outputs));
+      return CLI_EXIT.ok;
+    }
+    const lines = outputLines(current);
+    ctx.out.write(lines.length === 0 ? "" : table(lines.map(([n, v]) => [`${n} =`, v ?? ""])));
+    if (lines.length === 0) {
+      ctx.err.write(
+        current.stateVersionId === null ? "The workspace has no state yet\n" : "No outputs\n",
+      );
+    }
+    return CLI_EXIT.ok;
+  },
+);
