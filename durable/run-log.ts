@@ -209,13 +209,22 @@ export class RunLog extends DurableObject<Env> {
   }
 
   /**
-   * Ends the job's log: writes it as one R2 object at `objectKey`, drops its chunks, and refuses
-   * further appends. Idempotent; safe to call for a job that never logged (no object then).
+   * Ends the job's log: appends `closingLine` when given (the coordinator's last word for a job
+   * whose agent could not say one), writes the log as one R2 object at `objectKey`, drops its
+   * chunks, and refuses further appends. Idempotent: a log that has ended stays as it was; safe
+   * to call for a job that never logged (no object then, unless a closing line is written).
    */
-  async finish(jobId: string, objectKey: string): Promise<{ stored: number }> {
-    const meta = this.meta(jobId) ?? { stored: 0, isFinal: false };
+  async finish(
+    jobId: string,
+    objectKey: string,
+    closingLine: string | null = null,
+  ): Promise<{ stored: number }> {
+    let meta = this.meta(jobId) ?? { stored: 0, isFinal: false };
     if (meta.isFinal) {
       return { stored: meta.stored };
+    }
+    if (closingLine !== null) {
+      meta = this.appendClosing(jobId, meta.stored, closingLine);
     }
     if (meta.stored === 0) {
       // Nothing was logged (a job canceled before it started, a silent one): no object to store,
@@ -251,6 +260,34 @@ export class RunLog extends DurableObject<Env> {
     this.markFinal(jobId, objectKey);
     this.sql.exec("DELETE FROM chunks WHERE job_id = ?", jobId);
     return { stored: meta.stored };
+  }
+
+  /** Adds the coordinator's closing line after whatever the agent wrote (on a line of its own). */
+  private appendClosing(
+    jobId: string,
+    stored: number,
+    line: string,
+  ): { stored: number; isFinal: false } {
+    const last =
+      stored === 0
+        ? null
+        : this.sql
+            .exec<{ tail: ArrayBuffer }>(
+              "SELECT substr(data, -1) AS tail FROM chunks WHERE job_id = ? ORDER BY pos DESC LIMIT 1",
+              jobId,
+            )
+            .toArray()[0];
+    const endsLine = last === null || last === undefined || new Uint8Array(last.tail)[0] === 10;
+    const bytes = new TextEncoder().encode(`${endsLine ? "" : "\n"}${line}\n`);
+    this.sql.exec("INSERT OR IGNORE INTO logs (job_id) VALUES (?)", jobId);
+    this.sql.exec(
+      "INSERT INTO chunks (job_id, pos, agent_offset, data) VALUES (?, ?, NULL, ?)",
+      jobId,
+      stored,
+      bytes,
+    );
+    this.sql.exec("UPDATE logs SET stored = ? WHERE job_id = ?", stored + bytes.byteLength, jobId);
+    return { stored: stored + bytes.byteLength, isFinal: false };
   }
 
   private markFinal(jobId: string, objectKey: string | null): void {

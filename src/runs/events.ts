@@ -27,6 +27,7 @@ import {
 import type { Deps } from "./deps.ts";
 import { endRunJobQuery, insertRunJobQuery } from "./job-records.ts";
 import { cancelPoolJob } from "./jobs.ts";
+import { closingLogLine } from "./log-closing.ts";
 import { isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
 import { afterRunEnded, endRun, endRunQueries, queueApply } from "./progress.ts";
 import {
@@ -185,7 +186,11 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
     await releaseJobStateLocks(db, event.jobId);
   }
   // The log is stored before the run moves: a run that reads ended has its whole log.
-  await runLog(deps.env, event.workspaceId).finish(event.jobId, logKey(event, event.phase));
+  await runLog(deps.env, event.workspaceId).finish(
+    event.jobId,
+    logKey(event, event.phase),
+    closingLogLine(event),
+  );
   const move = moveForEnding(event, event);
   const now = Date.now();
   const extra = {

@@ -4,7 +4,9 @@
  * audit log is readable through `GET /api/v1/audit-events` by owners and admins only.
  */
 import { describe, expect, it } from "vitest";
-import { type ErrorBody, requestJson } from "./helpers/api.ts";
+import type { JobEndedEvent } from "../../durable/pool-types.ts";
+import { closingLogLine } from "../../src/runs/log-closing.ts";
+import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
 import { getRun, queueRun, runAction, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
@@ -169,5 +171,56 @@ describe("GET /api/v1/audit-events", () => {
     role: "admin",
     hasOrgIds: false,
     target: () => ({ method: "GET", path: "/api/v1/audit-events" }),
+  });
+});
+
+describe("closing log lines", () => {
+  it("a run canceled before an agent took it says so in its log", async () => {
+    const org = await seedOrg();
+    const ws = await runnableWorkspace(org);
+    const queued = await queueRun(org, ws.workspace.id);
+    expect((await runAction(org, queued.body.id, "cancel")).status).toBe(200);
+    const res = await request(`/api/v1/runs/${queued.body.id}/logs?phase=plan`, {
+      token: org.tokens.reader,
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("Outpost: the plan was canceled before an agent started it.\n");
+  });
+
+  it("says why for every ending the agent did not report, and nothing for those it did", () => {
+    const base = {
+      jobId: `run_${"a".repeat(26)}:apply`,
+      runId: `run_${"a".repeat(26)}`,
+      workspaceId: "ws_x",
+      orgId: "org_x",
+      phase: "apply" as const,
+      exitCode: null,
+      planSummary: null,
+      endedAt: 1,
+      operation: "apply" as const,
+      isSpeculative: false,
+    };
+    const line = (e: Partial<JobEndedEvent>) =>
+      closingLogLine({
+        ...base,
+        outcome: "errored",
+        action: "job.errored",
+        actor: "system",
+        agentId: "agt_x",
+        reason: null,
+        forced: false,
+        ...e,
+      });
+    expect(line({ action: "job.finished", outcome: "canceled" })).toBeNull();
+    expect(line({ reason: "agent agt_x is errored: no heartbeat for 5 min" })).toBe(
+      "Outpost: the apply ended without its agent's report: agent agt_x is errored: no heartbeat for 5 min.",
+    );
+    expect(line({ reason: "the apply timed out after 24 h" })).toMatch(/timed out after 24 h\.$/);
+    expect(line({ action: "job.canceled", outcome: "canceled", forced: true })).toMatch(
+      /force-canceled; its process was killed/,
+    );
+    expect(line({ action: "job.canceled", outcome: "canceled", agentId: null })).toBe(
+      "Outpost: the apply was canceled before an agent started it.",
+    );
   });
 });

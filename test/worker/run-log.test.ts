@@ -202,6 +202,27 @@ describe("RunLog", () => {
     expect(text?.endsWith(truncationMarker(CAP))).toBe(true);
   });
 
+  it("ends a log with the coordinator's closing line, on a line of its own, once", async () => {
+    const { jobId, key } = newJob();
+    const log = env.RUN_LOG.getByName(WORKSPACE);
+    await log.open(jobId, "l");
+    await log.append(jobId, "l", 0, encode("Terraform is applying...\nnull_resource.a: Crea"));
+    await log.finish(jobId, key, "Outpost: the apply ended without its agent's report: lost");
+    await log.finish(jobId, key, "Outpost: a second closing line is never written");
+    expect(await (await env.BLOBS.get(key))?.text()).toBe(
+      "Terraform is applying...\nnull_resource.a: Crea\nOutpost: the apply ended without its agent's report: lost\n",
+    );
+    const never = newJob();
+    await log.finish(
+      never.jobId,
+      never.key,
+      "Outpost: the plan was canceled before an agent started it.",
+    );
+    expect(decode((await log.read(never.jobId, 0)).data)).toBe(
+      "Outpost: the plan was canceled before an agent started it.\n",
+    );
+  });
+
   it("finishes a job that never logged without storing an object; its log reads complete", async () => {
     const { jobId, key } = newJob();
     const log = env.RUN_LOG.getByName(WORKSPACE);
