@@ -25,6 +25,7 @@ import {
   type JobView,
   type PollOutcome,
   type PoolSettings,
+  type PoolSummary,
   QueuedJob,
   type RegisterInput,
   type RegisterOutcome,
@@ -128,6 +129,11 @@ export class AgentPool extends DurableObject<Env> {
   /** Registered agents with status and jobs; offline agents past the retention window are gone. */
   async listAgents(): Promise<AgentView[]> {
     return reports.listedAgents(this.ops());
+  }
+
+  /** Listed agents by status and the queue's size, for the pools list. */
+  async summary(): Promise<PoolSummary> {
+    return reports.poolSummary(this.ops());
   }
 
   /** Each token's last contact by its agents: polls and heartbeats are recorded here, not in D1. */

@@ -4,7 +4,7 @@
  */
 import type { OpsContext } from "./pool-ops.ts";
 import type { JobRow } from "./pool-store.ts";
-import type { AgentView, WaitInfo, WaitReason } from "./pool-types.ts";
+import type { AgentView, PoolSummary, WaitInfo, WaitReason } from "./pool-types.ts";
 import { toAgentView } from "./pool-views.ts";
 
 /** Agents still listed: offline ones drop out once the retention window has passed. */
@@ -17,6 +17,16 @@ export function listedAgents(ctx: OpsContext): AgentView[] {
         agent.last_contact_at + ctx.settings.retentionMs > ctx.now,
     )
     .map((agent) => toAgentView(agent, ctx.store.agentJobs(agent.id)));
+}
+
+/** The pool at a glance: listed agents by status, and its queued and running jobs. */
+export function poolSummary(ctx: OpsContext): PoolSummary {
+  const agents: PoolSummary["agents"] = { idle: 0, busy: 0, unknown: 0, errored: 0, exited: 0 };
+  for (const agent of listedAgents(ctx)) {
+    agents[agent.status] += 1;
+  }
+  const jobs = ctx.store.jobCounts();
+  return { agents, queuedJobs: jobs.queued, runningJobs: jobs.running };
 }
 
 /** Why a job has not been picked up yet, in structured form. */

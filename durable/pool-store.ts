@@ -201,6 +201,17 @@ export class PoolStore {
     return this.sql.exec("SELECT 1 FROM jobs WHERE state = 'queued' LIMIT 1").toArray().length > 0;
   }
 
+  /** How many jobs wait in the queue, and how many are leased or started. */
+  jobCounts(): { queued: number; running: number } {
+    return this.sql
+      .exec<{ queued: number; running: number }>(
+        `SELECT COALESCE(SUM(state = 'queued'), 0) AS queued,
+           COALESCE(SUM(state IN ('leased', 'started')), 0) AS running
+         FROM jobs WHERE state IN ('queued', 'leased', 'started')`,
+      )
+      .one();
+  }
+
   /** Where a queued job stands: how many queued jobs are ahead of it, and how many are queued. */
   queuePosition(job: JobRow): { ahead: number; length: number } {
     return this.sql

@@ -134,6 +134,13 @@ export type AgentView = {
   registeredAt: number;
 };
 
+/** A pool at a glance (the pools list): listed agents by status, queued and running jobs. */
+export type PoolSummary = {
+  agents: Record<AgentStatus, number>;
+  queuedJobs: number;
+  runningJobs: number;
+};
+
 /** Why a job still waits; the runs feature turns it into words. */
 export type WaitReason =
   | { kind: "no_agents_registered" }

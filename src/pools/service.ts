@@ -112,6 +112,14 @@ export async function listPools(db: Database, orgId: string) {
   return (await listPoolRows(db, orgId)).map(presentPool);
 }
 
+/** The org's pools, each with its agents by status and its queue (one call per pool object). */
+export async function listPoolsWithSummary(db: Database, env: Env, orgId: string) {
+  const pools = await listPools(db, orgId);
+  return Promise.all(
+    pools.map(async (pool) => ({ ...pool, summary: await poolStub(env, pool.id).summary() })),
+  );
+}
+
 /** A pool with its agents (from its Durable Object) and the workspaces assigned to it. */
 export async function getPoolDetail(db: Database, env: Env, orgId: string, id: string) {
   const row = await getPool(db, orgId, id);

@@ -12,6 +12,7 @@ import {
   getPoolDetail,
   listAgentTokens,
   listPools,
+  listPoolsWithSummary,
   revokeAgentToken,
 } from "../pools/service.ts";
 import { roleAtLeast } from "../tokens/model.ts";
@@ -59,7 +60,7 @@ async function renderPool(
 
 export const poolPages = new Hono<UiEnv>()
   .get("/", async (c) => {
-    const pools = await listPools(c.var.db, c.var.session.orgId);
+    const pools = await listPoolsWithSummary(c.var.db, c.env, c.var.session.orgId);
     return c.html(<PoolsPage viewer={viewerOf(c)} pools={pools} />);
   })
   .post("/", requireUiRole("owner"), async (c) => {

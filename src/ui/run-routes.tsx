@@ -6,6 +6,7 @@ import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import { ApiError } from "../errors.ts";
 import { runLog } from "../runs/blobs.ts";
+import { listRunJobs } from "../runs/job-records.ts";
 import { actionFailureMessage, isPhaseOver, jobId, RUN_ACTIONS } from "../runs/model.ts";
 import { presentRun } from "../runs/present.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
@@ -13,7 +14,15 @@ import { cancelRun, confirmRun, discardRun, forceCancelRun } from "../runs/servi
 import { whyWaiting } from "../runs/why.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
-import { type LogTail, LogText, RunActions, RunPage, RunSummary, Timeline } from "./pages/runs.tsx";
+import {
+  type LogTail,
+  LogText,
+  logPlaceholder,
+  RunActions,
+  RunPage,
+  RunSummary,
+  Timeline,
+} from "./pages/runs.tsx";
 import { requireUiRole, type UiEnv } from "./session.ts";
 
 /** Bytes of log one page load or one poll reads at most. */
@@ -84,15 +93,16 @@ const actions = {
 export const runPages = new Hono<UiEnv>()
   .get("/:runId", async (c) => {
     const row = await runOf(c);
-    const [waiting, workspace, logs] = await Promise.all([
+    const [waiting, workspace, logs, jobs] = await Promise.all([
       whyWaiting(deps(c), row),
       resolveWorkspace(c.var.db, c.var.session.orgId, row.workspaceId),
       Promise.all(phasesOf(row).map((phase) => readTail(c, row, phase, 0))),
+      listRunJobs(c.var.db, [row.id]),
     ]);
     return c.html(
       <RunPage
         viewer={viewerOf(c)}
-        run={presentRun(row, waiting)}
+        run={presentRun(row, waiting, jobs.get(row.id))}
         row={row}
         workspaceName={workspace?.name ?? row.workspaceId}
         logs={logs}
@@ -111,7 +121,11 @@ export const runPages = new Hono<UiEnv>()
     if (!offsets.success) {
       throw new ApiError("BAD_REQUEST", "planOffset and applyOffset must be whole byte offsets");
     }
-    const run = presentRun(row, await whyWaiting(deps(c), row));
+    const [waiting, jobs] = await Promise.all([
+      whyWaiting(deps(c), row),
+      listRunJobs(c.var.db, [row.id]),
+    ]);
+    const run = presentRun(row, waiting, jobs.get(row.id));
     const viewer = viewerOf(c);
     const logs = await Promise.all(
       phasesOf(row).map((phase) =>
@@ -129,10 +143,25 @@ export const runPages = new Hono<UiEnv>()
       (<Timeline run={run} />).toString(),
       ...logs.map((log) => (<LogText text={log.text} />).toString()),
     ]);
+    // While a log is still empty its placeholder follows the run (queued → waiting → started);
+    // rendered through JSX like every fragment, so a pool name in the reason stays text.
+    const placeholders = Object.fromEntries(
+      await Promise.all(
+        phasesOf(row).map(async (phase) => [
+          `log-${phase}-placeholder`,
+          await (<>{logPlaceholder(run, phase) ?? ""}</>).toString(),
+        ]),
+      ),
+    );
     c.header("Cache-Control", "no-store");
     return c.json({
       status: row.status,
-      fragments: { "run-summary": summary, "run-actions": actionsHtml, "run-timeline": timeline },
+      fragments: {
+        "run-summary": summary,
+        "run-actions": actionsHtml,
+        "run-timeline": timeline,
+        ...placeholders,
+      },
       logs: logs.map((log, i) => ({
         phase: log.phase,
         nextOffset: log.nextOffset,

@@ -63,7 +63,10 @@ export const APP_JS = `"use strict";
             var el = document.getElementById("log-" + log.phase);
             if (!el) return;
             var atBottom = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
-            if (log.html) el.insertAdjacentHTML("beforeend", log.html);
+            if (log.html) {
+              el.querySelectorAll("[data-placeholder]").forEach(function (p) { p.remove(); });
+              el.insertAdjacentHTML("beforeend", log.html);
+            }
             el.setAttribute("data-offset", String(log.nextOffset));
             if (atBottom) el.scrollTop = el.scrollHeight;
           });

@@ -1,5 +1,6 @@
-import { installCommands } from "../../agents/install-commands.ts";
 /** Agent pools: the list, and one pool with its agents (live) and its agent tokens. */
+import type { PoolSummary } from "../../../durable/pool-types.ts";
+import { installCommands } from "../../agents/install-commands.ts";
 import type { presentAgent, presentAgentToken, presentPool } from "../../pools/model.ts";
 import { roleAtLeast } from "../../tokens/model.ts";
 import {
@@ -17,7 +18,35 @@ type Pool = ReturnType<typeof presentPool>;
 type Agent = ReturnType<typeof presentAgent>;
 type AgentToken = ReturnType<typeof presentAgentToken>;
 
-export function PoolsPage(props: { viewer: Viewer; pools: Pool[]; error?: string }) {
+type PoolWithSummary = Pool & { summary?: PoolSummary };
+
+/** Agents by status (only the statuses present) and the pool's queue, as words with counts. */
+export function PoolCounts(props: { summary: PoolSummary }) {
+  const { agents, queuedJobs, runningJobs } = props.summary;
+  const statuses = (["busy", "idle", "unknown", "errored", "exited"] as const).filter(
+    (s) => agents[s] > 0,
+  );
+  return (
+    <div class="pool-counts">
+      {statuses.length === 0 ? (
+        <span class="muted">no agents</span>
+      ) : (
+        statuses.map((s) => (
+          <span>
+            <Badge status={s} /> {agents[s]}
+          </span>
+        ))
+      )}
+    </div>
+  );
+}
+
+function jobsText(summary: PoolSummary): string {
+  const queued = `${summary.queuedJobs} queued`;
+  return summary.runningJobs > 0 ? `${queued}, ${summary.runningJobs} running` : queued;
+}
+
+export function PoolsPage(props: { viewer: Viewer; pools: PoolWithSummary[]; error?: string }) {
   const canManage = roleAtLeast(props.viewer.role, "owner");
   return (
     <Layout title="Agent pools" section="pools" viewer={props.viewer}>
@@ -30,6 +59,8 @@ export function PoolsPage(props: { viewer: Viewer; pools: Pool[]; error?: string
           <thead>
             <tr>
               <th scope="col">Name</th>
+              <th scope="col">Agents</th>
+              <th scope="col">Jobs</th>
               <th scope="col">Description</th>
               <th scope="col">Created</th>
             </tr>
@@ -40,6 +71,8 @@ export function PoolsPage(props: { viewer: Viewer; pools: Pool[]; error?: string
                 <td>
                   <a href={`/ui/pools/${p.id}`}>{p.name}</a>
                 </td>
+                <td>{p.summary ? <PoolCounts summary={p.summary} /> : null}</td>
+                <td>{p.summary ? jobsText(p.summary) : null}</td>
                 <td>{p.description}</td>
                 <td>
                   <Time iso={p.createdAt} />

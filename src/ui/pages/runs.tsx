@@ -14,6 +14,39 @@ type Run = ReturnType<typeof presentRun>;
 
 export type LogTail = { phase: "plan" | "apply"; text: string; nextOffset: number };
 
+/**
+ * What an empty log shows instead of a bare box: what the phase waits for. Null once the log
+ * has text.
+ */
+export function logPlaceholder(run: Run, phase: "plan" | "apply"): string | null {
+  const status = run.status;
+  if (run.isTerminal) {
+    return `No ${phase} log: the run ended (${status.replaceAll("_", " ")}) before this phase wrote any.`;
+  }
+  if (phase === "apply") {
+    if (status === "planned") {
+      return "Waiting for confirmation: the apply starts once someone confirms the plan.";
+    }
+    if (["pending", "plan_queued", "planning"].includes(status)) {
+      return "The apply runs after the plan (and its confirmation, unless the workspace auto-applies).";
+    }
+  }
+  if (run.waitingReason) {
+    return `Waiting: ${run.waitingReason}.`;
+  }
+  return `The ${phase} has started; its output appears here as the agent sends it.`;
+}
+
+/** The placeholder inside an empty log box; the page script removes it when text arrives. */
+export function LogPlaceholder(props: { run: Run; phase: "plan" | "apply" }) {
+  const text = logPlaceholder(props.run, props.phase);
+  return text ? (
+    <span class="log-placeholder" id={`log-${props.phase}-placeholder`} data-placeholder="">
+      {text}
+    </span>
+  ) : null;
+}
+
 /** Log text as escaped spans; only class names from the fixed ANSI set are emitted. */
 export function LogText(props: { text: string }) {
   return (
@@ -65,6 +98,24 @@ export function RunSummary(props: { run: Run }) {
           <span class="muted">not planned yet</span>
         )}
       </dd>
+      {run.jobs.map((job) => (
+        <>
+          <dt>{job.phase === "plan" ? "Plan ran on" : "Apply ran on"}</dt>
+          <dd>
+            agent{" "}
+            <span class="mono">
+              {job.agent.name ? `${job.agent.name} (${job.agent.id})` : job.agent.id}
+            </span>{" "}
+            v{job.agent.version} in pool{" "}
+            <a class="mono" href={`/ui/pools/${job.poolId}`}>
+              {job.poolId}
+            </a>
+            , isolation {job.agent.isolationMode}
+            {job.engineVersion ? `, engine ${job.engineVersion}` : ""} · started{" "}
+            <Time iso={job.startedAt} />
+          </dd>
+        </>
+      ))}
       {run.planSha256 ? (
         <>
           <dt>Plan file</dt>
@@ -180,7 +231,11 @@ export function RunPage(props: {
               tabindex={0}
               aria-labelledby={`log-${log.phase}-heading`}
             >
-              <LogText text={log.text} />
+              {log.text === "" ? (
+                <LogPlaceholder run={run} phase={log.phase} />
+              ) : (
+                <LogText text={log.text} />
+              )}
             </pre>
           </section>
         ))}
