@@ -166,10 +166,13 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px;
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 .login { max-width: 460px; margin: 80px auto; }
 .login input { width: 100%; }
+/* Ids and URLs are long unbroken words: let them wrap rather than widen the page on a phone. */
+h1, h2, p, dd, li, label, .notice, .who span { overflow-wrap: anywhere; }
 .table-scroll { overflow-x: auto; max-width: 100%; }
 .table-scroll table { margin: 0; }
 pre.value { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 240px; overflow: auto; }
-.mono, td a { overflow-wrap: anywhere; }
+.mono { overflow-wrap: anywhere; }
+td .mono, td a, td time { overflow-wrap: normal; }
 form.rollback { margin-top: 6px; }
 tr.change-added td:nth-child(2) { color: var(--ok); } tr.change-removed td:nth-child(2) { color: var(--danger); }
 tr.change-changed td:nth-child(2) { color: var(--warn); font-weight: 600; }
@@ -181,6 +184,8 @@ tr.change-changed td:nth-child(2) { color: var(--warn); font-weight: 600; }
   header.top .who { margin-left: 0; flex-wrap: wrap; }
   main { padding: 12px 12px 40px; }
   table { display: block; overflow-x: auto; max-width: 100%; }
+  td, th { white-space: nowrap; }
+  td pre.value { white-space: pre-wrap; min-width: 16em; }
   .table-scroll table { display: table; }
   dl.facts { grid-template-columns: 1fr; gap: 0 0; } dl.facts dd { margin-bottom: 6px; }
   input, select, textarea { max-width: 100%; }

@@ -67,10 +67,44 @@ export async function launch(options: { javaScriptEnabled?: boolean } = {}): Pro
   };
 }
 
-/** Saves a full-page screenshot as test-results/screenshots/<name>.png. */
+/** The widths every page is checked and photographed at: a laptop and a 390 px phone. */
+export const WIDTHS = [
+  { label: "desktop", width: 1280, height: 900 },
+  { label: "phone", width: 390, height: 844 },
+] as const;
+
+/**
+ * Checks the page is in standards mode and has no horizontal page scroll at desktop and phone
+ * widths (wide tables scroll inside their own box), and saves a full-page screenshot of each as
+ * test-results/screenshots/<name>-desktop.png and -phone.png. Throws naming the width that
+ * overflowed, and by how many pixels.
+ */
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  const mode = await page.evaluate<string>("document.compatMode");
+  if (mode !== "CSS1Compat") {
+    throw new Error(`${name}: the page renders in ${mode} (quirks mode), not standards mode`);
+  }
+  const original = page.viewportSize();
+  try {
+    for (const { label, width, height } of WIDTHS) {
+      await page.setViewportSize({ width, height });
+      const overflow = await page.evaluate<number>(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+      );
+      if (overflow > 0) {
+        throw new Error(`${name}: the page scrolls sideways by ${overflow} px at ${width} px wide`);
+      }
+      await page.screenshot({
+        path: path.join(SCREENSHOTS, `${name}-${label}.png`),
+        fullPage: true,
+      });
+    }
+  } finally {
+    if (original) {
+      await page.setViewportSize(original);
+    }
+  }
 }
 
 /** Waits (bounded) until the element's text matches, and returns that text. */

@@ -3,8 +3,9 @@
  * process: sign in, create a pool and an agent token, watch the agent become idle, queue a run,
  * watch the agent busy and the log grow, confirm, see it applied and the agent idle again, revoke
  * the token and see the agent exit. Hostile strings go into every name, description and log line;
- * none may execute, and no CSP violation or page error may occur. Screenshots of each page land
- * in test-results/screenshots/.
+ * none may execute, and no CSP violation or page error may occur. Every page is checked for
+ * standards mode and for no horizontal page scroll at desktop and phone (390 px) widths, and
+ * photographed at both into test-results/screenshots/.
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
@@ -52,6 +53,7 @@ describe("the dashboard in chromium", () => {
   let poolUrl = "";
   let poolId = "";
   let agentToken = "";
+  let stateUrl = "";
   const tokenDescription = `rack 7 ${xss(1)}`;
 
   it("signs in with an org token", async () => {
@@ -147,7 +149,7 @@ describe("the dashboard in chromium", () => {
       sensitive: true,
     });
     await uploadConfiguration(world, wsId, {
-      "main.tf": `variable "greeting" {}\nvariable "password" {}\nresource "null_resource" "a" { value = "one" }\n# ${xss(6)}\n`,
+      "main.tf": `variable "greeting" {}\nvariable "password" {}\nresource "null_resource" "a" { value = "one" }\n# ${xss(6)}\noutput "endpoint" { value = "https://app.internal/${"long-path-segment/".repeat(8)}" }\noutput "db_password" {\n  value = "s3cret-output"\n  sensitive = true\n}\n`,
     });
 
     const runPage = await browser.newPage();
@@ -180,10 +182,35 @@ describe("the dashboard in chromium", () => {
     await waitForText(runPage, "#run-timeline", /applying[\s\S]*applied/);
     await screenshot(runPage, "08-run-applied");
     await waitForText(poolPage, "#agents", /idle/);
+    await waitForText(runPage, "#run-summary", /Plan ran on[\s\S]*isolation none/);
     await expectNothingExecuted(runPage);
     await expectNothingExecuted(poolPage);
     await runPage.close();
     await poolPage.close();
+    stateUrl = `${world.coordinator.url}/ui/workspaces/${wsId}/state`;
+  });
+
+  it("shows the state page with sensitive outputs hidden until an admin reveals them", async () => {
+    const page = await browser.newPage();
+    await page.goto(stateUrl);
+    await waitForText(page, "main", /endpoint/);
+    expect(await page.content()).not.toContain("s3cret-output");
+    expect(await page.locator("main").textContent()).toContain("(sensitive, hidden)");
+    const written = page.locator("main time[data-relative]").first();
+    expect(await written.textContent()).toMatch(/ago|just now/);
+    expect(await written.getAttribute("title")).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    await screenshot(page, "09-state");
+    await page.getByRole("button", { name: /Reveal sensitive values/ }).click();
+    await waitForText(page, "main", /s3cret-output/);
+    await page.close();
+  });
+
+  it("lists pools with their agents by status and queued jobs", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${world.coordinator.url}/ui/pools`);
+    await waitForText(page, "main table", /browser-pool[\s\S]*idle\s*1[\s\S]*0 queued/);
+    await screenshot(page, "09-pools");
+    await page.close();
   });
 
   it("revokes the token once its description is typed, and the agent exits", async () => {
@@ -202,7 +229,7 @@ describe("the dashboard in chromium", () => {
     const exit = await exitWithin(agent, 30_000);
     expect(exit.code).not.toBe(0);
     await waitForText(page, "#agents", /exited|errored|unknown/, 30_000);
-    await screenshot(page, "09-pool-token-revoked");
+    await screenshot(page, "10-pool-token-revoked");
     await expectNothingExecuted(page);
     await page.close();
   });
@@ -211,7 +238,7 @@ describe("the dashboard in chromium", () => {
     const page = await browser.newPage();
     await page.goto(`${world.coordinator.url}/ui/tokens`);
     await waitForText(page, "main", /owner/);
-    await screenshot(page, "10-org-tokens");
+    await screenshot(page, "11-org-tokens");
     await page.close();
   });
 
@@ -226,7 +253,7 @@ describe("the dashboard in chromium", () => {
       await page.locator("a.mono[href^='/ui/runs/']").first().click();
       expect(await page.locator("#log-plan").textContent()).toContain("Plan: 1 to add");
       expect(await page.locator("#run-summary").textContent()).toContain("applied");
-      await screenshot(page, "11-run-without-javascript");
+      await screenshot(page, "12-run-without-javascript");
       expect(plain.problems).toEqual([]);
     } finally {
       await plain.close();
@@ -263,7 +290,7 @@ describe("the dashboard in chromium", () => {
     await page.getByRole("link", { name: "browser-ws" }).focus();
     await page.keyboard.press("Enter");
     await page.waitForURL(/\/ui\/workspaces\/ws_/);
-    await screenshot(page, "12-workspace-after-runs");
+    await screenshot(page, "13-workspace-after-runs");
     await page.close();
   });
 
