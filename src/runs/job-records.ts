@@ -3,34 +3,32 @@
  * mode), its pool, the exact engine version, and when it started and ended. Written when the
  * agent starts the job, so it stays readable after the agent is long gone.
  */
-import { and, eq, inArray, isNull } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { StartingAgent } from "../../durable/pool-types.ts";
 import type { Database } from "../db/client.ts";
-import { runJobs } from "../db/schema.ts";
+import { runJobs, runs } from "../db/schema.ts";
 
 export type RunJobRow = typeof runJobs.$inferSelect;
 
-/** Records the start of a job; a repeated start (a retried acknowledge) changes nothing. */
+/**
+ * Records the start of a job; a repeated start (a retried acknowledge) changes nothing, and a
+ * job whose run is gone (its workspace was deleted meanwhile) records nothing rather than
+ * failing the agent's start.
+ */
 export function insertRunJobQuery(
   db: Database,
   job: { jobId: string; runId: string; orgId: string; phase: "plan" | "apply"; poolId: string },
   agent: StartingAgent,
   now: number,
 ) {
+  // Columns in the table's order (id, org_id, run_id, phase, pool_id, agent_id, agent_name,
+  // agent_version, isolation_mode, engine_version, started_at, ended_at): drizzle names them all
+  // in the INSERT and takes the SELECT positionally.
   return db
     .insert(runJobs)
-    .values({
-      id: job.jobId,
-      orgId: job.orgId,
-      runId: job.runId,
-      phase: job.phase,
-      poolId: job.poolId,
-      agentId: agent.id,
-      agentName: agent.name,
-      agentVersion: agent.version,
-      isolationMode: agent.isolationMode,
-      startedAt: now,
-    })
+    .select(
+      sql`SELECT ${job.jobId}, ${job.orgId}, ${job.runId}, ${job.phase}, ${job.poolId}, ${agent.id}, ${agent.name}, ${agent.version}, ${agent.isolationMode}, NULL, ${now}, NULL WHERE EXISTS (SELECT 1 FROM ${runs} WHERE ${runs.id} = ${job.runId})`,
+    )
     .onConflictDoNothing();
 }
 

@@ -106,9 +106,10 @@ export const statePages = new Hono<UiEnv>()
     "/:workspaceId/state/versions/:stateVersionId/rollback",
     requireUiRole("admin"),
     async (c) => {
+      // The form (CSRF, fields) first: a bad body is 400 whatever the ids.
+      const form = await readForm(c, z.strictObject({ confirm: z.string().max(100) }));
       const ws = await workspaceOf(c);
       const versionId = idOf(c, "stateVersionId", "sv");
-      const form = await readForm(c, z.strictObject({ confirm: z.string().max(100) }));
       const target = unwrap(await getVersion(deps(c), principalOf(c), ws.id, versionId));
       // The typed text is checked here too, so the form works without the script.
       if (form.confirm.trim() !== `serial ${target.serial}`) {
