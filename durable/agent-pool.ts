@@ -25,11 +25,9 @@ import {
   type JobView,
   type PollOutcome,
   type PoolSettings,
-  type PoolSummary,
   QueuedJob,
   type RegisterInput,
   type RegisterOutcome,
-  type StartingAgent,
   type WaitInfo,
 } from "./pool-types.ts";
 import { toJobView } from "./pool-views.ts";
@@ -131,8 +129,8 @@ export class AgentPool extends DurableObject<Env> {
     return reports.listedAgents(this.ops());
   }
 
-  /** Listed agents by status and the queue's size, for the pools list. */
-  async summary(): Promise<PoolSummary> {
+  /** Listed agents by status and the queue's size, for the pools list (a `PoolSummary`). */
+  async summary() {
     return reports.poolSummary(this.ops());
   }
 
@@ -192,12 +190,8 @@ export class AgentPool extends DurableObject<Env> {
     return ok(outcome);
   }
 
-  /** Two-phase acknowledge of a lease; after it, the job can only end through its agent or a timeout. */
-  async startJob(
-    ref: AgentRef,
-    jobId: string,
-    leaseId: string,
-  ): Promise<Result<JobView & { agent: StartingAgent }, "agent_not_found" | ops.LeaseFailure>> {
+  /** Two-phase acknowledge; the job then ends only via its agent or a timeout. Names the agent. */
+  async startJob(ref: AgentRef, jobId: string, leaseId: string) {
     return this.withAgent(ref, (ctx, agent) => ops.start(ctx, agent, jobId, leaseId));
   }
 
