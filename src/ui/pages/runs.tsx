@@ -78,7 +78,7 @@ export function RunSummary(props: { run: Run }) {
           </span>
         ) : null}
       </dd>
-      {run.statusReason ? (
+      {run.statusReason && run.statusReason !== run.status.replaceAll("_", " ") ? (
         <>
           <dt>Reason</dt>
           <dd>{run.statusReason}</dd>
