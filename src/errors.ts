@@ -12,6 +12,8 @@ export const ErrorCode = z.enum([
   "BAD_REQUEST",
   "UNAUTHORIZED",
   "TOKEN_REVOKED",
+  "TOKEN_EXPIRED",
+  "OIDC_REJECTED",
   "FORBIDDEN",
   "NOT_FOUND",
   "METHOD_NOT_ALLOWED",
@@ -36,6 +38,8 @@ export function codeToStatus(code: ErrorCode): ContentfulStatusCode {
       return 400;
     case "UNAUTHORIZED":
     case "TOKEN_REVOKED":
+    case "TOKEN_EXPIRED":
+    case "OIDC_REJECTED":
       return 401;
     case "FORBIDDEN":
       return 403;

@@ -47,6 +47,8 @@ export const agentPools = sqliteTable(
     unknownAfterMs: integer(),
     erroredAfterMs: integer(),
     retentionMs: integer(),
+    /** Longest lifetime of an agent token issued by OIDC exchange; null means 1 h. */
+    maxTokenExpirationMs: integer(),
     createdAt: createdAt(),
     updatedAt: integer().notNull(),
   },
@@ -69,8 +71,49 @@ export const agentTokens = sqliteTable(
     createdAt: createdAt(),
     lastUsedAt: integer(),
     revokedAt: integer(),
+    /** Tokens issued by OIDC exchange expire; static tokens (null) do not. */
+    expiresAt: integer(),
+    /** The trust whose conditions the exchanged OIDC token met; null for static tokens. */
+    oidcTrustId: text(),
+    /** The exchanged OIDC token's `iss` and `sub`, for the listing and the audit. */
+    oidcIssuer: text(),
+    oidcSubject: text(),
+    /**
+     * The first token of an OIDC agent's chain of renewals (its own id for the first one): the
+     * pool binds the agent's registration to it, so a renewed token keeps the registration and
+     * revoking any token of the chain revokes the whole chain. Null for static tokens.
+     */
+    chainId: text(),
   },
-  (t) => [index("agent_tokens_pool_idx").on(t.poolId)],
+  (t) => [
+    index("agent_tokens_pool_idx").on(t.poolId),
+    index("agent_tokens_chain_idx").on(t.chainId),
+  ],
+);
+
+/**
+ * OIDC issuers a pool trusts: an agent presenting a JWT from `issuer` for `audience` whose claims
+ * meet every condition in `claims` (exact values or `*` globs) gets a short-lived agent token.
+ */
+export const oidcTrusts = sqliteTable(
+  "oidc_trusts",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    poolId: text()
+      .notNull()
+      .references(() => agentPools.id),
+    issuer: text().notNull(),
+    audience: text().notNull(),
+    /** JSON object: claim name → exact value or `*` glob. */
+    claims: text({ mode: "json" }).$type<Record<string, string>>().notNull(),
+    description: text().notNull().default(""),
+    createdBy: text(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("oidc_trusts_pool_idx").on(t.poolId)],
 );
 
 export const workspaces = sqliteTable(
@@ -109,6 +152,10 @@ export const workspaces = sqliteTable(
       .default("none"),
     /** JSON array of workspace ids; used when `remoteStateSharing` is `workspaces`. */
     remoteStateConsumerIds: text({ mode: "json" }).$type<string[]>(),
+    /** Every job but a fork's receives a workload identity token (a JWT signed by Outpost). */
+    workloadIdentity: integer({ mode: "boolean" }).notNull().default(false),
+    /** The token's `aud`; null means the issuer URL. */
+    workloadIdentityAudience: text(),
     lockedBy: text(),
     lockReason: text(),
     lockedAt: integer(),

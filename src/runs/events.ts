@@ -6,9 +6,10 @@
  * than once.
  */
 
-import type { JobVariable } from "@outpost/protocol";
+import type { JobVariable, WorkloadIdentity } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
 import { newId } from "../db/ids.ts";
+import { workloadIdentityFor } from "../oidc/workload.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
@@ -31,12 +32,17 @@ import { planningContextChanged } from "./service.ts";
  * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
  * the same job die, since only this lease may act; this one grants nothing until the lease is
  * started) and the workspace variables, sensitive ones decrypted only into this answer (never
- * for a pull request from a fork). Opens the job's log for the lease.
+ * for a pull request from a fork), and the job's workload identity token when its workspace has
+ * one enabled (never for a fork). Opens the job's log for the lease.
  */
 export async function prepareLease(
   deps: Deps,
   leased: LeasedJob,
-): Promise<{ runToken: string; variables: JobVariable[] } | null> {
+): Promise<{
+  runToken: string;
+  variables: JobVariable[];
+  workloadIdentity?: WorkloadIdentity;
+} | null> {
   const run = await getRunById(deps.db, leased.runId);
   if (!run || run.status.endsWith("canceled") || run.status === "errored") {
     return null;
@@ -60,7 +66,9 @@ export async function prepareLease(
     includeSensitive: !run.isFork,
   });
   await deps.env.RUN_LOG.getByName(leased.jobId).open(leased.jobId, leased.leaseId);
+  const workloadIdentity = await workloadIdentityFor(deps.env, deps.db, run, leased);
   return {
+    ...(workloadIdentity ? { workloadIdentity } : {}),
     runToken: secret,
     variables: variables.map((v) => ({
       key: v.key,

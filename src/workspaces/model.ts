@@ -166,6 +166,10 @@ export type WorkspaceSettings = {
   remoteStateSharing: RemoteStateSharing;
   /** Workspace ids; null or empty unless `remoteStateSharing` is `workspaces`. */
   remoteStateConsumerIds: string[] | null;
+  /** Jobs (not a fork's) receive a workload identity token signed by the coordinator. */
+  workloadIdentity: boolean;
+  /** That token's `aud`; null means the issuer URL. */
+  workloadIdentityAudience: string | null;
 };
 
 /** What a create or update request may set; absent means "default" or "unchanged". */
@@ -193,6 +197,8 @@ const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMod
   forkPullRequests: "refuse",
   remoteStateSharing: "none",
   remoteStateConsumerIds: null,
+  workloadIdentity: false,
+  workloadIdentityAudience: null,
 };
 
 /**

@@ -39,6 +39,14 @@ export const WorkspaceSchema = z
         "Whose runs may read this workspace's outputs (terraform_remote_state): none, every workspace of the organization, or the workspaces in remoteStateConsumerIds",
     }),
     remoteStateConsumerIds: z.array(z.string()),
+    workloadIdentity: z.boolean().openapi({
+      description:
+        "Every job (not a fork's) receives a workload identity token: docs/workload-identity.md",
+    }),
+    workloadIdentityAudience: z
+      .string()
+      .nullable()
+      .openapi({ description: "The token's aud; null means the issuer URL" }),
     lock: z
       .object({
         lockedBy: z.string().openapi({ description: "A token id (tok_…) or a run id (run_…)" }),
@@ -75,6 +83,13 @@ const settingsFields = {
     .nullable()
     .optional()
     .openapi({ description: 'Workspaces whose runs read the outputs, with sharing "workspaces"' }),
+  workloadIdentity: z.boolean().optional().openapi({
+    description: "Hand every job (not a fork's) a signed workload identity token; default false",
+  }),
+  workloadIdentityAudience: z.string().trim().min(1).max(500).nullable().optional().openapi({
+    description: "The token's aud (e.g. sts.amazonaws.com); null means the issuer URL",
+    example: "api://AzureADTokenExchange",
+  }),
 };
 
 export const CreateWorkspace = z

@@ -61,6 +61,8 @@ export function presentWorkspace(row: WorkspaceRow) {
     forkPullRequests: row.forkPullRequests,
     remoteStateSharing: row.remoteStateSharing,
     remoteStateConsumerIds: row.remoteStateConsumerIds ?? [],
+    workloadIdentity: row.workloadIdentity,
+    workloadIdentityAudience: row.workloadIdentityAudience,
     lock:
       row.lockedBy === null
         ? null
@@ -93,6 +95,8 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     forkPullRequests: row.forkPullRequests,
     remoteStateSharing: row.remoteStateSharing,
     remoteStateConsumerIds: row.remoteStateConsumerIds,
+    workloadIdentity: row.workloadIdentity,
+    workloadIdentityAudience: row.workloadIdentityAudience,
   };
 }
 

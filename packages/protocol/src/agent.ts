@@ -82,6 +82,17 @@ export const JobVariable = z.object({
 });
 export type JobVariable = z.infer<typeof JobVariable>;
 
+/**
+ * A job's workload identity (workspaces with it enabled, never a fork's job): a JWT signed by the
+ * coordinator that clouds trust directly, or why the coordinator could not issue one (the agent
+ * then fails the job instead of running it without the identity it expects).
+ */
+export const WorkloadIdentity = z.union([
+  z.object({ token: z.string().min(1) }),
+  z.object({ error: z.string() }),
+]);
+export type WorkloadIdentity = z.infer<typeof WorkloadIdentity>;
+
 /** A leased job as the agent receives it from `jobs/next`. */
 export const JobAssignment = z.object({
   jobId: JobId,
@@ -96,6 +107,7 @@ export const JobAssignment = z.object({
   /** The per-run token (`op_run_…`) for state, configuration, logs and artifacts. */
   runToken: z.string().optional(),
   variables: z.array(JobVariable).optional(),
+  workloadIdentity: WorkloadIdentity.optional(),
 });
 export type JobAssignment = z.infer<typeof JobAssignment>;
 
