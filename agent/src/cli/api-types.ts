@@ -5,6 +5,96 @@
  */
 
 export interface paths {
+    "/.well-known/jwks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Public keys that verify workload identity tokens, the signing key first (no auth) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The JSON Web Key Set */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Jwks"];
+                    };
+                };
+                /** @description Unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/openid-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenID discovery document of the workload identity issuer (no auth) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The issuer's metadata */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OpenIdConfiguration"];
+                    };
+                };
+                /** @description Unavailable */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/goodbye": {
         parameters: {
             query?: never;
@@ -782,6 +872,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agent/v1/oidc/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange an OIDC token trusted by the pool for a short-lived agent token
+         * @description Optionally authenticated with the agent token being renewed (Bearer op_agent_…), which keeps the agent's registration.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["OidcExchangeRequest"];
+                };
+            };
+            responses: {
+                /** @description The agent token */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OidcExchangeResponse"];
+                    };
+                };
+                /** @description Invalid input */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, unknown or revoked token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Wrong content type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/register": {
         parameters: {
             query?: never;
@@ -1504,6 +1673,248 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/api/v1/pools/{poolId}/oidc-trusts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the pool's OIDC trusts */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    poolId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Trusts, oldest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            trusts: components["schemas"]["OidcTrust"][];
+                        };
+                    };
+                };
+                /** @description Invalid input */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, unknown or revoked token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The token's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found in this organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Trust an OIDC issuer: its tokens that meet every condition log agents in */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    poolId: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["CreateOidcTrust"];
+                };
+            };
+            responses: {
+                /** @description The trust */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OidcTrust"];
+                    };
+                };
+                /** @description Invalid input */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, unknown or revoked token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The token's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found in this organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Conflicts with the current state */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Wrong content type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/pools/{poolId}/oidc-trusts/{trustId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a trust; the agent tokens issued under it are revoked and their agents exit */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    poolId: string;
+                    trustId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Removed; the tokens it had issued are revoked */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            revokedTokenIds: string[];
+                        };
+                    };
+                };
+                /** @description Invalid input */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Missing, unknown or revoked token */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description The token's role may not do this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Not found in this organization */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/pools/{poolId}/tokens": {
@@ -5070,6 +5481,8 @@ export interface components {
             /** @description Unknown this long: errored */
             erroredAfterSeconds: number;
             id: string;
+            /** @description Longest lifetime of an agent token issued by an OIDC exchange (default 3600) */
+            maxTokenExpirationSeconds: number;
             name: string;
             /** @description Offline this long: dropped from listings */
             retentionSeconds: number;
@@ -5136,9 +5549,19 @@ export interface components {
         AgentToken: {
             createdAt: string;
             description: string;
+            /** @description Tokens issued by an OIDC exchange expire; static tokens (null) do not */
+            expiresAt: string | null;
             id: string;
             /** @description The latest use by any of its agents: their last contact with the pool (polls, heartbeats), or their last other call, to the minute */
             lastUsedAt: string | null;
+            /** @description Set when the token was issued by an OIDC exchange */
+            oidc: {
+                /** @description The first token of this agent's chain of renewals; the pool lists the agent under it */
+                chainId: string;
+                issuer: string;
+                subject: string | null;
+                trustId: string;
+            } | null;
             poolId: string;
             revokedAt: string | null;
         };
@@ -5163,6 +5586,7 @@ export interface components {
         CreateAgentPool: {
             description?: string;
             erroredAfterSeconds?: number | null;
+            maxTokenExpirationSeconds?: number | null;
             /** @example datacenter-1 */
             name: string;
             retentionSeconds?: number | null;
@@ -5189,6 +5613,28 @@ export interface components {
         CreatedOrgToken: components["schemas"]["OrgToken"] & {
             /** @description The secret. Shown once; store it now. */
             token: string;
+        };
+        CreateOidcTrust: {
+            /**
+             * @description A value the tokens' aud must contain
+             * @example outpost
+             */
+            audience: string;
+            /**
+             * @description Claim name → exact value, or a pattern where * matches any run of characters. Every condition must hold.
+             * @example {
+             *       "sub": "system:serviceaccount:ci:*"
+             *     }
+             */
+            claims: {
+                [key: string]: string;
+            };
+            description?: string;
+            /**
+             * @description Exactly the tokens' iss: https (loopback http only on development deployments)
+             * @example https://token.actions.githubusercontent.com
+             */
+            issuer: string;
         };
         CreateOrganization: {
             name: string;
@@ -5252,11 +5698,18 @@ export interface components {
             vcsTriggerPaths?: string[] | null;
             /** @description Relative to the configuration root; empty for the root */
             workingDirectory?: string;
+            /** @description Hand every job (not a fork's) a signed workload identity token; default false */
+            workloadIdentity?: boolean;
+            /**
+             * @description The token's aud (e.g. sts.amazonaws.com); null means the issuer URL
+             * @example api://AzureADTokenExchange
+             */
+            workloadIdentityAudience?: string | null;
         };
         Error: {
             error: {
                 /** @enum {string} */
-                code: "BAD_REQUEST" | "UNAUTHORIZED" | "TOKEN_REVOKED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "LEASE_LOST" | "GONE" | "LENGTH_REQUIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RANGE_NOT_SATISFIABLE" | "LOCKED" | "RATE_LIMITED" | "INTERNAL" | "UNAVAILABLE";
+                code: "BAD_REQUEST" | "UNAUTHORIZED" | "TOKEN_REVOKED" | "TOKEN_EXPIRED" | "OIDC_REJECTED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "LEASE_LOST" | "GONE" | "LENGTH_REQUIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RANGE_NOT_SATISFIABLE" | "LOCKED" | "RATE_LIMITED" | "INTERNAL" | "UNAVAILABLE";
                 details?: {
                     [key: string]: unknown;
                 };
@@ -5340,6 +5793,11 @@ export interface components {
                     key: string;
                     value: string;
                 }[];
+                workloadIdentity?: {
+                    token: string;
+                } | {
+                    error: string;
+                };
                 workspaceId: string;
             };
         } | {
@@ -5349,8 +5807,57 @@ export interface components {
                 reason: string;
             };
         };
+        Jwks: {
+            keys: {
+                /** @enum {string} */
+                alg: "RS256";
+                e: string;
+                kid: string;
+                /** @enum {string} */
+                kty: "RSA";
+                n: string;
+                /** @enum {string} */
+                use: "sig";
+            }[];
+        };
         LockWorkspace: {
             reason: string;
+        };
+        OidcExchangeRequest: {
+            /** @description A JWT from an issuer the pool trusts */
+            oidcToken: string;
+            poolId: string;
+            /**
+             * @description Lifetime of the agent token, capped by the pool's maxTokenExpirationSeconds
+             * @default 3600
+             */
+            tokenExpirationSeconds?: number;
+        };
+        OidcExchangeResponse: {
+            expiresAt: string;
+            poolId: string;
+            /** @description An agent token (op_agent_…) of the pool */
+            token: string;
+            tokenId: string;
+        };
+        OidcTrust: {
+            audience: string;
+            claims: {
+                [key: string]: string;
+            };
+            createdAt: string;
+            description: string;
+            id: string;
+            issuer: string;
+            poolId: string;
+        };
+        OpenIdConfiguration: {
+            claims_supported: string[];
+            id_token_signing_alg_values_supported: string[];
+            issuer: string;
+            jwks_uri: string;
+            response_types_supported: string[];
+            subject_types_supported: string[];
         };
         Organization: {
             createdAt: string;
@@ -5485,6 +5992,7 @@ export interface components {
         UpdateAgentPool: {
             description?: string;
             erroredAfterSeconds?: number | null;
+            maxTokenExpirationSeconds?: number | null;
             /** @example datacenter-1 */
             name?: string;
             retentionSeconds?: number | null;
@@ -5526,6 +6034,13 @@ export interface components {
             vcsTriggerPaths?: string[] | null;
             /** @description Relative to the configuration root; empty for the root */
             workingDirectory?: string;
+            /** @description Hand every job (not a fork's) a signed workload identity token; default false */
+            workloadIdentity?: boolean;
+            /**
+             * @description The token's aud (e.g. sts.amazonaws.com); null means the issuer URL
+             * @example api://AzureADTokenExchange
+             */
+            workloadIdentityAudience?: string | null;
         };
         Variable: {
             /** @enum {string} */
@@ -5609,6 +6124,10 @@ export interface components {
             vcsRepoUrl: string | null;
             vcsTriggerPaths: string[];
             workingDirectory: string;
+            /** @description Every job (not a fork's) receives a workload identity token: docs/workload-identity.md */
+            workloadIdentity: boolean;
+            /** @description The token's aud; null means the issuer URL */
+            workloadIdentityAudience: string | null;
         };
     };
     responses: never;
