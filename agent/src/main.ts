@@ -2,6 +2,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { AgentApi } from "./client/agent-api.ts";
 import { ContactMonitor } from "./client/contact.ts";
+import { type AgentCredentials, oidcCredentials, staticCredentials } from "./client/credentials.ts";
 import { jobPort } from "./client/job-port.ts";
 import type { AgentConfig } from "./config/load.ts";
 import type { ExitCode } from "./exit-codes.ts";
@@ -36,10 +37,11 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     userAgent,
     logger,
   });
+  const credentials = credentialsOf(config, target, logger);
   const loop = new AgentLoop({
     api: new AgentApi({
       address: config.address,
-      token: config.token,
+      credentials,
       userAgent,
       contact,
       onAgentVersion: (version) => updater.offer(version),
@@ -85,6 +87,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       dataDir: config.dataDir,
       autoUpdate: config.autoUpdate,
       proxy: proxySummary(),
+      login: config.oidc === null ? "agent token" : `OIDC token file for ${config.oidc.poolId}`,
     },
     "outpost-agent starting",
   );
@@ -97,9 +100,25 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
   try {
     return await loop.run();
   } finally {
+    credentials.stop();
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
   }
+}
+
+/** A static agent token, or OIDC logins renewed before each token expires. */
+function credentialsOf(
+  config: AgentConfig,
+  target: { address: string; userAgent: string },
+  logger: Logger,
+): AgentCredentials {
+  if (config.oidc !== null) {
+    return oidcCredentials({ target, ...config.oidc, logger });
+  }
+  if (config.token === null) {
+    throw new Error("configuration without a token or an OIDC token file");
+  }
+  return staticCredentials(config.token);
 }
 
 /**
@@ -144,7 +163,8 @@ function proxySummary(): string {
  */
 function restartInPlace(config: AgentConfig): void {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  if (config.tokenFile === null) {
+  // An OIDC agent logs in again from its token file; a file-given token is read again.
+  if (config.tokenFile === null && config.token !== null) {
     env.OUTPOST_TOKEN = config.token;
   }
   const script = realpathSync(fileURLToPath(import.meta.url));

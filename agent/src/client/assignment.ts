@@ -22,6 +22,10 @@ export function toRunnerAssignment(job: WireAssignment, address: string): Mapped
   if (job.runToken === undefined) {
     return { ok: false, reason: "the coordinator sent the job without a per-run token" };
   }
+  // The workspace expects an identity; running without it would fail later, less clearly.
+  if (job.workloadIdentity !== undefined && "error" in job.workloadIdentity) {
+    return { ok: false, reason: job.workloadIdentity.error };
+  }
   const s = spec.data;
   const configuration = s.configuration;
   let source: JobAssignment["source"];
@@ -71,6 +75,7 @@ export function toRunnerAssignment(job: WireAssignment, address: string): Mapped
       source,
       runToken: job.runToken,
       stateAddress: `${address}/state/v1/${segment(job.workspaceId)}`,
+      workloadIdentityToken: job.workloadIdentity?.token ?? null,
     },
   };
 }

@@ -25,6 +25,7 @@ import type {
   PlanSummary,
 } from "./types.ts";
 import { cloneAtCommit } from "./vcs.ts";
+import { prepareWorkloadIdentity } from "./workload-identity.ts";
 
 const PLAN_FILE = "plan.tfplan";
 const LOCK_FILE = ".terraform.lock.hcl";
@@ -112,6 +113,7 @@ class Job {
     try {
       const secrets = [
         this.a.runToken,
+        this.a.workloadIdentityToken ?? "",
         ...this.a.variables.filter((v) => v.sensitive).map((v) => v.value),
       ];
       this.log = new LogStreamer({
@@ -238,6 +240,9 @@ class Job {
     });
     for (const name of skipped) {
       this.say(`Outpost agent: ignored workspace variable ${name} (reserved or not a valid name)`);
+    }
+    for (const line of await prepareWorkloadIdentity({ root, assignment: this.a, env })) {
+      this.say(line);
     }
     this.env = env;
     this.engineEnv = { ...engineCredentials(this.a.runToken) };

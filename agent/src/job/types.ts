@@ -46,6 +46,11 @@ export type JobAssignment = {
   runToken: string;
   /** Full URL of the workspace's state on the coordinator (`…/state/v1/{workspaceId}`). */
   stateAddress: string;
+  /**
+   * The job's workload identity token (a JWT signed by the coordinator), when its workspace has
+   * workload identity on; never used for a fork's job. Masked in logs.
+   */
+  workloadIdentityToken?: string | null;
 };
 
 /** Files carried from the plan job to the apply job and shown to users. */
