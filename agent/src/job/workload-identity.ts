@@ -23,13 +23,19 @@ export const GCP_CREDENTIALS_FILE = "gcp-credentials.json";
 
 type Lookup = (name: string) => string | undefined;
 
-/** The phase's own setting, else the run-wide one: `OUTPOST_AWS_PLAN_ROLE_ARN`, then `…_RUN_…`. */
-function phased(get: Lookup, prefix: string, suffix: string, phase: "plan" | "apply") {
+/**
+ * The phase's own setting, else the run-wide one (`OUTPOST_AWS_PLAN_ROLE_ARN`, then
+ * `OUTPOST_AWS_RUN_ROLE_ARN`); a phase of null reads the one name (`…_WORKLOAD_PROVIDER_NAME`).
+ */
+function phased(get: Lookup, prefix: string, suffix: string, phase: "plan" | "apply" | null) {
+  if (phase === null) {
+    return get(`${prefix}_${suffix}`);
+  }
   return get(`${prefix}_${phase.toUpperCase()}_${suffix}`) ?? get(`${prefix}_RUN_${suffix}`);
 }
 
 /** An Outpost setting, else Terraform Cloud's when its `TFC_<CLOUD>_PROVIDER_AUTH` is true. */
-function cloudSetting(get: Lookup, cloud: string, suffix: string, phase: "plan" | "apply") {
+function cloudSetting(get: Lookup, cloud: string, suffix: string, phase: "plan" | "apply" | null) {
   const own = phased(get, `OUTPOST_${cloud}`, suffix, phase);
   if (own !== undefined || get(`TFC_${cloud}_PROVIDER_AUTH`)?.toLowerCase() !== "true") {
     return own;
@@ -77,7 +83,7 @@ export async function prepareWorkloadIdentity(input: {
   }
   const get: Lookup = (name) => settings.get(name);
   const aws = cloudSetting(get, "AWS", "ROLE_ARN", a.phase);
-  const gcp = cloudSetting(get, "GCP", "WORKLOAD_PROVIDER_NAME", a.phase);
+  const gcp = cloudSetting(get, "GCP", "WORKLOAD_PROVIDER_NAME", null);
   const azure = cloudSetting(get, "AZURE", "CLIENT_ID", a.phase);
   const token = a.fork ? null : (a.workloadIdentityToken ?? null);
   if (token === null) {
