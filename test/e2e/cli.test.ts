@@ -181,6 +181,85 @@ describe("outpost CLI", () => {
     expect((await cli(["pools", "delete", poolId])).code).toBe(0);
   });
 
+  it("manages OIDC trusts, token lifetimes and workload identity", async () => {
+    const pool = await cli(["pools", "create", "oidc-pool", "--max-token-expiration", "900"]);
+    expect(pool.code).toBe(0);
+    const poolId = pool.stdout.trim();
+    expect((await cli(["pools", "show", poolId])).stdout).toContain("live at most 900s");
+    const added = await cli([
+      "oidc-trusts",
+      "add",
+      poolId,
+      "--issuer",
+      "https://token.actions.githubusercontent.com",
+      "--audience",
+      "outpost",
+      "--claim",
+      "repository=acme/*",
+      "--claim",
+      "job_workflow_ref=acme/infra/.github/workflows/agent.yml@refs/heads/main",
+      "--description",
+      "CI runners",
+    ]);
+    expect(added.code).toBe(0);
+    const trustId = added.stdout.trim();
+    expect(trustId).toMatch(/^otr_/);
+    const listed = await cli(["oidc-trusts", "list", poolId]);
+    expect(listed.stdout).toMatch(
+      /otr_\S+\s+https:\/\/token\.actions\.githubusercontent\.com\s+outpost\s+repository=acme\/\* job_workflow_ref=acme\/infra\/\.github\/workflows\/agent\.yml@refs\/heads\/main\s+CI runners/,
+    );
+    const [trust] = JSON.parse((await cli(["oidc-trusts", "list", poolId, "--json"])).stdout) as {
+      claims: Record<string, string>;
+    }[];
+    expect(trust?.claims).toEqual({
+      repository: "acme/*",
+      job_workflow_ref: "acme/infra/.github/workflows/agent.yml@refs/heads/main",
+    });
+    expectOneLineError(
+      await cli(["oidc-trusts", "add", poolId, "--issuer", "https://x.test", "--audience", "a"]),
+      CLI_EXIT.usage,
+      "--claim",
+    );
+    expectOneLineError(
+      await cli([
+        ...["oidc-trusts", "add", poolId, "--issuer", "https://x.test", "--audience", "a"],
+        ...["--claim", "sub"],
+      ]),
+      CLI_EXIT.usage,
+      "NAME=PATTERN",
+    );
+    expectOneLineError(
+      await cli([
+        ...["oidc-trusts", "add", poolId, "--issuer", "http://example.com", "--audience", "a"],
+        ...["--claim", "sub=x"],
+      ]),
+      CLI_EXIT.requestFailed,
+      "https",
+    );
+    const removed = await cli(["oidc-trusts", "remove", poolId, trustId]);
+    expect(removed.code).toBe(0);
+    expect(removed.stderr).toContain("revoked 0 agent token(s)");
+    expect((await cli(["oidc-trusts", "list", poolId, "--json"])).stdout.trim()).toBe("[]");
+    expect((await cli(["pools", "delete", poolId])).code).toBe(0);
+
+    const ws = await cli([
+      ...["workspaces", "create", "oidc-ws", "--engine-version", ENGINE_VERSION],
+      ...["--workload-identity", "--workload-identity-audience", "sts.amazonaws.com"],
+    ]);
+    expect(ws.code).toBe(0);
+    expect((await cli(["workspaces", "show", "oidc-ws"])).stdout).toContain(
+      "workload identity: on, audience sts.amazonaws.com",
+    );
+    const off = await cli([
+      ...["workspaces", "update", "oidc-ws", "--no-workload-identity"],
+      ...["--workload-identity-audience", ""],
+    ]);
+    expect(off.stdout).toContain("workload identity: off");
+    const shown = JSON.parse((await cli(["workspaces", "show", "oidc-ws", "--json"])).stdout);
+    expect(shown).toMatchObject({ workloadIdentity: false, workloadIdentityAudience: null });
+    expect((await cli(["workspaces", "delete", "oidc-ws"])).code).toBe(0);
+  });
+
   it("run --auto-approve packs honouring .terraformignore, follows plan and apply, exits 0", async () => {
     const dir = configDir({
       "main.tf": `variable "word" {}\n# standin:print var.word\n${resource("a", "1")}`,
