@@ -65,6 +65,34 @@ export const ClaimConditions = z
       "Claim name → exact value, or a pattern where * matches any run of characters. Every condition must hold.",
   });
 
+/** A trust's conditions as `name=pattern` lines (the dashboard shows and takes them so). */
+export function claimLines(claims: Record<string, string>): string[] {
+  return Object.entries(claims).map(([name, pattern]) => `${name}=${pattern}`);
+}
+
+/**
+ * `name=pattern` lines (blank lines ignored; the first `=` splits, so a pattern may hold `=`) as
+ * conditions, or the first line that is not one. `ClaimConditions` then checks names and values.
+ */
+export function parseClaimLines(
+  text: string,
+): { ok: true; value: Record<string, string> } | { ok: false; line: string } {
+  const claims: Record<string, string> = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === "") {
+      continue;
+    }
+    const at = line.indexOf("=");
+    const name = line.slice(0, at).trim();
+    if (at <= 0 || name in claims) {
+      return { ok: false, line };
+    }
+    claims[name] = line.slice(at + 1).trim();
+  }
+  return { ok: true, value: claims };
+}
+
 /** True when `value` matches `pattern`, where `*` matches any run of characters (also none). */
 export function globMatch(pattern: string, value: string): boolean {
   const source = pattern

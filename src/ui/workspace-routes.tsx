@@ -143,6 +143,26 @@ export const workspacePages = new Hono<UiEnv>()
     }
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
   })
+  .post("/:workspaceId/workload-identity", requireUiRole("admin"), async (c) => {
+    const row = await workspaceOf(c);
+    const form = await readForm(
+      c,
+      z.strictObject({ enabled: Checkbox, audience: z.string().trim().max(500).default("") }),
+    );
+    const result = await updateWorkspace(c.var.db, {
+      orgId: c.var.session.orgId,
+      ref: row.id,
+      actor: c.var.session.tokenId,
+      patch: {
+        workloadIdentity: form.enabled,
+        workloadIdentityAudience: form.audience === "" ? null : form.audience,
+      },
+    });
+    if (!result.ok) {
+      throw workspaceProblem(result);
+    }
+    return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
+  })
   .post("/:workspaceId/lock", requireUiRole("member"), async (c) => {
     const row = await workspaceOf(c);
     await readForm(c, z.strictObject({}));

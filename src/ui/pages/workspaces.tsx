@@ -8,6 +8,7 @@ import { roleAtLeast } from "../../tokens/model.ts";
 import type { Variable } from "../../variables/service.ts";
 import type { Workspace } from "../../workspaces/service.ts";
 import { Badge, Csrf, Layout, Notice, Time, type Viewer } from "../layout.tsx";
+import { WorkloadIdentityForm, workloadIdentityText } from "./oidc.tsx";
 import { VariableForm, VariablesTable } from "./variables.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
@@ -120,6 +121,8 @@ export function WorkspacePage(props: {
         </dd>
         <dt>Auto-apply</dt>
         <dd>{ws.autoApply ? "yes" : "no"}</dd>
+        <dt>Workload identity</dt>
+        <dd>{workloadIdentityText(ws)}</dd>
         <dt>Lock</dt>
         <dd>
           <Lock workspace={ws} />
@@ -201,6 +204,7 @@ export function WorkspacePage(props: {
           </fieldset>
         </form>
       ) : null}
+      {isAdmin ? <WorkloadIdentityForm viewer={viewer} workspace={ws} /> : null}
       <h2 id="runs-heading">Recent runs</h2>
       <RunsTable runs={props.runs} />
       <h2 id="vars-heading">Variables</h2>
