@@ -6,7 +6,7 @@
  * registration and die together when revoked.
  */
 import { env } from "cloudflare:workers";
-import { base64url, SignJWT } from "jose";
+import { base64url, exportSPKI, SignJWT } from "jose";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
@@ -60,6 +60,10 @@ async function expectRefused(poolId: string, token: string, reason: string) {
   }
   expect(await snapshotD1()).toEqual(before);
 }
+
+// Every exchange fetches a loopback issuer's discovery document and keys through workerd's
+// outbound fetch; on a loaded 2-core machine a test's few round trips can pass 5 s.
+vi.setConfig({ testTimeout: 20_000 });
 
 afterEach(() => {
   vi.useRealTimers();
@@ -236,18 +240,24 @@ describe("POST /agent/v1/oidc/exchange: every check refuses on its own", () => {
 
   it("HS256 signed with the issuer's public key as the secret (unsupported_algorithm)", async () => {
     const { poolId, issuer } = await trustedPool();
-    const secret = new TextEncoder().encode(JSON.stringify(issuer.key.jwk));
-    const token = await new SignJWT({
-      aud: AUDIENCE,
-      sub: SUBJECT,
-      "kubernetes.io/namespace": "ci",
-    })
-      .setProtectedHeader({ alg: "HS256", kid: issuer.key.kid })
-      .setIssuer(issuer.url)
-      .setIssuedAt()
-      .setExpirationTime("5m")
-      .sign(secret);
-    await expectRefused(poolId, token, "unsupported_algorithm");
+    // The classic key-confusion attack: the public key, as PEM or as the published JWK.
+    const pem = await exportSPKI(issuer.key.publicKey);
+    for (const [alg, text] of [
+      ["HS256", pem],
+      ["HS512", JSON.stringify(issuer.key.jwk)],
+    ] as const) {
+      const token = await new SignJWT({
+        aud: AUDIENCE,
+        sub: SUBJECT,
+        "kubernetes.io/namespace": "ci",
+      })
+        .setProtectedHeader({ alg, kid: issuer.key.kid })
+        .setIssuer(issuer.url)
+        .setIssuedAt()
+        .setExpirationTime("5m")
+        .sign(new TextEncoder().encode(text));
+      await expectRefused(poolId, token, "unsupported_algorithm");
+    }
   });
 
   it("a token another pool trusts, presented to this pool (untrusted_issuer / claim_mismatch)", async () => {

@@ -193,7 +193,15 @@ describe("workload identity tokens of jobs", () => {
   it("a key rotation keeps tokens signed before it verifiable, and new ones use the new key", async () => {
     const { job } = await identityJob();
     const before = tokenOf(job);
-    // Step 1 publishes the next key; step 2 signs with it while the old one stays published.
+    // Step 1 publishes the next key after the signing one: it signs nothing yet.
+    const published = {
+      ...env,
+      OIDC_SIGNING_KEYS: `${env.OIDC_SIGNING_KEYS},${env.TEST_NEXT_SIGNING_KEY}`,
+    };
+    expect((await jwksOf(published)).keys.map((k) => k.kid)).toEqual(["test1", "test2"]);
+    const stillOld = await signToken(published, { sub: "s", aud: ISSUER }, Date.now() + 60_000);
+    expect(stillOld.ok && decodeProtectedHeader(stillOld.value).kid).toBe("test1");
+    // Step 2 signs with it while the old one stays published.
     const rotated = {
       ...env,
       OIDC_SIGNING_KEYS: `${env.TEST_NEXT_SIGNING_KEY},${env.OIDC_SIGNING_KEYS}`,
