@@ -21,12 +21,20 @@ describe("GET /api/v1/openapi.json", () => {
 
     const registered = newApp()
       .routes.filter((r) => r.method !== "ALL")
-      .filter((r) => r.path.startsWith("/api/") || r.path.startsWith("/agent/"))
+      .filter((r) => /^\/(api|agent|\.well-known)\//.test(r.path))
       .filter((r) => !UNDOCUMENTED.some((re) => re.test(r.path)))
       .map((r) => ({ method: r.method.toLowerCase(), path: r.path.replace(/:(\w+)/g, "{$1}") }));
     expect(registered.length).toBeGreaterThan(3);
     const missing = registered.filter((r) => !res.body.paths[r.path]?.[r.method]);
     expect(missing).toEqual([]);
+    expect(registered).toEqual(
+      expect.arrayContaining([
+        { method: "get", path: "/.well-known/openid-configuration" },
+        { method: "get", path: "/.well-known/jwks" },
+        { method: "post", path: "/agent/v1/oidc/exchange" },
+        { method: "delete", path: "/api/v1/pools/{poolId}/oidc-trusts/{trustId}" },
+      ]),
+    );
   });
 
   it("documents the error envelope and bearer security", async () => {
