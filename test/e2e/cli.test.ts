@@ -8,6 +8,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CLI_EXIT } from "../../agent/src/cli/errors.ts";
 import { AGENT_VERSION } from "../../agent/src/version.ts";
+import { type IssuerKey, OidcIssuerServer, rsaKey, signWith } from "../node/helpers/oidc-issuer.ts";
 import {
   type AgentProcess,
   CLI_BIN,
@@ -22,9 +23,13 @@ import {
 let world: World;
 let agent: AgentProcess;
 let home: string;
+const issuer = new OidcIssuerServer();
+let issuerKey: IssuerKey;
 
 beforeAll(async () => {
-  world = await startWorld();
+  [world] = await Promise.all([startWorld(), issuer.start()]);
+  issuerKey = await rsaKey("k8s-1");
+  issuer.publish("k8s", [issuerKey.publicJwk]);
   agent = startAgent(world, { args: ["--cancel-grace", "5"] });
   home = freshDir(world, "cli-home");
   await agent.waitForOutput(/registered/);
@@ -36,7 +41,7 @@ afterEach((context) => {
 });
 afterAll(async () => {
   agent?.kill("SIGKILL");
-  await world?.close();
+  await Promise.all([world?.close(), issuer.stop()]);
 });
 
 type CliResult = { code: number | null; stdout: string; stderr: string };
@@ -236,9 +241,40 @@ describe("outpost CLI", () => {
       CLI_EXIT.requestFailed,
       "https",
     );
-    const removed = await cli(["oidc-trusts", "remove", poolId, trustId]);
+    // An agent logs in through a loopback issuer: its token is listed as issued by OIDC.
+    const k8s = issuer.issuer("k8s");
+    const loopback = await cli([
+      ...["oidc-trusts", "add", poolId, "--issuer", k8s, "--audience", "outpost"],
+      ...["--claim", "sub=system:serviceaccount:ci:*"],
+    ]);
+    expect(loopback.code).toBe(0);
+    const exchanged = await fetch(`${world.coordinator.url}/agent/v1/oidc/exchange`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        poolId,
+        oidcToken: await signWith(issuerKey, {
+          iss: k8s,
+          aud: "outpost",
+          sub: "system:serviceaccount:ci:agent-9",
+        }),
+        tokenExpirationSeconds: 3600,
+      }),
+    });
+    expect(exchanged.status).toBe(200);
+    const { expiresAt } = (await exchanged.json()) as { expiresAt: string };
+    const tokens = await cli(["agent-tokens", "list", poolId]);
+    expect(tokens.stdout).toMatch(
+      new RegExp(
+        `OIDC system:serviceaccount:ci:agent-9\\s+\\S+\\s+-\\s+${escapeRegExp(expiresAt)}`,
+      ),
+    );
+    expect(tokens.stdout).toContain(expiresAt);
+    const removed = await cli(["oidc-trusts", "remove", poolId, loopback.stdout.trim()]);
     expect(removed.code).toBe(0);
-    expect(removed.stderr).toContain("revoked 0 agent token(s)");
+    expect(removed.stderr).toContain("revoked 1 agent token(s)");
+    expect((await cli(["agent-tokens", "list", poolId, "--json"])).stdout.trim()).toBe("[]");
+    expect((await cli(["oidc-trusts", "remove", poolId, trustId])).code).toBe(0);
     expect((await cli(["oidc-trusts", "list", poolId, "--json"])).stdout.trim()).toBe("[]");
     expect((await cli(["pools", "delete", poolId])).code).toBe(0);
 
