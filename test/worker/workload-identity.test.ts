@@ -221,8 +221,8 @@ describe("workload identity tokens of jobs", () => {
   });
 });
 
-describe("fork pull requests", () => {
-  it("a fork's plan job gets no workload identity token", async () => {
+describe("pull requests", () => {
+  async function pullRequestJob(headRepo: (repo: Json) => Json) {
     const org = await seedOrg();
     const hook = await createHook(org, "github");
     const runnable = await runnableWorkspace(org, {
@@ -232,13 +232,24 @@ describe("fork pull requests", () => {
     });
     const agent = await TestAgent.register(runnable.agentToken);
     const p = githubExample("pull_request", (e) => e.action === "opened");
-    const pr = p.pull_request as Json;
-    const head = pr.head as Json;
+    const head = (p.pull_request as Json).head as Json;
     head.sha = randomSha();
-    head.repo = { ...(head.repo as Json), id: 4242, fork: true };
+    head.repo = headRepo(head.repo as Json);
     const delivered = await deliverGitHub(hook, "pull_request", p, { secret: hook.secret });
     expect(delivered.status).toBe(202);
-    const job = await agent.lease();
+    return agent.lease();
+  }
+
+  it("a pull request from the repository itself gets a token that says speculative, not fork", async () => {
+    const job = await pullRequestJob((repo) => repo);
+    expect(job.spec).toMatchObject({ isFork: false, isSpeculative: true });
+    const { payload } = await verify(tokenOf(job));
+    expect(payload).toMatchObject({ outpost_speculative: true, outpost_fork: false });
+    expect(String(payload.sub)).toMatch(/:run_phase:plan$/);
+  });
+
+  it("a fork's plan job gets no workload identity token", async () => {
+    const job = await pullRequestJob((repo) => ({ ...repo, id: 4242, fork: true }));
     expect(job.spec).toMatchObject({ isFork: true, isSpeculative: true });
     expect(job.workloadIdentity).toBeUndefined();
   });
