@@ -71,6 +71,14 @@ beforeAll(async () => {
   const org = await seedOrg();
   const other = await seedOrg();
   const runnable = await runnableWorkspace(org);
+  // The fuzzing runs for minutes: the agent must not turn unknown by the pool's own alarm in
+  // the middle of a request, which would look like that request changing the pool.
+  const slow = await requestJson(`/api/v1/pools/${runnable.poolId}`, {
+    method: "PATCH",
+    token: org.tokens.owner,
+    body: { unknownAfterSeconds: 3600 },
+  });
+  expect(slow.status, JSON.stringify(slow.body)).toBe(200);
   const agent = await TestAgent.register(runnable.agentToken);
   const queued = await queueRun(org, runnable.workspace.id);
   expect(queued.status).toBe(201);
