@@ -1,11 +1,11 @@
 /**
- * The AgentPool Durable Object's SQLite schema, applied in its constructor. Times are integer ms
- * since the epoch. `due_at` columns hold the next deadline of a row so the one alarm is the
- * minimum over three indexes.
+ * The AgentPool Durable Object's SQLite schema, as statements the store (`pool-store.ts`) applies
+ * in the object's constructor. Times are integer ms since the epoch. `due_at` columns hold the
+ * next deadline of a row so the one alarm is the minimum over three indexes.
  */
 
-/** Bump with any change below; a later version upgrades rows written under an earlier one. */
-export const SCHEMA_VERSION = 2;
+/** Bump with any change below, and add the statements that bring older storage up to it. */
+export const SCHEMA_VERSION = 3;
 
 export const SCHEMA_STATEMENTS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -55,7 +55,8 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
     exit_code INTEGER,
     reason TEXT,
     plan_summary TEXT,
-    due_at INTEGER
+    due_at INTEGER,
+    timeout_ms INTEGER NOT NULL
   )`,
   // The queue order: class, fair-share round, arrival. Only queued rows are in it.
   `CREATE INDEX IF NOT EXISTS jobs_queue_idx ON jobs (priority_class, round, seq) WHERE state = 'queued'`,
@@ -68,7 +69,7 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
     next_round INTEGER NOT NULL,
     PRIMARY KEY (priority_class, workspace_id)
   ) WITHOUT ROWID`,
-  // Job-ended events not yet delivered to onJobEnded; retried by the alarm until they land.
+  // Job-ended events the pool created on its own, not yet handed to the JOB_EVENTS queue.
   `CREATE TABLE IF NOT EXISTS outbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     event TEXT NOT NULL,
@@ -79,33 +80,13 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
 ];
 
 /**
- * Every column holding a point in time, per table. Tests shift them all back by the same amount
- * to make time pass without sleeping.
+ * Statements that upgrade storage written under an older schema version, by the version they
+ * lead to. Version 3 gave every job its own phase timeout; older jobs get the timeouts that were
+ * fixed then (plan 2 h, apply 24 h).
  */
-export const TIME_COLUMNS: Readonly<Record<string, readonly string[]>> = {
-  agents: ["registered_at", "last_contact_at", "poll_held_until", "state_changed_at", "due_at"],
-  jobs: [
-    "enqueued_at",
-    "leased_at",
-    "started_at",
-    "reported_at",
-    "cancel_requested_at",
-    "ended_at",
-    "due_at",
+export const UPGRADES: Readonly<Record<number, readonly string[]>> = {
+  3: [
+    "ALTER TABLE jobs ADD COLUMN timeout_ms INTEGER NOT NULL DEFAULT 7200000",
+    "UPDATE jobs SET timeout_ms = 86400000 WHERE phase = 'apply'",
   ],
-  outbox: ["next_attempt_at"],
 };
-
-/**
- * Creates the schema if missing and records its version (DO SQLite refuses `PRAGMA user_version`,
- * so the version lives in `settings`). Synchronous, so the constructor applies it in one gate.
- */
-export function applySchema(sql: SqlStorage): void {
-  for (const statement of SCHEMA_STATEMENTS) {
-    sql.exec(statement);
-  }
-  sql.exec(
-    "INSERT INTO settings (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    String(SCHEMA_VERSION),
-  );
-}

@@ -6,8 +6,10 @@
  * end of the phase's timeout. A fork's job never receives one.
  */
 import { JobSpec, type WorkloadIdentity } from "@outpost/protocol";
+import { eq } from "drizzle-orm";
 import type { LeasedJob } from "../../durable/pool-types.ts";
 import type { Database } from "../db/client.ts";
+import { organizations, workspaces } from "../db/schema.ts";
 import { issuerUrl, signToken } from "./issuer.ts";
 
 export type WorkloadRun = {
@@ -67,37 +69,54 @@ export function workloadClaims(input: {
 }
 
 /**
- * The workload identity of a leased job: undefined when its workspace has none enabled or the
- * job is a fork's; `{ error }` when the deployment cannot sign (no `PUBLIC_URL` or keys).
+ * What a lease reads about the job's workspace and organization to sign its identity: one
+ * statement, so it joins the lease's own D1 batch instead of adding a round trip.
+ */
+export function workloadSubjectQuery(db: Database, workspaceId: string) {
+  return db
+    .select({
+      isEnabled: workspaces.workloadIdentity,
+      audience: workspaces.workloadIdentityAudience,
+      workspaceName: workspaces.name,
+      poolId: workspaces.poolId,
+      engine: workspaces.engine,
+      engineVersion: workspaces.engineVersion,
+      orgName: organizations.name,
+    })
+    .from(workspaces)
+    .innerJoin(organizations, eq(organizations.id, workspaces.orgId))
+    .where(eq(workspaces.id, workspaceId))
+    .limit(1);
+}
+
+export type WorkloadSubject = Awaited<ReturnType<typeof workloadSubjectQuery>>[number];
+
+/**
+ * The workload identity of a leased job: undefined when its workspace has none enabled (or is
+ * gone) or the job is a fork's; `{ error }` when the deployment cannot sign (no `PUBLIC_URL` or
+ * keys), so the agent fails the job rather than run it without the identity it expects.
  */
 export async function workloadIdentityFor(
   env: Env,
-  db: Database,
+  subject: WorkloadSubject | undefined,
   run: WorkloadRun,
   leased: LeasedJob,
 ): Promise<WorkloadIdentity | undefined> {
-  if (run.isFork) {
-    return undefined;
-  }
-  const [workspace, org] = await Promise.all([
-    db.query.workspaces.findFirst({ where: (w, { eq }) => eq(w.id, run.workspaceId) }),
-    db.query.organizations.findFirst({ where: (o, { eq }) => eq(o.id, run.orgId) }),
-  ]);
-  if (!workspace?.workloadIdentity || !org) {
+  if (run.isFork || !subject?.isEnabled) {
     return undefined;
   }
   const spec = JobSpec.safeParse(leased.spec);
   const now = Date.now();
   const claims = workloadClaims({
-    org,
-    workspace,
+    org: { id: run.orgId, name: subject.orgName },
+    workspace: { id: run.workspaceId, name: subject.workspaceName },
     run,
     jobId: leased.jobId,
     phase: leased.phase,
-    poolId: run.plannedPoolId ?? workspace.poolId,
-    engine: spec.success ? spec.data.engine : workspace.engine,
-    engineVersion: spec.success ? spec.data.engineVersion : workspace.engineVersion,
-    audience: workspace.workloadIdentityAudience ?? issuerUrl(env) ?? "",
+    poolId: run.plannedPoolId ?? subject.poolId,
+    engine: spec.success ? spec.data.engine : subject.engine,
+    engineVersion: spec.success ? spec.data.engineVersion : subject.engineVersion,
+    audience: subject.audience ?? issuerUrl(env) ?? "",
   });
   const signed = await signToken(env, claims, now + phaseTimeoutMs(env, leased.phase), now);
   return signed.ok

@@ -1,12 +1,8 @@
-import { z } from "zod";
+import { ReceivedErrorEnvelope } from "@outpost/protocol";
+import type { z } from "zod";
 import { TransientError } from "../errors.ts";
 import { describeNetworkError } from "../net/errors.ts";
 import { type HttpResponse, httpFetch } from "../net/fetch.ts";
-
-/** The coordinator's error envelope (`{ "error": { "code", "message" } }`), read leniently. */
-const ErrorEnvelope = z.object({
-  error: z.object({ code: z.string(), message: z.string() }),
-});
 
 /**
  * The coordinator refused a request for a reason retrying will not fix (4xx other than 429).
@@ -87,7 +83,7 @@ export async function send(target: HttpTarget, input: RequestInput): Promise<Htt
     return res;
   }
   const text = await res.text().catch(() => "");
-  const envelope = ErrorEnvelope.safeParse(safeJson(text));
+  const envelope = ReceivedErrorEnvelope.safeParse(safeJson(text));
   const code = envelope.success ? envelope.data.error.code : `HTTP_${res.status}`;
   const message = envelope.success
     ? envelope.data.error.message
