@@ -6,7 +6,7 @@
  * end of the phase's timeout. A fork's job never receives one.
  */
 import { JobSpec, type WorkloadIdentity } from "@outpost/protocol";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { LeasedJob } from "../../durable/pool-types.ts";
 import type { Database } from "../db/client.ts";
 import { organizations, workspaces } from "../db/schema.ts";
@@ -77,11 +77,12 @@ export function workloadSubjectQuery(db: Database, workspaceId: string) {
     .select({
       isEnabled: workspaces.workloadIdentity,
       audience: workspaces.workloadIdentityAudience,
-      workspaceName: workspaces.name,
+      // Aliased: in a D1 batch rows come back keyed by column name, and both tables have `name`.
+      workspaceName: sql<string>`${workspaces.name}`.as("workspace_name"),
       poolId: workspaces.poolId,
       engine: workspaces.engine,
       engineVersion: workspaces.engineVersion,
-      orgName: organizations.name,
+      orgName: sql<string>`${organizations.name}`.as("organization_name"),
     })
     .from(workspaces)
     .innerJoin(organizations, eq(organizations.id, workspaces.orgId))
