@@ -86,7 +86,9 @@ export function OidcTrustsSection(props: { viewer: Viewer; poolId: string; trust
               <input id="trust-audience" name="audience" required maxlength={500} />
             </div>
             <div>
-              <label for="trust-claims">Claim conditions, one name=pattern a line (* globs)</label>
+              <label for="trust-claims">
+                Claim conditions: claim=pattern, one a line (* matches anything)
+              </label>
               <textarea
                 id="trust-claims"
                 name="claims"
@@ -97,7 +99,7 @@ export function OidcTrustsSection(props: { viewer: Viewer; poolId: string; trust
               />
             </div>
             <div>
-              <label for="trust-description">Description</label>
+              <label for="trust-description">Note (what the trust is for)</label>
               <input id="trust-description" name="description" maxlength={200} />
             </div>
             <button type="submit">Add trust</button>
