@@ -80,7 +80,9 @@ export function transition(
   return canTransition(from, to) ? ok(to) : fail("invalid_transition");
 }
 
-export type RunOperation = "plan" | "apply" | "destroy";
+export type { RunOperation } from "@outpost/protocol";
+
+import type { RunOperation } from "@outpost/protocol";
 
 /**
  * Whether a run is a speculative plan: asked for as one, or a `plan` operation (which can never

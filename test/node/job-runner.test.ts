@@ -68,6 +68,7 @@ function assignment(
     speculative: false,
     engine: "terraform",
     engineVersion: "1.9.5",
+    stackName: null,
     workingDirectory: "",
     variables: [],
     source: {

@@ -28,6 +28,8 @@ export type StartOptions = {
   onOutput: (chunk: Buffer) => void;
   /** When set, stdout goes to this file instead of `onOutput` (e.g. `show -json`). */
   stdoutFile?: string;
+  /** Written to stdin, which is then closed (e.g. a secret `pulumi config set` reads there). */
+  stdinText?: string;
 };
 
 /**
@@ -43,13 +45,16 @@ export function startProcess(options: StartOptions): RunningProcess {
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: ["ignore", stdoutFd ?? "pipe", "pipe"],
+      stdio: [options.stdinText === undefined ? "ignore" : "pipe", stdoutFd ?? "pipe", "pipe"],
     });
   } finally {
     if (stdoutFd !== null) {
       closeSync(stdoutFd);
     }
   }
+  // A command that exits without reading its stdin must not crash the agent with EPIPE.
+  child.stdin?.on("error", () => undefined);
+  child.stdin?.end(options.stdinText);
   child.stdout?.on("data", options.onOutput);
   child.stderr?.on("data", options.onOutput);
 

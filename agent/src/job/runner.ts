@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { ensureEngine } from "../engines/install.ts";
+import { ensurePulumi } from "../engines/pulumi-install.ts";
 import { type RunningProcess, startProcess } from "../exec/process.ts";
 import { secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
@@ -16,6 +17,7 @@ import { writeBackendOverride, writeTerraformVariables } from "./files.ts";
 import { type HookName, runHeldHook } from "./hooks.ts";
 import { checkPlanFile } from "./plan-file.ts";
 import { summarizePlan } from "./plan-summary.ts";
+import { type PulumiJob, pulumiApply, pulumiEnvironment, pulumiPlan } from "./pulumi.ts";
 import { extractConfiguration, resolveWorkingDirectory } from "./source.ts";
 import type {
   CoordinatorPort,
@@ -147,7 +149,9 @@ class Job {
         `Outpost agent: ${this.a.phase} job ${this.a.jobId} for run ${this.a.runId} in workspace ${this.a.workspaceName}`,
       );
       const workDir = await this.prepare(root);
-      if (this.a.phase === "plan") {
+      if (this.a.engine === "pulumi") {
+        planSummary = await this.pulumi(root, workDir);
+      } else if (this.a.phase === "plan") {
         planSummary = await this.plan(root, workDir);
       } else {
         await this.apply(root, workDir);
@@ -186,14 +190,16 @@ class Job {
   /** Engine, configuration, working directory, generated files and the environment. */
   private async prepare(root: string): Promise<string> {
     // Retries its downloads itself, so its failure can say how many attempts it made.
-    const engine = await ensureEngine({
-      engine: this.a.engine,
-      version: this.a.engineVersion,
+    const install = {
       dataDir: this.settings.dataDir,
       releaseMirror: this.settings.releaseMirror,
       searchPath: this.settings.hostEnv.PATH ?? "",
-      onProgress: (line) => this.say(line),
-    });
+      onProgress: (line: string) => this.say(line),
+    };
+    const engine =
+      this.a.engine === "pulumi"
+        ? await ensurePulumi({ ...install, constraint: this.a.engineVersion })
+        : await ensureEngine({ ...install, engine: this.a.engine, version: this.a.engineVersion });
     this.checkCanceled();
     const configDir = path.join(root, "config");
     await Promise.all(["home", "tmp", "scratch"].map((d) => mkdir(path.join(root, d))));
@@ -221,8 +227,10 @@ class Job {
       });
     }
     const workDir = await resolveWorkingDirectory(configDir, this.a.workingDirectory);
-    await writeBackendOverride(workDir, this.a.stateAddress);
-    await writeTerraformVariables(workDir, jobVariables(this.a));
+    if (this.a.engine !== "pulumi") {
+      await writeBackendOverride(workDir, this.a.stateAddress);
+      await writeTerraformVariables(workDir, jobVariables(this.a));
+    }
     if (this.a.fork) {
       this.say(
         "Outpost agent: pull request from a fork: no host variables, no sensitive variables, no hooks",
@@ -240,7 +248,10 @@ class Job {
       this.say(`Outpost agent: ignored workspace variable ${name} (reserved or not a valid name)`);
     }
     this.env = env;
-    this.engineEnv = { ...engineCredentials(this.a.runToken) };
+    this.engineEnv =
+      this.a.engine === "pulumi"
+        ? pulumiEnvironment(this.a, root)
+        : { ...engineCredentials(this.a.runToken) };
     this.enginePath = engine.path;
     return workDir;
   }
@@ -253,6 +264,10 @@ class Job {
     const args = ["plan", `-out=${PLAN_FILE}`, "-input=false", "-detailed-exitcode", "-no-color"];
     if (this.a.operation === "destroy") {
       args.push("-destroy");
+    }
+    if (this.a.operation === "refresh") {
+      // The apply of a refresh-only plan writes what the refresh read, and nothing else.
+      args.push("-refresh-only");
     }
     if (this.a.speculative) {
       args.push("-lock=false");
@@ -296,6 +311,39 @@ class Job {
       return;
     }
     await this.hook("post-apply", root, workDir);
+  }
+
+  /** A Pulumi job: the steps are in `pulumi.ts`; this job runs their commands and hooks. */
+  private async pulumi(root: string, workDir: string): Promise<PlanSummary | null> {
+    const steps: PulumiJob = {
+      a: this.a,
+      root,
+      workDir,
+      port: this.port,
+      say: (line) => this.say(line),
+      pulumi: async (args, what, io = {}) => {
+        await this.engine(
+          workDir,
+          [...args, "--non-interactive"],
+          what,
+          [0],
+          io.stdoutFile,
+          io.stdinText,
+        );
+      },
+      hook: (name) => this.hook(name, root, workDir),
+      retry: retryTransient,
+    };
+    if (this.a.phase === "plan") {
+      return pulumiPlan(steps);
+    }
+    const planFile = path.join(root, "scratch", "update-plan.json");
+    if (!(await retryTransient(() => this.port.downloadArtifact("plan-file", planFile)))) {
+      throw new JobFailure("the coordinator has no plan file for this run");
+    }
+    await this.checkPlanHash(planFile);
+    await pulumiApply(steps, planFile);
+    return null;
   }
 
   /** The plan that was confirmed is the plan that is applied: anything else is refused. */
@@ -342,6 +390,7 @@ class Job {
     what: string,
     okCodes = [0],
     stdoutFile?: string,
+    stdinText?: string,
   ): Promise<number> {
     this.checkCanceled();
     this.say(`\n$ ${this.a.engine} ${args.join(" ")}`);
@@ -352,6 +401,7 @@ class Job {
       env: { ...this.env, ...this.engineEnv },
       onOutput: (chunk) => this.log?.write(chunk),
       stdoutFile,
+      ...(stdinText === undefined ? {} : { stdinText }),
     });
     this.current = child;
     // A cancel that arrived between checkCanceled and the spawn still reaches the engine.

@@ -69,6 +69,10 @@ export const PlanSummary = z.strictObject({
   changes: z.int().min(0),
   destroys: z.int().min(0),
   imports: z.int().min(0).default(0),
+  /** Pulumi: resources replaced (counted apart from adds and destroys); absent for Terraform. */
+  replaces: z.int().min(0).optional(),
+  /** Pulumi: resources left as they are; absent for engines that do not count them. */
+  sames: z.int().min(0).optional(),
   hasChanges: z.boolean(),
 });
 export type PlanSummary = z.infer<typeof PlanSummary>;
