@@ -4,7 +4,7 @@ import path from "node:path";
 import { ensureEngine } from "../engines/install.ts";
 import { ensurePulumi } from "../engines/pulumi-install.ts";
 import { type RunningProcess, startProcess } from "../exec/process.ts";
-import { secretVariants } from "../logs/masker.ts";
+import { MASK, secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
 import { retry } from "../retry.ts";
 import {
@@ -399,11 +399,15 @@ class Job {
       args,
       cwd: workDir,
       env: { ...this.env, ...this.engineEnv },
-      onOutput: (chunk) => this.log?.write(chunk),
+      onOutput: (chunk) => {
+        this.noteError(chunk);
+        this.log?.write(chunk);
+      },
       stdoutFile,
       ...(stdinText === undefined ? {} : { stdinText }),
     });
     this.current = child;
+    this.lastEngineError = null;
     // A cancel that arrived between checkCanceled and the spawn still reaches the engine.
     if (this.canceled === "force") {
       child.forceKill();
@@ -421,7 +425,28 @@ class Job {
     this.checkCanceled();
     const how =
       exit.code === null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-    throw new JobFailure(`${this.a.engine} ${what} ${how}`, exit.code);
+    const reason = this.lastEngineError === null ? "" : `: ${this.lastEngineError}`;
+    throw new JobFailure(`${this.a.engine} ${what} ${how}${reason}`, exit.code);
+  }
+
+  private lastEngineError: string | null = null;
+
+  /** Pulumi prints its reason as `error: …`; the run's status reason carries the last one. */
+  private noteError(chunk: Buffer): void {
+    if (this.a.engine !== "pulumi") {
+      return;
+    }
+    for (const match of chunk.toString("utf8").matchAll(/^error: (.+)$/gm)) {
+      // The reason leaves the log's masking, so sensitive values are cut out here too.
+      const secrets = secretVariants(
+        this.a.variables.filter((v) => v.sensitive).map((v) => v.value),
+      );
+      let line = match[1] ?? "";
+      for (const secret of secrets) {
+        line = line.replaceAll(secret, MASK);
+      }
+      this.lastEngineError = line.slice(0, 500);
+    }
   }
 }
 

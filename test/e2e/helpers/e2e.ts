@@ -161,7 +161,7 @@ export async function uploadConfiguration(
 export async function queueRun(
   world: World,
   workspaceId: string,
-  body: { operation?: "plan" | "apply" | "destroy"; isSpeculative?: boolean } = {},
+  body: { operation?: "plan" | "apply" | "destroy" | "refresh"; isSpeculative?: boolean } = {},
 ): Promise<string> {
   const run = await expectStatus(
     world.api("POST", `/api/v1/workspaces/${workspaceId}/runs`, body),
