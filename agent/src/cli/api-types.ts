@@ -243,7 +243,7 @@ export interface paths {
                 header?: never;
                 path: {
                     jobId: string;
-                    name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json";
+                    name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json" | "pulumi-stack.yaml";
                 };
                 cookie?: never;
             };
@@ -291,7 +291,7 @@ export interface paths {
                 };
                 path: {
                     jobId: string;
-                    name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json";
+                    name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json" | "pulumi-stack.yaml";
                 };
                 cookie?: never;
             };
@@ -5205,10 +5205,11 @@ export interface components {
             /** @default  */
             message?: string;
             /**
+             * @description apply (plan, then apply when confirmed), plan (speculative), destroy, or refresh (reconcile the state with the real infrastructure and change nothing else)
              * @default apply
              * @enum {string}
              */
-            operation?: "plan" | "apply" | "destroy";
+            operation?: "plan" | "apply" | "destroy" | "refresh";
         };
         CreateVcsHook: {
             /** @default  */
@@ -5225,7 +5226,7 @@ export interface components {
             autoApply?: boolean;
             description?: string;
             /** @enum {string} */
-            engine?: "terraform" | "tofu";
+            engine?: "terraform" | "tofu" | "pulumi";
             /** @example 1.9.5 */
             engineVersion: string;
             /**
@@ -5245,6 +5246,11 @@ export interface components {
              * @enum {string}
              */
             remoteStateSharing?: "none" | "organization" | "workspaces";
+            /**
+             * @description The Pulumi stack; required with engine "pulumi", absent otherwise
+             * @example dev
+             */
+            stackName?: string | null;
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -5280,6 +5286,8 @@ export interface components {
                 hasChanges: boolean;
                 /** @default 0 */
                 imports?: number;
+                replaces?: number;
+                sames?: number;
             } | null;
         };
         FinishResponse: {
@@ -5328,7 +5336,30 @@ export interface components {
                 runId: string;
                 runToken?: string;
                 spec: {
-                    [key: string]: unknown;
+                    configuration: {
+                        commitSha: string | null;
+                        id: string;
+                        repoUrl: string | null;
+                        sha256: string | null;
+                        sizeBytes: number | null;
+                        /** @enum {string} */
+                        source: "upload" | "vcs";
+                    } | null;
+                    /** @enum {string} */
+                    engine: "terraform" | "tofu" | "pulumi";
+                    engineVersion: string;
+                    isDestroy: boolean;
+                    isFork: boolean;
+                    isSpeculative: boolean;
+                    /** @enum {string} */
+                    operation: "plan" | "apply" | "destroy" | "refresh";
+                    /** @enum {string} */
+                    phase: "plan" | "apply";
+                    planSha256: string | null;
+                    /** @default null */
+                    stackName?: string | null;
+                    workingDirectory: string;
+                    workspaceName: string;
                 };
                 /** Format: date-time */
                 startBy: string;
@@ -5400,11 +5431,18 @@ export interface components {
             isTerminal: boolean;
             message: string;
             /** @enum {string} */
-            operation: "plan" | "apply" | "destroy";
+            operation: "plan" | "apply" | "destroy" | "refresh";
             /** @description SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other */
             planSha256: string | null;
             planSummary: {
-                [key: string]: unknown;
+                adds: number;
+                changes: number;
+                destroys: number;
+                hasChanges: boolean;
+                /** @default 0 */
+                imports?: number;
+                replaces?: number;
+                sames?: number;
             } | null;
             source: string;
             /** @enum {string} */
@@ -5499,7 +5537,7 @@ export interface components {
             autoApply?: boolean;
             description?: string;
             /** @enum {string} */
-            engine?: "terraform" | "tofu";
+            engine?: "terraform" | "tofu" | "pulumi";
             /** @example 1.9.5 */
             engineVersion?: string;
             /**
@@ -5519,6 +5557,11 @@ export interface components {
              * @enum {string}
              */
             remoteStateSharing?: "none" | "organization" | "workspaces";
+            /**
+             * @description The Pulumi stack; required with engine "pulumi", absent otherwise
+             * @example dev
+             */
+            stackName?: string | null;
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -5581,7 +5624,7 @@ export interface components {
             currentRunId: string | null;
             description: string;
             /** @enum {string} */
-            engine: "terraform" | "tofu";
+            engine: "terraform" | "tofu" | "pulumi";
             engineVersion: string;
             /** @enum {string} */
             executionMode: "agent" | "local";
@@ -5604,6 +5647,13 @@ export interface components {
              * @enum {string}
              */
             remoteStateSharing: "none" | "organization" | "workspaces";
+            /** @description Pulumi workspaces: the stack */
+            stackName: string | null;
+            /**
+             * @description Where the state lives: outpost (state versions kept here), or workspace when a Pulumi workspace names its own backend in a PULUMI_BACKEND_URL variable, in which case Outpost keeps no checkpoint
+             * @enum {string}
+             */
+            stateBackend: "outpost" | "workspace";
             updatedAt: string;
             vcsBranch: string | null;
             vcsRepoUrl: string | null;
