@@ -106,7 +106,7 @@ describe("Pulumi stacks on the agent", () => {
     await uploadConfiguration(
       world,
       ws,
-      project({ first: "${greeting} world", second: "${token}" }),
+      project({ first: `\${greeting} world`, second: `\${token}` }),
     );
     const runId = await queueRun(world, ws, { operation: "apply" });
     const run = await planned(runId);
@@ -175,7 +175,7 @@ describe("Pulumi stacks on the agent", () => {
     await uploadConfiguration(
       world,
       ws,
-      project({ first: "${greeting} world", second: "${token}", third: "new" }),
+      project({ first: `\${greeting} world`, second: `\${token}`, third: "new" }),
     );
     const runId = await queueRun(world, ws, { operation: "plan" });
     const run = await waitForRun(world, runId, ["planned_and_finished", "errored"], 60_000);
@@ -204,7 +204,7 @@ describe("Pulumi stacks on the agent", () => {
     await uploadConfiguration(
       world,
       ws,
-      project({ first: "${greeting} world", second: "${token}" }),
+      project({ first: `\${greeting} world`, second: `\${token}` }),
     );
     const runId = await queueRun(world, ws, { operation: "apply" });
     const run = await planned(runId);
