@@ -3,7 +3,7 @@
  * index, the SHA-256 check against the release's checksums file, the cache, and the names
  * Pulumi publishes its releases under.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -105,6 +105,27 @@ describe("ensurePulumi against a loopback mirror", () => {
       }
     }
     await expect(install("3.150.0", dataDir)).resolves.toMatchObject({ source: "download" });
+  });
+
+  it("uses a pulumi on PATH at the resolved version, and downloads when PATH has another", async () => {
+    const bin = mkdtempSync(path.join(dir, "bin-"));
+    writeFileSync(path.join(bin, "pulumi"), "#!/bin/sh\necho v3.149.0\n", { mode: 0o755 });
+    const onPath = await ensurePulumi({
+      constraint: "<3.150",
+      dataDir: path.join(dir, "data-d"),
+      releaseMirror: null,
+      searchPath: bin,
+      platform,
+    });
+    expect(onPath).toEqual({ path: path.join(bin, "pulumi"), source: "path", version: "3.149.0" });
+    const other = await ensurePulumi({
+      constraint: "3.150.0",
+      dataDir: path.join(dir, "data-d"),
+      releaseMirror: mirror.url,
+      searchPath: bin,
+      platform,
+    });
+    expect(other).toMatchObject({ source: "download", version: "3.150.0" });
   });
 
   it("says which versions it saw when none satisfies the range", async () => {
