@@ -21,6 +21,7 @@ export function registerAgent(ctx: OpsContext, input: RegisterInput): string {
       arch: input.arch,
       capacity: input.capacity,
       accepts: input.acceptedPhases.join(","),
+      isolation: input.isolation ?? null,
       state: "online",
       state_reason: null,
       registered_at: ctx.now,

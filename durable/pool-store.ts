@@ -3,7 +3,7 @@
  * Every function is synchronous, so a caller's sequence of them runs inside one input gate and
  * lands as one implicit transaction.
  */
-import type { JobPhase, PlanSummary } from "@outpost/protocol";
+import type { AgentIsolation, JobPhase, PlanSummary } from "@outpost/protocol";
 import type {
   AgentView,
   EndOutcome,
@@ -33,6 +33,7 @@ export type AgentRow = {
   arch: string;
   capacity: number;
   accepts: string;
+  isolation: AgentIsolation | null;
   state: AgentState;
   state_reason: string | null;
   registered_at: number;
@@ -340,8 +341,8 @@ export function getAgent(sql: SqlStorage, agentId: string): AgentRow | null {
 /** Stores a newly registered agent with its first liveness deadline. */
 export function insertAgent(sql: SqlStorage, agent: AgentRow, settings: PoolSettings): void {
   sql.exec(
-    `INSERT INTO agents (id, token_id, name, version, os, arch, capacity, accepts, state, registered_at,
-       last_contact_at, state_changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO agents (id, token_id, name, version, os, arch, capacity, accepts, isolation, state,
+       registered_at, last_contact_at, state_changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     agent.id,
     agent.token_id,
     agent.name,
@@ -350,6 +351,7 @@ export function insertAgent(sql: SqlStorage, agent: AgentRow, settings: PoolSett
     agent.arch,
     agent.capacity,
     agent.accepts,
+    agent.isolation,
     agent.state,
     agent.registered_at,
     agent.last_contact_at,
@@ -487,6 +489,7 @@ export function toAgentView(agent: AgentRow, jobs: JobRow[]): AgentView {
     statusReason: agent.state_reason,
     capacity: agent.capacity,
     acceptedPhases: acceptedPhases(agent),
+    isolation: agent.isolation,
     tokenId: agent.token_id,
     runningJobs: jobs.map((job) => ({
       jobId: job.job_id,

@@ -5,6 +5,7 @@
  */
 
 import {
+  type AgentIsolation,
   type AgentStatus,
   type CancelRequest,
   type ExitInstruction,
@@ -106,6 +107,8 @@ export type AgentView = {
   statusReason: string | null;
   capacity: number;
   acceptedPhases: JobPhase[];
+  /** `bwrap`, `none`, or null for agents that do not say. */
+  isolation: AgentIsolation | null;
   tokenId: string;
   runningJobs: { jobId: string; phase: JobPhase; state: "leased" | "started" }[];
   lastContactAt: number;
@@ -143,6 +146,8 @@ export type RegisterInput = {
   arch: string;
   capacity: number;
   acceptedPhases: JobPhase[];
+  /** How the agent confines its jobs; absent or null for agents that do not say. */
+  isolation?: AgentIsolation | null;
 };
 
 /** The agent's own identity on every agent-scoped call. */

@@ -5,7 +5,7 @@
  */
 
 /** Bump with any change below; a later version upgrades rows written under an earlier one. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 export const SCHEMA_STATEMENTS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -18,6 +18,7 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
     arch TEXT NOT NULL,
     capacity INTEGER NOT NULL,
     accepts TEXT NOT NULL,
+    isolation TEXT,
     state TEXT NOT NULL,
     state_reason TEXT,
     registered_at INTEGER NOT NULL,
@@ -78,6 +79,26 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
   `CREATE INDEX IF NOT EXISTS outbox_due_idx ON outbox (next_attempt_at)`,
 ];
 
+/** Changes to tables an earlier version created, applied once to objects older than `version`. */
+const UPGRADES: readonly { version: number; statement: string }[] = [
+  // Version 3: agents report how they confine jobs (null for rows written before).
+  { version: 3, statement: "ALTER TABLE agents ADD COLUMN isolation TEXT" },
+];
+
+/** The schema version an existing object was written with; null for a new, empty object. */
+function storedVersion(sql: SqlStorage): number | null {
+  const hasSettings = sql
+    .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'settings'")
+    .toArray();
+  if (hasSettings.length === 0) {
+    return null;
+  }
+  const row = sql
+    .exec<{ value: string }>("SELECT value FROM settings WHERE key = 'schema_version'")
+    .toArray()[0];
+  return row === undefined ? null : Number(row.value);
+}
+
 /**
  * Every column holding a point in time, per table. Tests shift them all back by the same amount
  * to make time pass without sleeping.
@@ -101,8 +122,14 @@ export const TIME_COLUMNS: Readonly<Record<string, readonly string[]>> = {
  * so the version lives in `settings`). Synchronous, so the constructor applies it in one gate.
  */
 export function applySchema(sql: SqlStorage): void {
+  const stored = storedVersion(sql);
   for (const statement of SCHEMA_STATEMENTS) {
     sql.exec(statement);
+  }
+  for (const upgrade of UPGRADES) {
+    if (stored !== null && stored < upgrade.version) {
+      sql.exec(upgrade.statement);
+    }
   }
   sql.exec(
     "INSERT INTO settings (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -1,5 +1,6 @@
 import type { Engine } from "../engines/release.ts";
 import type { LogSender } from "../logs/streamer.ts";
+import type { JobIsolation } from "./containment.ts";
 
 /** A workspace variable as the job receives it (sensitive values in clear, only in memory). */
 export type JobVariable = {
@@ -106,4 +107,6 @@ export type JobSettings = {
   cancelGraceMs: number;
   /** Cap on the configuration tarball and on its extracted size. */
   maxConfigurationBytes: number;
+  /** Sandboxes and watchdogs of job processes (`--isolation`, `--orphan-grace`). */
+  isolation: JobIsolation;
 };

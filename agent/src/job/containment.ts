@@ -1,0 +1,115 @@
+/**
+ * What each kind of job process may see and what becomes of it if the agent dies: the
+ * {@link Containment} handed to `startProcess` for the engine, a hook and git.
+ */
+import { existsSync, realpathSync } from "node:fs";
+import path from "node:path";
+import type { Containment } from "../exec/process.ts";
+import { bubblewrapArgs, type IsolationMode } from "../exec/sandbox.ts";
+import type { JobSettings } from "./types.ts";
+import { type JobDir, recordOwner } from "./workdirs.ts";
+
+/** How the agent confines its jobs (decided once at start). */
+export type JobIsolation = {
+  mode: IsolationMode;
+  /** The bubblewrap executable (absolute) when `mode` is `bwrap`. */
+  bwrap: string;
+  /** Files no job process may read: the agent's token file and config file. */
+  secretFiles: string[];
+  /** The agent user's home: hidden from engines and hooks; git reads its credentials there. */
+  agentHome: string | null;
+  /** If the agent dies: SIGINT to every job process, SIGKILL this long after. */
+  orphanGraceMs: number;
+};
+
+/** Containments for one job's processes. */
+export type JobContainment = {
+  /** The engine and its providers: the engine's directories read-only, plus `readOnly`. */
+  engine(cwd: string, enginePath: string, readOnly?: string[]): Containment;
+  /** A hook: as the engine, plus the hooks directory read-only. */
+  hook(cwd: string, enginePath: string): Containment;
+  /**
+   * git: the agent's home readable (its credentials and SSH configuration), no engine;
+   * `readOnly` adds a local repository (development's file:// URLs).
+   */
+  git(cwd: string, readOnly?: string[]): Containment;
+};
+
+/**
+ * Builds the containments of the job in `dir`. Every process gets a watchdog that, should the
+ * agent die, stops it (SIGINT, then SIGKILL after the grace period) and removes the job's
+ * directory. With `bwrap` each process also runs in a sandbox where only `dir.root` is writable
+ * and the agent's data directory, hooks, token and config files are not visible (see
+ * docs/security.md, "Job isolation").
+ */
+export function jobContainment(settings: JobSettings, dir: JobDir): JobContainment {
+  const isolation = settings.isolation;
+  const watch = {
+    orphanGraceMs: isolation.orphanGraceMs,
+    orphanCleanup: [dir.root, dir.ownerFile],
+    onWatchdog: (pid: number) => recordOwner(dir, pid),
+  };
+  const networkFiles = ["SSL_CERT_FILE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"]
+    .map((name) => settings.networkEnv[name])
+    .filter((value): value is string => value !== undefined && path.isAbsolute(value));
+  const sandboxed = (
+    cwd: string,
+    hideHome: boolean,
+    readOnly: string[],
+  ): Containment["sandbox"] => {
+    if (isolation.mode !== "bwrap") {
+      return null;
+    }
+    const hiddenDirs = existing([
+      settings.dataDir,
+      settings.hooksDir,
+      ...(hideHome && isolation.agentHome !== null ? [isolation.agentHome] : []),
+    ]).filter((d) => path.resolve(d) !== path.parse(path.resolve(d)).root);
+    const isHidden = (p: string) => hiddenDirs.some((d) => isInside(p, d));
+    return {
+      bwrap: isolation.bwrap,
+      args: bubblewrapArgs({
+        hiddenDirs,
+        hiddenFiles: existing(isolation.secretFiles).filter((f) => !isHidden(f)),
+        readOnly: existing([...readOnly, ...networkFiles]),
+        writable: [dir.root],
+        cwd,
+      }),
+    };
+  };
+  const engineDirs = (enginePath: string) => {
+    const dirs = [path.dirname(enginePath)];
+    try {
+      dirs.push(path.dirname(realpathSync(enginePath)));
+    } catch {
+      // Missing engine: the start fails with the engine's own error.
+    }
+    return dirs;
+  };
+  return {
+    engine: (cwd, enginePath, readOnly = []) => ({
+      ...watch,
+      sandbox: sandboxed(cwd, true, [...engineDirs(enginePath), ...readOnly]),
+    }),
+    hook: (cwd, enginePath) => ({
+      ...watch,
+      sandbox: sandboxed(cwd, true, [settings.hooksDir, ...engineDirs(enginePath)]),
+    }),
+    git: (cwd, readOnly = []) => {
+      const agentSocket = settings.hostEnv.SSH_AUTH_SOCK;
+      return {
+        ...watch,
+        sandbox: sandboxed(cwd, false, [...readOnly, ...(agentSocket ? [agentSocket] : [])]),
+      };
+    },
+  };
+}
+
+function existing(paths: string[]): string[] {
+  return [...new Set(paths.map((p) => path.resolve(p)))].filter((p) => existsSync(p));
+}
+
+function isInside(child: string, parent: string): boolean {
+  const relative = path.relative(parent, child);
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
+}
