@@ -112,7 +112,7 @@ export function loseAgent(
     if (job.state === "leased") {
       requeueJob(ctx.sql, job.job_id);
     } else {
-      endJob(ctx.sql, job, systemEnd("errored", jobReason), ctx.now);
+      endJob(ctx.sql, job, lostAgentEnd(jobReason), ctx.now);
     }
   }
   return setAgentState(ctx.sql, agent, state, reason, at, ctx.settings);
@@ -129,6 +129,11 @@ export function systemEnd(outcome: "errored" | "canceled", reason: string, force
     planSummary: null,
     forced,
   };
+}
+
+/** How the pool ends a started job whose agent is gone: errored, marked as an agent loss. */
+function lostAgentEnd(reason: string) {
+  return { ...systemEnd("errored", reason), agentLost: true };
 }
 
 /** Every agent and job whose deadline has passed, handled in deadline order; idempotent. */
@@ -222,7 +227,7 @@ export function heartbeat(
       reportedAt + unreportedGraceMs(ctx.settings) <= ctx.now
     ) {
       const reason = `agent ${agent.id} stopped reporting this job; last report ${new Date(reportedAt).toISOString()}`;
-      endJob(ctx.sql, job, systemEnd("errored", reason), ctx.now);
+      endJob(ctx.sql, job, lostAgentEnd(reason), ctx.now);
     }
   }
   return cancel;

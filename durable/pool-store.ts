@@ -236,6 +236,7 @@ export type JobEnd = {
   exitCode: number | null;
   planSummary: PlanSummary | null;
   forced: boolean;
+  agentLost?: boolean;
 };
 
 /**
@@ -271,6 +272,7 @@ export function endJob(sql: SqlStorage, job: JobRow, end: JobEnd, now: number): 
     exitCode: end.exitCode,
     planSummary: end.planSummary,
     forced: end.forced,
+    agentLost: end.agentLost ?? false,
     endedAt: now,
   };
   sql.exec("INSERT INTO outbox (event, next_attempt_at) VALUES (?, ?)", JSON.stringify(event), now);

@@ -94,6 +94,11 @@ export type JobEndedEvent = {
   planSummary: PlanSummary | null;
   /** True when a started job was force-canceled. */
   forced: boolean;
+  /**
+   * True when the pool ended a started job because its agent was lost (errored, exited, its
+   * token revoked, or it stopped reporting the job); absent in events from before this field.
+   */
+  agentLost?: boolean;
   endedAt: number;
 };
 

@@ -15,11 +15,12 @@ import { loadVariablesForJob } from "../variables/service.ts";
 import { artifactKey, logKey, PLAN_FILE_ARTIFACT, type RunRef, SHA256_METADATA } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
-import { type RunStatus, statusAfterPlan } from "./model.ts";
+import { erroredReason, type RunStatus, statusAfterPlan } from "./model.ts";
 import { endRun, queueApply } from "./progress.ts";
 import {
   getRunById,
   insertRunTokenQuery,
+  latestSerialWrittenBy,
   moveRun,
   type RunRow,
   revokeRunTokensQuery,
@@ -159,9 +160,11 @@ async function applyEnding(
       statusReason: event.reason ?? `${event.phase} canceled`,
     });
   }
-  const exit = event.exitCode !== null ? ` with exit code ${event.exitCode}` : "";
+  const agentLost = event.agentLost === true;
+  // What an engine saved after its agent died is the truth of what the apply did: say so.
+  const saved = agentLost ? await latestSerialWrittenBy(deps.db, run.id) : null;
   return moveRun(deps.db, run.id, running, "errored", now, {
-    statusReason: event.reason ?? `${event.phase} failed${exit}`,
+    statusReason: erroredReason({ ...event, agentLost }, saved),
   });
 }
 

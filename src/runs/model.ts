@@ -81,6 +81,32 @@ export function statusAfterPlan(
   return "planned";
 }
 
+/** How a failed job ended, as far as the run's reason goes. */
+export type FailedJob = {
+  phase: "plan" | "apply";
+  /** The pool's or the agent's words, if any. */
+  reason: string | null;
+  exitCode: number | null;
+  /** The pool ended the job because its agent was lost. */
+  agentLost: boolean;
+};
+
+/**
+ * The reason an errored run shows. An apply whose agent was lost says whether the engine saved
+ * state before it stopped (the agent's watchdog interrupts the engine, which persists what it
+ * applied while its run token still works): `savedSerial` is the highest state serial this run
+ * wrote, null for none. Otherwise the job's own reason, or the phase and its exit code.
+ */
+export function erroredReason(job: FailedJob, savedSerial: number | null): string {
+  if (job.agentLost && job.phase === "apply") {
+    return savedSerial === null
+      ? "agent lost during apply; no state saved"
+      : `agent lost during apply; state saved at serial ${savedSerial}`;
+  }
+  const exit = job.exitCode !== null ? ` with exit code ${job.exitCode}` : "";
+  return job.reason ?? `${job.phase} failed${exit}`;
+}
+
 /** The run actions users take, with the role each needs. */
 export const RUN_ACTIONS = ["confirm", "discard", "cancel", "force-cancel"] as const;
 export type RunAction = (typeof RUN_ACTIONS)[number];

@@ -1,7 +1,7 @@
 /** D1 access for runs and per-run tokens. Status changes are compare-and-set on the status. */
 import { and, asc, count, desc, eq, inArray, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { runs, runTokens, workspaces } from "../db/schema.ts";
+import { runs, runTokens, stateVersions, workspaces } from "../db/schema.ts";
 import { canTransition, type RunStatus, WAITING_STATUSES } from "./model.ts";
 
 export type RunRow = typeof runs.$inferSelect;
@@ -205,4 +205,13 @@ export async function isJobLive(db: Database, jobId: string): Promise<boolean> {
     columns: { id: true },
   });
   return row !== undefined;
+}
+
+/** The highest state serial a run wrote (its apply's snapshots), or null when it wrote none. */
+export async function latestSerialWrittenBy(db: Database, runId: string): Promise<number | null> {
+  const [row] = await db
+    .select({ serial: sql<number | null>`max(${stateVersions.serial})` })
+    .from(stateVersions)
+    .where(and(eq(stateVersions.runId, runId), isNull(stateVersions.discardedAt)));
+  return row?.serial ?? null;
 }
