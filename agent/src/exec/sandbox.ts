@@ -128,7 +128,7 @@ export async function resolveIsolation(
 
 /** What one job process may see, as host paths (the sandbox shows each at the same path). */
 export type SandboxLayout = {
-  /** Directories replaced by an empty one (the agent's data, another job's files). */
+  /** Directories replaced by an empty, read-only one (the agent's data, other jobs' files). */
   hiddenDirs: string[];
   /** Files replaced by an empty one (the agent's token and config files). */
   hiddenFiles: string[];
@@ -142,7 +142,8 @@ export type SandboxLayout = {
 /**
  * The `bwrap` arguments, up to `--`, for a process laid out as `layout`. Hidden directories are
  * mounted shallowest first and every bind comes after them, so a path shown inside a hidden
- * directory shows through. Every path must exist.
+ * directory shows through; the hidden directories are then made read-only. Every path must
+ * exist.
  */
 export function bubblewrapArgs(layout: SandboxLayout): string[] {
   const args = [...NAMESPACES, ...BASE];
@@ -158,6 +159,10 @@ export function bubblewrapArgs(layout: SandboxLayout): string[] {
   ].sort((a, b) => depth(a.path) - depth(b.path));
   for (const bind of binds) {
     args.push(bind.flag, bind.path, bind.path);
+  }
+  // Empty and read-only: nothing written there could pass for the agent's own files.
+  for (const dir of layout.hiddenDirs) {
+    args.push("--remount-ro", dir);
   }
   args.push("--chdir", layout.cwd);
   return args;
