@@ -12,10 +12,13 @@ export class Barrier {
   /** How many requests each key has seen. */
   readonly arrivals = new Map<string, number>();
 
-  constructor(
-    private readonly parties: number,
-    private readonly timeoutMs = 30_000,
-  ) {}
+  private readonly parties: number;
+  private readonly timeoutMs: number;
+
+  constructor(parties: number, timeoutMs = 30_000) {
+    this.parties = parties;
+    this.timeoutMs = timeoutMs;
+  }
 
   get url(): string {
     const address = this.server?.address() as AddressInfo | null;
