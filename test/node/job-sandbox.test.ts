@@ -258,6 +258,50 @@ describe("a job process in the bubblewrap sandbox", () => {
     expect(git.output).not.toContain("pre-plan");
   });
 
+  it("finds a forwarded plugin cache read-only, also inside the hidden home; a fork's job does not", async () => {
+    const platform = `${process.platform}_${process.arch === "x64" ? "amd64" : process.arch}`;
+    const cache = path.join(host.agentHome, ".terraform.d", "plugin-cache");
+    const provider = path.join(cache, "registry.terraform.io/hashicorp/null/3.2.2", platform);
+    mkdirSync(provider, { recursive: true });
+    writeFileSync(path.join(provider, "terraform-provider-null_v3.2.2_x5"), "#!/bin/sh\n");
+    const settings: JobSettings = {
+      ...settingsFor(isolation),
+      envForward: ["TF_PLUGIN_CACHE_DIR"],
+      hostEnv: { TF_PLUGIN_CACHE_DIR: cache },
+    };
+    const cwd = path.join(host.own.root, "config");
+    writeFileSync(path.join(cwd, "main.tf"), 'resource "null_resource" "a" { value = "1" }\n');
+    const init = async (isFork: boolean) => {
+      let output = "";
+      const child = startProcess({
+        command: "/bin/sh",
+        args: [
+          "-c",
+          `${host.enginePath} init -input=false; echo x > ${cache}/planted || echo cache-refused`,
+        ],
+        cwd,
+        env: {
+          PATH: process.env.PATH ?? "",
+          HOME: path.join(host.own.root, "home"),
+          TF_PLUGIN_CACHE_DIR: cache,
+        },
+        onOutput: (chunk) => {
+          output += chunk.toString();
+        },
+        containment: jobContainment(settings, host.own, isFork).engine(cwd, host.enginePath),
+      });
+      await child.exited;
+      return output;
+    };
+    const own = await init(false);
+    expect(own).toContain("- Using hashicorp/null v3.2.2 from the shared cache directory");
+    expect(own).toContain("cache-refused");
+    expect(existsSync(path.join(cache, "planted"))).toBe(false);
+    const fork = await init(true);
+    expect(fork).toContain(`Error: The specified plugin cache dir ${cache} cannot be opened`);
+    rmSync(path.join(cwd, ".terraform"), { recursive: true, force: true });
+  });
+
   it("without a sandbox (isolation none) the same process sees all of it: what docs/security.md states", async () => {
     const { output } = await sh(
       `cat ${host.other.root}/config/outpost.auto.tfvars.json; echo; cat ${host.tokenFile}; cat /proc/${process.pid}/environ >/dev/null && echo agent-environ-read`,

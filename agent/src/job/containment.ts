@@ -6,6 +6,7 @@ import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 import type { Containment } from "../exec/process.ts";
 import { bubblewrapArgs, type IsolationMode } from "../exec/sandbox.ts";
+import { isForwarded } from "./environment.ts";
 import type { JobSettings } from "./types.ts";
 import { type JobDir, recordOwner } from "./workdirs.ts";
 
@@ -40,9 +41,10 @@ export type JobContainment = {
  * agent die, stops it (SIGINT, then SIGKILL after the grace period) and removes the job's
  * directory. With `bwrap` each process also runs in a sandbox where only `dir.root` is writable
  * and the agent's data directory, hooks, token and config files are not visible (see
- * docs/security.md, "Job isolation").
+ * docs/security.md, "Job isolation"). `isFork`: the job of a fork's pull request, which gets no
+ * host paths from `--env-forward`.
  */
-export function jobContainment(settings: JobSettings, dir: JobDir): JobContainment {
+export function jobContainment(settings: JobSettings, dir: JobDir, isFork = false): JobContainment {
   const isolation = settings.isolation;
   const watch = {
     orphanGraceMs: isolation.orphanGraceMs,
@@ -52,6 +54,7 @@ export function jobContainment(settings: JobSettings, dir: JobDir): JobContainme
   const networkFiles = ["SSL_CERT_FILE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"]
     .map((name) => settings.networkEnv[name])
     .filter((value): value is string => value !== undefined && path.isAbsolute(value));
+  const engineFiles = enginePaths(settings, isFork);
   const sandboxed = (
     cwd: string,
     hideHome: boolean,
@@ -89,11 +92,11 @@ export function jobContainment(settings: JobSettings, dir: JobDir): JobContainme
   return {
     engine: (cwd, enginePath, readOnly = []) => ({
       ...watch,
-      sandbox: sandboxed(cwd, true, [...engineDirs(enginePath), ...readOnly]),
+      sandbox: sandboxed(cwd, true, [...engineDirs(enginePath), ...engineFiles, ...readOnly]),
     }),
     hook: (cwd, enginePath) => ({
       ...watch,
-      sandbox: sandboxed(cwd, true, [settings.hooksDir, ...engineDirs(enginePath)]),
+      sandbox: sandboxed(cwd, true, [settings.hooksDir, ...engineDirs(enginePath), ...engineFiles]),
     }),
     git: (cwd, readOnly = []) => {
       const agentSocket = settings.hostEnv.SSH_AUTH_SOCK;
@@ -103,6 +106,27 @@ export function jobContainment(settings: JobSettings, dir: JobDir): JobContainme
       };
     },
   };
+}
+
+/**
+ * Host variables naming files the engine reads besides its binary: a provider plugin cache and a
+ * CLI configuration (e.g. a `filesystem_mirror`). Only the host's values, and only when
+ * `--env-forward` hands them to the job (never for a fork's job): a workspace variable of the
+ * same name must not open a path of its choosing into the sandbox.
+ */
+export const ENGINE_PATH_VARIABLES = ["TF_PLUGIN_CACHE_DIR", "TF_CLI_CONFIG_FILE"] as const;
+
+/**
+ * What of {@link ENGINE_PATH_VARIABLES} the engine sees, read-only: shared by every job, so no
+ * job can plant a provider that a later job runs.
+ */
+function enginePaths(settings: JobSettings, isFork: boolean): string[] {
+  if (isFork) {
+    return [];
+  }
+  return ENGINE_PATH_VARIABLES.filter((name) => isForwarded(name, settings.envForward))
+    .map((name) => settings.hostEnv[name])
+    .filter((value): value is string => value !== undefined && path.isAbsolute(value));
 }
 
 function existing(paths: string[]): string[] {

@@ -111,7 +111,7 @@ class Job {
   async run(): Promise<JobOutcome> {
     const dir = await createJobDir(this.settings.dataDir, this.a.jobId);
     const root = dir.root;
-    this.containment = jobContainment(this.settings, dir);
+    this.containment = jobContainment(this.settings, dir, this.a.fork);
     let outcome: JobOutcome;
     try {
       const secrets = [
