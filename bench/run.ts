@@ -1,5 +1,6 @@
 /**
- * `npm run bench [-- --quick] [-- --out results.json]`: starts the real coordinator on loopback
+ * `npm run bench [-- --quick] [-- --out results.json] [-- --only throughput,state]`: starts the
+ * real coordinator on loopback
  * with fresh state (through the counting entry), drives it with HTTP clients speaking the agent
  * protocol, and prints a short table on stderr and the JSON results on stdout. Every figure is
  * the median over rounds with the lowest and highest round, beside same-run baselines.
@@ -30,8 +31,18 @@ const { values } = parseArgs({
     agents: { type: "string" },
     "idle-cycles": { type: "string" },
     out: { type: "string" },
+    /** Comma-separated scenarios to run (dispatch, throughput, logs, state, cost, idle); all by default. */
+    only: { type: "string" },
   },
 });
+const SCENARIOS = ["dispatch", "throughput", "logs", "state", "cost", "idle"] as const;
+const only = values.only?.split(",").map((s) => s.trim());
+for (const name of only ?? []) {
+  if (!(SCENARIOS as readonly string[]).includes(name)) {
+    throw new Error(`--only: unknown scenario ${name}; choose from ${SCENARIOS.join(", ")}`);
+  }
+}
+const wants = (name: (typeof SCENARIOS)[number]) => only === undefined || only.includes(name);
 const quick = values.quick ?? false;
 const MB = 1024 * 1024;
 const sizes = {
@@ -82,7 +93,7 @@ try {
   };
 
   const dispatch = [];
-  for (const n of sizes.dispatchAgents) {
+  for (const n of wants("dispatch") ? sizes.dispatchAgents : []) {
     dispatch.push(
       await withBaseline(`dispatch latency, ${n} agents`, () =>
         dispatchLatency(api, n, sizes.dispatchRounds, sizes.dispatchPerRound),
@@ -90,7 +101,7 @@ try {
     );
   }
   const cycles = [];
-  for (const pools of [1, 8]) {
+  for (const pools of wants("throughput") ? [1, 8] : []) {
     cycles.push(
       await withBaseline(`full-cycle throughput, ${pools} pool(s)`, () =>
         throughput(
@@ -100,33 +111,41 @@ try {
           sizes.throughputRuns,
           sizes.throughputRounds,
           "t",
+          bench,
         ),
       ),
     );
   }
-  const logResult = await withBaseline("log ingestion and end-to-end latency", () =>
-    logs(api, sizes.logRounds, sizes.logBytes, sizes.logChunk, sizes.logLatencyChunks),
-  );
-  const state = await withBaseline("state writes and reads", () =>
-    stateTimes(api, sizes.stateSizes, sizes.stateRounds),
-  );
-  log("cost per run");
-  const perRun = await costPerRun(bench, api, sizes.costRuns);
-  log("cost per empty poll (a polling design)");
-  const perPoll = await emptyPollCost(bench, api, sizes.emptyPolls);
-  log("cost per cron invocation");
-  const perCron = await cronCost(bench, 5);
-  log(`idle agents: ${sizes.idleAgents}, ${sizes.idleCycles} cycles of ${sizes.idlePollSeconds} s`);
-  const idle = await idleAgents(
-    bench,
-    api,
-    sizes.idleAgents,
-    sizes.idleCycles,
-    sizes.idlePollSeconds,
-  );
+  const logResult = wants("logs")
+    ? await withBaseline("log ingestion and end-to-end latency", () =>
+        logs(api, sizes.logRounds, sizes.logBytes, sizes.logChunk, sizes.logLatencyChunks),
+      )
+    : undefined;
+  const state = wants("state")
+    ? await withBaseline("state writes and reads", () =>
+        stateTimes(api, sizes.stateSizes, sizes.stateRounds),
+      )
+    : undefined;
+  let costs: Parameters<typeof monthlyCost>[0] | undefined;
+  if (wants("cost")) {
+    log("cost per run");
+    const perRun = await costPerRun(bench, api, sizes.costRuns);
+    log("cost per empty poll (a polling design)");
+    const perPoll = await emptyPollCost(bench, api, sizes.emptyPolls);
+    log("cost per cron invocation");
+    const perCron = await cronCost(bench, 5);
+    costs = { perRun, perPoll, perCron, idle: {} };
+  }
+  let idle: Awaited<ReturnType<typeof idleAgents>> | undefined;
+  if (wants("idle")) {
+    log(
+      `idle agents: ${sizes.idleAgents}, ${sizes.idleCycles} cycles of ${sizes.idlePollSeconds} s`,
+    );
+    idle = await idleAgents(bench, api, sizes.idleAgents, sizes.idleCycles, sizes.idlePollSeconds);
+  }
 
   const results = {
-    command: `npm run bench${quick ? " -- --quick" : ""}`,
+    command: `npm run bench${quick || values.only ? " --" : ""}${quick ? " --quick" : ""}${values.only ? ` --only ${values.only}` : ""}`,
     date: new Date().toISOString(),
     durationSeconds: round((Date.now() - started) / 1000, 1),
     machine: {
@@ -142,10 +161,10 @@ try {
     logs: logResult,
     state,
     idle,
-    costPerRun: perRun,
-    costPerEmptyPoll: perPoll,
-    costPerCron: perCron,
-    monthly: monthlyCost({ perRun, idle: idle.perAgentHour, perPoll, perCron }),
+    costPerRun: costs?.perRun,
+    costPerEmptyPoll: costs?.perPoll,
+    costPerCron: costs?.perCron,
+    monthly: costs && idle ? monthlyCost({ ...costs, idle: idle.perAgentHour }) : undefined,
   };
   printTable(results);
   const json = JSON.stringify(results, null, 2);
@@ -195,10 +214,10 @@ function printTable(r: {
     baseline: Baseline;
   }[];
   throughput: { result: { pools: number; runsPerSecond: Shown }; baseline: Baseline }[];
-  logs: { result: { ingestMBps: Shown; endToEndMs: { p50: Shown } }; baseline: Baseline };
-  state: { result: { bytes: number; writeMs: Shown; readMs: Shown }[]; baseline: Baseline };
-  idle: { requestsPerAgentHourFromCycle: number; perAgentHour: Record<string, number> };
-  monthly: { outpost: { totalUSD: number }; polling30s: { totalUSD: number } };
+  logs?: { result: { ingestMBps: Shown; endToEndMs: { p50: Shown } }; baseline: Baseline };
+  state?: { result: { bytes: number; writeMs: Shown; readMs: Shown }[]; baseline: Baseline };
+  idle?: { requestsPerAgentHourFromCycle: number; perAgentHour: Record<string, number> };
+  monthly?: { outpost: { totalUSD: number }; polling30s: { totalUSD: number } };
 }): void {
   const rows: string[][] = [["figure", "median", "spread (min–max)", "baseline", "ratio"]];
   const show = (name: string, f: Shown, base: number, unit: string) =>
@@ -223,25 +242,33 @@ function printTable(r: {
       "runs/s",
     );
   }
-  show("log ingestion", r.logs.result.ingestMBps, r.logs.baseline.workerMs, "MB/s");
-  show("log end to end p50", r.logs.result.endToEndMs.p50, r.logs.baseline.workerMs, "ms");
-  for (const s of r.state.result) {
+  if (r.logs) {
+    show("log ingestion", r.logs.result.ingestMBps, r.logs.baseline.workerMs, "MB/s");
+    show("log end to end p50", r.logs.result.endToEndMs.p50, r.logs.baseline.workerMs, "ms");
+  }
+  for (const s of r.state?.result ?? []) {
     const mb = s.bytes / MB;
-    show(`state write ${mb} MB`, s.writeMs, r.state.baseline.workerMs, "ms");
-    show(`state read ${mb} MB`, s.readMs, r.state.baseline.workerMs, "ms");
+    show(`state write ${mb} MB`, s.writeMs, r.state?.baseline.workerMs ?? 0, "ms");
+    show(`state read ${mb} MB`, s.readMs, r.state?.baseline.workerMs ?? 0, "ms");
   }
   const widths =
     rows[0]?.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? "").length))) ?? [];
   for (const row of rows) {
     process.stderr.write(`${row.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ")}\n`);
   }
-  process.stderr.write(
-    `first dispatch after the fleet connected: ${r.dispatch.map((d) => `${d.result.firstDispatchMs} ms (${d.result.agents} agents)`).join(", ")}\n`,
-  );
-  process.stderr.write(
-    `idle agent: ${r.idle.requestsPerAgentHourFromCycle} requests/h, ${r.idle.perAgentHour["d1.rowsWrittenTriggers"] ?? 0} D1 rows written/h\n`,
-  );
-  process.stderr.write(
-    `monthly (100 agents, 10,000 runs/day): $${r.monthly.outpost.totalUSD} vs 30 s polling $${r.monthly.polling30s.totalUSD}\n`,
-  );
+  if (r.dispatch.length > 0) {
+    process.stderr.write(
+      `first dispatch after the fleet connected: ${r.dispatch.map((d) => `${d.result.firstDispatchMs} ms (${d.result.agents} agents)`).join(", ")}\n`,
+    );
+  }
+  if (r.idle) {
+    process.stderr.write(
+      `idle agent: ${r.idle.requestsPerAgentHourFromCycle} requests/h, ${r.idle.perAgentHour["d1.rowsWrittenTriggers"] ?? 0} D1 rows written/h\n`,
+    );
+  }
+  if (r.monthly) {
+    process.stderr.write(
+      `monthly (100 agents, 10,000 runs/day): $${r.monthly.outpost.totalUSD} vs 30 s polling $${r.monthly.polling30s.totalUSD}\n`,
+    );
+  }
 }

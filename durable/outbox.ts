@@ -1,64 +1,52 @@
 /**
- * Delivery of job-ended events to `onJobEnded`, at least once. Events are written to the
- * `outbox` table in the same transaction as the job's end (see `endJob`); here each due event is
- * claimed, delivered, and deleted, or rescheduled with backoff when delivery throws.
+ * Hands the job endings the pool created on its own (alarm, lost agent, revoked token, retired
+ * pool) to the `JOB_EVENTS` queue, at least once. Each ending was written to the outbox in the
+ * same transaction that ended the job (`PoolStore.endJob`); here due events are claimed, sent
+ * in one batch and deleted, or kept for the alarm to retry with backoff when the send fails.
  */
+import type { PoolStore } from "./pool-store.ts";
 import type { JobEndedEvent } from "./pool-types.ts";
 import { outboxRetryDelayMs } from "./queue.ts";
 
-/** An event being delivered is not picked up again (by the alarm) for this long. */
+/** A claimed event is not picked up again (by the alarm) for this long. */
 const CLAIM_MS = 60_000;
+/** At most this many messages in one `sendBatch` (the queue's own limit is 100). */
 const BATCH = 100;
 
-type OutboxRow = { id: number; event: string; attempts: number };
+/** Where the events go: the `JOB_EVENTS` producer binding, or a stand-in in tests. */
+export type EventSink = { sendBatch(messages: { body: JobEndedEvent }[]): Promise<unknown> };
 
-/**
- * Delivers the due events (all of them with `ignoreSchedule`), oldest first. Returns how many
- * were delivered and how many failed; failures stay in the outbox for the alarm to retry.
- */
-export async function deliverDue(
-  sql: SqlStorage,
-  deliver: (event: JobEndedEvent) => Promise<void>,
-  options: { ignoreSchedule: boolean },
-): Promise<{ delivered: number; failed: number }> {
-  const now = Date.now();
-  const rows = options.ignoreSchedule
-    ? sql.exec<OutboxRow>(`SELECT id, event, attempts FROM outbox ORDER BY id LIMIT ${BATCH}`)
-    : sql.exec<OutboxRow>(
-        `SELECT id, event, attempts FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ${BATCH}`,
-        now,
-      );
-  const due = rows.toArray();
-  for (const row of due) {
-    sql.exec(
-      "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ?",
-      now + CLAIM_MS,
-      row.id,
-    );
-  }
-  let delivered = 0;
-  let failed = 0;
-  for (const row of due) {
+/** Sends every due event, oldest first. Returns how many were sent and how many wait for a retry. */
+export async function sendDue(
+  store: PoolStore,
+  sink: EventSink,
+  now: () => number,
+): Promise<{ sent: number; failed: number }> {
+  let sent = 0;
+  for (;;) {
+    const rows = store.claimEvents(now(), CLAIM_MS, BATCH);
+    if (rows.length === 0) {
+      return { sent, failed: 0 };
+    }
+    const ids = rows.map((row) => row.id);
     try {
-      await deliver(JSON.parse(row.event) as JobEndedEvent);
-      sql.exec("DELETE FROM outbox WHERE id = ?", row.id);
-      delivered++;
+      await sink.sendBatch(rows.map((row) => ({ body: JSON.parse(row.event) as JobEndedEvent })));
     } catch (err) {
-      failed++;
+      const attempts = Math.max(...rows.map((row) => row.attempts)) + 1;
+      store.retryEvents(ids, now() + outboxRetryDelayMs(attempts));
       console.error(
-        JSON.stringify({ level: "error", msg: "onJobEnded failed; will retry", err: String(err) }),
+        JSON.stringify({
+          level: "error",
+          msg: "job events not sent; will retry",
+          err: String(err),
+        }),
       );
-      sql.exec(
-        "UPDATE outbox SET next_attempt_at = ? WHERE id = ?",
-        Date.now() + outboxRetryDelayMs(row.attempts + 1),
-        row.id,
-      );
+      return { sent, failed: rows.length };
+    }
+    store.deleteEvents(ids);
+    sent += rows.length;
+    if (rows.length < BATCH) {
+      return { sent, failed: 0 };
     }
   }
-  return { delivered, failed };
-}
-
-/** True while any event waits for delivery. */
-export function hasPending(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM outbox LIMIT 1").toArray().length > 0;
 }

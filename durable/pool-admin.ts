@@ -1,37 +1,17 @@
 /**
  * The pool's registry changes: registering agents, goodbyes, revoked tokens and retiring the
- * whole pool. Synchronous, like `pool-ops.ts`, so each is one transaction.
+ * whole pool. Synchronous, like `pool-ops.ts`, so each is one transaction. Jobs these end reach
+ * the Worker through the outbox and the `JOB_EVENTS` queue.
  */
 import { newId } from "../src/db/ids.ts";
 import { loseAgent, type OpsContext, systemEnd } from "./pool-ops.ts";
-import { type AgentRow, endJob, getAgent, insertAgent, type JobRow } from "./pool-store.ts";
+import type { AgentRow } from "./pool-store.ts";
 import type { RegisterInput } from "./pool-types.ts";
 
 /** Registers an agent, online from now, under the token that authenticated it. */
 export function registerAgent(ctx: OpsContext, input: RegisterInput): string {
   const agentId = newId("agent");
-  insertAgent(
-    ctx.sql,
-    {
-      id: agentId,
-      token_id: input.tokenId,
-      name: input.name,
-      version: input.version,
-      os: input.os,
-      arch: input.arch,
-      capacity: input.capacity,
-      accepts: input.acceptedPhases.join(","),
-      isolation: input.isolation ?? null,
-      state: "online",
-      state_reason: null,
-      registered_at: ctx.now,
-      last_contact_at: ctx.now,
-      poll_held_until: null,
-      state_changed_at: ctx.now,
-      due_at: null,
-    },
-    ctx.settings,
-  );
+  ctx.store.insertAgent(agentId, input, ctx.now, ctx.settings);
   return agentId;
 }
 
@@ -45,40 +25,22 @@ export function sayGoodbye(ctx: OpsContext, agent: AgentRow, reason: string | nu
 
 /** The agents registered with a revoked token exit; returns their ids. */
 export function revokeTokenAgents(ctx: OpsContext, tokenId: string): string[] {
-  const ids = ctx.sql
-    .exec<{ id: string }>(
-      "SELECT id FROM agents WHERE token_id = ? AND state IN ('online', 'unknown')",
-      tokenId,
-    )
-    .toArray()
-    .map((row) => row.id);
-  for (const id of ids) {
-    const agent = getAgent(ctx.sql, id);
-    if (agent) {
-      const jobReason = `the token of agent ${id} was revoked while it ran this job`;
-      loseAgent(ctx, agent, "exited", "its agent token was revoked", jobReason);
-    }
+  const agents = ctx.store.liveAgentsOfToken(tokenId);
+  for (const agent of agents) {
+    const jobReason = `the token of agent ${agent.id} was revoked while it ran this job`;
+    loseAgent(ctx, agent, "exited", "its agent token was revoked", jobReason);
   }
-  return ids;
+  return agents.map((agent) => agent.id);
 }
 
 /** The pool is deleted: every unfinished job errors and every agent is exited. */
 export function retirePool(ctx: OpsContext): void {
-  const open = ctx.sql.exec<JobRow>("SELECT * FROM jobs WHERE state <> 'ended'").toArray();
-  for (const job of open) {
-    endJob(ctx.sql, job, systemEnd("errored", "the agent pool was deleted"), ctx.now);
+  for (const job of ctx.store.openJobs()) {
+    ctx.store.endJob(job, systemEnd("errored", "the agent pool was deleted"), ctx.now, true);
   }
-  ctx.sql.exec("UPDATE agents SET state = 'exited', state_reason = 'the agent pool was deleted'");
-  ctx.sql.exec("INSERT OR REPLACE INTO settings (key, value) VALUES ('retired', '1')");
-}
-
-/** Empties a retired pool's storage, keeping the undelivered events and the retired mark. */
-export function clearRetiredPool(sql: SqlStorage): void {
-  for (const table of ["agents", "jobs", "class_rounds", "workspace_rounds"]) {
-    sql.exec(`DELETE FROM ${table}`);
+  for (const agent of ctx.store.allAgents()) {
+    if (agent.state === "online" || agent.state === "unknown") {
+      ctx.store.setAgentState(agent, "exited", "the agent pool was deleted", ctx.now, ctx.settings);
+    }
   }
-}
-
-export function isRetired(sql: SqlStorage): boolean {
-  return sql.exec("SELECT 1 FROM settings WHERE key = 'retired'").toArray().length > 0;
 }

@@ -1,51 +1,38 @@
 /**
  * The pool's transitions: lease, start, heartbeat, finish, cancel, agent loss and the alarm's
- * sweep, composed from the row operations in `pool-store.ts`. Synchronous, so each runs as one
- * transaction inside the Durable Object's input gate.
+ * sweep, composed from the store's row operations. Synchronous, so each runs as one transaction
+ * inside the Durable Object's input gate. `ctx.now` is the object's injected clock.
  */
 
 import type { CancelRequest, ExitInstruction, RunningJob } from "@outpost/protocol";
 import { newId } from "../src/db/ids.ts";
 import { fail, ok, type Result } from "../src/lib/result.ts";
-import {
-  type AgentRow,
-  acceptedPhases,
-  agentJobs,
-  endJob,
-  getAgent,
-  getJob,
-  type JobRow,
-  leaseJob,
-  pickNext,
-  requeueJob,
-  setAgentState,
-  startJob,
-  toAgentView,
-  toJobView,
-} from "./pool-store.ts";
+import type { AgentRow, JobEnd, JobRow, PoolStore } from "./pool-store.ts";
 import type {
   AgentRef,
-  AgentView,
+  CancelOutcome,
+  FinishOutcome,
   FinishReport,
   JobView,
   LeasedJob,
-  PoolSettings,
-  WaitInfo,
-  WaitReason,
+  PollOutcome,
 } from "./pool-types.ts";
+import { acceptedPhases, endingOf, toJobView } from "./pool-views.ts";
 import {
   agentDueAt,
   agentTransition,
   classesForPhases,
   describeLostAgent,
+  type PoolSettings,
+  phaseTimeoutReason,
   unreportedGraceMs,
 } from "./queue.ts";
 
-export type OpsContext = { sql: SqlStorage; settings: PoolSettings; now: number };
+export type OpsContext = { store: PoolStore; settings: PoolSettings; now: number };
 
 /** The agent behind an agent-scoped call; another token's agent is as unknown as no agent. */
-export function resolveAgent(sql: SqlStorage, ref: AgentRef): AgentRow | null {
-  const agent = getAgent(sql, ref.agentId);
+export function resolveAgent(store: PoolStore, ref: AgentRef): AgentRow | null {
+  const agent = store.getAgent(ref.agentId);
   return agent && agent.token_id === ref.tokenId ? agent : null;
 }
 
@@ -70,17 +57,17 @@ export function tryLease(
   if (
     agent.state !== "online" ||
     nothingFor.has(agent.accepts) ||
-    agentJobs(ctx.sql, agent.id).length >= agent.capacity
+    ctx.store.agentJobs(agent.id).length >= agent.capacity
   ) {
     return null;
   }
-  const { job } = pickNext(ctx.sql, classesForPhases(acceptedPhases(agent)));
+  const { job } = ctx.store.pickNext(classesForPhases(acceptedPhases(agent)));
   if (!job) {
     nothingFor.add(agent.accepts);
     return null;
   }
   const leaseId = newId("lease");
-  leaseJob(ctx.sql, job, agent.id, leaseId, ctx.now, ctx.settings);
+  ctx.store.leaseJob(job, agent.id, leaseId, ctx.now, ctx.settings);
   return {
     jobId: job.job_id,
     leaseId,
@@ -89,16 +76,26 @@ export function tryLease(
     orgId: job.org_id,
     phase: job.phase,
     priorityClass: job.priority_class,
-    spec: JSON.parse(job.spec) as Record<string, unknown>,
+    spec: JSON.parse(job.spec) as LeasedJob["spec"],
     agentId: agent.id,
     leasedAt: ctx.now,
     startBy: ctx.now + ctx.settings.leaseStartTimeoutMs,
   };
 }
 
+/** How the pool itself (not an agent) ends a job. */
+export function systemEnd(outcome: "errored" | "canceled", reason: string, forced = false): JobEnd {
+  return { outcome, actor: "system", reason, exitCode: null, planSummary: null, forced };
+}
+
+/** How the pool ends a started job whose agent is gone: errored, marked as an agent loss. */
+function lostAgentEnd(reason: string): JobEnd {
+  return { ...systemEnd("errored", reason), agentLost: true };
+}
+
 /**
  * Takes an agent offline: its started jobs fail (never re-run: no double apply) with `jobReason`,
- * its leased-but-unstarted jobs go back to the queue untouched.
+ * its leased-but-unstarted jobs go back to the queue untouched. The endings go to the queue.
  */
 export function loseAgent(
   ctx: OpsContext,
@@ -108,78 +105,59 @@ export function loseAgent(
   jobReason: string,
   at: number = ctx.now,
 ): AgentRow {
-  for (const job of agentJobs(ctx.sql, agent.id)) {
+  for (const job of ctx.store.agentJobs(agent.id)) {
     if (job.state === "leased") {
-      requeueJob(ctx.sql, job.job_id);
+      ctx.store.requeueJob(job);
     } else {
-      endJob(ctx.sql, job, lostAgentEnd(jobReason), ctx.now);
+      ctx.store.endJob(job, lostAgentEnd(jobReason), ctx.now, true);
     }
   }
-  return setAgentState(ctx.sql, agent, state, reason, at, ctx.settings);
-}
-
-/** How the pool itself (not an agent) ends a job. */
-export function systemEnd(outcome: "errored" | "canceled", reason: string, forced = false) {
-  return {
-    outcome,
-    action: outcome === "errored" ? ("job.errored" as const) : ("job.canceled" as const),
-    actor: "system",
-    reason,
-    exitCode: null,
-    planSummary: null,
-    forced,
-  };
-}
-
-/** How the pool ends a started job whose agent is gone: errored, marked as an agent loss. */
-function lostAgentEnd(reason: string) {
-  return { ...systemEnd("errored", reason), agentLost: true };
+  return ctx.store.setAgentState(agent, state, reason, at, ctx.settings);
 }
 
 /** Every agent and job whose deadline has passed, handled in deadline order; idempotent. */
 export function sweepDue(ctx: OpsContext): void {
-  const agents = ctx.sql
-    .exec<AgentRow>("SELECT * FROM agents WHERE due_at <= ? ORDER BY due_at", ctx.now)
-    .toArray();
-  for (let agent of agents) {
-    for (;;) {
-      const due = agentDueAt(
-        {
-          state: agent.state,
-          lastContactAt: agent.last_contact_at,
-          pollHeldUntil: agent.poll_held_until,
-          stateChangedAt: agent.state_changed_at,
-        },
-        ctx.settings,
-      );
-      if (due > ctx.now) {
-        break;
-      }
-      const step = agentTransition(agent.state);
-      const lost = describeLostAgent(agent.id, agent.name, agent.last_contact_at);
-      if (step === "unknown") {
-        agent = setAgentState(ctx.sql, agent, "unknown", "missed heartbeats", due, ctx.settings);
-      } else if (step === "errored") {
-        agent = loseAgent(ctx, agent, "errored", lost, lost, due);
-      } else {
-        ctx.sql.exec("DELETE FROM agents WHERE id = ?", agent.id);
-        break;
-      }
+  for (const due of ctx.store.dueAgents(ctx.now)) {
+    sweepAgent(ctx, due);
+  }
+  for (const job of ctx.store.dueJobs(ctx.now)) {
+    if (job.state === "leased") {
+      ctx.store.requeueJob(job);
+    } else if (job.state === "started") {
+      const reason = phaseTimeoutReason(job.phase, job.timeout_ms);
+      ctx.store.endJob(job, systemEnd("errored", reason), ctx.now, true);
+    } else if (job.state === "ended") {
+      ctx.store.forgetJob(job.job_id);
     }
   }
-  const jobs = ctx.sql
-    .exec<JobRow>("SELECT * FROM jobs WHERE due_at <= ? ORDER BY due_at", ctx.now)
-    .toArray();
-  for (const job of jobs) {
-    if (job.state === "leased") {
-      requeueJob(ctx.sql, job.job_id);
-    } else if (job.state === "started") {
-      const limitMs =
-        job.phase === "apply" ? ctx.settings.applyTimeoutMs : ctx.settings.planTimeoutMs;
-      const reason = `${job.phase} ran longer than its ${Math.round(limitMs / 60_000)} minute limit`;
-      endJob(ctx.sql, job, systemEnd("errored", reason), ctx.now);
-    } else if (job.state === "ended") {
-      ctx.sql.exec("DELETE FROM jobs WHERE job_id = ? AND state = 'ended'", job.job_id);
+}
+
+/** Moves one overdue agent through every step it missed, each at the time it was due. */
+function sweepAgent(ctx: OpsContext, overdue: AgentRow): void {
+  let agent = overdue;
+  for (;;) {
+    const due = agentDueAt(
+      {
+        state: agent.state,
+        lastContactAt: agent.last_contact_at,
+        pollHeldUntil: agent.poll_held_until,
+        stateChangedAt: agent.state_changed_at,
+      },
+      ctx.settings,
+    );
+    if (due > ctx.now) {
+      return;
+    }
+    const step = agentTransition(agent.state);
+    if (step === "drop") {
+      ctx.store.dropAgent(agent.id);
+      return;
+    }
+    if (step === "unknown") {
+      agent = ctx.store.setAgentState(agent, "unknown", "missed heartbeats", due, ctx.settings);
+    } else {
+      const lost = describeLostAgent(agent.id, agent.name, agent.last_contact_at);
+      agent = loseAgent(ctx, agent, "errored", lost, lost, due);
     }
   }
 }
@@ -201,25 +179,25 @@ export function heartbeat(
   const cancel: CancelRequest[] = [];
   const listed = new Set<string>();
   for (const entry of running) {
-    const job = getJob(ctx.sql, entry.jobId);
+    const job = ctx.store.getJob(entry.jobId);
     if (holdsLease(job, agent, entry.leaseId) && job.state !== "ended") {
       listed.add(job.job_id);
       if (job.state === "started") {
-        ctx.sql.exec("UPDATE jobs SET reported_at = ? WHERE job_id = ?", ctx.now, job.job_id);
+        ctx.store.recordReport(job.job_id, ctx.now);
       }
       if (job.cancel_requested_at !== null) {
         cancel.push({ ...entry, mode: "graceful", reason: "cancel requested" });
       }
     } else {
-      const reason = job?.state === "ended" && holdsLease(job, agent, entry.leaseId);
+      const ended = job?.state === "ended" && holdsLease(job, agent, entry.leaseId);
       cancel.push({
         ...entry,
         mode: "force",
-        reason: reason ? (job?.reason ?? "the job has ended") : "lease lost",
+        reason: ended ? (job?.reason ?? "the job has ended") : "lease lost",
       });
     }
   }
-  for (const job of agentJobs(ctx.sql, agent.id)) {
+  for (const job of ctx.store.agentJobs(agent.id)) {
     const reportedAt = job.reported_at ?? job.started_at ?? ctx.now;
     if (
       job.state === "started" &&
@@ -227,7 +205,7 @@ export function heartbeat(
       reportedAt + unreportedGraceMs(ctx.settings) <= ctx.now
     ) {
       const reason = `agent ${agent.id} stopped reporting this job; last report ${new Date(reportedAt).toISOString()}`;
-      endJob(ctx.sql, job, lostAgentEnd(reason), ctx.now);
+      ctx.store.endJob(job, lostAgentEnd(reason), ctx.now, true);
     }
   }
   return cancel;
@@ -242,139 +220,102 @@ export function start(
   jobId: string,
   leaseId: string,
 ): Result<JobView, LeaseFailure> {
-  const job = getJob(ctx.sql, jobId);
+  const job = ctx.store.getJob(jobId);
   if (!job) {
     return fail("job_not_found");
   }
   if (!holdsLease(job, agent, leaseId) || (job.state !== "leased" && job.state !== "started")) {
     return fail("lease_lost");
   }
-  if (job.state === "leased") {
-    startJob(ctx.sql, job, ctx.now, ctx.settings);
-  }
-  return ok(toJobView(getJob(ctx.sql, jobId) ?? job));
+  return ok(
+    toJobView(job.state === "leased" ? ctx.store.startJob(job, ctx.now, ctx.settings) : job),
+  );
 }
 
-/** The agent's report that a job ended; a retry of the same finish answers the same. */
+/**
+ * The agent's report that a job ended. Answers the ending for the caller to apply; a retry of
+ * the same finish answers the same ending, so a caller that failed to apply it can again.
+ */
 export function finish(
   ctx: OpsContext,
   agent: AgentRow,
   jobId: string,
   leaseId: string,
   report: FinishReport,
-): Result<JobView, LeaseFailure> {
-  const job = getJob(ctx.sql, jobId);
+): Result<FinishOutcome, LeaseFailure> {
+  const job = ctx.store.getJob(jobId);
   if (!job) {
     return fail("job_not_found");
   }
-  if (!holdsLease(job, agent, leaseId)) {
+  if (!holdsLease(job, agent, leaseId) || (job.state === "ended" && job.ended_by !== agent.id)) {
     return fail("lease_lost");
   }
-  if (job.state === "ended") {
-    return job.ended_by === agent.id ? ok(toJobView(job)) : fail("lease_lost");
+  const row =
+    job.state === "ended"
+      ? job
+      : ctx.store.endJob(
+          job,
+          {
+            outcome: report.outcome,
+            actor: agent.id,
+            reason: report.message,
+            exitCode: report.exitCode,
+            planSummary: report.planSummary,
+            forced: false,
+          },
+          ctx.now,
+          false,
+        ).row;
+  const view = toJobView(row);
+  const ending = endingOf(view);
+  if (!ending) {
+    throw new Error(`job ${jobId} finished without an ending`);
   }
-  endJob(
-    ctx.sql,
-    job,
-    {
-      outcome: report.outcome,
-      action: "job.finished",
-      actor: agent.id,
-      reason: report.message,
-      exitCode: report.exitCode,
-      planSummary: report.planSummary,
-      forced: false,
-    },
-    ctx.now,
-  );
-  return ok(toJobView(getJob(ctx.sql, jobId) ?? job));
+  return ok({ job: view, ending });
 }
 
-/** Cancels a job: a queued or unstarted one ends now; a started one is asked, or forced. */
+/**
+ * Cancels a job: a queued or unstarted one ends now; a started one is asked, or forced. The
+ * ending, when this call made one, is answered for the caller to apply.
+ */
 export function cancel(
   ctx: OpsContext,
   jobId: string,
   force: boolean,
-): Result<JobView, "not_found"> {
-  const job = getJob(ctx.sql, jobId);
+): Result<CancelOutcome, "not_found"> {
+  const job = ctx.store.getJob(jobId);
   if (!job) {
     return fail("not_found");
   }
-  if (job.state === "queued" || job.state === "leased") {
-    endJob(ctx.sql, job, systemEnd("canceled", "canceled before it started"), ctx.now);
-  } else if (job.state === "started" && force) {
-    endJob(ctx.sql, job, systemEnd("canceled", "force-canceled", true), ctx.now);
-  } else if (job.state === "started" && job.cancel_requested_at === null) {
-    ctx.sql.exec("UPDATE jobs SET cancel_requested_at = ? WHERE job_id = ?", ctx.now, jobId);
+  const end =
+    job.state === "queued" || job.state === "leased"
+      ? systemEnd("canceled", "canceled before it started")
+      : job.state === "started" && force
+        ? systemEnd("canceled", "force-canceled", true)
+        : null;
+  if (end) {
+    const { ending, row } = ctx.store.endJob(job, end, ctx.now, false);
+    return ok({ job: toJobView(row), ending });
   }
-  return ok(toJobView(getJob(ctx.sql, jobId) ?? job));
+  if (job.state === "started" && job.cancel_requested_at === null) {
+    ctx.store.requestCancel(jobId, ctx.now);
+  }
+  return ok({ job: toJobView(ctx.store.getJob(jobId) ?? job), ending: null });
 }
 
-/** Agents still listed: offline ones drop out once the retention window has passed. */
-export function listedAgents(ctx: OpsContext): AgentView[] {
-  return ctx.sql
-    .exec<AgentRow>("SELECT * FROM agents ORDER BY registered_at, id")
-    .toArray()
-    .filter(
-      (agent) =>
-        (agent.state !== "errored" && agent.state !== "exited") ||
-        agent.last_contact_at + ctx.settings.retentionMs > ctx.now,
-    )
-    .map((agent) => toAgentView(agent, agentJobs(ctx.sql, agent.id)));
-}
-
-/** Why a job has not been picked up yet, in structured form. */
-export function waitInfo(ctx: OpsContext, jobId: string): Result<WaitInfo, "not_found"> {
-  const job = getJob(ctx.sql, jobId);
-  if (!job) {
-    return fail("not_found");
+/**
+ * A held poll ended. A hold that ran its course left the contact right (held until now); an
+ * early answer, or another poll of the same agent still held, records the contact now.
+ */
+export function endHold(
+  ctx: OpsContext,
+  agentId: string,
+  outcome: PollOutcome,
+  stillHeld: boolean,
+): void {
+  const after = ctx.store.getAgent(agentId);
+  if (after && (outcome.kind !== "none" || stillHeld)) {
+    const holdUntil = stillHeld ? after.poll_held_until : null;
+    ctx.store.touchAgent(after, ctx.now, holdUntil, ctx.settings);
   }
-  if (job.state === "leased") {
-    return ok({
-      state: "leased",
-      agentId: job.agent_id ?? "",
-      startBy: (job.leased_at ?? ctx.now) + ctx.settings.leaseStartTimeoutMs,
-    });
-  }
-  if (job.state !== "queued") {
-    return ok({ state: job.state, agentId: job.agent_id });
-  }
-  const ahead = ctx.sql
-    .exec<{ n: number }>(
-      "SELECT COUNT(*) AS n FROM jobs WHERE state = 'queued' AND (priority_class, round, seq) < (?, ?, ?)",
-      job.priority_class,
-      job.round,
-      job.seq,
-    )
-    .one().n;
-  const queueLength = ctx.sql
-    .exec<{ n: number }>("SELECT COUNT(*) AS n FROM jobs WHERE state = 'queued'")
-    .one().n;
-  return ok({
-    state: "queued",
-    position: ahead + 1,
-    queueLength,
-    reason: reasonFor(ctx, job, ahead),
-  });
-}
-
-function reasonFor(ctx: OpsContext, job: JobRow, ahead: number): WaitReason {
-  const agents = listedAgents(ctx);
-  if (agents.length === 0) {
-    return { kind: "no_agents_registered" };
-  }
-  const online = agents.filter((a) => a.status === "idle" || a.status === "busy");
-  if (online.length === 0) {
-    const lastContactAt = Math.max(...agents.map((a) => a.lastContactAt));
-    return { kind: "no_agents_online", registered: agents.length, lastContactAt };
-  }
-  const accepting = online.filter((a) => a.acceptedPhases.includes(job.phase));
-  if (accepting.length === 0) {
-    return { kind: "no_agent_accepts_phase", phase: job.phase, online: online.length };
-  }
-  if (accepting.every((a) => a.runningJobs.length >= a.capacity)) {
-    const runningJobs = accepting.reduce((sum, a) => sum + a.runningJobs.length, 0);
-    return { kind: "all_agents_busy", agents: accepting.length, runningJobs };
-  }
-  return { kind: "behind_other_jobs", ahead };
 }

@@ -11,9 +11,13 @@ import {
   type ExitInstruction,
   JobId,
   JobPhase,
-  type PlanSummary,
+  JobSpec,
+  PlanSummary,
 } from "@outpost/protocol";
 import { z } from "zod";
+import type { JobState } from "./queue.ts";
+
+export type { JobState, PoolSettings } from "./queue.ts";
 
 /** A job as the run service hands it to the pool. `spec` is returned to the agent at lease time. */
 export const QueuedJob = z
@@ -25,7 +29,9 @@ export const QueuedJob = z
     phase: JobPhase,
     /** 0 apply, 1 plan, 2 speculative plan. */
     priorityClass: z.union([z.literal(0), z.literal(1), z.literal(2)]),
-    spec: z.record(z.string(), z.unknown()),
+    spec: JobSpec,
+    /** How long the job may run once started before the pool ends it `errored`. */
+    timeoutMs: z.int().positive(),
   })
   .refine((job) => job.jobId === `${job.runId}:${job.phase}`, "jobId must be <runId>:<phase>")
   .refine(
@@ -34,8 +40,8 @@ export const QueuedJob = z
   );
 export type QueuedJob = z.infer<typeof QueuedJob>;
 
-export type JobState = "queued" | "leased" | "started" | "ended";
-export type EndOutcome = "succeeded" | "failed" | "canceled" | "errored";
+export const EndOutcome = z.enum(["succeeded", "failed", "canceled", "errored"]);
+export type EndOutcome = z.infer<typeof EndOutcome>;
 
 /** A job as the pool knows it. Times are ms since the epoch. */
 export type JobView = {
@@ -53,13 +59,21 @@ export type JobView = {
   startedAt: number | null;
   cancelRequestedAt: number | null;
   endedAt: number | null;
+  /** The agent id when its agent ended it, "system" when the pool or a cancel did. */
+  endedBy: string | null;
   outcome: EndOutcome | null;
   exitCode: number | null;
   reason: string | null;
   planSummary: PlanSummary | null;
+  forced: boolean;
+  timeoutMs: number;
+  /** True when the pool ended the started job because its agent was lost. */
+  agentLost: boolean;
+  /** What the job runs, as the run service queued it. */
+  spec: JobSpec;
 };
 
-/** What the agent route gets from a successful lease, and what `onJobLeased` turns into a JobAssignment. */
+/** What a successful lease hands the run service, which turns it into a `JobAssignment`. */
 export type LeasedJob = {
   jobId: string;
   leaseId: string;
@@ -68,39 +82,47 @@ export type LeasedJob = {
   orgId: string;
   phase: JobPhase;
   priorityClass: 0 | 1 | 2;
-  spec: Record<string, unknown>;
+  spec: JobSpec;
   agentId: string;
   leasedAt: number;
   /** The start acknowledgement deadline. */
   startBy: number;
 };
 
-/** Handed to `onJobEnded` whenever a job ends, whoever ended it. */
-export type JobEndedEvent = {
-  jobId: string;
-  runId: string;
-  workspaceId: string;
-  orgId: string;
-  phase: JobPhase;
+/**
+ * How a job ended, whoever ended it. The pool answers it to the call that ended the job (an
+ * agent's finish, a cancel) and sends every other ending (alarm, lost agent, revoked token,
+ * retired pool) as a message on the `JOB_EVENTS` queue; the Worker applies it to the run.
+ */
+export const JobEndedEvent = z.object({
+  jobId: JobId,
+  runId: z.string(),
+  workspaceId: z.string(),
+  orgId: z.string(),
+  phase: JobPhase,
   /** Reported by the agent (succeeded/failed/canceled), canceled by the run service, or errored. */
-  outcome: EndOutcome;
+  outcome: EndOutcome,
   /** `job.finished` (by its agent), `job.errored` (by the pool), `job.canceled` (by cancelJob). */
-  action: "job.finished" | "job.errored" | "job.canceled";
+  action: z.enum(["job.finished", "job.errored", "job.canceled"]),
   /** The agent id when the agent ended it, else "system". */
-  actor: string;
-  agentId: string | null;
-  reason: string | null;
-  exitCode: number | null;
-  planSummary: PlanSummary | null;
+  actor: z.string(),
+  agentId: z.string().nullable(),
+  reason: z.string().nullable(),
+  exitCode: z.int().nullable(),
+  planSummary: PlanSummary.nullable(),
   /** True when a started job was force-canceled. */
-  forced: boolean;
+  forced: z.boolean(),
   /**
    * True when the pool ended a started job because its agent was lost (errored, exited, its
-   * token revoked, or it stopped reporting the job); absent in events from before this field.
+   * token revoked, or it stopped reporting the job); absent in events queued before this field.
    */
-  agentLost?: boolean;
-  endedAt: number;
-};
+  agentLost: z.boolean().optional(),
+  endedAt: z.number(),
+  /** The run's operation and kind as its job's spec says: where a finished plan leads. */
+  operation: JobSpec.shape.operation,
+  isSpeculative: z.boolean(),
+});
+export type JobEndedEvent = z.infer<typeof JobEndedEvent>;
 
 export type AgentView = {
   id: string;
@@ -133,16 +155,6 @@ export type WaitInfo =
   | { state: "leased"; agentId: string; startBy: number }
   | { state: "started" | "ended"; agentId: string | null };
 
-/** Liveness and lease settings of one pool. */
-export type PoolSettings = {
-  unknownAfterMs: number;
-  erroredAfterMs: number;
-  retentionMs: number;
-  leaseStartTimeoutMs: number;
-  planTimeoutMs: number;
-  applyTimeoutMs: number;
-};
-
 export type RegisterInput = {
   tokenId: string;
   name: string | null;
@@ -155,6 +167,14 @@ export type RegisterInput = {
   isolation?: AgentIsolation | null;
 };
 
+/** What a registered agent is told: its id and the intervals it keeps. */
+export type RegisterOutcome = {
+  agentId: string;
+  heartbeatIntervalSeconds: number;
+  pollWaitSeconds: number;
+  leaseStartTimeoutSeconds: number;
+};
+
 /** The agent's own identity on every agent-scoped call. */
 export type AgentRef = { agentId: string; tokenId: string };
 
@@ -162,6 +182,12 @@ export type PollOutcome =
   | { kind: "job"; job: LeasedJob }
   | { kind: "none" }
   | { kind: "exit"; exit: ExitInstruction };
+
+/** A cancel's answer: the job, and its ending when this call ended it. */
+export type CancelOutcome = { job: JobView; ending: JobEndedEvent | null };
+
+/** A finish's answer: the job and its ending (the same again for a repeated finish). */
+export type FinishOutcome = { job: JobView; ending: JobEndedEvent };
 
 export type HeartbeatOutcome = {
   cancel: CancelRequest[];

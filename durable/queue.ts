@@ -1,17 +1,24 @@
 /**
- * Pure queue ordering and lease math of an agent pool; no storage, no clock. The Durable Object
- * and the reference model in the tests both follow these rules (docs/queue.md says them in words).
+ * Pure rules of an agent pool: queue order, the job and agent state machines, and every
+ * deadline. No storage and no clock: the Durable Object passes `now` in. The object and the
+ * reference model in the tests both follow these rules (docs/queue.md says them in words).
  */
 import type { AgentStatus, JobPhase } from "@outpost/protocol";
-import type { PoolSettings } from "./pool-types.ts";
+import { fail, ok, type Result } from "../src/lib/result.ts";
+
+/** Liveness and lease settings of one pool (the phase timeout travels with each job). */
+export type PoolSettings = {
+  unknownAfterMs: number;
+  erroredAfterMs: number;
+  retentionMs: number;
+  leaseStartTimeoutMs: number;
+};
 
 export const DEFAULT_POOL_SETTINGS: PoolSettings = {
   unknownAfterMs: 30_000,
   erroredAfterMs: 5 * 60_000,
   retentionMs: 2 * 3_600_000,
   leaseStartTimeoutMs: 30_000,
-  planTimeoutMs: 2 * 3_600_000,
-  applyTimeoutMs: 24 * 3_600_000,
 };
 
 export const HEARTBEAT_INTERVAL_SECONDS = 10;
@@ -19,7 +26,29 @@ export const HEARTBEAT_INTERVAL_SECONDS = 10;
 export const ENDED_JOB_RETENTION_MS = 7 * 24 * 3_600_000;
 const OUTBOX_MAX_DELAY_MS = 10 * 60_000;
 
+export type JobState = "queued" | "leased" | "started" | "ended";
 export type AgentState = "online" | "unknown" | "errored" | "exited";
+
+/**
+ * The job state machine, from → the states it may move to. A lease not started goes back to
+ * `queued`; a started job never does (no double apply): it can only end.
+ */
+const JOB_MOVES: Record<JobState, readonly JobState[]> = {
+  queued: ["leased", "ended"],
+  leased: ["queued", "started", "ended"],
+  started: ["ended"],
+  ended: [],
+};
+
+/** Whether a job may move `from → to`; every write of a job's state goes through it. */
+export function canMoveJob(from: JobState, to: JobState): boolean {
+  return JOB_MOVES[from].includes(to);
+}
+
+/** Checks one job transition; a refused one is a bug in the caller, never a user error. */
+export function moveJob(from: JobState, to: JobState): Result<JobState, "invalid_transition"> {
+  return canMoveJob(from, to) ? ok(to) : fail("invalid_transition");
+}
 
 /** The queue classes an agent may take from, in the order they are served (apply first). */
 export function classesForPhases(phases: readonly JobPhase[]): (0 | 1 | 2)[] {
@@ -90,11 +119,12 @@ export function agentStatus(state: AgentState, activeJobs: number): AgentStatus 
 }
 
 export type JobClock = {
-  state: "queued" | "leased" | "started" | "ended";
-  phase: JobPhase;
+  state: JobState;
   leasedAt: number | null;
   startedAt: number | null;
   endedAt: number | null;
+  /** The job's phase timeout, fixed by the run service when it queued the job. */
+  timeoutMs: number;
 };
 
 /**
@@ -108,13 +138,33 @@ export function jobDueAt(job: JobClock, settings: PoolSettings): number | null {
     case "leased":
       return (job.leasedAt ?? 0) + settings.leaseStartTimeoutMs;
     case "started":
-      return (
-        (job.startedAt ?? 0) +
-        (job.phase === "apply" ? settings.applyTimeoutMs : settings.planTimeoutMs)
-      );
+      return (job.startedAt ?? 0) + job.timeoutMs;
     case "ended":
       return (job.endedAt ?? 0) + ENDED_JOB_RETENTION_MS;
   }
+}
+
+/**
+ * Why a phase was stopped at its timeout. The pool and the reconciler both say it with this
+ * function, so a run reads the same whichever of them got there first.
+ */
+export function phaseTimeoutReason(phase: JobPhase, timeoutMs: number): string {
+  return `${phase} ran longer than its ${describeDuration(timeoutMs)} limit`;
+}
+
+/** A duration in the largest whole unit that states it exactly: "2 hours", "90 seconds". */
+function describeDuration(ms: number): string {
+  const units = [
+    ["hour", 3_600_000],
+    ["minute", 60_000],
+  ] as const;
+  for (const [name, size] of units) {
+    if (ms >= size && ms % size === 0) {
+      return `${ms / size} ${name}${ms === size ? "" : "s"}`;
+    }
+  }
+  const seconds = Math.round(ms / 1000);
+  return `${seconds} second${seconds === 1 ? "" : "s"}`;
 }
 
 /**
@@ -125,7 +175,7 @@ export function unreportedGraceMs(settings: PoolSettings): number {
   return settings.unknownAfterMs;
 }
 
-/** Capped exponential backoff for redelivering a job-ended event. */
+/** Capped exponential backoff for handing a job-ended event to the queue again. */
 export function outboxRetryDelayMs(attempts: number): number {
   return Math.min(OUTBOX_MAX_DELAY_MS, 1_000 * 2 ** Math.min(attempts, 20));
 }

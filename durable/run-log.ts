@@ -1,7 +1,9 @@
 /**
- * RunLog: one Durable Object per job, holding its log while the job runs so that log traffic never
- * touches the pool's object. Chunks live in SQLite until the job ends; then the whole log becomes
- * one R2 object and the chunks are dropped.
+ * RunLog: one Durable Object per workspace, holding the logs of its jobs while they run so that
+ * log traffic never touches the pool's object. Every method names the job; each job's chunks live
+ * in SQLite until it ends, then its whole log becomes one R2 object and the chunks are dropped.
+ * One object per workspace rather than per job: a new object (a new SQLite database) for every
+ * job was the largest fixed cost of a run's cycle.
  */
 import { DurableObject } from "cloudflare:workers";
 import { decideAppend, type LogState } from "./log-math.ts";
@@ -39,19 +41,22 @@ export class RunLog extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     void ctx.blockConcurrencyWhile(async () => {
-      this.sql.exec(`CREATE TABLE IF NOT EXISTS meta (
-        id INTEGER PRIMARY KEY CHECK (id = 1), job_id TEXT NOT NULL, lease_id TEXT,
+      this.sql.exec(`CREATE TABLE IF NOT EXISTS logs (
+        job_id TEXT PRIMARY KEY, lease_id TEXT,
         received INTEGER NOT NULL DEFAULT 0, stored INTEGER NOT NULL DEFAULT 0,
         is_truncated INTEGER NOT NULL DEFAULT 0, is_final INTEGER NOT NULL DEFAULT 0,
         object_key TEXT)`);
       this.sql.exec(`CREATE TABLE IF NOT EXISTS chunks (
-        pos INTEGER PRIMARY KEY, agent_offset INTEGER, data BLOB NOT NULL)`);
-      this.sql.exec("CREATE INDEX IF NOT EXISTS chunks_agent_offset ON chunks (agent_offset)");
+        job_id TEXT NOT NULL, pos INTEGER NOT NULL, agent_offset INTEGER, data BLOB NOT NULL,
+        PRIMARY KEY (job_id, pos)) WITHOUT ROWID`);
+      this.sql.exec(
+        "CREATE INDEX IF NOT EXISTS chunks_agent_offset ON chunks (job_id, agent_offset)",
+      );
     });
   }
 
-  private meta(): Meta | null {
-    const row = this.sql.exec("SELECT * FROM meta WHERE id = 1").toArray()[0];
+  private meta(jobId: string): Meta | null {
+    const row = this.sql.exec("SELECT * FROM logs WHERE job_id = ?", jobId).toArray()[0];
     if (!row) {
       return null;
     }
@@ -72,13 +77,13 @@ export class RunLog extends DurableObject<Env> {
   }
 
   /**
-   * Makes `leaseId` the only lease that may append (called when the job is leased). Idempotent;
-   * a log that has ended stays ended.
+   * Makes `leaseId` the only lease that may append to the job's log (called when the job is
+   * leased). Idempotent; a log that has ended stays ended.
    */
   async open(jobId: string, leaseId: string): Promise<void> {
     this.sql.exec(
-      `INSERT INTO meta (id, job_id, lease_id) VALUES (1, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET lease_id = excluded.lease_id WHERE is_final = 0`,
+      `INSERT INTO logs (job_id, lease_id) VALUES (?, ?)
+       ON CONFLICT (job_id) DO UPDATE SET lease_id = excluded.lease_id WHERE is_final = 0`,
       jobId,
       leaseId,
     );
@@ -88,13 +93,18 @@ export class RunLog extends DurableObject<Env> {
    * Appends `data` at the agent's byte `offset`. A gap or overlap answers `range_mismatch` with
    * the length held, so the agent resumes exactly; an exact retry is acknowledged again.
    */
-  async append(leaseId: string, offset: number, data: Uint8Array): Promise<AppendResult> {
-    const meta = this.meta();
+  async append(
+    jobId: string,
+    leaseId: string,
+    offset: number,
+    data: Uint8Array,
+  ): Promise<AppendResult> {
+    const meta = this.meta(jobId);
     if (!meta || meta.isFinal || meta.leaseId !== leaseId) {
       return { ok: false, reason: "lease_lost" };
     }
     const previous = this.sql
-      .exec("SELECT data FROM chunks WHERE agent_offset = ?", offset)
+      .exec("SELECT data FROM chunks WHERE job_id = ? AND agent_offset = ?", jobId, offset)
       .toArray()[0];
     const isExactRetry =
       previous !== undefined && equalBytes(new Uint8Array(previous.data as ArrayBuffer), data);
@@ -108,7 +118,8 @@ export class RunLog extends DurableObject<Env> {
     let stored = meta.stored;
     if (decision.keep > 0) {
       this.sql.exec(
-        "INSERT INTO chunks (pos, agent_offset, data) VALUES (?, ?, ?)",
+        "INSERT INTO chunks (job_id, pos, agent_offset, data) VALUES (?, ?, ?, ?)",
+        jobId,
         stored,
         offset,
         data.subarray(0, decision.keep),
@@ -118,7 +129,8 @@ export class RunLog extends DurableObject<Env> {
     if (decision.marker) {
       const marker = new TextEncoder().encode(decision.marker);
       this.sql.exec(
-        "INSERT INTO chunks (pos, agent_offset, data) VALUES (?, NULL, ?)",
+        "INSERT INTO chunks (job_id, pos, agent_offset, data) VALUES (?, ?, NULL, ?)",
+        jobId,
         stored,
         marker,
       );
@@ -126,21 +138,22 @@ export class RunLog extends DurableObject<Env> {
     }
     const received = meta.received + data.byteLength;
     this.sql.exec(
-      "UPDATE meta SET received = ?, stored = ?, is_truncated = ? WHERE id = 1",
+      "UPDATE logs SET received = ?, stored = ?, is_truncated = ? WHERE job_id = ?",
       received,
       stored,
       decision.marker || meta.isTruncated ? 1 : 0,
+      jobId,
     );
     return { ok: true, received };
   }
 
   /**
-   * Bytes from `offset` (at most 1 MiB), live while the job runs and from R2 after it ended.
+   * The job's bytes from `offset` (at most 1 MiB), live while it runs and from R2 after it ended.
    * Either way the object holds one window of at most `maxBytes` (plus the chunks it overlaps),
    * never the rest of the log: readers follow `nextOffset`.
    */
-  async read(offset: number, maxBytes = MAX_READ_BYTES): Promise<ReadResult> {
-    const meta = this.meta();
+  async read(jobId: string, offset: number, maxBytes = MAX_READ_BYTES): Promise<ReadResult> {
+    const meta = this.meta(jobId);
     const limit = Math.min(Math.max(1, maxBytes), MAX_READ_BYTES);
     if (!meta) {
       return { data: new Uint8Array(), nextOffset: 0, isComplete: false };
@@ -158,19 +171,21 @@ export class RunLog extends DurableObject<Env> {
       const nextOffset = start + data.byteLength;
       return { data, nextOffset, isComplete: nextOffset >= meta.stored };
     }
-    return this.readLive(start, Math.min(limit, meta.stored - start));
+    return this.readLive(jobId, start, Math.min(limit, meta.stored - start));
   }
 
   /**
-   * Up to `length` bytes from `start` while the job runs. Chunks hold contiguous positions, so
-   * only the chunk holding `start` and those starting before `start + length` are read, each
-   * cut down in SQL to the bytes the answer needs: one window in memory, however long the log.
+   * Up to `length` bytes of the job's log from `start` while it runs. Chunks hold contiguous
+   * positions, so only the chunk holding `start` and those starting before `start + length` are
+   * read, each cut down in SQL to the bytes the answer needs: one window in memory, however long
+   * the log.
    */
-  private readLive(start: number, length: number): ReadResult {
+  private readLive(jobId: string, start: number, length: number): ReadResult {
     const end = start + Math.max(0, length);
     const first = this.sql
       .exec<{ pos: number }>(
-        "SELECT pos FROM chunks WHERE pos <= ? ORDER BY pos DESC LIMIT 1",
+        "SELECT pos FROM chunks WHERE job_id = ? AND pos <= ? ORDER BY pos DESC LIMIT 1",
+        jobId,
         start,
       )
       .toArray()[0];
@@ -181,10 +196,11 @@ export class RunLog extends DurableObject<Env> {
       .exec<{ piece: ArrayBuffer }>(
         `SELECT substr(data, max(?1 - pos, 0) + 1, min(pos + length(data), ?2) - max(pos, ?1))
            AS piece
-         FROM chunks WHERE pos >= ?3 AND pos < ?2 ORDER BY pos`,
+         FROM chunks WHERE job_id = ?4 AND pos >= ?3 AND pos < ?2 ORDER BY pos`,
         start,
         end,
         first.pos,
+        jobId,
       )
       .toArray();
     const parts = rows.map((row) => new Uint8Array(row.piece));
@@ -193,13 +209,19 @@ export class RunLog extends DurableObject<Env> {
   }
 
   /**
-   * Ends the log: writes it as one R2 object at `objectKey`, drops the chunks, and refuses
-   * further appends. Idempotent; safe to call for a job that never logged.
+   * Ends the job's log: writes it as one R2 object at `objectKey`, drops its chunks, and refuses
+   * further appends. Idempotent; safe to call for a job that never logged (no object then).
    */
   async finish(jobId: string, objectKey: string): Promise<{ stored: number }> {
-    const meta = this.meta() ?? { stored: 0, isFinal: false };
+    const meta = this.meta(jobId) ?? { stored: 0, isFinal: false };
     if (meta.isFinal) {
       return { stored: meta.stored };
+    }
+    if (meta.stored === 0) {
+      // Nothing was logged (a job canceled before it started, a silent one): no object to store,
+      // and a read of the final log answers complete with no bytes.
+      this.markFinal(jobId, null);
+      return { stored: 0 };
     }
     const { readable, writable } = new FixedLengthStream(meta.stored);
     const write = (async () => {
@@ -208,7 +230,11 @@ export class RunLog extends DurableObject<Env> {
       // Page through the chunks so the whole log is never in memory at once.
       for (;;) {
         const rows = this.sql
-          .exec("SELECT pos, data FROM chunks WHERE pos >= ? ORDER BY pos LIMIT 16", pos)
+          .exec(
+            "SELECT pos, data FROM chunks WHERE job_id = ? AND pos >= ? ORDER BY pos LIMIT 16",
+            jobId,
+            pos,
+          )
           .toArray();
         if (rows.length === 0) {
           break;
@@ -222,14 +248,18 @@ export class RunLog extends DurableObject<Env> {
       await writer.close();
     })();
     await Promise.all([this.env.BLOBS.put(objectKey, readable), write]);
+    this.markFinal(jobId, objectKey);
+    this.sql.exec("DELETE FROM chunks WHERE job_id = ?", jobId);
+    return { stored: meta.stored };
+  }
+
+  private markFinal(jobId: string, objectKey: string | null): void {
     this.sql.exec(
-      `INSERT INTO meta (id, job_id, is_final, object_key) VALUES (1, ?, 1, ?)
-       ON CONFLICT (id) DO UPDATE SET is_final = 1, lease_id = NULL, object_key = excluded.object_key`,
+      `INSERT INTO logs (job_id, is_final, object_key) VALUES (?, 1, ?)
+       ON CONFLICT (job_id) DO UPDATE SET is_final = 1, lease_id = NULL, object_key = excluded.object_key`,
       jobId,
       objectKey,
     );
-    this.sql.exec("DELETE FROM chunks");
-    return { stored: meta.stored };
   }
 }
 

@@ -1,11 +1,11 @@
 /**
- * The AgentPool Durable Object's SQLite schema, applied in its constructor. Times are integer ms
- * since the epoch. `due_at` columns hold the next deadline of a row so the one alarm is the
- * minimum over three indexes.
+ * The AgentPool Durable Object's SQLite schema, as statements the store (`pool-store.ts`) applies
+ * in the object's constructor. Times are integer ms since the epoch. `due_at` columns hold the
+ * next deadline of a row so the one alarm is the minimum over three indexes.
  */
 
-/** Bump with any change below; a later version upgrades rows written under an earlier one. */
-export const SCHEMA_VERSION = 3;
+/** Bump with any change below, and add the statements that bring older storage up to it. */
+export const SCHEMA_VERSION = 4;
 
 export const SCHEMA_STATEMENTS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -56,7 +56,9 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
     exit_code INTEGER,
     reason TEXT,
     plan_summary TEXT,
-    due_at INTEGER
+    due_at INTEGER,
+    timeout_ms INTEGER NOT NULL,
+    agent_lost INTEGER NOT NULL DEFAULT 0
   )`,
   // The queue order: class, fair-share round, arrival. Only queued rows are in it.
   `CREATE INDEX IF NOT EXISTS jobs_queue_idx ON jobs (priority_class, round, seq) WHERE state = 'queued'`,
@@ -69,7 +71,7 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
     next_round INTEGER NOT NULL,
     PRIMARY KEY (priority_class, workspace_id)
   ) WITHOUT ROWID`,
-  // Job-ended events not yet delivered to onJobEnded; retried by the alarm until they land.
+  // Job-ended events the pool created on its own, not yet handed to the JOB_EVENTS queue.
   `CREATE TABLE IF NOT EXISTS outbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     event TEXT NOT NULL,
@@ -79,60 +81,19 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
   `CREATE INDEX IF NOT EXISTS outbox_due_idx ON outbox (next_attempt_at)`,
 ];
 
-/** Changes to tables an earlier version created, applied once to objects older than `version`. */
-const UPGRADES: readonly { version: number; statement: string }[] = [
-  // Version 3: agents report how they confine jobs (null for rows written before).
-  { version: 3, statement: "ALTER TABLE agents ADD COLUMN isolation TEXT" },
-];
-
-/** The schema version an existing object was written with; null for a new, empty object. */
-function storedVersion(sql: SqlStorage): number | null {
-  const hasSettings = sql
-    .exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'settings'")
-    .toArray();
-  if (hasSettings.length === 0) {
-    return null;
-  }
-  const row = sql
-    .exec<{ value: string }>("SELECT value FROM settings WHERE key = 'schema_version'")
-    .toArray()[0];
-  return row === undefined ? null : Number(row.value);
-}
-
 /**
- * Every column holding a point in time, per table. Tests shift them all back by the same amount
- * to make time pass without sleeping.
+ * Statements that upgrade storage written under an older schema version, by the version they
+ * lead to. Version 3 gave every job its own phase timeout; older jobs get the timeouts that were
+ * fixed then (plan 2 h, apply 24 h). Version 4 records how each agent confines its jobs (null
+ * for agents registered before) and marks jobs the pool ended because their agent was lost.
  */
-export const TIME_COLUMNS: Readonly<Record<string, readonly string[]>> = {
-  agents: ["registered_at", "last_contact_at", "poll_held_until", "state_changed_at", "due_at"],
-  jobs: [
-    "enqueued_at",
-    "leased_at",
-    "started_at",
-    "reported_at",
-    "cancel_requested_at",
-    "ended_at",
-    "due_at",
+export const UPGRADES: Readonly<Record<number, readonly string[]>> = {
+  3: [
+    "ALTER TABLE jobs ADD COLUMN timeout_ms INTEGER NOT NULL DEFAULT 7200000",
+    "UPDATE jobs SET timeout_ms = 86400000 WHERE phase = 'apply'",
   ],
-  outbox: ["next_attempt_at"],
+  4: [
+    "ALTER TABLE agents ADD COLUMN isolation TEXT",
+    "ALTER TABLE jobs ADD COLUMN agent_lost INTEGER NOT NULL DEFAULT 0",
+  ],
 };
-
-/**
- * Creates the schema if missing and records its version (DO SQLite refuses `PRAGMA user_version`,
- * so the version lives in `settings`). Synchronous, so the constructor applies it in one gate.
- */
-export function applySchema(sql: SqlStorage): void {
-  const stored = storedVersion(sql);
-  for (const statement of SCHEMA_STATEMENTS) {
-    sql.exec(statement);
-  }
-  for (const upgrade of UPGRADES) {
-    if (stored !== null && stored < upgrade.version) {
-      sql.exec(upgrade.statement);
-    }
-  }
-  sql.exec(
-    "INSERT INTO settings (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    String(SCHEMA_VERSION),
-  );
-}

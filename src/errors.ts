@@ -1,33 +1,17 @@
 /**
- * The one error model of the HTTP edge: a closed set of codes, each with one status, and one JSON
- * envelope `{ "error": { "code", "message", "requestId" } }` written by {@link handleError}.
+ * The one error model of the HTTP edge: the closed set of codes and the envelope of
+ * `@outpost/protocol`, each code with one status, written by {@link handleError}.
  */
 
-import { z } from "@hono/zod-openapi";
+import type { z } from "@hono/zod-openapi";
+import {
+  type ErrorCode,
+  type ErrorEnvelope as ErrorEnvelopeBody,
+  ErrorEnvelope as ProtocolErrorEnvelope,
+} from "@outpost/protocol";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-
-export const ErrorCode = z.enum([
-  "BAD_REQUEST",
-  "UNAUTHORIZED",
-  "TOKEN_REVOKED",
-  "FORBIDDEN",
-  "NOT_FOUND",
-  "METHOD_NOT_ALLOWED",
-  "CONFLICT",
-  "LEASE_LOST",
-  "GONE",
-  "LENGTH_REQUIRED",
-  "PAYLOAD_TOO_LARGE",
-  "UNSUPPORTED_MEDIA_TYPE",
-  "RANGE_NOT_SATISFIABLE",
-  "LOCKED",
-  "RATE_LIMITED",
-  "INTERNAL",
-  "UNAVAILABLE",
-]);
-export type ErrorCode = z.infer<typeof ErrorCode>;
 
 /** Maps every code to its HTTP status; exhaustive, so a new code cannot be forgotten. */
 export function codeToStatus(code: ErrorCode): ContentfulStatusCode {
@@ -92,20 +76,10 @@ function statusToCode(status: number): ErrorCode {
   }
 }
 
-export const ErrorEnvelope = z
-  .object({
-    error: z.object({
-      code: ErrorCode,
-      message: z.string(),
-      requestId: z.string(),
-      /** Field-level detail for validation failures. */
-      issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-      /** Extra machine-readable detail, e.g. the workspaces that hold a pool. */
-      details: z.record(z.string(), z.unknown()).optional(),
-    }),
-  })
-  .openapi("Error");
-export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+/** The envelope as the OpenAPI document names it (`#/components/schemas/Error`). */
+export const ErrorEnvelope = ProtocolErrorEnvelope.meta({ id: "Error" });
+export type ErrorEnvelope = ErrorEnvelopeBody;
+export type { ErrorCode };
 
 export type ValidationIssue = { path: string; message: string };
 
@@ -149,7 +123,7 @@ export function zodIssues(error: z.ZodError, prefix: string): ValidationIssue[] 
 /** Builds the envelope response for an error; used by onError, notFound and hooks. */
 export function errorResponse(c: Context, err: ApiError): Response {
   const requestId = c.get("requestId") ?? "unknown";
-  const body: ErrorEnvelope = {
+  const body: ErrorEnvelopeBody = {
     error: {
       code: err.code,
       message: err.message,

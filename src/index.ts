@@ -1,5 +1,6 @@
 import { newApp } from "./app.ts";
 import { createDb } from "./db/client.ts";
+import { consumeJobEvents } from "./runs/job-events.ts";
 import { reconcile } from "./runs/reconcile.ts";
 
 export { AgentPool } from "../durable/agent-pool.ts";
@@ -9,6 +10,10 @@ const app = newApp();
 
 export default {
   fetch: app.fetch,
+  /** Job endings the pools created on their own, from the `JOB_EVENTS` queue. */
+  async queue(batch, env) {
+    await consumeJobEvents(batch, env);
+  },
   /** Every minute: reconcile runs with the pool queues (see src/runs/reconcile.ts). */
   async scheduled(_controller, env, ctx) {
     ctx.waitUntil(

@@ -1,4 +1,4 @@
-import type { JobAssignment as WireAssignment } from "@outpost/protocol";
+import type { ReceivedJob as WireAssignment } from "@outpost/protocol";
 import type { AgentApi } from "./client/agent-api.ts";
 import { isAgentUnknown, isLeaseGone } from "./client/agent-api.ts";
 import { toRunnerAssignment } from "./client/assignment.ts";

@@ -138,6 +138,8 @@ export type ThroughputResult = {
   agents: number;
   runs: number;
   runsPerSecond: Figure;
+  /** Server-side counts per run over all rounds (when the bench's counters were given). */
+  countsPerRun?: Counters;
 };
 
 /**
@@ -152,6 +154,7 @@ export async function throughput(
   runs: number,
   rounds: number,
   tag: string,
+  bench?: BenchCoordinator,
 ): Promise<ThroughputResult> {
   const setups = await pool(
     Array.from({ length: pools }, (_, i) => i),
@@ -176,6 +179,7 @@ export async function throughput(
   );
   try {
     const perSecond: number[] = [];
+    const countedBefore = await bench?.counters();
     for (let r = 0; r < rounds; r++) {
       const before = finished.n;
       const t0 = now();
@@ -194,7 +198,20 @@ export async function throughput(
       }
       perSecond.push(runs / (elapsed / 1000));
     }
-    return { pools, agents, runs, runsPerSecond: figure(perSecond) };
+    const countedAfter = await bench?.counters();
+    const countsPerRun: Counters = {};
+    for (const [key, value] of Object.entries(
+      countedBefore && countedAfter ? delta(countedBefore, countedAfter) : {},
+    )) {
+      countsPerRun[key] = round(value / (runs * rounds), 2);
+    }
+    return {
+      pools,
+      agents,
+      runs,
+      runsPerSecond: figure(perSecond),
+      ...(bench ? { countsPerRun } : {}),
+    };
   } finally {
     await Promise.all(fleets.map((f) => f.stop()));
   }

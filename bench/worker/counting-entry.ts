@@ -170,6 +170,22 @@ function wrapNamespace<T extends DurableObjectNamespace>(ns: T, name: string): T
   });
 }
 
+/** Queue messages sent (each is billed as write, read and delete operations per 64 KB). */
+function wrapQueue(queue: Queue): Queue {
+  return new Proxy(queue, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") {
+        return value;
+      }
+      return (...args: unknown[]) => {
+        count("queue.messages", prop === "sendBatch" ? ((args[0] as unknown[])?.length ?? 0) : 1);
+        return Reflect.apply(value, target, args);
+      };
+    },
+  });
+}
+
 const wrapped = new WeakMap<Env, Env>();
 
 function wrapEnv(env: Env): Env {
@@ -183,6 +199,7 @@ function wrapEnv(env: Env): Env {
     BLOBS: wrapR2(env.BLOBS),
     AGENT_POOL: wrapNamespace(env.AGENT_POOL, "AgentPool"),
     RUN_LOG: wrapNamespace(env.RUN_LOG, "RunLog"),
+    JOB_EVENTS: wrapQueue(env.JOB_EVENTS),
   };
   wrapped.set(env, next);
   return next;
@@ -251,12 +268,14 @@ function wrapCtx(ctx: DurableObjectState): DurableObjectState {
 
 /**
  * The runtime wants the real state object in the constructor, so the counting one replaces the
- * `ctx` and `sql` fields the objects read afterwards (the schema statements run uncounted).
+ * `ctx` and SQL handles the objects read afterwards (the schema statements run uncounted): the
+ * RunLog's `sql` field, the AgentPool's store's.
  */
 function instrument(object: object, ctx: DurableObjectState): void {
   const counted = wrapCtx(ctx);
   Object.defineProperty(object, "ctx", { value: counted });
-  Object.defineProperty(object, "sql", { value: counted.storage.sql });
+  const holder = (object as { store?: object }).store ?? object;
+  Object.defineProperty(holder, "sql", { value: counted.storage.sql });
 }
 
 export class AgentPool extends BaseAgentPool {
@@ -327,5 +346,9 @@ export default {
     count("worker.requests");
     count("worker.scheduled");
     await worker.scheduled(controller, wrapEnv(env), ctx);
+  },
+  async queue(batch, env) {
+    count("worker.queueBatches");
+    await worker.queue(batch, wrapEnv(env));
   },
 } satisfies ExportedHandler<Env>;

@@ -25,10 +25,10 @@ import type { Context } from "hono";
 import type { AgentRef } from "../../durable/pool-types.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
-import { onJobLeased, onJobStarted } from "../jobs/hooks.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { poolStub } from "../pools/service.ts";
+import { finishJob, nextJob, startJob } from "../runs/agent-jobs.ts";
 import { shippedRelease } from "./release.ts";
 
 const agentAuth = requireAuth({ kinds: ["agent"] });
@@ -94,6 +94,8 @@ function agentFailure(reason: string, ids: { agentId: string; jobId?: string; le
 
 const common = { tags: ["agent"], security: [{ bearer: [] }] };
 
+const deps = (c: Context<AppEnv>) => ({ env: c.env, db: c.var.db });
+
 export const agentRoutes = newRouter()
   .openapi(
     createRoute({
@@ -146,7 +148,7 @@ export const agentRoutes = newRouter()
       const agentId = c.req.valid("header")["outpost-agent-id"];
       const { poolId, ref } = agentRef(c, agentId);
       const waitMs = Math.min(c.req.valid("query").wait, MAX_POLL_WAIT_SECONDS) * 1000;
-      const result = await poolStub(c.env, poolId).pollJob(ref, waitMs);
+      const result = await nextJob(deps(c), poolId, ref, waitMs);
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId });
       }
@@ -157,8 +159,7 @@ export const agentRoutes = newRouter()
       if (outcome.kind === "exit") {
         return c.json({ action: "exit" as const, exit: outcome.exit }, 200);
       }
-      const job = await onJobLeased(c.env, outcome.job);
-      return c.json({ action: "run" as const, job }, 200);
+      return c.json({ action: "run" as const, job: outcome.job }, 200);
     },
   )
   .openapi(
@@ -178,16 +179,10 @@ export const agentRoutes = newRouter()
       const agentId = c.req.valid("header")["outpost-agent-id"];
       const { jobId, leaseId } = c.req.valid("param");
       const { poolId, ref } = agentRef(c, agentId);
-      const result = await poolStub(c.env, poolId).startJob(ref, jobId, leaseId);
+      const result = await startJob(deps(c), poolId, ref, { jobId, leaseId });
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId, jobId, leaseId });
       }
-      await onJobStarted(c.env, {
-        runId: result.value.runId,
-        jobId,
-        leaseId,
-        phase: result.value.phase,
-      });
       return c.json({ jobId, leaseId, state: "started" as const }, 200);
     },
   )
@@ -239,16 +234,22 @@ export const agentRoutes = newRouter()
       const { jobId, leaseId } = c.req.valid("param");
       const body = c.req.valid("json");
       const { poolId, ref } = agentRef(c, agentId);
-      const result = await poolStub(c.env, poolId).finishJob(ref, jobId, leaseId, {
-        outcome: body.outcome,
-        exitCode: body.exitCode,
-        planSummary: body.planSummary ?? null,
-        message: body.message ?? null,
-      });
+      const result = await finishJob(
+        deps(c),
+        poolId,
+        ref,
+        { jobId, leaseId },
+        {
+          outcome: body.outcome,
+          exitCode: body.exitCode,
+          planSummary: body.planSummary ?? null,
+          message: body.message ?? null,
+        },
+      );
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId, jobId, leaseId });
       }
-      const outcome = result.value.outcome ?? body.outcome;
+      const outcome = result.value.ending.outcome;
       return c.json({ jobId, state: "ended" as const, outcome }, 200);
     },
   )

@@ -215,12 +215,18 @@ export function getConfigurationVersion(
   workspaceId: string,
   id: string,
 ): Promise<ConfigurationVersionRow | undefined> {
-  return db.query.configurationVersions.findFirst({
-    where: and(
-      eq(configurationVersions.workspaceId, workspaceId),
-      eq(configurationVersions.id, id),
-    ),
-  });
+  return configurationVersionQuery(db, workspaceId, id).get();
+}
+
+/** {@link getConfigurationVersion} as a query to put in a batch: zero or one row. */
+export function configurationVersionQuery(db: Database, workspaceId: string, id: string) {
+  return db
+    .select()
+    .from(configurationVersions)
+    .where(
+      and(eq(configurationVersions.workspaceId, workspaceId), eq(configurationVersions.id, id)),
+    )
+    .limit(1);
 }
 
 /**
@@ -231,14 +237,25 @@ export function latestConfigurationVersion(
   db: Database,
   workspaceId: string,
 ): Promise<ConfigurationVersionRow | undefined> {
-  return db.query.configurationVersions.findFirst({
-    // A pull request's commit is not the workspace's code until it is merged.
-    where: and(
-      eq(configurationVersions.workspaceId, workspaceId),
-      eq(configurationVersions.isSpeculative, false),
-    ),
-    orderBy: [desc(configurationVersions.createdAt), desc(configurationVersions.id)],
-  });
+  return latestConfigurationVersionQuery(db, workspaceId).get();
+}
+
+/** {@link latestConfigurationVersion} as a query to put in a batch: zero or one row. */
+export function latestConfigurationVersionQuery(db: Database, workspaceId: string) {
+  return (
+    db
+      .select()
+      .from(configurationVersions)
+      // A pull request's commit is not the workspace's code until it is merged.
+      .where(
+        and(
+          eq(configurationVersions.workspaceId, workspaceId),
+          eq(configurationVersions.isSpeculative, false),
+        ),
+      )
+      .orderBy(desc(configurationVersions.createdAt), desc(configurationVersions.id))
+      .limit(1)
+  );
 }
 
 /** One page of the workspace's versions, newest first, `limit + 1` rows to detect a next page. */

@@ -3,6 +3,7 @@
  * the epoch; ids are prefixed strings (see `ids.ts`). Blobs live in R2 and are referenced by key.
  * Migrations in `migrations/` are generated from this file by `npm run db:generate`.
  */
+import { type PlanSummary, RUN_STATUSES } from "@outpost/protocol";
 import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
@@ -181,7 +182,8 @@ export const runs = sqliteTable(
     configurationVersionId: text(),
     operation: text({ enum: ["plan", "apply", "destroy"] }).notNull(),
     isSpeculative: integer({ mode: "boolean" }).notNull().default(false),
-    status: text().notNull(),
+    /** One of the run statuses (`RUN_STATUSES`); the state machine is `src/runs/model.ts`. */
+    status: text({ enum: RUN_STATUSES }).notNull(),
     message: text().notNull().default(""),
     /** Why the run ended errored or canceled, in words. */
     statusReason: text(),
@@ -199,7 +201,7 @@ export const runs = sqliteTable(
     plannedExecutionMode: text(),
     plannedPoolId: text(),
     /** JSON: adds, changes, destroys, imports, hasChanges. */
-    planSummary: text({ mode: "json" }).$type<Record<string, unknown>>(),
+    planSummary: text({ mode: "json" }).$type<PlanSummary>(),
     /** SHA-256 (hex) of the plan file as stored when the plan job finished; the apply checks it. */
     planSha256: text(),
     /** JSON: status → first time entered (ms). */

@@ -2,12 +2,14 @@
 
 const encoder = new TextEncoder();
 
-/** Lowercase hex of a byte array. */
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+
+/** Lowercase hex of a byte array (every request hashes its token; a table beats formatting). */
 export function toHex(bytes: ArrayBuffer | Uint8Array): string {
   const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   let out = "";
   for (const b of view) {
-    out += b.toString(16).padStart(2, "0");
+    out += HEX[b];
   }
   return out;
 }

@@ -13,7 +13,7 @@ import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
 import { storeArtifact } from "./artifacts.ts";
-import { artifactKey } from "./blobs.ts";
+import { artifactKey, runLog } from "./blobs.ts";
 import { parseJobId } from "./model.ts";
 import { getRunById } from "./queries.ts";
 
@@ -76,9 +76,10 @@ export const jobDataRoutes = newRouter()
     async (c) => {
       const { jobId, leaseId } = c.req.valid("param");
       const { offset } = c.req.valid("query");
-      scopedJob(c, jobId);
+      const { principal } = scopedJob(c, jobId);
       const data = new Uint8Array(await c.req.arrayBuffer());
-      const result = await c.env.RUN_LOG.getByName(jobId).append(leaseId, offset, data);
+      const log = runLog(c.env, principal.workspaceId);
+      const result = await log.append(jobId, leaseId, offset, data);
       if (!result.ok) {
         if (result.reason === "lease_lost") {
           throw new ApiError("LEASE_LOST", `lease ${leaseId} no longer holds job ${jobId}`);

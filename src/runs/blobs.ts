@@ -20,6 +20,10 @@ export function artifactKey(run: RunRef, name: string): string {
   return `${runPrefix(run)}artifacts/${name}`;
 }
 
+/** The log object of a workspace's jobs (one `RunLog` per workspace; methods name the job). */
+export function runLog(env: Env, workspaceId: string) {
+  return env.RUN_LOG.getByName(workspaceId);
+}
 /** The artefact the apply job runs: its SHA-256 is recorded on the run when the plan ends. */
 export const PLAN_FILE_ARTIFACT = "plan.tfplan";
 /** Custom metadata key of an artefact's SHA-256 (hex), set when it is stored. */

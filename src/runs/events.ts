@@ -1,32 +1,46 @@
 /**
- * The scheduler's job events applied to runs: a lease gets its per-job token and variables, a
- * start makes that token usable and moves the run to planning/applying, and an ending revokes
- * the job's token, releases its state locks, records the plan's hash and moves the run on
- * (planned, applied, errored, canceled). Every handler is idempotent: events may arrive more
- * than once.
+ * The scheduler's job events applied to runs, the one place they touch D1: a lease gets its
+ * per-job token and variables, a start makes that token usable and moves the run to
+ * planning/applying, and an ending revokes the job's token, releases its state locks, records the
+ * plan's hash and moves the run on (planned, applied, errored, canceled). Whoever learnt of the event calls these: the agent
+ * routes (lease, start, finish), the run service (cancel), the `JOB_EVENTS` queue consumer
+ * (endings the pool created on its own) and the reconciler. Every handler is idempotent: events
+ * may arrive more than once.
  */
 
 import type { JobVariable } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
 import { newId } from "../db/ids.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
+import { latestSerialWrittenBy } from "../state/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
+import { listVariableRows } from "../variables/queries.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
-import { artifactKey, logKey, PLAN_FILE_ARTIFACT, type RunRef, SHA256_METADATA } from "./blobs.ts";
+import { getWorkspaceById } from "../workspaces/queries.ts";
+import {
+  artifactKey,
+  logKey,
+  PLAN_FILE_ARTIFACT,
+  type RunRef,
+  runLog,
+  SHA256_METADATA,
+} from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
-import { erroredReason, type RunStatus, statusAfterPlan } from "./model.ts";
-import { endRun, queueApply } from "./progress.ts";
+import { isLostApply, isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
+import { afterRunEnded, endRun, endRunQueries, queueApply } from "./progress.ts";
 import {
   getRunById,
   insertRunTokenQuery,
-  latestSerialWrittenBy,
+  jobEndedAuditQuery,
+  jobHoldsStateLockQuery,
   moveRun,
-  type RunRow,
+  moveRunQuery,
   revokeRunTokensQuery,
+  runByIdQuery,
+  startPlanningQuery,
   startRunTokenQuery,
 } from "./queries.ts";
-import { planningContextChanged } from "./service.ts";
 
 /**
  * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
@@ -38,29 +52,46 @@ export async function prepareLease(
   deps: Deps,
   leased: LeasedJob,
 ): Promise<{ runToken: string; variables: JobVariable[] } | null> {
-  const run = await getRunById(deps.db, leased.runId);
-  if (!run || run.status.endsWith("canceled") || run.status === "errored") {
-    return null;
-  }
   const now = Date.now();
   const secret = generateToken("run");
-  await deps.db.batch([
-    revokeRunTokensQuery(deps.db, run.id, now, leased.jobId),
+  // One round trip: the run, its workspace's variables, and the lease's token (older tokens of
+  // the job die); the job's log opens at the same time.
+  const read = deps.db.batch([
+    runByIdQuery(deps.db, leased.runId),
+    listVariableRows(deps.db, leased.workspaceId),
+    revokeRunTokensQuery(deps.db, leased.runId, now, leased.jobId),
     insertRunTokenQuery(deps.db, {
       id: newId("runToken"),
-      orgId: run.orgId,
-      runId: run.id,
-      workspaceId: run.workspaceId,
+      orgId: leased.orgId,
+      runId: leased.runId,
+      workspaceId: leased.workspaceId,
       jobId: leased.jobId,
       leaseId: leased.leaseId,
       tokenHash: await hashToken(secret),
       createdAt: now,
     }),
   ]);
+  const [batch] = await Promise.all([
+    read.catch((err: unknown) => {
+      // The run is gone (its workspace was deleted): the token cannot reference it.
+      const text = err instanceof Error ? `${err.message} ${err.cause}` : String(err);
+      if (/FOREIGN KEY constraint failed/i.test(text)) {
+        return null;
+      }
+      throw err;
+    }),
+    runLog(deps.env, leased.workspaceId).open(leased.jobId, leased.leaseId),
+  ]);
+  const [[run], rows] = batch ?? [[], []];
+  if (!run || run.status.endsWith("canceled") || run.status === "errored") {
+    // The run ended meanwhile: the token just minted must not outlive it.
+    await revokeRunTokensQuery(deps.db, leased.runId, now);
+    return null;
+  }
   const variables = await loadVariablesForJob(deps.env, deps.db, run.workspaceId, {
     includeSensitive: !run.isFork,
+    rows,
   });
-  await deps.env.RUN_LOG.getByName(leased.jobId).open(leased.jobId, leased.leaseId);
   return {
     runToken: secret,
     variables: variables.map((v) => ({
@@ -81,113 +112,101 @@ export async function prepareLease(
 export async function handleJobStarted(
   deps: Deps,
   job: { runId: string; jobId: string; leaseId: string; phase: "plan" | "apply" },
-) {
+): Promise<void> {
   const now = Date.now();
+  if (job.phase === "plan") {
+    // One round trip: the run records the execution mode and pool it is planned under.
+    await deps.db.batch([
+      startPlanningQuery(deps.db, job.runId, now),
+      startRunTokenQuery(deps.db, job.jobId, job.leaseId, now),
+    ]);
+    return;
+  }
   const run = await getRunById(deps.db, job.runId);
   if (!run) {
     return;
   }
-  const workspace = await deps.db.query.workspaces.findFirst({
-    where: (w, { eq }) => eq(w.id, run.workspaceId),
-  });
-  if (job.phase === "plan") {
-    await moveRun(deps.db, run.id, ["plan_queued"], "planning", now, {
-      plannedExecutionMode: workspace?.executionMode ?? null,
-      plannedPoolId: workspace?.poolId ?? null,
-    });
-    await startRunTokenQuery(deps.db, job.jobId, job.leaseId, now);
-    return;
-  }
+  const workspace = await getWorkspaceById(deps.db, run.workspaceId);
   const changed = workspace ? planningContextChanged(run, workspace) : "the workspace was deleted";
   if (changed) {
     const errored = await moveRun(deps.db, run.id, ["apply_queued"], "errored", now, {
       statusReason: changed,
     });
     if (errored) {
-      await cancelPoolJob(deps, errored, { force: true });
+      await applyEndings(deps, await cancelPoolJob(deps, errored, { force: true }));
       await endRun(deps, errored);
     }
     return;
   }
-  await moveRun(deps.db, run.id, ["apply_queued"], "applying", now);
-  await startRunTokenQuery(deps.db, job.jobId, job.leaseId, now);
+  await deps.db.batch([
+    moveRunQuery(deps.db, run.id, ["apply_queued"], "applying", now),
+    startRunTokenQuery(deps.db, job.jobId, job.leaseId, now),
+  ]);
+}
+
+/** Applies endings the pool answered to a call, in order. */
+export async function applyEndings(deps: Deps, endings: readonly JobEndedEvent[]): Promise<void> {
+  for (const ending of endings) {
+    await handleJobEnded(deps, ending);
+  }
 }
 
 /**
  * A job ended: its token dies and its state locks are released at once, whatever the run does
- * next; then the run follows. Repeated events find the run already moved and do nothing.
+ * next; then the run follows and the ending is audited (`job.finished`, `job.errored` or
+ * `job.canceled`, by its agent or by "system"). The move, the end-of-run effects and the audit
+ * row land in one batch. Repeated events find the run already moved and change nothing; the
+ * audit row has an id derived from the ending, so it is written once.
  */
 export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<void> {
-  await revokeRunTokensQuery(deps.db, event.runId, Date.now(), event.jobId);
-  await releaseJobStateLocks(deps.db, event.jobId);
-  await deps.env.RUN_LOG.getByName(event.jobId).finish(event.jobId, logKey(event, event.phase));
-  const run = await getRunById(deps.db, event.runId);
-  if (!run) {
+  const { db } = deps;
+  const [[, jobLocks], { query: audit }, planSha256] = await Promise.all([
+    db.batch([
+      revokeRunTokensQuery(db, event.runId, Date.now(), event.jobId),
+      jobHoldsStateLockQuery(db, event.jobId),
+    ]),
+    jobEndedAuditQuery(db, event),
+    event.phase === "plan" && event.outcome === "succeeded" ? storedPlanSha256(deps, event) : null,
+  ]);
+  if (jobLocks.length > 0) {
+    await releaseJobStateLocks(db, event.jobId);
+  }
+  // The log is stored before the run moves: a run that reads ended has its whole log.
+  await runLog(deps.env, event.workspaceId).finish(event.jobId, logKey(event, event.phase));
+  // What an engine saved after its agent died is the truth of what the apply did: say so.
+  const saved = isLostApply(event) ? await latestSerialWrittenBy(db, event.runId) : null;
+  const move = moveForEnding(event, event, saved);
+  const now = Date.now();
+  const extra = {
+    ...(move.statusReason ? { statusReason: move.statusReason } : {}),
+    ...(move.planSummary ? { planSummary: move.planSummary, planSha256 } : {}),
+  };
+  // Compare-and-set all the way: a run already moved (a repeated ending) matches nothing. A
+  // success whose start was never recorded first catches up (queued → running).
+  const first = move.catchUp
+    ? moveRunQuery(db, event.runId, [move.catchUp.from], move.catchUp.to, now)
+    : runByIdQuery(db, event.runId);
+  const moveQuery = moveRunQuery(db, event.runId, move.from, move.to, now, extra);
+  if (isTerminal(move.to)) {
+    const ended = { id: event.runId, workspaceId: event.workspaceId };
+    const [, [moved], , , locks] = await db.batch([
+      first,
+      moveQuery,
+      ...endRunQueries(db, ended, now),
+      audit,
+    ]);
+    if (moved) {
+      await afterRunEnded(deps, moved, locks.length > 0);
+    }
     return;
   }
-  const moved = await applyEnding(deps, run, event);
+  const [, [moved]] = await db.batch([first, moveQuery, audit]);
   if (moved?.status === "planned" && moved.isAutoApply) {
-    const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", Date.now());
+    const confirmed = await moveRun(db, moved.id, ["planned"], "confirmed", Date.now());
     if (confirmed) {
       await queueApply(deps, confirmed);
     }
-    return;
   }
-  if (moved && moved.status !== "planned") {
-    await endRun(deps, moved);
-  }
-}
-
-/** Moves the run as the job's ending says; undefined when it had already moved on. */
-async function applyEnding(
-  deps: Deps,
-  run: RunRow,
-  event: JobEndedEvent,
-): Promise<RunRow | undefined> {
-  const now = Date.now();
-  const running: RunStatus[] =
-    event.phase === "plan" ? ["plan_queued", "planning"] : ["apply_queued", "applying"];
-  if (event.outcome === "succeeded") {
-    // A job can only succeed after it started; if the start event was lost, catch up first.
-    const [queued, started] = running as [RunStatus, RunStatus];
-    if (run.status === queued) {
-      await moveRun(deps.db, run.id, [queued], started, now);
-    }
-    return succeed(deps, run, event, started, now);
-  }
-  if (event.outcome === "canceled") {
-    return moveRun(deps.db, run.id, running, event.forced ? "force_canceled" : "canceled", now, {
-      statusReason: event.reason ?? `${event.phase} canceled`,
-    });
-  }
-  const agentLost = event.agentLost === true;
-  // What an engine saved after its agent died is the truth of what the apply did: say so.
-  const saved = agentLost ? await latestSerialWrittenBy(deps.db, run.id) : null;
-  return moveRun(deps.db, run.id, running, "errored", now, {
-    statusReason: erroredReason({ ...event, agentLost }, saved),
-  });
-}
-
-async function succeed(
-  deps: Deps,
-  run: RunRow,
-  event: JobEndedEvent,
-  started: RunStatus,
-  now: number,
-): Promise<RunRow | undefined> {
-  if (event.phase === "apply") {
-    return moveRun(deps.db, run.id, [started], "applied", now);
-  }
-  const summary = event.planSummary ?? {
-    adds: 0,
-    changes: 0,
-    destroys: 0,
-    imports: 0,
-    hasChanges: false,
-  };
-  const next = statusAfterPlan(run, { hasChanges: summary.hasChanges });
-  const planSha256 = await storedPlanSha256(deps, event);
-  return moveRun(deps.db, run.id, [started], next, now, { planSummary: summary, planSha256 });
 }
 
 /** The SHA-256 of the plan file the plan job stored (write-once), or null when it stored none. */

@@ -1,14 +1,23 @@
 /**
- * A run's jobs in its pool's queue: what is enqueued (the spec the agent gets back), and the
- * cancel path. The pool object is told after D1 changed; the reconciler repeats anything lost.
+ * A run's jobs in its pool's queue: what is enqueued (the spec the agent gets back, the phase
+ * timeout), and the cancel path. The pool object is told after D1 changed; the endings it
+ * answers to a cancel go back to the caller to apply, and the reconciler repeats anything lost.
  */
 
 import type { JobSpec } from "@outpost/protocol";
-import type { QueuedJob } from "../../durable/pool-types.ts";
+import type { JobEndedEvent, QueuedJob, WaitInfo } from "../../durable/pool-types.ts";
+import { getConfigurationVersion } from "../configuration-versions/service.ts";
+import type { configurationVersions } from "../db/schema.ts";
 import { poolStub } from "../pools/service.ts";
+import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
-import { jobId, priorityClass } from "./model.ts";
+import { jobId, phaseTimeoutMs, priorityClass } from "./model.ts";
 import type { RunRow } from "./queries.ts";
+
+type ConfigurationRow = typeof configurationVersions.$inferSelect;
+
+/** Rows the caller already holds, so queueing a job does not read them again. */
+export type Known = { workspace?: WorkspaceRow; configuration?: ConfigurationRow | null };
 
 /**
  * The non-secret description of a job, fixed when it is queued. Variables and the per-run token
@@ -18,15 +27,15 @@ export async function buildSpec(
   deps: Deps,
   run: RunRow,
   phase: "plan" | "apply",
+  known: Known = {},
 ): Promise<JobSpec> {
-  const workspace = await deps.db.query.workspaces.findFirst({
-    where: (w, { eq }) => eq(w.id, run.workspaceId),
-  });
-  const configuration = run.configurationVersionId
-    ? await deps.db.query.configurationVersions.findFirst({
-        where: (cv, { eq }) => eq(cv.id, run.configurationVersionId ?? ""),
-      })
-    : undefined;
+  const workspace = known.workspace ?? (await workspaceOf(deps, run));
+  const configuration =
+    known.configuration !== undefined
+      ? known.configuration
+      : run.configurationVersionId
+        ? await getConfigurationVersion(deps.db, run.workspaceId, run.configurationVersionId)
+        : undefined;
   return {
     operation: run.operation,
     phase,
@@ -51,11 +60,20 @@ export async function buildSpec(
   };
 }
 
-/** Puts the run's job for `phase` in its pool's queue; idempotent by job id. */
-export async function enqueueJob(deps: Deps, run: RunRow, phase: "plan" | "apply"): Promise<void> {
-  const poolId = run.plannedPoolId ?? (await currentPoolId(deps, run));
+/**
+ * Puts the run's job for `phase` in its pool's queue with its phase timeout; idempotent by job
+ * id. Answers where the job waits, or null when the workspace has no pool.
+ */
+export async function enqueueJob(
+  deps: Deps,
+  run: RunRow,
+  phase: "plan" | "apply",
+  known: Known = {},
+): Promise<WaitInfo | null> {
+  const workspace = known.workspace ?? (await workspaceOf(deps, run));
+  const poolId = run.plannedPoolId ?? workspace?.poolId ?? null;
   if (!poolId) {
-    return;
+    return null;
   }
   const job: QueuedJob = {
     jobId: jobId(run.id, phase),
@@ -64,33 +82,40 @@ export async function enqueueJob(deps: Deps, run: RunRow, phase: "plan" | "apply
     orgId: run.orgId,
     phase,
     priorityClass: priorityClass(phase, run.isSpeculative),
-    spec: await buildSpec(deps, run, phase),
+    spec: await buildSpec(deps, run, phase, { ...known, ...(workspace ? { workspace } : {}) }),
+    timeoutMs: phaseTimeoutMs(deps.env, phase),
   };
   const result = await poolStub(deps.env, poolId).enqueue(job);
   if (!result.ok) {
     throw new Error(`enqueue of ${job.jobId} refused: ${result.reason}`);
   }
+  return result.value.wait;
 }
 
-async function currentPoolId(deps: Deps, run: RunRow): Promise<string | null> {
-  const workspace = await deps.db.query.workspaces.findFirst({
-    where: (w, { eq }) => eq(w.id, run.workspaceId),
-  });
-  return workspace?.poolId ?? null;
+function workspaceOf(deps: Deps, run: RunRow): Promise<WorkspaceRow | undefined> {
+  return getWorkspaceById(deps.db, run.workspaceId);
 }
 
-/** Asks the pool to cancel the run's current job (removing it if queued). */
+/**
+ * Asks the pool to cancel the run's current job (removing it if queued). Returns the endings
+ * this made, for the caller to apply (`applyEndings`), so D1 follows the pool.
+ */
 export async function cancelPoolJob(
   deps: Deps,
   run: RunRow,
   options: { force: boolean },
-): Promise<void> {
-  const poolId = run.plannedPoolId ?? (await currentPoolId(deps, run));
+): Promise<JobEndedEvent[]> {
+  const poolId = run.plannedPoolId ?? (await workspaceOf(deps, run))?.poolId ?? null;
   if (!poolId) {
-    return;
+    return [];
   }
   const pool = poolStub(deps.env, poolId);
+  const endings: JobEndedEvent[] = [];
   for (const phase of ["apply", "plan"] as const) {
-    await pool.cancelJob(jobId(run.id, phase), options);
+    const result = await pool.cancelJob(jobId(run.id, phase), options);
+    if (result.ok && result.value.ending) {
+      endings.push(result.value.ending);
+    }
   }
+  return endings;
 }

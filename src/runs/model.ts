@@ -1,9 +1,12 @@
 /**
- * The run state machine of DESIGN.md "Domain", pure. Every status change goes through
- * {@link transition}; the table below is the whole truth about which changes exist.
+ * The run's rules, pure: the state machine (every status change goes through {@link transition};
+ * the table below is the whole truth about which changes exist, docs/architecture.md draws it),
+ * what a speculative run is, where a plan leads, which user actions exist and what their refusals
+ * say, the queue limit, the phase timeout, and when a phase's log is over. The API, the dashboard,
+ * the scheduler's event handlers and the reconciler all ask here.
  */
 
-import { RUN_STATUSES, type RunStatus } from "@outpost/protocol";
+import { type PlanSummary, RUN_STATUSES, type RunStatus } from "@outpost/protocol";
 import { fail, ok, type Result } from "../lib/result.ts";
 
 export { RUN_STATUSES, type RunStatus };
@@ -24,6 +27,18 @@ export const ACTIVE_STATUSES: readonly RunStatus[] = RUN_STATUSES.filter(
 
 /** Statuses in which a run waits for something outside itself and can say why. */
 export const WAITING_STATUSES: readonly RunStatus[] = ["pending", "plan_queued", "apply_queued"];
+
+/**
+ * Statuses in which the run is in the scheduler's hands: its job is queued or running in its
+ * pool (or, for `confirmed`, about to be). The reconciler checks each against the pool.
+ */
+export const SCHEDULED_STATUSES: readonly RunStatus[] = [
+  "plan_queued",
+  "planning",
+  "confirmed",
+  "apply_queued",
+  "applying",
+];
 
 const ENDINGS: RunStatus[] = ["errored", "canceled", "force_canceled"];
 
@@ -65,31 +80,102 @@ export function transition(
   return canTransition(from, to) ? ok(to) : fail("invalid_transition");
 }
 
+export type RunOperation = "plan" | "apply" | "destroy";
+
+/**
+ * Whether a run is a speculative plan: asked for as one, or a `plan` operation (which can never
+ * apply). Speculative runs never wait for their workspace and never apply.
+ */
+export function isSpeculativeRun(run: {
+  operation: RunOperation;
+  isSpeculative?: boolean;
+}): boolean {
+  return run.isSpeculative === true || run.operation === "plan";
+}
+
 export type PlanOutcome = { hasChanges: boolean };
 
 /**
- * Where a finished plan leads: a speculative or plan-only run, or a plan without changes, ends
- * as `planned_and_finished`; otherwise the run is `planned`, and auto-apply confirms it at once.
+ * Where a finished plan leads: a speculative run, or a plan without changes, ends as
+ * `planned_and_finished`; otherwise the run is `planned`, and auto-apply confirms it at once.
  */
 export function statusAfterPlan(
-  run: { operation: "plan" | "apply" | "destroy"; isSpeculative: boolean },
+  run: { operation: RunOperation; isSpeculative?: boolean },
   outcome: PlanOutcome,
 ): RunStatus {
-  if (run.isSpeculative || run.operation === "plan" || !outcome.hasChanges) {
+  if (isSpeculativeRun(run) || !outcome.hasChanges) {
     return "planned_and_finished";
   }
   return "planned";
 }
 
-/** How a failed job ended, as far as the run's reason goes. */
-export type FailedJob = {
+/** How a job ended, as far as its run cares. */
+export type JobEnding = {
   phase: "plan" | "apply";
-  /** The pool's or the agent's words, if any. */
+  outcome: "succeeded" | "failed" | "canceled" | "errored";
+  forced: boolean;
   reason: string | null;
   exitCode: number | null;
-  /** The pool ended the job because its agent was lost. */
-  agentLost: boolean;
+  planSummary: PlanSummary | null;
+  /** The pool ended the started job because its agent was lost. */
+  agentLost?: boolean;
 };
+
+/** The status change a job's ending makes, compare-and-set from `from`. */
+export type EndingMove = {
+  /** A success whose start was never recorded first moves queued → running. */
+  catchUp: { from: RunStatus; to: RunStatus } | null;
+  from: RunStatus[];
+  to: RunStatus;
+  statusReason?: string;
+  planSummary?: PlanSummary;
+};
+
+const NO_CHANGES: PlanSummary = { adds: 0, changes: 0, destroys: 0, imports: 0, hasChanges: false };
+
+/**
+ * Where a job's ending takes its run: a finished plan to `planned` or `planned_and_finished`, a
+ * finished apply to `applied`, a canceled job to `canceled`/`force_canceled`, anything else to
+ * `errored` with the reason ({@link erroredReason}; `savedSerial` is the highest state serial the
+ * run wrote, null for none). Only from the phase's queued or running status.
+ */
+export function moveForEnding(
+  run: { operation: RunOperation; isSpeculative: boolean },
+  ending: JobEnding,
+  savedSerial: number | null = null,
+): EndingMove {
+  const [queued, running]: [RunStatus, RunStatus] =
+    ending.phase === "plan" ? ["plan_queued", "planning"] : ["apply_queued", "applying"];
+  if (ending.outcome === "succeeded") {
+    const catchUp = { from: queued, to: running };
+    if (ending.phase === "apply") {
+      return { catchUp, from: [running], to: "applied" };
+    }
+    const summary = ending.planSummary ?? NO_CHANGES;
+    const to = statusAfterPlan(run, { hasChanges: summary.hasChanges });
+    return { catchUp, from: [running], to, planSummary: summary };
+  }
+  if (ending.outcome === "canceled") {
+    const to = ending.forced ? "force_canceled" : "canceled";
+    return {
+      catchUp: null,
+      from: [queued, running],
+      to,
+      statusReason: ending.reason ?? `${ending.phase} canceled`,
+    };
+  }
+  return {
+    catchUp: null,
+    from: [queued, running],
+    to: "errored",
+    statusReason: erroredReason(ending, savedSerial),
+  };
+}
+
+/** True when an ending's run should say what state its apply saved: its agent was lost. */
+export function isLostApply(ending: JobEnding): boolean {
+  return ending.agentLost === true && ending.phase === "apply" && ending.outcome === "errored";
+}
 
 /**
  * The reason an errored run shows. An apply whose agent was lost says whether the engine saved
@@ -97,19 +183,111 @@ export type FailedJob = {
  * applied while its run token still works): `savedSerial` is the highest state serial this run
  * wrote, null for none. Otherwise the job's own reason, or the phase and its exit code.
  */
-export function erroredReason(job: FailedJob, savedSerial: number | null): string {
-  if (job.agentLost && job.phase === "apply") {
+export function erroredReason(ending: JobEnding, savedSerial: number | null): string {
+  if (isLostApply(ending)) {
     return savedSerial === null
       ? "agent lost during apply; no state saved"
       : `agent lost during apply; state saved at serial ${savedSerial}`;
   }
-  const exit = job.exitCode !== null ? ` with exit code ${job.exitCode}` : "";
-  return job.reason ?? `${job.phase} failed${exit}`;
+  const exit = ending.exitCode !== null ? ` with exit code ${ending.exitCode}` : "";
+  return ending.reason ?? `${ending.phase} failed${exit}`;
 }
 
-/** The run actions users take, with the role each needs. */
+/** The job phase a run in the scheduler's hands is at. */
+export function phaseOf(status: RunStatus): "plan" | "apply" {
+  return status === "pending" || status === "plan_queued" || status === "planning"
+    ? "plan"
+    : "apply";
+}
+
+/** True when the phase can produce no more log: the run ended or moved past it. */
+export function isPhaseOver(status: RunStatus, phase: "plan" | "apply"): boolean {
+  return isTerminal(status) || (phase === "plan" && phaseOf(status) === "apply");
+}
+
+/** The run actions users take (`POST /api/v1/runs/{id}/{action}`, the dashboard's buttons). */
 export const RUN_ACTIONS = ["confirm", "discard", "cancel", "force-cancel"] as const;
 export type RunAction = (typeof RUN_ACTIONS)[number];
+
+/** Why a user action was refused. */
+export type ActionFailure =
+  | "invalid_status"
+  | "use_discard"
+  | "already_canceling"
+  | "not_canceling"
+  | "too_soon"
+  | "workspace_changed";
+
+/** A refused action in words, the same in the API's 409 and on the dashboard. */
+export function actionFailureMessage(
+  failure: ActionFailure,
+  run: { id: string; status: RunStatus },
+  action: RunAction,
+): string {
+  switch (failure) {
+    case "invalid_status":
+      return `run ${run.id} is ${run.status}; it cannot be ${action}ed`;
+    case "use_discard":
+      return `run ${run.id} is planned and waits for confirmation; discard it instead`;
+    case "already_canceling":
+      return `run ${run.id} is already being canceled`;
+    case "not_canceling":
+      return `force-cancel needs a cancel first (POST /api/v1/runs/${run.id}/cancel)`;
+    case "too_soon":
+      return `force-cancel is allowed ${FORCE_CANCEL_AFTER_MS / 1000} s after cancel; the engine may still stop cleanly`;
+    case "workspace_changed":
+      return `run ${run.id} errored: the workspace changed since it was planned`;
+  }
+}
+
+/**
+ * Why an apply may not use this run's plan any more, or null when nothing relevant changed: the
+ * workspace's execution mode or agent pool is no longer what the run was planned under.
+ */
+export function planningContextChanged(
+  run: { plannedExecutionMode: string | null; plannedPoolId: string | null },
+  workspace: { executionMode: string; poolId: string | null },
+): string | null {
+  if (run.plannedExecutionMode && run.plannedExecutionMode !== workspace.executionMode) {
+    return `the workspace's execution mode changed from ${run.plannedExecutionMode} to ${workspace.executionMode} after this run was planned; queue a new run`;
+  }
+  if (run.plannedPoolId && run.plannedPoolId !== workspace.poolId) {
+    return `the workspace's agent pool changed from ${run.plannedPoolId} to ${workspace.poolId ?? "none"} after this run was planned; queue a new run`;
+  }
+  return null;
+}
+
+/** The default of `MAX_QUEUED_RUNS_PER_ORG`. */
+export const DEFAULT_QUEUE_LIMIT = 500;
+
+/** Most runs an org may have waiting (`WAITING_STATUSES`) before new ones get 429. */
+export function queueLimit(env: { MAX_QUEUED_RUNS_PER_ORG?: string }): number {
+  const configured = Number(env.MAX_QUEUED_RUNS_PER_ORG);
+  return Number.isInteger(configured) && configured > 0 ? configured : DEFAULT_QUEUE_LIMIT;
+}
+
+/** Whether an org with `waiting` runs waiting may not queue another. */
+export function isOverQueueLimit(waiting: number, limit: number): boolean {
+  return waiting >= limit;
+}
+
+/** Phase timeouts when `PLAN_TIMEOUT_MS` / `APPLY_TIMEOUT_MS` are unset: plan 2 h, apply 24 h. */
+export const DEFAULT_PHASE_TIMEOUT_MS = { plan: 2 * 3_600_000, apply: 24 * 3_600_000 } as const;
+
+/**
+ * How long a started phase may run: `PLAN_TIMEOUT_MS` / `APPLY_TIMEOUT_MS` (wrangler.toml), the
+ * one place it is configured. The run service gives it to the pool with each job, whose alarm
+ * ends the job at that deadline; the reconciler uses the same value as its safety net.
+ */
+export function phaseTimeoutMs(
+  env: { PLAN_TIMEOUT_MS?: string; APPLY_TIMEOUT_MS?: string },
+  phase: "plan" | "apply",
+): number {
+  const configured = Number(phase === "plan" ? env.PLAN_TIMEOUT_MS : env.APPLY_TIMEOUT_MS);
+  return Number.isInteger(configured) && configured > 0
+    ? configured
+    : DEFAULT_PHASE_TIMEOUT_MS[phase];
+}
 
 /** Force-cancel is allowed this long after a graceful cancel was requested. */
 export const FORCE_CANCEL_AFTER_MS = 10_000;

@@ -1,5 +1,4 @@
 /** The public shape of a run. */
-import type { RunStatus } from "./model.ts";
 import { isTerminal } from "./model.ts";
 import type { RunRow } from "./queries.ts";
 
@@ -7,7 +6,7 @@ const iso = (ms: number | null | undefined) =>
   ms === null || ms === undefined ? null : new Date(ms).toISOString();
 
 export function presentRun(row: RunRow, waitingReason: string | null = null) {
-  const status = row.status as RunStatus;
+  const status = row.status;
   const timestamps = Object.fromEntries(
     Object.entries(row.statusTimestamps ?? {}).map(([key, ms]) => [key, iso(ms)]),
   );

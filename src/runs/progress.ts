@@ -2,6 +2,7 @@
  * How runs move forward without a user: promotion of the next run of a workspace, queueing of
  * the apply, and the cleanup every run gets when it reaches a terminal status.
  */
+import type { BatchItem } from "drizzle-orm/batch";
 import { releaseRunStateLocks } from "../state/locks.ts";
 import type { Deps } from "./deps.ts";
 import { enqueueJob } from "./jobs.ts";
@@ -12,7 +13,8 @@ import {
   nextPendingRun,
   type RunRow,
   releaseWorkspaceQuery,
-  revokeRunTokensQuery,
+  revokeEndedRunTokensQuery,
+  runHoldsStateLockQuery,
 } from "./queries.ts";
 
 /** Moves a pending run to `plan_queued` and puts its plan job in the pool's queue. */
@@ -49,14 +51,43 @@ export async function queueApply(deps: Deps, run: RunRow): Promise<RunRow> {
 
 /**
  * What every run gets once terminal: its tokens die, its state locks and the workspace are
- * released, and the workspace's next pending run is promoted. Idempotent.
+ * released, and the workspace's next pending run is promoted (a speculative plan never held
+ * it). `alongside` lands in the same batch (the ending's audit row). Idempotent.
  */
-export async function endRun(deps: Deps, run: RunRow): Promise<void> {
-  const now = Date.now();
-  await deps.db.batch([
-    revokeRunTokensQuery(deps.db, run.id, now),
-    releaseWorkspaceQuery(deps.db, run.workspaceId, run.id, now),
+export async function endRun(
+  deps: Deps,
+  run: RunRow,
+  alongside: readonly BatchItem<"sqlite">[] = [],
+): Promise<void> {
+  const [, , locks] = await deps.db.batch([
+    ...endRunQueries(deps.db, run, Date.now()),
+    ...alongside,
   ]);
-  await releaseRunStateLocks(deps.db, run.id);
-  await advanceWorkspace(deps, run.workspaceId);
+  await afterRunEnded(deps, run, locks.length > 0);
+}
+
+/**
+ * The D1 side of {@link endRun} as queries to put in a batch after the move that ended the run:
+ * each takes effect only once the run is terminal. The third answers whether it holds a lock.
+ */
+export function endRunQueries(
+  db: Deps["db"],
+  run: Pick<RunRow, "id" | "workspaceId">,
+  now: number,
+) {
+  return [
+    revokeEndedRunTokensQuery(db, run.id, now),
+    releaseWorkspaceQuery(db, run.workspaceId, run.id, now),
+    runHoldsStateLockQuery(db, run.id),
+  ] as const;
+}
+
+/** What follows {@link endRunQueries}: the run's state locks, then the workspace's next run. */
+export async function afterRunEnded(deps: Deps, run: RunRow, holdsLock: boolean): Promise<void> {
+  if (holdsLock) {
+    await releaseRunStateLocks(deps.db, run.id);
+  }
+  if (!run.isSpeculative) {
+    await advanceWorkspace(deps, run.workspaceId);
+  }
 }

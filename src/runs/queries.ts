@@ -1,8 +1,24 @@
 /** D1 access for runs and per-run tokens. Status changes are compare-and-set on the status. */
-import { and, asc, count, desc, eq, inArray, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
-import type { Database } from "../db/client.ts";
-import { runs, runTokens, stateVersions, workspaces } from "../db/schema.ts";
-import { canTransition, type RunStatus, WAITING_STATUSES } from "./model.ts";
+import {
+  and,
+  asc,
+  count,
+  desc,
+  eq,
+  exists,
+  inArray,
+  isNotNull,
+  isNull,
+  lt,
+  or,
+  type SQL,
+  sql,
+} from "drizzle-orm";
+import type { JobEndedEvent } from "../../durable/pool-types.ts";
+import { type Database, prepared } from "../db/client.ts";
+import { base32 } from "../db/ids.ts";
+import { agentPools, auditEvents, runs, runTokens, stateLocks, workspaces } from "../db/schema.ts";
+import { canTransition, type RunStatus, TERMINAL_STATUSES, WAITING_STATUSES } from "./model.ts";
 
 export type RunRow = typeof runs.$inferSelect;
 
@@ -11,18 +27,35 @@ export function insertRunQuery(db: Database, row: typeof runs.$inferInsert) {
 }
 
 export function getRun(db: Database, orgId: string, id: string): Promise<RunRow | undefined> {
-  return db.query.runs.findFirst({ where: and(eq(runs.orgId, orgId), eq(runs.id, id)) });
+  return prepared(db, "run.inOrg", (d) =>
+    d
+      .select()
+      .from(runs)
+      .where(and(eq(runs.orgId, sql.placeholder("orgId")), eq(runs.id, sql.placeholder("id"))))
+      .prepare(),
+  ).get({ orgId, id });
 }
 
 /** A run by id alone: for the scheduler's callbacks, which carry no principal. */
 export function getRunById(db: Database, id: string): Promise<RunRow | undefined> {
-  return db.query.runs.findFirst({ where: eq(runs.id, id) });
+  return prepared(db, "run.byId", (d) =>
+    d
+      .select()
+      .from(runs)
+      .where(eq(runs.id, sql.placeholder("id")))
+      .prepare(),
+  ).get({ id });
+}
+
+/** {@link getRunById} as a query to put in a batch: zero or one row. */
+export function runByIdQuery(db: Database, id: string) {
+  return db.select().from(runs).where(eq(runs.id, id)).limit(1);
 }
 
 /** A page of runs, newest first, after the keyset `after` ([createdAt, id]) when given. */
 export function listRunsPage(
   db: Database,
-  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: string },
+  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: RunStatus },
   page: { limit: number; after?: readonly [number, string] },
 ) {
   return db
@@ -48,11 +81,43 @@ export function listRunsPage(
 
 /** Runs of an org waiting in a queue: what admission control counts. */
 export async function countQueuedRuns(db: Database, orgId: string): Promise<number> {
-  const [row] = await db
+  const [row] = await countQueuedRunsQuery(db, orgId);
+  return row?.n ?? 0;
+}
+
+/** {@link countQueuedRuns} as a query to put in a batch: one row `{ n }`. */
+export function countQueuedRunsQuery(db: Database, orgId: string) {
+  return db
     .select({ n: count() })
     .from(runs)
     .where(and(eq(runs.orgId, orgId), inArray(runs.status, [...WAITING_STATUSES])));
-  return row?.n ?? 0;
+}
+
+/** Whether the job holds any state lock: zero or one row. */
+export function jobHoldsStateLockQuery(db: Database, jobId: string) {
+  return db
+    .select({ lockId: stateLocks.lockId })
+    .from(stateLocks)
+    .where(eq(stateLocks.jobId, jobId))
+    .limit(1);
+}
+
+/** Whether the run holds any state lock: zero or one row. */
+export function runHoldsStateLockQuery(db: Database, runId: string) {
+  return db
+    .select({ lockId: stateLocks.lockId })
+    .from(stateLocks)
+    .where(eq(stateLocks.runId, runId))
+    .limit(1);
+}
+
+/** A pool's name, for the words of why a run waits: zero or one row `{ name }`. */
+export function poolNameQuery(db: Database, poolId: string) {
+  return db
+    .select({ name: agentPools.name })
+    .from(agentPools)
+    .where(eq(agentPools.id, poolId))
+    .limit(1);
 }
 
 /** The oldest non-speculative pending run of a workspace: the next to become current. */
@@ -79,23 +144,31 @@ export async function moveRun(
   to: RunStatus,
   now: number,
   extra: Partial<
-    Pick<
-      RunRow,
-      | "statusReason"
-      | "planSummary"
-      | "cancelRequestedAt"
-      | "plannedExecutionMode"
-      | "plannedPoolId"
-      | "planSha256"
-    >
-  > = {},
+    Pick<RunRow, "statusReason" | "planSummary" | "cancelRequestedAt" | "planSha256">
+  > & {
+    plannedExecutionMode?: RunRow["plannedExecutionMode"] | SQL;
+    plannedPoolId?: RunRow["plannedPoolId"] | SQL;
+  } = {},
 ): Promise<RunRow | undefined> {
+  const [row] = await moveRunQuery(db, id, from, to, now, extra);
+  return row;
+}
+
+/** {@link moveRun} as a query to put in a batch: the moved row, or none. */
+export function moveRunQuery(
+  db: Database,
+  id: string,
+  from: readonly RunStatus[],
+  to: RunStatus,
+  now: number,
+  extra: Parameters<typeof moveRun>[5] = {},
+) {
   for (const status of from) {
     if (!canTransition(status, to)) {
       throw new Error(`moveRun: ${status} → ${to} is not a run transition`);
     }
   }
-  const [row] = await db
+  return db
     .update(runs)
     .set({
       ...extra,
@@ -105,7 +178,61 @@ export async function moveRun(
     })
     .where(and(eq(runs.id, id), inArray(runs.status, [...from])))
     .returning();
-  return row;
+}
+
+/** True (in SQL) while the run is in a terminal status: what every end-of-run effect waits for. */
+function runHasEnded(db: Database, runId: string) {
+  return exists(
+    db
+      .select({ one: sql`1` })
+      .from(runs)
+      .where(and(eq(runs.id, runId), inArray(runs.status, [...TERMINAL_STATUSES]))),
+  );
+}
+
+/**
+ * plan_queued → planning in one statement, recording the execution mode and pool the run is
+ * planned under (an apply later checks them against the workspace).
+ */
+export function startPlanningQuery(db: Database, runId: string, now: number) {
+  return moveRunQuery(db, runId, ["plan_queued"], "planning", now, {
+    plannedExecutionMode: sql`(SELECT ${workspaces.executionMode} FROM ${workspaces} WHERE ${workspaces.id} = ${runs.workspaceId})`,
+    plannedPoolId: sql`(SELECT ${workspaces.poolId} FROM ${workspaces} WHERE ${workspaces.id} = ${runs.workspaceId})`,
+  });
+}
+
+/**
+ * The audit row of a job's ending, with an id derived from the ending: recording the same
+ * ending twice (a redelivered event, a repeated finish) is one row.
+ */
+export async function jobEndedAuditQuery(db: Database, event: JobEndedEvent) {
+  const key = `${event.jobId}:${event.action}:${event.endedAt}`;
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key));
+  // Wrapped: a drizzle query is thenable, and awaiting this function must not run it.
+  const query = db
+    .insert(auditEvents)
+    .values({
+      id: `evt_${base32(new Uint8Array(digest).slice(0, 16))}`,
+      orgId: event.orgId,
+      actor: event.actor,
+      action: event.action,
+      targetType: "job",
+      targetId: event.jobId,
+      data: {
+        runId: event.runId,
+        workspaceId: event.workspaceId,
+        phase: event.phase,
+        outcome: event.outcome,
+        agentId: event.agentId,
+        reason: event.reason,
+        exitCode: event.exitCode,
+        planSummary: event.planSummary,
+        forced: event.forced,
+      },
+      createdAt: event.endedAt,
+    })
+    .onConflictDoNothing({ target: auditEvents.id });
+  return { query };
 }
 
 export function setCancelRequested(db: Database, id: string, now: number) {
@@ -140,7 +267,7 @@ export async function claimWorkspace(
   return rows.length === 1;
 }
 
-/** Frees the workspace if `runId` holds it; idempotent. */
+/** Frees the workspace if `runId` holds it and has ended; idempotent. */
 export function releaseWorkspaceQuery(
   db: Database,
   workspaceId: string,
@@ -155,11 +282,25 @@ export function releaseWorkspaceQuery(
       lockedAt: sql`CASE WHEN ${workspaces.lockedBy} = ${runId} THEN NULL ELSE ${workspaces.lockedAt} END`,
       updatedAt: now,
     })
-    .where(and(eq(workspaces.id, workspaceId), eq(workspaces.currentRunId, runId)));
+    .where(
+      and(
+        eq(workspaces.id, workspaceId),
+        eq(workspaces.currentRunId, runId),
+        runHasEnded(db, runId),
+      ),
+    );
 }
 
 export function insertRunTokenQuery(db: Database, row: typeof runTokens.$inferInsert) {
   return db.insert(runTokens).values(row);
+}
+
+/** Revokes every token of an ended run; nothing while the run is still active. */
+export function revokeEndedRunTokensQuery(db: Database, runId: string, now: number) {
+  return db
+    .update(runTokens)
+    .set({ revokedAt: now })
+    .where(and(eq(runTokens.runId, runId), isNull(runTokens.revokedAt), runHasEnded(db, runId)));
 }
 
 /** Revokes every token of a run (or only those of one job). */
@@ -205,13 +346,4 @@ export async function isJobLive(db: Database, jobId: string): Promise<boolean> {
     columns: { id: true },
   });
   return row !== undefined;
-}
-
-/** The highest state serial a run wrote (its apply's snapshots), or null when it wrote none. */
-export async function latestSerialWrittenBy(db: Database, runId: string): Promise<number | null> {
-  const [row] = await db
-    .select({ serial: sql<number | null>`max(${stateVersions.serial})` })
-    .from(stateVersions)
-    .where(and(eq(stateVersions.runId, runId), isNull(stateVersions.discardedAt)));
-  return row?.serial ?? null;
 }

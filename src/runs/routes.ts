@@ -3,6 +3,7 @@
  * (get with why it waits, list by commit, confirm, discard, cancel, force-cancel, logs).
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { LOG_COMPLETE_HEADER, LOG_NEXT_OFFSET_HEADER, PlanSummary } from "@outpost/protocol";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
@@ -12,17 +13,19 @@ import { orgPrincipal, requireRole } from "../middleware/auth.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
-import { isTerminal, jobId, RUN_STATUSES, type RunStatus } from "./model.ts";
-import { presentRun } from "./present.ts";
-import { getRun, listRunsPage, type RunRow } from "./queries.ts";
+import { runLog } from "./blobs.ts";
 import {
   type ActionFailure,
-  cancelRun,
-  confirmRun,
-  createRun,
-  discardRun,
-  forceCancelRun,
-} from "./service.ts";
+  actionFailureMessage,
+  isPhaseOver,
+  jobId,
+  RUN_STATUSES,
+  type RunAction,
+  type RunStatus,
+} from "./model.ts";
+import { presentRun } from "./present.ts";
+import { getRun, listRunsPage, type RunRow } from "./queries.ts";
+import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "./service.ts";
 import { whyWaiting } from "./why.ts";
 
 const Run = z
@@ -37,7 +40,7 @@ const Run = z
     isAutoApply: z.boolean(),
     message: z.string(),
     configurationVersionId: z.string().nullable(),
-    planSummary: z.record(z.string(), z.unknown()).nullable(),
+    planSummary: PlanSummary.nullable(),
     planSha256: z.string().nullable().openapi({
       description:
         "SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other",
@@ -103,7 +106,7 @@ async function loadRun(c: Context<AppEnv>, runId: string): Promise<RunRow> {
 
 async function listPage(
   c: Context<AppEnv>,
-  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: string },
+  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: RunStatus },
   query: { limit: number; cursor?: string | undefined },
 ) {
   const after = query.cursor
@@ -120,19 +123,11 @@ async function listPage(
   return { runs, nextCursor: page.nextCursor };
 }
 
-function actionError(failure: ActionFailure, run: RunRow, action: string): ApiError {
-  const messages: Record<ActionFailure, string> = {
-    invalid_status: `run ${run.id} is ${run.status}; it cannot be ${action}ed`,
-    use_discard: `run ${run.id} is planned and waits for confirmation; discard it instead`,
-    already_canceling: `run ${run.id} is already being canceled`,
-    not_canceling: `force-cancel needs a cancel first (POST /api/v1/runs/${run.id}/cancel)`,
-    too_soon: `force-cancel is allowed 10 s after cancel; the engine may still stop cleanly`,
-    workspace_changed: `run ${run.id} errored: the workspace changed since it was planned`,
-  };
-  return new ApiError("CONFLICT", messages[failure]);
+function actionError(failure: ActionFailure, run: RunRow, action: RunAction): ApiError {
+  return new ApiError("CONFLICT", actionFailureMessage(failure, run, action));
 }
 
-const actionRoute = (action: "confirm" | "discard" | "cancel" | "force-cancel", summary: string) =>
+const actionRoute = (action: RunAction, summary: string) =>
   createRoute({
     method: "post",
     path: `/runs/{runId}/${action}`,
@@ -168,7 +163,7 @@ export const runRoutes = newRouter()
       const { principal, workspace } = await workspaceOf(c, workspaceId);
       const result = await createRun(deps(c), workspace, {
         operation: body.operation,
-        isSpeculative: body.isSpeculative || body.operation === "plan",
+        isSpeculative: body.isSpeculative,
         message: body.message,
         configurationVersionId: body.configurationVersionId,
         source: c.req.header("user-agent")?.startsWith("outpost-cli") ? "cli" : "api",
@@ -208,7 +203,9 @@ export const runRoutes = newRouter()
             );
         }
       }
-      return c.json(presentRun(result.value, await whyWaiting(deps(c), result.value)), 201);
+      const { run, wait, poolName } = result.value;
+      const waiting = await whyWaiting(deps(c), run, { workspace, wait, poolName });
+      return c.json(presentRun(run, waiting), 201);
     },
   )
   .openapi(
@@ -318,8 +315,7 @@ export const runRoutes = newRouter()
       path: "/runs/{runId}/logs",
       tags: ["runs"],
       summary: "Log bytes of a phase from an offset (live while the phase runs)",
-      description:
-        "Answers text/plain bytes. `Outpost-Log-Next-Offset` says where to continue; `Outpost-Log-Complete: true` once the phase ended and everything was read.",
+      description: `Answers text/plain bytes. \`${LOG_NEXT_OFFSET_HEADER}\` says where to continue; \`${LOG_COMPLETE_HEADER}: true\` once the phase ended and everything was read.`,
       security: [{ bearer: [] }],
       middleware: [requireRole("reader")] as const,
       request: {
@@ -355,21 +351,13 @@ export const runRoutes = newRouter()
       const run = await loadRun(c, c.req.valid("param").runId);
       const { phase, offset, limit } = c.req.valid("query");
       const id = jobId(run.id, phase);
-      const read = await c.env.RUN_LOG.getByName(id).read(offset, limit);
+      const read = await runLog(c.env, run.workspaceId).read(id, offset, limit);
       return c.body(new Uint8Array(read.data), 200, {
         "content-type": "text/plain; charset=utf-8",
-        "Outpost-Log-Next-Offset": String(read.nextOffset),
-        "Outpost-Log-Complete": String(
-          read.isComplete || (read.data.byteLength === 0 && isPhaseOver(run, phase)),
+        [LOG_NEXT_OFFSET_HEADER]: String(read.nextOffset),
+        [LOG_COMPLETE_HEADER]: String(
+          read.isComplete || (read.data.byteLength === 0 && isPhaseOver(run.status, phase)),
         ),
       });
     },
   );
-
-/** True when the phase can produce no more log: the run ended or moved past it. */
-function isPhaseOver(run: RunRow, phase: "plan" | "apply"): boolean {
-  if (isTerminal(run.status as RunStatus)) {
-    return true;
-  }
-  return phase === "plan" && !["pending", "plan_queued", "planning"].includes(run.status);
-}

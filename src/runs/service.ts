@@ -1,37 +1,49 @@
 /**
- * The run lifecycle: queueing, promotion of the next run of a workspace, user actions, and the
- * scheduler's job events. Every status change is compare-and-set (`moveRun`), and the pool
- * queue is told after D1 changed, so a lost message is repaired by the reconciler
- * (`reconcile.ts`) and never loses or double-applies a run.
+ * The run lifecycle's user side: queueing and the user actions (confirm, discard, cancel,
+ * force-cancel). Every status change is compare-and-set (`moveRun`), and the pool queue is told
+ * after D1 changed, so a lost message is repaired by the reconciler (`reconcile.ts`) and never
+ * loses or double-applies a run. The rules themselves are in `model.ts`.
  */
+import type { WaitInfo } from "../../durable/pool-types.ts";
 import { auditQuery } from "../audit/service.ts";
-import { latestConfigurationVersion } from "../configuration-versions/service.ts";
+import {
+  configurationVersionQuery,
+  latestConfigurationVersionQuery,
+} from "../configuration-versions/service.ts";
 import { newId } from "../db/ids.ts";
 import type { runs } from "../db/schema.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
-import { cancelPoolJob } from "./jobs.ts";
-import { canForceCancel, planCancel, type RunStatus } from "./model.ts";
-import { advanceWorkspace, endRun, queueApply, startPlan } from "./progress.ts";
+import { applyEndings } from "./events.ts";
+import { cancelPoolJob, enqueueJob } from "./jobs.ts";
 import {
-  countQueuedRuns,
+  type ActionFailure,
+  canForceCancel,
+  isOverQueueLimit,
+  isSpeculativeRun,
+  planCancel,
+  planningContextChanged,
+  queueLimit,
+  type RunOperation,
+} from "./model.ts";
+import { advanceWorkspace, endRun, queueApply } from "./progress.ts";
+import {
+  countQueuedRunsQuery,
   getRunById,
   insertRunQuery,
   moveRun,
+  poolNameQuery,
   type RunRow,
   setCancelRequested,
 } from "./queries.ts";
 
-/** Most runs an org may have waiting in queues before new ones get 429. */
-export function queueLimit(env: Env): number {
-  const configured = Number(env.MAX_QUEUED_RUNS_PER_ORG);
-  return Number.isInteger(configured) && configured > 0 ? configured : 500;
-}
+export type { ActionFailure } from "./model.ts";
 
 export type CreateRunInput = {
-  operation: "plan" | "apply" | "destroy";
-  isSpeculative: boolean;
+  operation: RunOperation;
+  /** Asked for a speculative plan; a `plan` operation is one whatever this says. */
+  isSpeculative?: boolean;
   message: string;
   configurationVersionId?: string | undefined;
   source: RunRow["source"];
@@ -55,16 +67,23 @@ export type CreateRunFailure =
   | "over_queue_limit";
 
 /**
- * Queues a run: it starts `pending`, then plans at once if speculative or if the workspace is
- * free; otherwise it waits its turn. Refuses local workspaces, workspaces without a pool or a
- * configuration, a non-speculative run on a pull request's configuration, and orgs over their
- * queue limit. A run on a fork's configuration is a fork's run.
+ * A queued run, where its plan job waits when it was queued at once, and its pool's name (for
+ * the words of why it waits).
+ */
+export type CreatedRun = { run: RunRow; wait: WaitInfo | null; poolName: string | null };
+
+/**
+ * Queues a run: a speculative plan goes to its pool's queue at once (it never waits for the
+ * workspace); any other run starts `pending` and plans when the workspace is free. Refuses local
+ * workspaces, workspaces without a pool or a configuration, a non-speculative run on a pull
+ * request's configuration, and orgs over their queue limit. A run on a fork's configuration is a
+ * fork's run.
  */
 export async function createRun(
   deps: Deps,
   workspace: WorkspaceRow,
   input: CreateRunInput,
-): Promise<Result<RunRow, CreateRunFailure>> {
+): Promise<Result<CreatedRun, CreateRunFailure>> {
   const { db, env } = deps;
   if (workspace.executionMode === "local") {
     return fail("local_workspace");
@@ -72,31 +91,36 @@ export async function createRun(
   if (!workspace.poolId) {
     return fail("no_pool");
   }
-  const configuration = input.configurationVersionId
-    ? await db.query.configurationVersions.findFirst({
-        where: (cv, { and, eq }) =>
-          and(eq(cv.id, input.configurationVersionId ?? ""), eq(cv.workspaceId, workspace.id)),
-      })
-    : await latestConfigurationVersion(db, workspace.id);
+  // One round trip: the configuration, the org's queue, the pool's name.
+  const [[configuration], [waiting], [pool]] = await db.batch([
+    input.configurationVersionId
+      ? configurationVersionQuery(db, workspace.id, input.configurationVersionId)
+      : latestConfigurationVersionQuery(db, workspace.id),
+    countQueuedRunsQuery(db, workspace.orgId),
+    poolNameQuery(db, workspace.poolId),
+  ]);
   if (!configuration) {
     return fail(input.configurationVersionId ? "configuration_not_found" : "no_configuration");
   }
   // A pull request's code is unmerged (a fork's is untrusted): it is only ever planned.
-  if (configuration.isSpeculative && !input.isSpeculative) {
+  if (configuration.isSpeculative && !isSpeculativeRun(input)) {
     return fail("pull_request_configuration");
   }
-  if ((await countQueuedRuns(db, workspace.orgId)) >= queueLimit(env)) {
+  if (isOverQueueLimit(waiting?.n ?? 0, queueLimit(env))) {
     return fail("over_queue_limit");
   }
+  const poolName = pool?.name ?? null;
   const now = Date.now();
+  const isSpeculative = isSpeculativeRun(input);
   const row = {
     id: newId("run"),
     orgId: workspace.orgId,
     workspaceId: workspace.id,
     configurationVersionId: configuration.id,
     operation: input.operation,
-    isSpeculative: input.isSpeculative,
-    status: "pending" as const,
+    isSpeculative,
+    // A speculative plan is queued in the same write: pending and plan_queued at once.
+    status: isSpeculative ? ("plan_queued" as const) : ("pending" as const),
     message: input.message,
     source: input.source,
     commitSha: input.vcs?.commitSha ?? configuration.commitSha ?? null,
@@ -106,47 +130,36 @@ export async function createRun(
     commitMessage: input.vcs?.commitMessage ?? null,
     // Inherited from the configuration version, whoever queues the run and however.
     isFork: configuration.isFork || (input.vcs?.isFork ?? false),
-    isAutoApply: workspace.autoApply && !input.isSpeculative,
-    statusTimestamps: { pending: now },
+    isAutoApply: workspace.autoApply && !isSpeculative,
+    statusTimestamps: (isSpeculative
+      ? { pending: now, plan_queued: now }
+      : { pending: now }) as Record<string, number>,
     createdBy: input.actor,
     createdAt: now,
     updatedAt: now,
   } satisfies typeof runs.$inferInsert;
-  await db.batch([
-    insertRunQuery(db, row),
+  const [[inserted]] = await db.batch([
+    insertRunQuery(db, row).returning(),
     auditQuery(db, {
       orgId: workspace.orgId,
       actor: input.actor,
       action: "run.create",
       targetType: "run",
       targetId: row.id,
-      data: {
-        workspaceId: workspace.id,
-        operation: input.operation,
-        speculative: input.isSpeculative,
-      },
+      data: { workspaceId: workspace.id, operation: input.operation, speculative: isSpeculative },
       now,
     }),
   ]);
-  if (input.isSpeculative) {
-    await startPlan(deps, row.id);
-  } else {
-    await advanceWorkspace(deps, workspace.id);
-  }
-  const created = await getRunById(db, row.id);
-  if (!created) {
+  if (!inserted) {
     throw new Error(`run ${row.id} vanished after insert`);
   }
-  return ok(created);
+  if (isSpeculative) {
+    const wait = await enqueueJob(deps, inserted, "plan", { workspace, configuration });
+    return ok({ run: inserted, wait, poolName });
+  }
+  await advanceWorkspace(deps, workspace.id);
+  return ok({ run: (await getRunById(db, row.id)) ?? inserted, wait: null, poolName });
 }
-
-export type ActionFailure =
-  | "invalid_status"
-  | "use_discard"
-  | "already_canceling"
-  | "not_canceling"
-  | "too_soon"
-  | "workspace_changed";
 
 function audit(
   deps: Deps,
@@ -201,17 +214,6 @@ export async function confirmRun(
   return ok(await queueApply(deps, confirmed));
 }
 
-/** Why an apply may not use this plan any more, or null when nothing relevant changed. */
-export function planningContextChanged(run: RunRow, workspace: WorkspaceRow): string | null {
-  if (run.plannedExecutionMode && run.plannedExecutionMode !== workspace.executionMode) {
-    return `the workspace's execution mode changed from ${run.plannedExecutionMode} to ${workspace.executionMode} after this run was planned; queue a new run`;
-  }
-  if (run.plannedPoolId && run.plannedPoolId !== workspace.poolId) {
-    return `the workspace's agent pool changed from ${run.plannedPoolId} to ${workspace.poolId ?? "none"} after this run was planned; queue a new run`;
-  }
-  return null;
-}
-
 export async function discardRun(
   deps: Deps,
   run: RunRow,
@@ -235,7 +237,7 @@ export async function cancelRun(
   run: RunRow,
   actor: string,
 ): Promise<Result<RunRow, ActionFailure>> {
-  const plan = planCancel(run.status as RunStatus, run.cancelRequestedAt);
+  const plan = planCancel(run.status, run.cancelRequestedAt);
   if (plan.kind === "refused") {
     return fail(
       plan.reason === "planned_use_discard"
@@ -251,10 +253,10 @@ export async function cancelRun(
       return fail("already_canceling");
     }
     await audit(deps, run, actor, "run.cancel");
-    await cancelPoolJob(deps, run, { force: false });
+    await applyEndings(deps, await cancelPoolJob(deps, run, { force: false }));
     return ok((await getRunById(deps.db, run.id)) ?? run);
   }
-  const canceled = await moveRun(deps.db, run.id, [run.status as RunStatus], "canceled", now, {
+  const canceled = await moveRun(deps.db, run.id, [run.status], "canceled", now, {
     cancelRequestedAt: now,
     statusReason: `canceled by ${actor}`,
   });
@@ -262,7 +264,7 @@ export async function cancelRun(
     return fail("invalid_status");
   }
   await audit(deps, canceled, actor, "run.cancel");
-  await cancelPoolJob(deps, canceled, { force: false });
+  await applyEndings(deps, await cancelPoolJob(deps, canceled, { force: false }));
   await endRun(deps, canceled);
   return ok(canceled);
 }
@@ -274,18 +276,18 @@ export async function forceCancelRun(
   actor: string,
 ): Promise<Result<RunRow, ActionFailure>> {
   const now = Date.now();
-  const allowed = canForceCancel(run.status as RunStatus, run.cancelRequestedAt, now);
+  const allowed = canForceCancel(run.status, run.cancelRequestedAt, now);
   if (!allowed.ok) {
     return fail(allowed.reason === "terminal" ? "invalid_status" : allowed.reason);
   }
-  const forced = await moveRun(deps.db, run.id, [run.status as RunStatus], "force_canceled", now, {
+  const forced = await moveRun(deps.db, run.id, [run.status], "force_canceled", now, {
     statusReason: `force-canceled by ${actor}`,
   });
   if (!forced) {
     return fail("invalid_status");
   }
   await audit(deps, forced, actor, "run.force_cancel");
-  await cancelPoolJob(deps, forced, { force: true });
+  await applyEndings(deps, await cancelPoolJob(deps, forced, { force: true }));
   await endRun(deps, forced);
   return ok(forced);
 }

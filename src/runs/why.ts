@@ -6,11 +6,13 @@
 import { eq } from "drizzle-orm";
 import type { WaitInfo, WaitReason } from "../../durable/pool-types.ts";
 import { orgTokens, runs } from "../db/schema.ts";
+import { ok } from "../lib/result.ts";
 import { poolStub } from "../pools/service.ts";
+import { lockHolderKind } from "../workspaces/model.ts";
+import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
-import { jobId, type RunStatus, WAITING_STATUSES } from "./model.ts";
-import { countQueuedRuns, type RunRow } from "./queries.ts";
-import { queueLimit } from "./service.ts";
+import { isOverQueueLimit, jobId, phaseOf, queueLimit, WAITING_STATUSES } from "./model.ts";
+import { countQueuedRuns, poolNameQuery, type RunRow } from "./queries.ts";
 
 /** Words for a pool's wait reason. */
 export function describeWaitReason(
@@ -45,19 +47,24 @@ function describeJobWait(info: WaitInfo, poolName: string, phase: "plan" | "appl
   return `the ${phase} job is ${info.state}`;
 }
 
-/** Why `run` waits, or null when it is not waiting. */
-export async function whyWaiting(deps: Deps, run: RunRow): Promise<string | null> {
-  if (!WAITING_STATUSES.includes(run.status as RunStatus)) {
+/**
+ * Why `run` waits, or null when it is not waiting. `known` carries what the caller already
+ * holds (the workspace; the pool's answer when the job was just queued), so it is not read again.
+ */
+export async function whyWaiting(
+  deps: Deps,
+  run: RunRow,
+  known: { workspace?: WorkspaceRow; wait?: WaitInfo | null; poolName?: string | null } = {},
+): Promise<string | null> {
+  if (!WAITING_STATUSES.includes(run.status)) {
     return null;
   }
-  const workspace = await deps.db.query.workspaces.findFirst({
-    where: (w, { eq }) => eq(w.id, run.workspaceId),
-  });
+  const workspace = known.workspace ?? (await getWorkspaceById(deps.db, run.workspaceId));
   if (!workspace) {
     return null;
   }
   if (run.status === "pending") {
-    if (workspace.lockedBy?.startsWith("tok_")) {
+    if (workspace.lockedBy && lockHolderKind(workspace.lockedBy) === "user") {
       const holder = await deps.db.query.orgTokens.findFirst({
         where: eq(orgTokens.id, workspace.lockedBy),
       });
@@ -66,25 +73,29 @@ export async function whyWaiting(deps: Deps, run: RunRow): Promise<string | null
     }
     const current =
       workspace.currentRunId ??
-      (workspace.lockedBy?.startsWith("run_") ? workspace.lockedBy : null);
+      (workspace.lockedBy && lockHolderKind(workspace.lockedBy) === "run"
+        ? workspace.lockedBy
+        : null);
     if (current && current !== run.id) {
       const ahead = await deps.db.query.runs.findFirst({ where: eq(runs.id, current) });
       return `waiting for run ${current}${ahead ? ` (${ahead.status.replaceAll("_", " ")})` : ""} to finish`;
     }
-    if ((await countQueuedRuns(deps.db, run.orgId)) > queueLimit(deps.env)) {
+    if (isOverQueueLimit(await countQueuedRuns(deps.db, run.orgId), queueLimit(deps.env))) {
       return "the organization is over its queue limit";
     }
     return "waiting to be queued";
   }
-  const phase = run.status === "apply_queued" ? "apply" : "plan";
+  const phase = phaseOf(run.status);
   const poolId = run.plannedPoolId ?? workspace.poolId;
   if (!poolId) {
     return `workspace ${workspace.name} has no agent pool`;
   }
-  const pool = await deps.db.query.agentPools.findFirst({ where: (p, { eq }) => eq(p.id, poolId) });
-  const info = await poolStub(deps.env, poolId).whyWaiting(jobId(run.id, phase));
+  const poolName = known.poolName ?? (await poolNameQuery(deps.db, poolId))[0]?.name ?? poolId;
+  const info = known.wait
+    ? ok(known.wait)
+    : await poolStub(deps.env, poolId).whyWaiting(jobId(run.id, phase));
   if (!info.ok) {
-    return `the ${phase} job is not in pool ${pool?.name ?? poolId}'s queue yet; it will be re-queued within a minute`;
+    return `the ${phase} job is not in pool ${poolName}'s queue yet; it will be re-queued within a minute`;
   }
-  return describeJobWait(info.value, pool?.name ?? poolId, phase);
+  return describeJobWait(info.value, poolName, phase);
 }

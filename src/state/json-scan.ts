@@ -1,8 +1,14 @@
 /**
  * A streaming JSON validator that keeps only what the state backend needs: the raw bytes and byte
  * span of chosen top-level members of the root object. A 20 MB state passes through in chunks
- * and is never held whole; memory is bounded by the capture limits and the nesting depth. Pure.
+ * and is never held whole; memory is bounded by the capture limits and the nesting depth.
+ *
+ * Tokens (strings, numbers, literals, their escapes) are `@streamparser/json`'s tokenizer's; the
+ * grammar of one JSON object, the depth limit and the byte-exact capture are this module's. The
+ * bench measured 10 MB state writes through it against the hand-written scanner it replaced
+ * (docs/performance.md, "State body scanner").
  */
+import { Tokenizer, TokenType } from "@streamparser/json";
 
 /** What to keep of one top-level member. */
 export type FieldSpec = { maxBytes: number };
@@ -21,76 +27,71 @@ export type ScanOutcome =
   | { ok: false; reason: string };
 
 const MAX_DEPTH = 512;
-const MAX_KEY_BYTES = 64;
-const MAX_NUMBER_CHARS = 64;
-const NUMBER = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/;
+const MAX_KEY_CHARS = 64;
 
-// Parser states.
-const S = {
-  Start: 0,
-  Value: 1,
-  KeyOrEnd: 2,
-  Key: 3,
-  Colon: 4,
-  AfterValue: 5,
-  ValueOrEnd: 6,
-  Str: 7,
-  StrEscape: 8,
-  StrUnicode: 9,
-  Num: 10,
-  Literal: 11,
-  Done: 12,
-} as const;
-type State = (typeof S)[keyof typeof S];
-
-function isSpace(b: number): boolean {
-  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
-}
-
-function isHex(b: number): boolean {
-  return (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
-}
-
-function isNumberChar(b: number): boolean {
-  return (
-    (b >= 0x30 && b <= 0x39) || b === 0x2d || b === 0x2b || b === 0x2e || b === 0x65 || b === 0x45
-  );
-}
+type Expect =
+  | "root"
+  | "value"
+  | "keyOrEnd"
+  | "key"
+  | "colon"
+  | "afterValue"
+  | "valueOrEnd"
+  | "done";
 
 type Capture = {
   name: string;
   spec: FieldSpec;
   kind: ScannedField["kind"];
   start: number;
-  parts: Uint8Array[];
-  size: number;
-  over: boolean;
   depth: number;
+  /** For a string, number or literal: it ends where the next token begins, less whitespace. */
+  isPrimitive: boolean;
 };
+
+/** What the tokenizer's state at an unexpected byte means, in the words users read. */
+const TOKEN_ERRORS: [RegExp, string][] = [
+  [/STRING_AFTER_BACKSLASH/, "an invalid escape in a string"],
+  [/STRING_UNICODE/, "an invalid \\u escape"],
+  [/STRING/, "a control character inside a string"],
+  [/NUMBER/, "an invalid number"],
+  [/TRUE|FALSE|NULL/, "an invalid literal"],
+];
 
 /**
  * Feed chunks with {@link JsonScanner.push}, then call {@link JsonScanner.finish}. Refuses
  * anything that is not a single JSON object (RFC 8259), with a reason naming the byte offset.
  */
 export class JsonScanner {
-  private state: State = S.Start;
-  private readonly stack: number[] = []; // 0 object, 1 array
-  private offset = 0;
-  private error: string | null = null;
-  private isKey = false;
-  private keyBytes: number[] = [];
-  private currentKey: string | null = null;
-  private unicodeLeft = 0;
-  private literal = "";
-  private literalPos = 0;
-  private number = "";
-  private capture: Capture | null = null;
-  private captureFrom = 0;
-  private readonly fields = new Map<string, ScannedField>();
+  private readonly tokenizer = new Tokenizer();
   private readonly specs: Record<string, FieldSpec>;
+  private readonly fields = new Map<string, ScannedField>();
+  private readonly stack: (0 | 1)[] = [];
+  private expect: Expect = "root";
+  private error: string | null = null;
+  private key: string | null = null;
+  private capture: Capture | null = null;
+  /**
+   * From the `:` of a member to keep until its value ends: the chunks, by absolute offset (a
+   * token is reported only once it is complete, so its first bytes may be chunks back).
+   * Dropped when the value passes its limit.
+   */
+  private keepFrom: number | null = null;
+  private keptUntil = 0;
+  private keepSpec: FieldSpec | null = null;
+  private spans: { at: number; bytes: Uint8Array }[] = [];
+  private spanBytes = 0;
+  private offset = 0;
+  /** Where a `0` token ended, to tell `01` (two tokens, no gap) from `0 1`. */
+  private previousNumberEnd = -1;
 
   constructor(specs: Record<string, FieldSpec>) {
     this.specs = specs;
+    this.tokenizer.onToken = ({ token, value, offset }) => this.onToken(token, value, offset);
+    this.tokenizer.onError = (err) => {
+      this.error ??= describeTokenError(err.message, this.offset);
+    };
+    this.tokenizer.onEnd = () => undefined;
   }
 
   /** Scans one chunk; false (and no further work) once the input is known to be invalid. */
@@ -98,307 +99,268 @@ export class JsonScanner {
     if (this.error !== null) {
       return false;
     }
-    this.captureFrom = 0;
-    const n = chunk.length;
-    let i = 0;
-    while (i < n) {
-      const b = chunk[i] ?? 0;
-      switch (this.state) {
-        case S.Str: {
-          // Fast path: most of a state file is string content.
-          while (i < n) {
-            const c = chunk[i] ?? 0;
-            if (c === 0x22 || c === 0x5c || c < 0x20) {
-              break;
-            }
-            if (this.isKey && this.stack.length === 1 && this.keyBytes.length <= MAX_KEY_BYTES) {
-              this.keyBytes.push(c);
-            }
-            i++;
-          }
-          if (i >= n) {
-            continue;
-          }
-          const c = chunk[i] ?? 0;
-          if (c < 0x20) {
-            return this.fail("a control character inside a string");
-          }
-          if (c === 0x5c) {
-            this.keyBytes.length = MAX_KEY_BYTES + 1; // escaped keys are never ones we look for
-            this.state = S.StrEscape;
-            i++;
-            continue;
-          }
-          i++;
-          this.endString(chunk, i);
-          continue;
-        }
-        case S.StrEscape:
-          if (b === 0x75) {
-            this.unicodeLeft = 4;
-            this.state = S.StrUnicode;
-          } else if ('"\\/bfnrt'.includes(String.fromCharCode(b))) {
-            this.state = S.Str;
-          } else {
-            return this.fail("an invalid escape in a string");
-          }
-          i++;
-          continue;
-        case S.StrUnicode:
-          if (!isHex(b)) {
-            return this.fail("an invalid \\u escape");
-          }
-          this.unicodeLeft--;
-          if (this.unicodeLeft === 0) {
-            this.state = S.Str;
-          }
-          i++;
-          continue;
-        case S.Num:
-          if (isNumberChar(b)) {
-            if (this.number.length >= MAX_NUMBER_CHARS) {
-              return this.fail("a number that is too long");
-            }
-            this.number += String.fromCharCode(b);
-            i++;
-            continue;
-          }
-          if (!NUMBER.test(this.number)) {
-            return this.fail(`an invalid number ${JSON.stringify(this.number)}`);
-          }
-          this.endValue(chunk, i);
-          this.state = S.AfterValue;
-          continue; // the delimiter is handled by AfterValue
-        case S.Literal:
-          if (b !== this.literal.charCodeAt(this.literalPos)) {
-            return this.fail("an invalid literal");
-          }
-          this.literalPos++;
-          i++;
-          if (this.literalPos === this.literal.length) {
-            this.endValue(chunk, i);
-            this.state = S.AfterValue;
-          }
-          continue;
-        default:
-          break;
-      }
-      if (isSpace(b)) {
-        i++;
-        continue;
-      }
-      if (!this.structural(b, chunk, i)) {
-        return false;
-      }
-      i++;
+    const at = this.offset;
+    this.offset += chunk.byteLength;
+    this.current = { at, bytes: chunk };
+    try {
+      this.tokenizer.write(chunk);
+    } catch (err) {
+      this.error ??= describeTokenError(err instanceof Error ? err.message : String(err), at);
     }
-    this.offset += n;
-    const capture = this.capture;
-    if (capture && !capture.over) {
-      this.append(capture, chunk.subarray(this.captureFrom));
+    this.current = null;
+    if (this.keepFrom !== null && this.error === null) {
+      this.keep({ at, bytes: chunk });
     }
-    return true;
+    return this.error === null;
   }
+
+  private current: { at: number; bytes: Uint8Array } | null = null;
 
   /** The captured fields once the whole input has been pushed, or why it is not one JSON object. */
   finish(): ScanOutcome {
     if (this.error !== null) {
       return { ok: false, reason: this.error };
     }
-    if (this.state === S.Start) {
+    if (this.expect === "root") {
       return { ok: false, reason: "the body is empty" };
     }
-    if (this.state !== S.Done) {
+    if (this.expect !== "done") {
       return { ok: false, reason: "the JSON ends early" };
     }
     return { ok: true, fields: this.fields };
   }
 
-  private fail(what: string): false {
-    this.error = `not valid JSON: ${what} at byte ${this.offset}`;
-    return false;
+  private failAt(what: string, at: number): void {
+    this.error ??= `not valid JSON: ${what} at byte ${at}`;
   }
 
-  private structural(b: number, chunk: Uint8Array, i: number): boolean {
-    const at = this.offset + i;
-    switch (this.state) {
-      case S.Start:
-        if (b !== 0x7b) {
+  private onToken(token: TokenType, value: unknown, offset: number): void {
+    if (this.error !== null) {
+      return;
+    }
+    if (this.capture?.isPrimitive) {
+      this.endCapture(offset, true);
+    }
+    if (token === TokenType.NUMBER && offset === this.previousNumberEnd) {
+      this.failAt("an invalid number", offset);
+      return;
+    }
+    this.previousNumberEnd = -1;
+    switch (this.expect) {
+      case "root":
+        if (token !== TokenType.LEFT_BRACE) {
           this.error = "the body is not a JSON object";
-          return false;
+          return;
         }
         this.stack.push(0);
-        this.state = S.KeyOrEnd;
-        return true;
-      case S.KeyOrEnd:
-      case S.Key:
-        if (b === 0x7d && this.state === S.KeyOrEnd) {
-          return this.close(0, chunk, i);
+        this.expect = "keyOrEnd";
+        return;
+      case "keyOrEnd":
+      case "key":
+        if (token === TokenType.RIGHT_BRACE && this.expect === "keyOrEnd") {
+          this.close(offset);
+          return;
         }
-        if (b !== 0x22) {
-          return this.failAt("expected a member name", at);
+        if (token !== TokenType.STRING) {
+          this.failAt("expected a member name", offset);
+          return;
         }
-        this.isKey = true;
-        this.keyBytes = [];
-        this.state = S.Str;
-        return true;
-      case S.Colon:
-        if (b !== 0x3a) {
-          return this.failAt("expected ':'", at);
+        this.key =
+          this.stack.length === 1 && String(value).length <= MAX_KEY_CHARS ? String(value) : null;
+        this.expect = "colon";
+        return;
+      case "colon":
+        if (token !== TokenType.COLON) {
+          this.failAt("expected ':'", offset);
+          return;
         }
-        this.state = S.Value;
-        return true;
-      case S.ValueOrEnd:
-        if (b === 0x5d) {
-          return this.close(1, chunk, i);
+        this.expect = "value";
+        if (this.stack.length === 1 && this.key !== null && this.specs[this.key]) {
+          this.keepFrom = offset + 1;
+          this.keepSpec = this.specs[this.key] ?? null;
+          this.keptUntil = offset + 1;
+          this.spans = [];
+          this.spanBytes = 0;
+          if (this.current) {
+            this.keep(this.current);
+          }
         }
-        return this.startValue(b, i);
-      case S.Value:
-        return this.startValue(b, i);
-      case S.AfterValue: {
-        const top = this.stack[this.stack.length - 1];
-        if (b === 0x2c) {
-          this.state = top === 0 ? S.Key : S.Value;
-          return true;
+        return;
+      case "valueOrEnd":
+        if (token === TokenType.RIGHT_BRACKET) {
+          this.close(offset);
+          return;
         }
-        if (b === 0x7d && top === 0) {
-          return this.close(0, chunk, i);
+        this.startValue(token, value, offset);
+        return;
+      case "value":
+        this.startValue(token, value, offset);
+        return;
+      case "afterValue":
+        if (token === TokenType.COMMA) {
+          this.expect = this.stack.at(-1) === 0 ? "key" : "value";
+          return;
         }
-        if (b === 0x5d && top === 1) {
-          return this.close(1, chunk, i);
+        if (
+          (token === TokenType.RIGHT_BRACE && this.stack.at(-1) === 0) ||
+          (token === TokenType.RIGHT_BRACKET && this.stack.at(-1) === 1)
+        ) {
+          this.close(offset);
+          return;
         }
-        return this.failAt("expected ',' or the end of the container", at);
-      }
-      default:
-        return this.failAt("unexpected content after the JSON value", at);
+        this.failAt("expected ',' or the end of the container", offset);
+        return;
+      case "done":
+        this.failAt("unexpected content after the JSON value", offset);
+        return;
     }
   }
 
-  private failAt(what: string, at: number): false {
-    this.error = `not valid JSON: ${what} at byte ${at}`;
-    return false;
-  }
-
-  private startValue(b: number, i: number): boolean {
+  private startValue(token: TokenType, value: unknown, offset: number): void {
+    const kind = kindOf(token);
+    if (kind === null) {
+      this.failAt("expected a value", offset);
+      return;
+    }
     const depth = this.stack.length;
-    let kind: ScannedField["kind"];
-    if (b === 0x7b || b === 0x5b) {
-      if (depth >= MAX_DEPTH) {
-        return this.failAt("nesting too deep", this.offset + i);
-      }
-      kind = b === 0x7b ? "object" : "array";
-    } else if (b === 0x22) {
-      kind = "string";
-    } else if (b === 0x2d || (b >= 0x30 && b <= 0x39)) {
-      kind = "number";
-    } else if (b === 0x74 || b === 0x66 || b === 0x6e) {
-      kind = "literal";
-    } else {
-      return this.failAt("expected a value", this.offset + i);
+    const isContainer = kind === "object" || kind === "array";
+    if (isContainer && depth >= MAX_DEPTH) {
+      this.failAt("nesting too deep", offset);
+      return;
     }
     // A member of the root object whose name we were asked to keep.
-    const spec = depth === 1 && this.currentKey !== null ? this.specs[this.currentKey] : undefined;
-    if (spec && this.currentKey !== null && this.stack[0] === 0) {
+    const spec = depth === 1 && this.key !== null ? this.specs[this.key] : undefined;
+    if (spec && this.key !== null) {
       this.capture = {
-        name: this.currentKey,
+        name: this.key,
         spec,
         kind,
-        start: this.offset + i,
-        parts: [],
-        size: 0,
-        over: false,
+        start: offset,
         depth,
+        isPrimitive: !isContainer,
       };
-      this.captureFrom = i;
     }
-    switch (kind) {
-      case "object":
-        this.stack.push(0);
-        this.state = S.KeyOrEnd;
-        return true;
-      case "array":
-        this.stack.push(1);
-        this.state = S.ValueOrEnd;
-        return true;
-      case "string":
-        this.isKey = false;
-        this.state = S.Str;
-        return true;
-      case "number":
-        this.number = String.fromCharCode(b);
-        this.state = S.Num;
-        return true;
-      default:
-        this.literal = b === 0x74 ? "true" : b === 0x66 ? "false" : "null";
-        this.literalPos = 1;
-        this.state = S.Literal;
-        return true;
+    if (kind === "number" && value === 0) {
+      // A leading zero followed by digits comes out as two numbers with no gap between them.
+      this.previousNumberEnd = offset + (Object.is(value, -0) ? 2 : 1);
     }
-  }
-
-  private endString(chunk: Uint8Array, next: number): void {
-    if (this.isKey) {
-      this.isKey = false;
-      this.currentKey =
-        this.stack.length === 1 && this.keyBytes.length <= MAX_KEY_BYTES
-          ? String.fromCharCode(...this.keyBytes)
-          : null;
-      this.state = S.Colon;
+    if (isContainer) {
+      this.stack.push(kind === "object" ? 0 : 1);
+      this.expect = kind === "object" ? "keyOrEnd" : "valueOrEnd";
       return;
     }
-    this.endValue(chunk, next);
-    this.state = S.AfterValue;
+    this.expect = "afterValue";
   }
 
-  private close(kind: number, chunk: Uint8Array, i: number): boolean {
-    if (this.stack.pop() !== kind) {
-      return this.failAt("mismatched brackets", this.offset + i);
-    }
+  private close(offset: number): void {
+    this.stack.pop();
     if (this.stack.length === 0) {
-      this.state = S.Done;
-      return true;
-    }
-    this.endValue(chunk, i + 1);
-    this.state = S.AfterValue;
-    return true;
-  }
-
-  /** A value ended just before `end` (chunk index); completes the capture it belonged to. */
-  private endValue(chunk: Uint8Array, end: number): void {
-    const capture = this.capture;
-    if (!capture || this.stack.length !== capture.depth) {
+      this.expect = "done";
       return;
     }
-    this.append(capture, chunk.subarray(this.captureFrom, end));
-    let raw: Uint8Array | null = null;
-    if (!capture.over) {
-      raw = new Uint8Array(capture.size);
-      let at = 0;
-      for (const part of capture.parts) {
-        raw.set(part, at);
-        at += part.length;
-      }
+    if (this.capture && !this.capture.isPrimitive && this.stack.length === this.capture.depth) {
+      this.endCapture(offset + 1, false);
     }
+    this.expect = "afterValue";
+  }
+
+  /** Keeps the bytes of `chunk` not kept yet, from `keepFrom` on, until the limit is passed. */
+  private keep(chunk: { at: number; bytes: Uint8Array }): void {
+    const spec = this.keepSpec;
+    if (this.keepFrom === null || !spec) {
+      return;
+    }
+    const from = Math.max(this.keptUntil, this.keepFrom, chunk.at);
+    const to = chunk.at + chunk.bytes.byteLength;
+    if (to <= from) {
+      return;
+    }
+    this.keptUntil = to;
+    if (this.spanBytes > spec.maxBytes + 4096) {
+      // Far past the limit (the end may still trim whitespace): keep nothing more.
+      this.spans = [];
+      return;
+    }
+    // Copy: the chunk's buffer belongs to the stream and may be reused or transferred.
+    this.spans.push({ at: from, bytes: chunk.bytes.slice(from - chunk.at) });
+    this.spanBytes += to - from;
+  }
+
+  /** The capture's value ended just before `end`; trailing whitespace is not part of it. */
+  private endCapture(end: number, trimWhitespace: boolean): void {
+    const capture = this.capture;
+    if (!capture) {
+      return;
+    }
+    if (this.current) {
+      this.keep(this.current);
+    }
+    this.capture = null;
+    const bytes = this.join(capture.start, end);
+    let stop = bytes ? bytes.byteLength : end - capture.start;
+    while (trimWhitespace && bytes && stop > 0 && isSpace(bytes[stop - 1] ?? 0)) {
+      stop--;
+    }
+    const size = trimWhitespace && !bytes ? end - capture.start : stop;
+    const raw = bytes && size <= capture.spec.maxBytes ? bytes.slice(0, stop) : null;
     this.fields.set(capture.name, {
       kind: capture.kind,
       raw,
       start: capture.start,
-      end: this.offset + end,
+      end: capture.start + size,
     });
-    this.capture = null;
+    this.keepFrom = null;
+    this.spans = [];
   }
 
-  private append(capture: Capture, part: Uint8Array): void {
-    if (capture.over) {
-      return;
+  /** The bytes [start, end) from the kept spans, or null when they were given back. */
+  private join(start: number, end: number): Uint8Array | null {
+    const length = end - start;
+    const kept = this.spans.reduce((n, s) => n + s.bytes.byteLength, 0);
+    if (this.spans.length === 0 || kept < length) {
+      return null;
     }
-    capture.size += part.length;
-    if (capture.size > capture.spec.maxBytes) {
-      capture.over = true;
-      capture.parts = [];
-      return;
+    const out = new Uint8Array(length);
+    for (const { at, bytes } of this.spans) {
+      const from = Math.max(start, at);
+      const to = Math.min(end, at + bytes.byteLength);
+      if (to > from) {
+        out.set(bytes.subarray(from - at, to - at), from - start);
+      }
     }
-    // Copy: the chunk's buffer belongs to the stream and may be reused or transferred.
-    capture.parts.push(part.slice());
+    return out;
   }
+}
+
+function kindOf(token: TokenType): ScannedField["kind"] | null {
+  switch (token) {
+    case TokenType.LEFT_BRACE:
+      return "object";
+    case TokenType.LEFT_BRACKET:
+      return "array";
+    case TokenType.STRING:
+      return "string";
+    case TokenType.NUMBER:
+      return "number";
+    case TokenType.TRUE:
+    case TokenType.FALSE:
+    case TokenType.NULL:
+      return "literal";
+    default:
+      return null;
+  }
+}
+
+function isSpace(b: number): boolean {
+  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+}
+
+/** The tokenizer's error (`Unexpected "x" at … (absolute position "7") in state …`) in our words. */
+function describeTokenError(message: string, fallbackAt: number): string {
+  const at = /absolute position "(\d+)"/.exec(message)?.[1] ?? String(fallbackAt);
+  const state = /in state (\w+)/.exec(message)?.[1] ?? "";
+  const what =
+    TOKEN_ERRORS.find(([pattern]) => pattern.test(state))?.[1] ??
+    (state === "START" || state === "ENDED" ? "expected a value" : "an invalid token");
+  return `not valid JSON: ${what} at byte ${at}`;
 }

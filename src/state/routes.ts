@@ -1,6 +1,6 @@
 /**
  * `/state/v1/{workspaceId}`: Terraform's and OpenTofu's `http` state backend, exactly as their
- * clients speak it (shared/reference/protocols.md §1). Not part of the JSON API: basic auth with
+ * clients speak it (docs/state-backend.md). Not part of the JSON API: basic auth with
  * the token as password (or bearer), custom LOCK/UNLOCK methods that OpenAPI cannot describe,
  * and state bodies of tens of MB that stream to R2. POST `/lock` and `/unlock` serve proxies
  * that drop custom methods.

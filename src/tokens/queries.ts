@@ -1,6 +1,6 @@
 /** D1 access for org tokens and for token lookups of every kind. */
-import { and, desc, eq, isNull, lt, or } from "drizzle-orm";
-import type { Database } from "../db/client.ts";
+import { and, desc, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { type Database, prepared } from "../db/client.ts";
 import { agentTokens, orgTokens, runTokens } from "../db/schema.ts";
 import type { Role, TokenKind } from "./model.ts";
 
@@ -29,13 +29,21 @@ export async function findTokenByHash(
   kind: TokenKind,
   tokenHash: string,
 ): Promise<TokenRecord | undefined> {
+  // Prepared once: this runs on every authenticated request.
+  const hash = sql.placeholder("hash");
   switch (kind) {
     case "org":
-      return db.query.orgTokens.findFirst({ where: eq(orgTokens.tokenHash, tokenHash) });
+      return prepared(db, "token.org", (d) =>
+        d.select().from(orgTokens).where(eq(orgTokens.tokenHash, hash)).prepare(),
+      ).get({ hash: tokenHash });
     case "agent":
-      return db.query.agentTokens.findFirst({ where: eq(agentTokens.tokenHash, tokenHash) });
+      return prepared(db, "token.agent", (d) =>
+        d.select().from(agentTokens).where(eq(agentTokens.tokenHash, hash)).prepare(),
+      ).get({ hash: tokenHash });
     case "run":
-      return db.query.runTokens.findFirst({ where: eq(runTokens.tokenHash, tokenHash) });
+      return prepared(db, "token.run", (d) =>
+        d.select().from(runTokens).where(eq(runTokens.tokenHash, hash)).prepare(),
+      ).get({ hash: tokenHash });
   }
 }
 

@@ -1,123 +1,109 @@
 /**
- * ANSI SGR colour codes in engine logs, turned into styled segments. Only a fixed set of class
- * names can come out, and the text of each segment is escaped by whoever renders it (JSX), so a
- * log line can never inject markup. Other escape sequences are dropped.
+ * ANSI SGR colour codes in engine logs, turned into styled segments. Parsing is `anser`'s; this
+ * module maps what it finds onto a fixed set of class names (16 colours, the 256-colour palette,
+ * truecolour to its nearest palette entry, five decorations), because the dashboard's
+ * Content-Security-Policy allows no inline style. The text of each segment is escaped by whoever
+ * renders it (JSX), so a log line can never inject markup. Other escape sequences are dropped.
  */
+import Anser from "anser";
 
 export type AnsiSegment = { text: string; classes: string };
 
-type Style = {
-  fg: number | null;
-  bg: number | null;
-  bold: boolean;
-  dim: boolean;
-  italic: boolean;
-  underline: boolean;
+const NAMED = ["black", "red", "green", "yellow", "blue", "magenta", "cyan", "white"] as const;
+const CUBE_LEVELS = [0, 95, 135, 175, 215, 255] as const;
+const DECORATIONS: Readonly<Record<string, string>> = {
+  bold: "ansi-bold",
+  dim: "ansi-dim",
+  italic: "ansi-italic",
+  underline: "ansi-underline",
+  strikethrough: "ansi-strike",
 };
 
-const PLAIN: Style = {
-  fg: null,
-  bg: null,
-  bold: false,
-  dim: false,
-  italic: false,
-  underline: false,
-};
-
-// CSI sequences (ESC [ params final) and the rare two-byte escapes; OSC strings up to BEL/ST.
-const ESCAPES =
+// What anser leaves in the text: OSC strings (window titles) and lone two-byte escapes.
+const LEFTOVER_ESCAPES =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI escape sequences begin with ESC.
-  /\u001b\[([0-9;?]*)([@-~])|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g;
+  /\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]?/g;
 
-function applySgr(style: Style, params: string): Style {
-  const codes = params === "" ? [0] : params.split(";").map((p) => Number(p) || 0);
-  let next = { ...style };
-  for (let i = 0; i < codes.length; i++) {
-    const code = codes[i] ?? 0;
-    if (code === 0) {
-      next = { ...PLAIN };
-    } else if (code === 1) {
-      next.bold = true;
-    } else if (code === 2) {
-      next.dim = true;
-    } else if (code === 3) {
-      next.italic = true;
-    } else if (code === 4) {
-      next.underline = true;
-    } else if (code === 22) {
-      next.bold = false;
-      next.dim = false;
-    } else if (code === 23) {
-      next.italic = false;
-    } else if (code === 24) {
-      next.underline = false;
-    } else if (code >= 30 && code <= 37) {
-      next.fg = code - 30;
-    } else if (code >= 90 && code <= 97) {
-      next.fg = code - 90 + 8;
-    } else if (code === 39) {
-      next.fg = null;
-    } else if (code >= 40 && code <= 47) {
-      next.bg = code - 40;
-    } else if (code >= 100 && code <= 107) {
-      next.bg = code - 100 + 8;
-    } else if (code === 49) {
-      next.bg = null;
-    } else if (code === 38 || code === 48) {
-      // 256-colour and truecolour forms: skip their arguments, keep the default colour.
-      i += codes[i + 1] === 5 ? 2 : 4;
-    }
+/** The xterm 256-colour palette entry `index` (16–255) as RGB. */
+export function paletteRgb(index: number): [number, number, number] {
+  if (index >= 232) {
+    const grey = 8 + (index - 232) * 10;
+    return [grey, grey, grey];
   }
-  return next;
+  const cube = index - 16;
+  const level = (n: number) => CUBE_LEVELS[n] ?? 0;
+  return [level(Math.floor(cube / 36)), level(Math.floor(cube / 6) % 6), level(cube % 6)];
 }
 
-function classesOf(style: Style): string {
-  const out: string[] = [];
-  if (style.fg !== null) {
-    out.push(`ansi-fg-${style.fg}`);
+/** The palette entry (16–255) closest to a truecolour. */
+export function nearestPaletteIndex(r: number, g: number, b: number): number {
+  let best = 16;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (let index = 16; index < 256; index++) {
+    const [pr, pg, pb] = paletteRgb(index);
+    const distance = (pr - r) ** 2 + (pg - g) ** 2 + (pb - b) ** 2;
+    if (distance < bestDistance) {
+      best = index;
+      bestDistance = distance;
+    }
   }
-  if (style.bg !== null) {
-    out.push(`ansi-bg-${style.bg}`);
+  return best;
+}
+
+/** anser's colour (`ansi-red`, `ansi-bright-red`, `ansi-palette-N`, `ansi-truecolor`) as an index. */
+function colourIndex(colour: string | null, truecolor: string | null): number | null {
+  if (!colour) {
+    return null;
   }
-  if (style.bold) {
-    out.push("ansi-bold");
+  if (colour === "ansi-truecolor") {
+    const [r = 0, g = 0, b = 0] = (truecolor ?? "").split(",").map((n) => Number(n.trim()));
+    return nearestPaletteIndex(r, g, b);
   }
-  if (style.dim) {
-    out.push("ansi-dim");
+  const palette = /^ansi-palette-(\d{1,3})$/.exec(colour);
+  if (palette) {
+    const index = Number(palette[1]);
+    return index < 256 ? index : null;
   }
-  if (style.italic) {
-    out.push("ansi-italic");
-  }
-  if (style.underline) {
-    out.push("ansi-underline");
-  }
-  return out.join(" ");
+  const named = /^ansi-(bright-)?(\w+)$/.exec(colour);
+  const base = NAMED.indexOf((named?.[2] ?? "") as (typeof NAMED)[number]);
+  return base < 0 ? null : base + (named?.[1] ? 8 : 0);
 }
 
 /** Splits `text` into segments of one style each; the style starts plain. */
 export function parseAnsi(text: string): AnsiSegment[] {
   const segments: AnsiSegment[] = [];
-  let style = { ...PLAIN };
-  let last = 0;
-  const push = (chunk: string) => {
+  for (const entry of Anser.ansiToJson(text, { json: true, use_classes: true })) {
+    const chunk = entry.content.replace(LEFTOVER_ESCAPES, "");
     if (chunk === "") {
-      return;
+      continue;
     }
-    const classes = classesOf(style);
+    const fg = colourIndex(entry.fg, entry.fg_truecolor);
+    const bg = colourIndex(entry.bg, entry.bg_truecolor);
+    const classes = [
+      ...(fg === null ? [] : [`ansi-fg-${fg}`]),
+      ...(bg === null ? [] : [`ansi-bg-${bg}`]),
+      ...Object.entries(DECORATIONS)
+        .filter(([name]) => (entry.decorations as string[]).includes(name))
+        .map(([, cls]) => cls),
+    ].join(" ");
     const prev = segments[segments.length - 1];
     if (prev && prev.classes === classes) {
       prev.text += chunk;
     } else {
       segments.push({ text: chunk, classes });
     }
-  };
-  for (const match of text.matchAll(ESCAPES)) {
-    push(text.slice(last, match.index));
-    last = match.index + match[0].length;
-    if (match[2] === "m") {
-      style = applySgr(style, match[1] ?? "");
-    }
   }
-  push(text.slice(last));
   return segments;
+}
+
+/** CSS for palette entries 16–255 (0–15 are the theme's own, in `static.ts`). */
+export function paletteCss(): string {
+  const rules: string[] = [];
+  for (let index = 16; index < 256; index++) {
+    const hex = `#${paletteRgb(index)
+      .map((c) => c.toString(16).padStart(2, "0"))
+      .join("")}`;
+    rules.push(`.ansi-fg-${index}{color:${hex}}.ansi-bg-${index}{background:${hex}}`);
+  }
+  return rules.join("\n");
 }

@@ -5,16 +5,11 @@
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import { ApiError } from "../errors.ts";
-import { isTerminal, jobId, type RunStatus } from "../runs/model.ts";
+import { runLog } from "../runs/blobs.ts";
+import { actionFailureMessage, isPhaseOver, jobId, RUN_ACTIONS } from "../runs/model.ts";
 import { presentRun } from "../runs/present.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
-import {
-  type ActionFailure,
-  cancelRun,
-  confirmRun,
-  discardRun,
-  forceCancelRun,
-} from "../runs/service.ts";
+import { cancelRun, confirmRun, discardRun, forceCancelRun } from "../runs/service.ts";
 import { whyWaiting } from "../runs/why.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
@@ -44,14 +39,6 @@ function phasesOf(run: RunRow): ("plan" | "apply")[] {
   return run.isSpeculative ? ["plan"] : ["plan", "apply"];
 }
 
-/** True when the phase can produce no more log: the run ended or moved past it. */
-function isPhaseOver(run: RunRow, phase: "plan" | "apply"): boolean {
-  if (isTerminal(run.status as RunStatus)) {
-    return true;
-  }
-  return phase === "plan" && !["pending", "plan_queued", "planning"].includes(run.status);
-}
-
 /**
  * Log text from `offset`, cut after the last complete line while the phase may still write, so
  * no line (or UTF-8 sequence) is split between two reads.
@@ -62,9 +49,10 @@ async function readTail(
   phase: "plan" | "apply",
   offset: number,
 ): Promise<LogTail & { isDone: boolean }> {
-  const read = await c.env.RUN_LOG.getByName(jobId(run.id, phase)).read(offset, LOG_READ_BYTES);
+  const log = runLog(c.env, run.workspaceId);
+  const read = await log.read(jobId(run.id, phase), offset, LOG_READ_BYTES);
   let bytes = new Uint8Array(read.data);
-  const over = read.isComplete || isPhaseOver(run, phase);
+  const over = read.isComplete || isPhaseOver(run.status, phase);
   if (!read.isComplete && bytes.byteLength > 0) {
     const lastNewline = bytes.lastIndexOf(10);
     bytes = lastNewline < 0 ? new Uint8Array() : bytes.subarray(0, lastNewline + 1);
@@ -76,20 +64,6 @@ async function readTail(
     isDone: over && bytes.byteLength === 0,
   };
 }
-
-function actionMessage(failure: ActionFailure): string {
-  const messages: Record<ActionFailure, string> = {
-    invalid_status: "The run is not in a status that allows this any more.",
-    use_discard: "The run waits for confirmation; discard it instead.",
-    already_canceling: "The run is already being canceled.",
-    not_canceling: "Force cancel needs a cancel first.",
-    too_soon: "Force cancel is allowed 10 s after cancel; the engine may still stop cleanly.",
-    workspace_changed: "The run errored: the workspace changed since it was planned.",
-  };
-  return messages[failure];
-}
-
-const RUN_ACTIONS = z.enum(["confirm", "discard", "cancel", "force-cancel"]);
 
 const deps = (c: Context<UiEnv>) => ({ db: c.var.db, env: c.env });
 
@@ -173,10 +147,10 @@ export const runPages = new Hono<UiEnv>()
     async (c) => {
       const row = await runOf(c);
       await readForm(c, z.strictObject({}));
-      const action = RUN_ACTIONS.parse(c.req.param("action"));
+      const action = z.enum(RUN_ACTIONS).parse(c.req.param("action"));
       const result = await actions[action](c, row);
       if (!result.ok) {
-        throw new ApiError("CONFLICT", actionMessage(result.reason));
+        throw new ApiError("CONFLICT", actionFailureMessage(result.reason, row, action));
       }
       return redirectWithNotice(c, `/ui/runs/${row.id}`, action);
     },

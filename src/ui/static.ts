@@ -5,6 +5,8 @@
  * that answer server-rendered (escaped) fragments.
  */
 
+import { paletteCss } from "./ansi.ts";
+
 export const APP_JS = `"use strict";
 (function () {
   function setupCopy(button) {
@@ -127,7 +129,7 @@ ol.timeline li { padding-left: 14px; position: relative; }
 ol.timeline li::before { content: ""; position: absolute; left: 0; top: 8px; width: 8px; height: 8px; border-radius: 50%; background: var(--muted); }
 ol.timeline li.current::before { background: var(--accent); }
 pre.log { background: #0f141a; color: #e6e6e6; padding: 12px; max-height: 460px; overflow: auto; white-space: pre-wrap; word-break: break-word; margin: 6px 0; min-height: 3em; }
-.ansi-bold { font-weight: 700; } .ansi-dim { opacity: .75; } .ansi-italic { font-style: italic; } .ansi-underline { text-decoration: underline; }
+.ansi-bold { font-weight: 700; } .ansi-dim { opacity: .75; } .ansi-italic { font-style: italic; } .ansi-underline { text-decoration: underline; } .ansi-strike { text-decoration: line-through; }
 .ansi-fg-0 { color: #8b949e; } .ansi-fg-1 { color: #ff7b72; } .ansi-fg-2 { color: #7ee787; } .ansi-fg-3 { color: #e3b341; }
 .ansi-fg-4 { color: #79c0ff; } .ansi-fg-5 { color: #d2a8ff; } .ansi-fg-6 { color: #56d4dd; } .ansi-fg-7 { color: #e6e6e6; }
 .ansi-fg-8 { color: #a0a8b0; } .ansi-fg-9 { color: #ffa198; } .ansi-fg-10 { color: #aff5b4; } .ansi-fg-11 { color: #f8e3a1; }
@@ -136,6 +138,7 @@ pre.log { background: #0f141a; color: #e6e6e6; padding: 12px; max-height: 460px;
 .ansi-bg-4 { background: #1c3a6e; } .ansi-bg-5 { background: #4d2466; } .ansi-bg-6 { background: #145458; } .ansi-bg-7 { background: #5a5a5a; }
 .ansi-bg-8 { background: #333; } .ansi-bg-9 { background: #8e2a2a; } .ansi-bg-10 { background: #2a6e38; } .ansi-bg-11 { background: #7a6419; }
 .ansi-bg-12 { background: #2a4f8e; } .ansi-bg-13 { background: #6a3388; } .ansi-bg-14 { background: #1d7075; } .ansi-bg-15 { background: #777; }
+${paletteCss()}
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 8px 0; }
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 .login { max-width: 460px; margin: 80px auto; }

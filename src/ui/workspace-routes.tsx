@@ -19,6 +19,7 @@ import {
   type VariableFailure,
 } from "../variables/service.ts";
 import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
+import { lockHolderKind } from "../workspaces/model.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import {
   listWorkspaces,
@@ -167,7 +168,7 @@ export const workspacePages = new Hono<UiEnv>()
       tokenId: c.var.session.tokenId,
       isAdmin,
       // Admins may release a user's lock from here; a run's lock is released by the run.
-      force: isAdmin && row.lockedBy?.startsWith("tok_") === true,
+      force: isAdmin && row.lockedBy !== null && lockHolderKind(row.lockedBy) === "user",
     });
     if (!result.ok) {
       throw workspaceProblem(result);
@@ -239,7 +240,6 @@ export const workspacePages = new Hono<UiEnv>()
     );
     const result = await createRun({ db: c.var.db, env: c.env }, row, {
       operation: form.operation,
-      isSpeculative: form.operation === "plan",
       message: form.message,
       source: "ui",
       actor: c.var.session.tokenId,
@@ -259,5 +259,5 @@ export const workspacePages = new Hono<UiEnv>()
         messages[result.reason],
       );
     }
-    return c.redirect(`/ui/runs/${result.value.id}`, 303);
+    return c.redirect(`/ui/runs/${result.value.run.id}`, 303);
   });

@@ -6,7 +6,8 @@ import type { Category } from "./model.ts";
 
 export type VariableRow = typeof variables.$inferSelect;
 
-export function listVariableRows(db: Database, workspaceId: string): Promise<VariableRow[]> {
+/** The workspace's variables by category and key; a query, so it can go in a batch. */
+export function listVariableRows(db: Database, workspaceId: string) {
   return db
     .select()
     .from(variables)

@@ -253,9 +253,13 @@ export async function loadVariablesForJob(
   env: { ENCRYPTION_KEY?: string },
   db: Database,
   workspaceId: string,
-  options: { includeSensitive: boolean },
+  options: {
+    includeSensitive: boolean;
+    /** The workspace's rows when the caller already read them (in a batch of its own). */
+    rows?: VariableRow[];
+  },
 ): Promise<JobVariable[]> {
-  const rows = await listVariableRows(db, workspaceId);
+  const rows = options.rows ?? (await listVariableRows(db, workspaceId));
   const wanted = rows.filter((r) => options.includeSensitive || !r.isSensitive);
   let keyring: Keyring | undefined;
   const out: JobVariable[] = [];

@@ -2,7 +2,7 @@
  * GitHub and GitLab webhook payloads → {@link ParsedDelivery}. Only the fields the triggers use
  * are validated (objects stay loose, since providers add fields all the time); a payload missing
  * one of them is malformed (400), an event or action that changes no code is ignored (202).
- * Field names follow the providers' documented payloads (`shared/reference/protocols.md` §3).
+ * Field names follow the providers' documented payloads (summarized in docs/vcs.md).
  */
 import { z } from "@hono/zod-openapi";
 import { type ParsedDelivery, ZERO_SHA } from "./model.ts";

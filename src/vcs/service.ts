@@ -161,7 +161,7 @@ async function queueFor(
   if (!created.ok) {
     return { reason: `run not queued: ${created.reason}` };
   }
-  return { runId: created.value.id };
+  return { runId: created.value.run.id };
 }
 
 /**

@@ -1,6 +1,6 @@
 /** D1 access for workspaces. Every query is scoped by org id: nothing crosses organizations. */
 import { and, asc, eq, gt, inArray, isNull, notExists, notInArray, sql } from "drizzle-orm";
-import type { Database } from "../db/client.ts";
+import { type Database, prepared } from "../db/client.ts";
 import { agentPools, runs, stateLocks, workspaces } from "../db/schema.ts";
 import { TERMINAL_STATUSES } from "../runs/model.ts";
 import { WORKSPACE_ID_PATTERN } from "./model.ts";
@@ -13,8 +13,28 @@ export function findWorkspace(
   orgId: string,
   ref: string,
 ): Promise<WorkspaceRow | undefined> {
-  const match = WORKSPACE_ID_PATTERN.test(ref) ? eq(workspaces.id, ref) : eq(workspaces.name, ref);
-  return db.query.workspaces.findFirst({ where: and(eq(workspaces.orgId, orgId), match) });
+  const byId = WORKSPACE_ID_PATTERN.test(ref);
+  const column = byId ? workspaces.id : workspaces.name;
+  return prepared(db, byId ? "workspace.byId" : "workspace.byName", (d) =>
+    d
+      .select()
+      .from(workspaces)
+      .where(
+        and(eq(workspaces.orgId, sql.placeholder("orgId")), eq(column, sql.placeholder("ref"))),
+      )
+      .prepare(),
+  ).get({ orgId, ref });
+}
+
+/** A workspace by id alone: for the scheduler's paths, which carry no principal. */
+export function getWorkspaceById(db: Database, id: string): Promise<WorkspaceRow | undefined> {
+  return prepared(db, "workspace.anyOrg", (d) =>
+    d
+      .select()
+      .from(workspaces)
+      .where(eq(workspaces.id, sql.placeholder("id")))
+      .prepare(),
+  ).get({ id });
 }
 
 export function findWorkspaceByName(db: Database, orgId: string, name: string) {

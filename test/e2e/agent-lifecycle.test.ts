@@ -147,6 +147,31 @@ describe("the agent process", () => {
     expect(agent.output()).toMatch(/revoked/);
   });
 
+  it("a revoked token's running plan errors within a second (the pool's ending, through the queue)", async () => {
+    const created = await expectStatus(
+      world.api("POST", `/api/v1/pools/${world.poolId}/tokens`, {
+        description: "revoked mid-plan",
+      }),
+      201,
+    );
+    const agent = agentWith([], { token: String(created.token) });
+    await agent.waitForOutput(/registered/);
+    const ws = await createWorkspace(world, "revoked-mid-plan", {
+      env: { STANDIN_PLAN_SLEEP_MS: "20000" },
+    });
+    await uploadConfiguration(world, ws, { "main.tf": resource("a", "1") });
+    const runId = await queueRun(world, ws, { operation: "plan" });
+    await waitForRun(world, runId, ["planning"]);
+    await expectStatus(
+      world.api("DELETE", `/api/v1/pools/${world.poolId}/tokens/${String(created.id)}`),
+      200,
+    );
+    // The pool ended the job on its own; the JOB_EVENTS queue carries it to the run.
+    const run = await waitForRun(world, runId, ["errored"], 1_000);
+    expect(String(run.statusReason)).toMatch(/was revoked while it ran this job/);
+    expect((await exitWithin(agent, 20_000)).code).toBe(EXIT_CODES.tokenRevoked);
+  });
+
   it("keeps its plan through a coordinator outage, logs the outage once, and the run completes", async () => {
     const agent = agentWith([]);
     await agent.waitForOutput(/registered/);

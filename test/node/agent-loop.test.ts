@@ -5,7 +5,7 @@
  * heartbeat interval is driven by the test.
  */
 
-import type { HeartbeatResponse, JobsNextResponse, RunningJob } from "@outpost/protocol";
+import type { HeartbeatResponse, JobsNextReceived, RunningJob } from "@outpost/protocol";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type AgentApi, TokenRejected } from "../../agent/src/client/agent-api.ts";
 import { CoordinatorError } from "../../agent/src/client/http.ts";
@@ -41,7 +41,7 @@ const SPEC = {
   isFork: false,
   planSha256: null,
 };
-const runJob = (n: number): JobsNextResponse => ({
+const runJob = (n: number): JobsNextReceived => ({
   action: "run",
   job: {
     jobId: jobId(n),
@@ -75,7 +75,7 @@ class FakeCoordinator implements LoopApi {
   readonly goodbyes: Array<string | null> = [];
   private readonly script: {
     register?: Array<Step<"ok">>;
-    next?: Array<Step<JobsNextResponse | null>>;
+    next?: Array<Step<JobsNextReceived | null>>;
     heartbeat?: (running: RunningJob[]) => Step<HeartbeatResponse>;
     finish?: Array<Step<"ok">>;
     agentVersion?: string | null;

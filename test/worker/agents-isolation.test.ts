@@ -6,7 +6,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { applySchema, SCHEMA_VERSION } from "../../durable/schema.ts";
+import { PoolStore } from "../../durable/pool-store.ts";
+import { SCHEMA_VERSION } from "../../durable/schema.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import { requestJson } from "./helpers/api.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -62,27 +63,30 @@ describe("an agent's isolation mode", () => {
     expect(await poolStub(env, pool.poolId).listAgents()).toEqual([]);
   });
 
-  it("an object written before agents reported it gains the column; its agents show null", async () => {
+  it("an object written before agents reported it gains the columns; its agents show null", async () => {
     const pool = await seedPool(org);
     const stub = poolStub(env, pool.poolId);
     await register(pool.token, { name: "before", isolation: "bwrap" });
-    // Turn the object's storage back into the previous version's: no isolation column.
+    // Turn the object's storage back into version 3's: no isolation or agent_lost column.
     await runInDurableObject(stub, (_instance, state) => {
       const sql = state.storage.sql;
       sql.exec("ALTER TABLE agents DROP COLUMN isolation");
-      sql.exec("UPDATE settings SET value = '2' WHERE key = 'schema_version'");
-      applySchema(sql);
-      const columns = sql
-        .exec<{ name: string }>("SELECT name FROM pragma_table_info('agents')")
-        .toArray()
-        .map((c) => c.name);
+      sql.exec("ALTER TABLE jobs DROP COLUMN agent_lost");
+      sql.exec("UPDATE settings SET value = '3' WHERE key = 'schema_version'");
+      new PoolStore(sql).migrate();
+      const columns = (table: string) =>
+        sql
+          .exec<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
+          .toArray()
+          .map((c) => c.name);
       const version = sql
         .exec<{ value: string }>("SELECT value FROM settings WHERE key = 'schema_version'")
         .one().value;
-      expect(columns).toContain("isolation");
+      expect(columns("agents")).toContain("isolation");
+      expect(columns("jobs")).toContain("agent_lost");
       expect(version).toBe(String(SCHEMA_VERSION));
-      // Applying it again changes nothing.
-      applySchema(sql);
+      // Migrating again changes nothing.
+      new PoolStore(sql).migrate();
     });
     expect((await stub.listAgents()).map((a) => [a.name, a.isolation])).toEqual([["before", null]]);
     await register(pool.token, { name: "after", isolation: "none" });

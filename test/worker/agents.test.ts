@@ -3,7 +3,9 @@ import { env } from "cloudflare:workers";
 import type { HeartbeatResponse, JobsNextResponse } from "@outpost/protocol";
 import { describe, expect, it } from "vitest";
 import type { AgentPool } from "../../durable/agent-pool.ts";
+import { createDb } from "../../src/db/client.ts";
 import { poolStub } from "../../src/pools/service.ts";
+import { applyEndings } from "../../src/runs/events.ts";
 import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -309,9 +311,22 @@ describe("cancel requests", () => {
     ];
 
     const graceful = await stub.cancelJob(l1.jobId, { force: false });
-    expect(graceful).toMatchObject({ ok: true, value: { state: "started" } });
+    expect(graceful).toMatchObject({
+      ok: true,
+      value: { job: { state: "started" }, ending: null },
+    });
     const forced = await stub.cancelJob(l2.jobId, { force: true });
-    expect(forced).toMatchObject({ ok: true, value: { state: "ended", outcome: "canceled" } });
+    expect(forced).toMatchObject({
+      ok: true,
+      value: {
+        job: { state: "ended", outcome: "canceled" },
+        ending: { action: "job.canceled", forced: true },
+      },
+    });
+    // The pool answers the ending to the caller, which applies it (the run service does).
+    if (forced.ok && forced.value.ending) {
+      await applyEndings({ env, db: createDb(env.DB) }, [forced.value.ending]);
+    }
 
     const beat = await heartbeat(pool.token, agentId, running);
     expect(beat.body.exit).toBeNull();

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import { readSettings } from "../../durable/pool-store.ts";
+import { describe, expect, it, vi } from "vitest";
+import { PoolStore } from "../../durable/pool-store.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
@@ -63,7 +63,7 @@ describe("POST /api/v1/pools", () => {
       retentionSeconds: 600,
     });
     const settings = await runInDurableObject(poolStub(env, custom.id), (_i, state) =>
-      readSettings(state.storage.sql),
+      new PoolStore(state.storage.sql).readSettings(),
     );
     expect(settings).toMatchObject({
       unknownAfterMs: 60_000,
@@ -188,7 +188,9 @@ describe("PATCH /api/v1/pools/:poolId", () => {
       erroredAfterSeconds: 600,
     });
     const read = () =>
-      runInDurableObject(poolStub(env, pool.id), (_i, state) => readSettings(state.storage.sql));
+      runInDurableObject(poolStub(env, pool.id), (_i, state) =>
+        new PoolStore(state.storage.sql).readSettings(),
+      );
     expect(await read()).toMatchObject({ unknownAfterMs: 45_000, erroredAfterMs: 600_000 });
     const reset = await requestJson<Pool>(`/api/v1/pools/${pool.id}`, {
       method: "PATCH",
@@ -270,16 +272,22 @@ describe("DELETE /api/v1/pools/:poolId", () => {
       body: { running: [] },
     });
     expect(agentCall.status).toBe(401);
-    const audit = await env.DB.prepare(
-      "SELECT action, actor FROM audit_events WHERE target_id IN (?, ?) ORDER BY action",
-    )
-      .bind(pool.poolId, job.jobId)
-      .all();
-    expect(audit.results).toEqual([
-      { action: "job.errored", actor: "system" },
-      { action: "pool.create", actor: org.ownerTokenId },
-      { action: "pool.delete", actor: org.ownerTokenId },
-    ]);
+    // The job's ending reaches the Worker through the JOB_EVENTS queue, within a second.
+    await vi.waitFor(
+      async () => {
+        const audit = await env.DB.prepare(
+          "SELECT action, actor FROM audit_events WHERE target_id IN (?, ?) ORDER BY action",
+        )
+          .bind(pool.poolId, job.jobId)
+          .all();
+        expect(audit.results).toEqual([
+          { action: "job.errored", actor: "system" },
+          { action: "pool.create", actor: org.ownerTokenId },
+          { action: "pool.delete", actor: org.ownerTokenId },
+        ]);
+      },
+      { timeout: 1_000, interval: 20 },
+    );
     expect(await poolStub(env, pool.poolId).enqueue(makeJob("ws_del"))).toEqual({
       ok: false,
       reason: "pool_deleted",

@@ -2,25 +2,37 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { AgentPool } from "../../durable/agent-pool.ts";
-import { deliverDue } from "../../durable/outbox.ts";
-import { insertJob, pickNext } from "../../durable/pool-store.ts";
+import { type EventSink, sendDue } from "../../durable/outbox.ts";
+import { PoolStore } from "../../durable/pool-store.ts";
 import type { JobEndedEvent } from "../../durable/pool-types.ts";
 import {
   agentDueAt,
   agentStatus,
   agentTransition,
   assignRound,
+  canMoveJob,
   classesForPhases,
   DEFAULT_POOL_SETTINGS,
+  type JobState,
   jobDueAt,
   mergeSettings,
+  moveJob,
   outboxRetryDelayMs,
+  phaseTimeoutReason,
   servedRound,
 } from "../../durable/queue.ts";
-import { onJobEnded } from "../../src/jobs/hooks.ts";
+import { createDb } from "../../src/db/client.ts";
 import { poolStub } from "../../src/pools/service.ts";
+import { handleJobEnded } from "../../src/runs/events.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
-import { advancePoolClock, enqueue, makeJob, registerAgent, seedPool } from "./helpers/pools.ts";
+import {
+  advancePoolClock,
+  enqueue,
+  evictPool,
+  makeJob,
+  registerAgent,
+  seedPool,
+} from "./helpers/pools.ts";
 
 const S = DEFAULT_POOL_SETTINGS;
 
@@ -84,6 +96,32 @@ describe("queue.ts (pure)", () => {
     expect(agentTransition(state)).toBe(next);
   });
 
+  // The job state machine, one row per (from, to): queued → leased → started → ended, a lease
+  // not started goes back, anything not ended can end, and nothing leaves ended.
+  it.each([
+    ["queued", "queued", false],
+    ["queued", "leased", true],
+    ["queued", "started", false],
+    ["queued", "ended", true],
+    ["leased", "queued", true],
+    ["leased", "leased", false],
+    ["leased", "started", true],
+    ["leased", "ended", true],
+    ["started", "queued", false],
+    ["started", "leased", false],
+    ["started", "started", false],
+    ["started", "ended", true],
+    ["ended", "queued", false],
+    ["ended", "leased", false],
+    ["ended", "started", false],
+    ["ended", "ended", false],
+  ] as [JobState, JobState, boolean][])("job %s → %s allowed: %s", (from, to, allowed) => {
+    expect(canMoveJob(from, to)).toBe(allowed);
+    expect(moveJob(from, to)).toEqual(
+      allowed ? { ok: true, value: to } : { ok: false, reason: "invalid_transition" },
+    );
+  });
+
   it.each([
     ["online", 0, "idle"],
     ["online", 2, "busy"],
@@ -95,16 +133,27 @@ describe("queue.ts (pure)", () => {
   });
 
   it.each([
-    ["queued", "plan", null],
-    ["leased", "plan", 100 + S.leaseStartTimeoutMs],
-    ["started", "plan", 200 + S.planTimeoutMs],
-    ["started", "apply", 200 + S.applyTimeoutMs],
-    ["ended", "apply", 300 + 7 * 24 * 3_600_000],
-  ] as const)("jobDueAt(%s %s) = %s", (state, phase, due) => {
-    expect(jobDueAt({ state, phase, leasedAt: 100, startedAt: 200, endedAt: 300 }, S)).toBe(due);
+    ["queued", null],
+    ["leased", 100 + S.leaseStartTimeoutMs],
+    ["started", 200 + 5_000],
+    ["ended", 300 + 7 * 24 * 3_600_000],
+  ] as const)("jobDueAt(%s) = %s (the job's own timeout: 5 s)", (state, due) => {
+    expect(
+      jobDueAt({ state, leasedAt: 100, startedAt: 200, endedAt: 300, timeoutMs: 5_000 }, S),
+    ).toBe(due);
   });
 
-  it("backs off redelivery exponentially up to ten minutes", () => {
+  it.each([
+    ["plan", 7_200_000, "plan ran longer than its 2 hours limit"],
+    ["apply", 86_400_000, "apply ran longer than its 24 hours limit"],
+    ["plan", 3_600_000, "plan ran longer than its 1 hour limit"],
+    ["plan", 90_000, "plan ran longer than its 90 seconds limit"],
+    ["apply", 120_000, "apply ran longer than its 2 minutes limit"],
+  ] as const)("phaseTimeoutReason(%s, %s) = %s", (phase, ms, words) => {
+    expect(phaseTimeoutReason(phase, ms)).toBe(words);
+  });
+
+  it("backs off resending exponentially up to ten minutes", () => {
     expect([1, 2, 3].map(outboxRetryDelayMs)).toEqual([2_000, 4_000, 8_000]);
     expect(outboxRetryDelayMs(40)).toBe(600_000);
   });
@@ -160,20 +209,25 @@ describe("queue order", () => {
     const stub = poolStub(env, pool.poolId);
     const job = makeJob("ws_i");
     expect((await stub.enqueue(job)).ok && true).toBe(true);
-    const again = await stub.enqueue({ ...job, spec: { other: true } });
+    const again = await stub.enqueue({ ...job, spec: { ...job.spec, workspaceName: "other" } });
     expect(again).toMatchObject({ ok: true, value: { created: false, job: { state: "queued" } } });
     for (const bad of [
       { ...job, jobId: `${job.runId}:apply` },
       { ...job, priorityClass: 0 },
       { ...job, phase: "destroy" },
       { ...job, spec: "nope" },
+      { ...job, spec: { ...job.spec, engine: "cobol" } },
+      { ...job, timeoutMs: 0 },
       { ...job, extra: 1 },
     ]) {
       expect(await stub.enqueue(bad as never)).toEqual({ ok: false, reason: "invalid_job" });
     }
     expect(await stub.cancelJob(job.jobId)).toMatchObject({
       ok: true,
-      value: { state: "ended", outcome: "canceled" },
+      value: {
+        job: { state: "ended", outcome: "canceled" },
+        ending: { jobId: job.jobId, action: "job.canceled", actor: "system" },
+      },
     });
     const agentId = await registerAgent(pool.token);
     expect(await stub.pollJob({ agentId, tokenId: pool.tokenId }, 0)).toEqual({
@@ -237,8 +291,9 @@ describe("scale: picking the next job is O(log n)", () => {
     const stub = poolStub(env, pool.poolId);
     const expected = await runInDurableObject(stub, (_instance, state) => {
       const sql = state.storage.sql;
+      const store = new PoolStore(sql);
       for (let i = 0; i < 10_000; i++) {
-        insertJob(sql, makeJob(`ws_${i % 97}`, { speculative: i % 3 === 0 }), Date.now());
+        store.insertJob(makeJob(`ws_${i % 97}`, { speculative: i % 3 === 0 }), Date.now());
       }
       const count = sql
         .exec<{ n: number }>("SELECT COUNT(*) AS n FROM jobs WHERE state = 'queued'")
@@ -248,9 +303,9 @@ describe("scale: picking the next job is O(log n)", () => {
           "SELECT job_id FROM jobs WHERE state = 'queued' ORDER BY priority_class, round, seq LIMIT 1",
         )
         .one().job_id;
-      const all = pickNext(sql, [0, 1, 2]);
+      const all = store.pickNext([0, 1, 2]);
       // An apply-only agent against 10,000 plan jobs: the case a filtered scan would make O(n).
-      const applyOnly = pickNext(sql, [0]);
+      const applyOnly = store.pickNext([0]);
       // The yardstick: the same question without the index reads every queued row.
       const scan = sql.exec(
         "SELECT job_id FROM jobs WHERE state = 'queued' ORDER BY spec, seq LIMIT 1",
@@ -273,9 +328,20 @@ describe("scale: picking the next job is O(log n)", () => {
       value: { kind: "job", job: { jobId: expected.head } },
     });
     const after = await runInDurableObject(stub, (_i, state) =>
-      pickNext(state.storage.sql, [1, 2]),
+      new PoolStore(state.storage.sql).pickNext([1, 2]),
     );
     expect(after.rowsRead).toBeLessThanOrEqual(5);
+
+    // A plan-only agent behind thousands of apply jobs: the other class a scan would walk.
+    const planOnly = await runInDurableObject(stub, (_i, state) => {
+      const store = new PoolStore(state.storage.sql);
+      for (let i = 0; i < 3_000; i++) {
+        store.insertJob(makeJob(`ws_${i % 97}`, { phase: "apply" }), Date.now());
+      }
+      return store.pickNext([1, 2]);
+    });
+    expect(planOnly.job?.priority_class).not.toBe(0);
+    expect(planOnly.rowsRead).toBeLessThanOrEqual(5);
   }, 60_000);
 });
 
@@ -301,7 +367,7 @@ describe("durability", () => {
     expect(alarm).toEqual(expect.any(Number));
 
     await advancePoolClock(pool.poolId, 31_000);
-    await evictDurableObject(stub);
+    await evictPool(pool.poolId);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await stub.getJob(leasedJob.jobId)).toMatchObject({ state: "queued" });
   });
@@ -327,50 +393,64 @@ describe("durability", () => {
   });
 });
 
-describe("job-ended events", () => {
-  it("are delivered at least once: a failed delivery stays queued with backoff and is retried", async () => {
+describe("job endings the pool creates on its own", () => {
+  it("are sent to the queue at least once: a failed send stays in the outbox with backoff", async () => {
     const org = await seedOrg();
     const pool = await seedPool(org);
-    const stub = poolStub(env, pool.poolId);
-    const event = { jobId: makeJob("ws_o").jobId, note: "opaque here" };
-    const result = await runInDurableObject(stub, async (_i, state) => {
-      const sql = state.storage.sql;
+    const job = makeJob("ws_o", { orgId: org.orgId });
+    await enqueue(pool.poolId, job);
+    const result = await runInDurableObject(poolStub(env, pool.poolId), async (_i, state) => {
+      const store = new PoolStore(state.storage.sql);
       const now = Date.now();
-      sql.exec(
-        "INSERT INTO outbox (event, next_attempt_at) VALUES (?, ?)",
-        JSON.stringify(event),
+      const row = store.getJob(job.jobId);
+      if (!row) {
+        throw new Error("job not queued");
+      }
+      const { ending } = store.endJob(
+        row,
+        {
+          outcome: "errored",
+          actor: "system",
+          reason: "test",
+          exitCode: null,
+          planSummary: null,
+          forced: false,
+        },
         now,
+        true,
       );
-      const failing = await deliverDue(sql, () => Promise.reject(new Error("D1 down")), {
-        ignoreSchedule: false,
-      });
-      const row = sql
+      const failingSink: EventSink = { sendBatch: () => Promise.reject(new Error("queue down")) };
+      const failing = await sendDue(store, failingSink, () => now);
+      const waiting = state.storage.sql
         .exec<{ attempts: number; next_attempt_at: number }>(
           "SELECT attempts, next_attempt_at FROM outbox",
         )
         .one();
-      const notYet = await deliverDue(sql, () => Promise.resolve(), { ignoreSchedule: false });
-      const seen: unknown[] = [];
-      const forced = await deliverDue(
-        sql,
-        async (e) => {
-          seen.push(e);
+      const sent: unknown[] = [];
+      const sink: EventSink = {
+        sendBatch: async (messages) => {
+          sent.push(...messages.map((m) => m.body));
         },
-        { ignoreSchedule: true },
-      );
-      const left = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n;
-      return { failing, row, now, notYet, forced, seen, left };
+      };
+      const notYet = await sendDue(store, sink, () => now);
+      // The alarm, due at the retry time, looks again.
+      store.eventsMayBeDue = true;
+      const later = await sendDue(store, sink, () => waiting.next_attempt_at);
+      const left = state.storage.sql
+        .exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox")
+        .one().n;
+      return { ending, failing, waiting, now, notYet, later, sent, left };
     });
-    expect(result.failing).toEqual({ delivered: 0, failed: 1 });
-    expect(result.row.attempts).toBe(1);
-    expect(result.row.next_attempt_at).toBeGreaterThan(result.now);
-    expect(result.notYet).toEqual({ delivered: 0, failed: 0 });
-    expect(result.forced).toEqual({ delivered: 1, failed: 0 });
-    expect(result.seen).toEqual([event]);
+    expect(result.failing).toEqual({ sent: 0, failed: 1 });
+    expect(result.waiting.attempts).toBe(1);
+    expect(result.waiting.next_attempt_at).toBe(result.now + outboxRetryDelayMs(1));
+    expect(result.notYet).toEqual({ sent: 0, failed: 0 });
+    expect(result.later).toEqual({ sent: 1, failed: 0 });
+    expect(result.sent).toEqual([result.ending]);
     expect(result.left).toBe(0);
   });
 
-  it("onJobEnded records one audit event however often the same ending is delivered", async () => {
+  it("handleJobEnded records one audit event however often the same ending arrives", async () => {
     const org = await seedOrg();
     const job = makeJob("ws_h", { orgId: org.orgId });
     const event: JobEndedEvent = {
@@ -388,9 +468,12 @@ describe("job-ended events", () => {
       planSummary: null,
       forced: false,
       endedAt: Date.now(),
+      operation: "plan",
+      isSpeculative: true,
     };
-    await onJobEnded(env, event);
-    await onJobEnded(env, event);
+    const deps = { env, db: createDb(env.DB) };
+    await handleJobEnded(deps, event);
+    await handleJobEnded(deps, event);
     const rows = await env.DB.prepare(
       "SELECT action, actor, data FROM audit_events WHERE target_id = ?",
     )
@@ -406,7 +489,7 @@ describe("job-ended events", () => {
 
 describe("scale: a change costs the same with 2 or 300 held polls", () => {
   type Pool = Awaited<ReturnType<typeof seedPool>>;
-  type Internals = { sql: SqlStorage; waiters: unknown[] };
+  type Internals = { store: { sql: SqlStorage }; polls: { size: number } };
 
   /** Registers `n` agents straight on the object and holds one 50 s poll for each. */
   async function holdPolls(pool: Pool, n: number) {
@@ -433,7 +516,7 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
       async () => {
         const held = await runInDurableObject(
           stub,
-          (instance) => (instance as unknown as Internals).waiters.length,
+          (instance) => (instance as unknown as Internals).polls.size,
         );
         expect(held).toBe(n);
       },
@@ -449,9 +532,9 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
   ): Promise<{ statements: number; rowsRead: number }> {
     return runInDurableObject(poolStub(env, pool.poolId), async (instance) => {
       const internals = instance as unknown as Internals;
-      const real = internals.sql;
+      const real = internals.store.sql;
       const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-      internals.sql = new Proxy(real, {
+      internals.store.sql = new Proxy(real, {
         get(target, key) {
           if (key === "exec") {
             return (...args: Parameters<SqlStorage["exec"]>) => {
@@ -467,7 +550,7 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
       try {
         await change(instance);
       } finally {
-        internals.sql = real;
+        internals.store.sql = real;
       }
       return {
         statements: cursors.length,
@@ -503,7 +586,7 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
     expect(
       await runInDurableObject(
         many.stub,
-        (instance) => (instance as unknown as Internals).waiters.length,
+        (instance) => (instance as unknown as Internals).polls.size,
       ),
     ).toBe(299);
 

@@ -1,11 +1,20 @@
 import { describe, expect, it } from "vitest";
 import {
+  actionFailureMessage,
   canForceCancel,
   canTransition,
+  DEFAULT_PHASE_TIMEOUT_MS,
   FORCE_CANCEL_AFTER_MS,
+  isOverQueueLimit,
+  isPhaseOver,
+  isSpeculativeRun,
+  moveForEnding,
   parseJobId,
+  phaseTimeoutMs,
   planCancel,
+  planningContextChanged,
   priorityClass,
+  queueLimit,
   RUN_STATUSES,
   type RunStatus,
   statusAfterPlan,
@@ -115,5 +124,160 @@ describe("jobs", () => {
     expect(parseJobId(`${run}:plan`)).toEqual({ runId: run, phase: "plan" });
     expect(parseJobId(`${run}:destroy`)).toBeNull();
     expect(parseJobId("x:plan")).toBeNull();
+  });
+});
+
+describe("one home for each run rule", () => {
+  it.each([
+    [{ operation: "plan", isSpeculative: false }, true],
+    [{ operation: "apply", isSpeculative: true }, true],
+    [{ operation: "apply", isSpeculative: false }, false],
+    [{ operation: "destroy" }, false],
+  ] as const)("isSpeculativeRun(%j) = %s", (run, speculative) => {
+    expect(isSpeculativeRun(run)).toBe(speculative);
+  });
+
+  it.each([
+    ["planning", "plan", false],
+    ["planned", "plan", true],
+    ["apply_queued", "plan", true],
+    ["applying", "apply", false],
+    ["errored", "apply", true],
+    ["pending", "plan", false],
+  ] as const)("isPhaseOver(%s, %s) = %s", (status, phase, over) => {
+    expect(isPhaseOver(status, phase)).toBe(over);
+  });
+
+  it("counts the queue limit one way: at the limit is over it", () => {
+    expect(queueLimit({ MAX_QUEUED_RUNS_PER_ORG: "3" })).toBe(3);
+    expect(queueLimit({ MAX_QUEUED_RUNS_PER_ORG: "nonsense" })).toBe(500);
+    expect(isOverQueueLimit(2, 3)).toBe(false);
+    expect(isOverQueueLimit(3, 3)).toBe(true);
+  });
+
+  it("reads the phase timeout from one setting per phase, with the defaults", () => {
+    expect(phaseTimeoutMs({}, "plan")).toBe(DEFAULT_PHASE_TIMEOUT_MS.plan);
+    expect(phaseTimeoutMs({ APPLY_TIMEOUT_MS: "60000" }, "apply")).toBe(60_000);
+    expect(phaseTimeoutMs({ PLAN_TIMEOUT_MS: "0" }, "plan")).toBe(DEFAULT_PHASE_TIMEOUT_MS.plan);
+  });
+
+  it("says why a plan cannot be applied any more", () => {
+    const planned = { plannedExecutionMode: "agent", plannedPoolId: "pool_a" };
+    expect(
+      planningContextChanged(planned, { executionMode: "agent", poolId: "pool_a" }),
+    ).toBeNull();
+    expect(planningContextChanged(planned, { executionMode: "local", poolId: "pool_a" })).toMatch(
+      /execution mode changed from agent to local/,
+    );
+    expect(planningContextChanged(planned, { executionMode: "agent", poolId: null })).toMatch(
+      /agent pool changed from pool_a to none/,
+    );
+  });
+
+  it("words every refused action the same for the API and the dashboard", () => {
+    const run = { id: "run_x", status: "planned" as const };
+    expect(actionFailureMessage("invalid_status", run, "cancel")).toBe(
+      "run run_x is planned; it cannot be canceled",
+    );
+    expect(actionFailureMessage("too_soon", run, "force-cancel")).toMatch(/10 s after cancel/);
+  });
+});
+
+describe("moveForEnding", () => {
+  const apply = { operation: "apply", isSpeculative: false } as const;
+  const speculative = { operation: "plan", isSpeculative: true } as const;
+  const ended = { forced: false, reason: null, exitCode: null, planSummary: null };
+  const changes = { adds: 1, changes: 0, destroys: 0, imports: 0, hasChanges: true };
+  it.each([
+    [
+      "a plan with changes",
+      apply,
+      { ...ended, phase: "plan", outcome: "succeeded", planSummary: changes },
+      ["planning"],
+      "planned",
+    ],
+    [
+      "a plan without changes",
+      apply,
+      { ...ended, phase: "plan", outcome: "succeeded" },
+      ["planning"],
+      "planned_and_finished",
+    ],
+    [
+      "a speculative plan with changes",
+      speculative,
+      { ...ended, phase: "plan", outcome: "succeeded", planSummary: changes },
+      ["planning"],
+      "planned_and_finished",
+    ],
+    [
+      "an apply",
+      apply,
+      { ...ended, phase: "apply", outcome: "succeeded" },
+      ["applying"],
+      "applied",
+    ],
+    [
+      "a canceled plan",
+      apply,
+      { ...ended, phase: "plan", outcome: "canceled" },
+      ["plan_queued", "planning"],
+      "canceled",
+    ],
+    [
+      "a force-canceled apply",
+      apply,
+      { ...ended, phase: "apply", outcome: "canceled", forced: true },
+      ["apply_queued", "applying"],
+      "force_canceled",
+    ],
+    [
+      "a failed plan",
+      apply,
+      { ...ended, phase: "plan", outcome: "failed", exitCode: 1 },
+      ["plan_queued", "planning"],
+      "errored",
+    ],
+    [
+      "an errored apply",
+      apply,
+      { ...ended, phase: "apply", outcome: "errored", reason: "agent lost" },
+      ["apply_queued", "applying"],
+      "errored",
+    ],
+  ] as const)("%s", (_name, run, ending, from, to) => {
+    const move = moveForEnding(run, ending);
+    expect(move.from).toEqual(from);
+    expect(move.to).toBe(to);
+    for (const status of move.from) {
+      expect(canTransition(status, move.to)).toBe(true);
+    }
+  });
+
+  it("words a failure with its exit code, and catches up a success whose start was lost", () => {
+    const failed = moveForEnding(
+      { operation: "apply", isSpeculative: false },
+      {
+        phase: "plan",
+        outcome: "failed",
+        forced: false,
+        reason: null,
+        exitCode: 2,
+        planSummary: null,
+      },
+    );
+    expect(failed.statusReason).toBe("plan failed with exit code 2");
+    const done = moveForEnding(
+      { operation: "apply", isSpeculative: false },
+      {
+        phase: "apply",
+        outcome: "succeeded",
+        forced: false,
+        reason: null,
+        exitCode: 0,
+        planSummary: null,
+      },
+    );
+    expect(done.catchUp).toEqual({ from: "apply_queued", to: "applying" });
   });
 });

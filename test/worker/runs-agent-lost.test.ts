@@ -3,9 +3,10 @@
  * run token while the pool still counts the job as running; that state is stored as a version of
  * the run, and when the pool declares the agent lost the run errors saying what was saved.
  */
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import type { AgentPool } from "../../durable/agent-pool.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import { erroredReason } from "../../src/runs/model.ts";
 import { requestJson } from "./helpers/api.ts";
@@ -29,6 +30,18 @@ async function applying(org: TestOrg) {
   await agent.start(job);
   expect((await getRun(org, queued.body.id)).status).toBe("applying");
   return { workspaceId: workspace.id, poolId, runId: queued.body.id, job };
+}
+
+/** The run once the pool's ending reached it through the JOB_EVENTS queue (bounded wait). */
+async function endedRun(org: TestOrg, runId: string) {
+  return vi.waitFor(
+    async () => {
+      const run = await getRun(org, runId);
+      expect(run.status).toBe("errored");
+      return run;
+    },
+    { timeout: 2_000, interval: 20 },
+  );
 }
 
 /** No contact from the agent: unknown after 30 s, errored 5 min later, as the pool defaults say. */
@@ -56,7 +69,7 @@ describe("an apply whose agent is lost", () => {
     expect((await engine.unlock()).status).toBe(200);
 
     await loseAgent(poolId);
-    const run = await getRun(org, runId);
+    const run = await endedRun(org, runId);
     expect(run.status).toBe("errored");
     expect(run.statusReason).toBe("agent lost during apply; state saved at serial 2");
 
@@ -77,7 +90,7 @@ describe("an apply whose agent is lost", () => {
     const org = await seedOrg();
     const { poolId, runId } = await applying(org);
     await loseAgent(poolId);
-    const run = await getRun(org, runId);
+    const run = await endedRun(org, runId);
     expect(run.status).toBe("errored");
     expect(run.statusReason).toBe("agent lost during apply; no state saved");
   });
@@ -90,14 +103,22 @@ describe("an apply whose agent is lost", () => {
     const job = await agent.lease();
     await agent.start(job);
     await loseAgent(poolId);
-    const run = await getRun(org, queued.body.id);
+    const run = await endedRun(org, queued.body.id);
     expect(run.status).toBe("errored");
     expect(run.statusReason).toMatch(/^agent rack-8 \(agt_\w+\) stopped responding; last contact/);
   });
 });
 
 describe("erroredReason", () => {
-  const base = { phase: "apply" as const, reason: null, exitCode: null, agentLost: false };
+  const base = {
+    phase: "apply" as const,
+    outcome: "errored" as const,
+    forced: false,
+    reason: null,
+    exitCode: null,
+    planSummary: null,
+    agentLost: false,
+  };
   it.each<[string, Parameters<typeof erroredReason>[0], number | null, string]>([
     [
       "agent lost, state saved",
@@ -137,11 +158,16 @@ describe("an apply that times out", () => {
     const engine = new BackendClient(workspaceId, job.runToken ?? "");
     expect((await engine.put(stateJson({ serial: 1, lineage: LINEAGE }))).status).toBe(200);
     const stub = poolStub(env, poolId);
-    await stub.configure({ applyTimeoutMs: 60_000 });
+    // A deployment whose APPLY_TIMEOUT_MS is a minute, for this job.
+    await runInDurableObject(stub, (_instance: AgentPool, state) => {
+      state.storage.sql.exec(
+        "UPDATE jobs SET timeout_ms = 60000, due_at = started_at + 60000 WHERE state = 'started'",
+      );
+    });
     // Past the phase limit; the silent agent is only unknown yet (errored after 5 more minutes).
     await advancePoolClock(poolId, 61_000);
     await runDurableObjectAlarm(stub);
-    const run = await getRun(org, runId);
+    const run = await endedRun(org, runId);
     expect(run.status).toBe("errored");
     expect(run.statusReason).toBe("apply ran longer than its 1 minute limit");
   });

@@ -1,10 +1,11 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { poolStub } from "../../src/pools/service.ts";
 import { reconcile } from "../../src/runs/reconcile.ts";
 import { request, requestJson } from "./helpers/api.ts";
-import { db, seedOrg } from "./helpers/fixtures.ts";
-import { seedPool } from "./helpers/pools.ts";
+import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { advancePoolClock, seedPool } from "./helpers/pools.ts";
 import { getRun, queueRun, runAction, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 
 describe("a run from queue to applied", () => {
@@ -255,5 +256,83 @@ describe("cancel, force-cancel and discard", () => {
     expect(errored.statusReason).toMatch(
       /agent pool changed from pool_\w+ to pool_\w+ after this run was planned/,
     );
+  });
+});
+
+describe("a lease whose run is gone", () => {
+  it("hands out the job without a token or variables, and mints no token", async () => {
+    const org = await seedOrg();
+    const { workspace, agentToken } = await runnableWorkspace(org);
+    const run = await queueRun(org, workspace.id);
+    // The run's row disappears (its workspace deleted under it) while its job is still queued.
+    await env.DB.prepare("PRAGMA foreign_keys = OFF").run();
+    await env.DB.prepare("DELETE FROM runs WHERE id = ?").bind(run.body.id).run();
+    const agent = await TestAgent.register(agentToken);
+    const job = await agent.lease();
+    expect(job.runId).toBe(run.body.id);
+    expect(job.runToken).toBeUndefined();
+    expect(job.variables).toBeUndefined();
+    const tokens = await env.DB.prepare("SELECT COUNT(*) AS n FROM run_tokens WHERE run_id = ?")
+      .bind(run.body.id)
+      .first<{ n: number }>();
+    expect(tokens?.n).toBe(0);
+  });
+});
+
+describe("job endings the pool creates on its own", () => {
+  /** Waits (at most one second) for the run to show `status`, as a user polling it would. */
+  async function showsWithinASecond(org: TestOrg, runId: string, status: string) {
+    await vi.waitFor(
+      async () => {
+        expect((await getRun(org, runId)).status).toBe(status);
+      },
+      { timeout: 1_000, interval: 20 },
+    );
+    return getRun(org, runId);
+  }
+
+  async function runningPlan() {
+    const org = await seedOrg();
+    const runnable = await runnableWorkspace(org);
+    const agent = await TestAgent.register(runnable.agentToken, { name: "rack-9" });
+    const run = await queueRun(org, runnable.workspace.id);
+    const job = await agent.lease();
+    await agent.start(job);
+    expect((await getRun(org, run.body.id)).status).toBe("planning");
+    return { org, runnable, agent, runId: run.body.id };
+  }
+
+  it("a lost agent (the alarm) errors its run within a second", async () => {
+    const { org, runnable, runId } = await runningPlan();
+    await advancePoolClock(runnable.poolId, 31_000);
+    await runDurableObjectAlarm(poolStub(env, runnable.poolId));
+    await advancePoolClock(runnable.poolId, 5 * 60_000);
+    await runDurableObjectAlarm(poolStub(env, runnable.poolId));
+    const run = await showsWithinASecond(org, runId, "errored");
+    expect(run.statusReason).toMatch(/agent rack-9 \(agt_\w+\) stopped responding/);
+  });
+
+  it("a revoked agent token errors its agent's run within a second", async () => {
+    const { org, runnable, runId } = await runningPlan();
+    const revoked = await request(
+      `/api/v1/pools/${runnable.poolId}/tokens/${runnable.agentTokenId}`,
+      { method: "DELETE", token: org.ownerToken },
+    );
+    expect(revoked.status).toBe(200);
+    const run = await showsWithinASecond(org, runId, "errored");
+    expect(run.statusReason).toMatch(/token of agent agt_\w+ was revoked/);
+  });
+
+  it("an agent that says goodbye mid-job errors its run within a second", async () => {
+    const { org, agent, runId, runnable } = await runningPlan();
+    const bye = await request("/agent/v1/goodbye", {
+      method: "POST",
+      token: runnable.agentToken,
+      headers: { "outpost-agent-id": agent.agentId },
+      body: { reason: "SIGTERM" },
+    });
+    expect(bye.status).toBe(200);
+    const run = await showsWithinASecond(org, runId, "errored");
+    expect(run.statusReason).toMatch(/exited while running this job/);
   });
 });

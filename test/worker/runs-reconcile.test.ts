@@ -1,15 +1,21 @@
 import {
   createExecutionContext,
   createScheduledController,
+  runDurableObjectAlarm,
   runInDurableObject,
   waitOnExecutionContext,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { createDb } from "../../src/db/client.ts";
 import worker from "../../src/index.ts";
 import { poolStub } from "../../src/pools/service.ts";
+import { reconcile } from "../../src/runs/reconcile.ts";
+import { createRun } from "../../src/runs/service.ts";
+import { resolveWorkspace } from "../../src/workspaces/service.ts";
 import { request } from "./helpers/api.ts";
-import { seedOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg } from "./helpers/fixtures.ts";
+import { advancePoolClock } from "./helpers/pools.ts";
 import { getRun, queueRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 
 /** Fires the Worker's cron handler exactly as Cloudflare does every minute. */
@@ -58,22 +64,22 @@ describe("the cron reconciler", () => {
     expect((await getRun(org, run.body.id)).status).toBe("canceled");
   });
 
-  it("errors a run planning past its timeout, with the reason", async () => {
+  it("errors a run planning past its timeout, with the pool's words, when the pool did not", async () => {
     const org = await seedOrg();
     const { workspace, agentToken } = await runnableWorkspace(org);
     const agent = await TestAgent.register(agentToken);
     const run = await queueRun(org, workspace.id);
     const job = await agent.lease();
     await agent.start(job);
-    await env.DB.prepare(
-      "UPDATE runs SET status_timestamps = json_set(status_timestamps, '$.planning', ?) WHERE id = ?",
-    )
-      .bind(Date.now() - 2 * 60 * 60 * 1000 - 1000, run.body.id)
-      .run();
-    await cron();
+    const deps = { env, db: createDb(env.DB) };
+    // Just inside the limit nothing happens; just past it the run errors.
+    const inside = await reconcile(deps, Date.now() + 2 * 3_600_000 - 60_000);
+    expect(inside.timedOut).toEqual([]);
+    const past = await reconcile(deps, Date.now() + 2 * 3_600_000 + 1_000);
+    expect(past.timedOut).toEqual([run.body.id]);
     const errored = await getRun(org, run.body.id);
     expect(errored.status).toBe("errored");
-    expect(errored.statusReason).toBe("plan ran longer than its 2 h timeout");
+    expect(errored.statusReason).toBe("plan ran longer than its 2 hours limit");
     const beat = await agent.heartbeat([job]);
     expect(beat.body.cancel).toEqual([
       expect.objectContaining({ jobId: job.jobId, mode: "force" }),
@@ -100,6 +106,113 @@ describe("the cron reconciler", () => {
     await cron();
     expect((await getRun(org, run.body.id)).status).toBe("planned_and_finished");
     expect((await getRun(org, next.body.id)).status).toBe("plan_queued");
+  });
+});
+
+describe("the reconciler pages through every active run", () => {
+  it("reaches all of them with more than one page, re-enqueueing lost jobs and erroring lost running ones", async () => {
+    const org = await seedOrg();
+    const { workspace, poolId, agentToken } = await runnableWorkspace(org);
+    const queued: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const run = await queueRun(org, workspace.id, { operation: "plan" });
+      expect(run.status).toBe(201);
+      queued.push(run.body.id);
+    }
+    const agent = await TestAgent.register(agentToken);
+    const running = await agent.lease();
+    await agent.start(running);
+    // Every job lost by the pool: the queued ones come back, the running one is never re-run.
+    for (const id of queued) {
+      await deleteJobInPool(poolId, `${id}:plan`);
+    }
+    const deps = { env, db: createDb(env.DB) };
+    const report = await reconcile(deps, Date.now(), 2);
+    const stillQueued = queued.filter((id) => id !== running.runId);
+    expect(report.reenqueued.sort()).toEqual([...stillQueued].sort());
+    expect(report.lostJobs).toEqual([running.runId]);
+    const lost = await getRun(org, running.runId);
+    expect(lost.status).toBe("errored");
+    expect(lost.statusReason).toMatch(/no longer known to its agent pool; it is not run again/);
+    for (const id of stillQueued) {
+      expect(await poolStub(env, poolId).getJob(`${id}:plan`)).toMatchObject({ state: "queued" });
+    }
+    // A second pass over a converged state repairs nothing.
+    const again = await reconcile(deps, Date.now(), 2);
+    expect(Object.values(again).flat()).toEqual([]);
+  });
+});
+
+describe("one phase timeout, configured in one place", () => {
+  /** The deployment's configuration with another plan timeout (PLAN_TIMEOUT_MS). */
+  const withPlanTimeout = (ms: number) => ({
+    env: { ...env, PLAN_TIMEOUT_MS: String(ms) },
+    db: createDb(env.DB),
+  });
+
+  it("changing PLAN_TIMEOUT_MS changes when the pool ends a plan, and the reconciler agrees", async () => {
+    const org = await seedOrg();
+    const { workspace, poolId, agentToken } = await runnableWorkspace(org);
+    const row = await resolveWorkspace(db, org.orgId, workspace.id);
+    if (!row) {
+      throw new Error("workspace not found");
+    }
+    const agent = await TestAgent.register(agentToken, { capacity: 2 });
+    // One run queued under a 60 s plan timeout, one under the default (2 h).
+    const short = await createRun(withPlanTimeout(60_000), row, {
+      operation: "plan",
+      message: "short",
+      source: "api",
+      actor: org.ownerTokenId,
+    });
+    const long = await createRun({ env, db: createDb(env.DB) }, row, {
+      operation: "plan",
+      message: "default",
+      source: "api",
+      actor: org.ownerTokenId,
+    });
+    if (!short.ok || !long.ok) {
+      throw new Error("runs not created");
+    }
+    for (const job of [await agent.lease(), await agent.lease()]) {
+      await agent.start(job);
+    }
+    const stub = poolStub(env, poolId);
+    const shortJob = `${short.value.run.id}:plan`;
+    const longJob = `${long.value.run.id}:plan`;
+    expect(await stub.getJob(shortJob)).toMatchObject({ timeoutMs: 60_000 });
+    expect(await stub.getJob(longJob)).toMatchObject({ timeoutMs: 7_200_000 });
+
+    await advancePoolClock(poolId, 59_000);
+    await runDurableObjectAlarm(stub);
+    expect(await stub.getJob(shortJob)).toMatchObject({ state: "started" });
+    await advancePoolClock(poolId, 2_000);
+    await runDurableObjectAlarm(stub);
+    expect(await stub.getJob(shortJob)).toMatchObject({
+      state: "ended",
+      outcome: "errored",
+      reason: "plan ran longer than its 1 minute limit",
+    });
+    expect(await stub.getJob(longJob)).toMatchObject({ state: "started" });
+    // The pool's ending reaches the run through the queue, within a second.
+    await vi.waitFor(
+      async () => {
+        const run = await getRun(org, short.value.run.id);
+        expect(run.status).toBe("errored");
+        expect(run.statusReason).toBe("plan ran longer than its 1 minute limit");
+      },
+      { timeout: 1_000, interval: 20 },
+    );
+
+    // The reconciler reads the same setting: under 60 s the default run is past it, under the
+    // default it is not.
+    const later = Date.now() + 61_000;
+    expect((await reconcile({ env, db: createDb(env.DB) }, later)).timedOut).toEqual([]);
+    const report = await reconcile(withPlanTimeout(60_000), later);
+    expect(report.timedOut).toEqual([long.value.run.id]);
+    expect((await getRun(org, long.value.run.id)).statusReason).toBe(
+      "plan ran longer than its 1 minute limit",
+    );
   });
 });
 

@@ -5335,7 +5335,28 @@ export interface components {
                 runId: string;
                 runToken?: string;
                 spec: {
-                    [key: string]: unknown;
+                    configuration: {
+                        commitSha: string | null;
+                        id: string;
+                        repoUrl: string | null;
+                        sha256: string | null;
+                        sizeBytes: number | null;
+                        /** @enum {string} */
+                        source: "upload" | "vcs";
+                    } | null;
+                    /** @enum {string} */
+                    engine: "terraform" | "tofu";
+                    engineVersion: string;
+                    isDestroy: boolean;
+                    isFork: boolean;
+                    isSpeculative: boolean;
+                    /** @enum {string} */
+                    operation: "plan" | "apply" | "destroy";
+                    /** @enum {string} */
+                    phase: "plan" | "apply";
+                    planSha256: string | null;
+                    workingDirectory: string;
+                    workspaceName: string;
                 };
                 /** Format: date-time */
                 startBy: string;
@@ -5411,7 +5432,12 @@ export interface components {
             /** @description SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other */
             planSha256: string | null;
             planSummary: {
-                [key: string]: unknown;
+                adds: number;
+                changes: number;
+                destroys: number;
+                hasChanges: boolean;
+                /** @default 0 */
+                imports?: number;
             } | null;
             source: string;
             /** @enum {string} */

@@ -1,12 +1,10 @@
+import { LOG_COMPLETE_HEADER, LOG_NEXT_OFFSET_HEADER } from "@outpost/protocol";
 import { retry } from "../retry.ts";
 import { sleep } from "../sleep.ts";
 import { must, seg, type UserApi } from "./api.ts";
 import { CLI_EXIT, type CliExitCode } from "./errors.ts";
 import type { Run } from "./models.ts";
 import type { Io } from "./output.ts";
-
-const NEXT_OFFSET_HEADER = "Outpost-Log-Next-Offset";
-const COMPLETE_HEADER = "Outpost-Log-Complete";
 
 /** How often a follower asks again while nothing new arrived. */
 const POLL_MS = 500;
@@ -46,8 +44,8 @@ export async function followLog(
       api.raw("GET", `/api/v1/runs/${seg(runId)}/logs?phase=${phase}&offset=${offset}`),
     );
     const data = new Uint8Array(await res.arrayBuffer());
-    const next = Number(res.headers.get(NEXT_OFFSET_HEADER));
-    const isComplete = res.headers.get(COMPLETE_HEADER) === "true";
+    const next = Number(res.headers.get(LOG_NEXT_OFFSET_HEADER));
+    const isComplete = res.headers.get(LOG_COMPLETE_HEADER) === "true";
     if (data.byteLength > 0) {
       io.out.write(data);
     }

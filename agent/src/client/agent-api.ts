@@ -5,7 +5,7 @@ import {
   FinishResponse,
   GoodbyeResponse,
   HeartbeatResponse,
-  JobsNextResponse,
+  JobsNextReceived,
   RegisterRequest,
   RegisterResponse,
   type RunningJob,
@@ -94,7 +94,7 @@ export class AgentApi {
   }
 
   /** Long-polls for work; null when the wait ended without a job. */
-  async next(waitSeconds: number, signal?: AbortSignal): Promise<JobsNextResponse | null> {
+  async next(waitSeconds: number, signal?: AbortSignal): Promise<JobsNextReceived | null> {
     const res = await this.call({
       method: "POST",
       path: `/agent/v1/jobs/next?wait=${waitSeconds}`,
@@ -105,7 +105,7 @@ export class AgentApi {
       await res.body?.cancel();
       return null;
     }
-    return readJson(res, JobsNextResponse, "jobs/next");
+    return readJson(res, JobsNextReceived, "jobs/next");
   }
 
   /** The two-phase acknowledge of a lease. */

@@ -1,4 +1,4 @@
-import { JobSpec, type JobAssignment as WireAssignment } from "@outpost/protocol";
+import { JobSpec, type ReceivedJob as WireAssignment } from "@outpost/protocol";
 import type { JobAssignment } from "../job/types.ts";
 import { segment } from "./http.ts";
 import { configurationPath } from "./job-port.ts";

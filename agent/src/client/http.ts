@@ -1,12 +1,8 @@
-import { z } from "zod";
+import { ErrorEnvelope } from "@outpost/protocol";
+import type { z } from "zod";
 import { TransientError } from "../errors.ts";
 import { describeNetworkError } from "../net/errors.ts";
 import { type HttpResponse, httpFetch } from "../net/fetch.ts";
-
-/** The coordinator's error envelope (`{ "error": { "code", "message" } }`), read leniently. */
-const ErrorEnvelope = z.object({
-  error: z.object({ code: z.string(), message: z.string() }),
-});
 
 /**
  * The coordinator refused a request for a reason retrying will not fix (4xx other than 429).

@@ -1,3 +1,4 @@
+import type { PlanSummary } from "@outpost/protocol";
 import type { Engine } from "../engines/release.ts";
 import type { LogSender } from "../logs/streamer.ts";
 import type { JobIsolation } from "./containment.ts";
@@ -66,14 +67,8 @@ export type CoordinatorPort = {
   sendLogChunk: LogSender;
 };
 
-/** Counts from the JSON plan, reported with the plan job's finish. */
-export type PlanSummary = {
-  adds: number;
-  changes: number;
-  destroys: number;
-  imports: number;
-  hasChanges: boolean;
-};
+/** Counts from the JSON plan, reported with the plan job's finish (the wire type). */
+export type { PlanSummary };
 
 /** How a job ended, for the finish call. */
 export type JobOutcome = {

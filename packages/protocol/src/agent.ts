@@ -4,6 +4,7 @@
  * Imports `zod` only: the Node agent shares this file.
  */
 import { z } from "zod";
+import { JobSpec } from "./jobs.ts";
 
 /** The header that carries the agent id handed out by `register`. */
 export const AGENT_ID_HEADER = "Outpost-Agent-Id";
@@ -100,8 +101,8 @@ export const JobAssignment = z.object({
   phase: JobPhase,
   /** Must be acknowledged with `start` before this time, or the job returns to the queue. */
   startBy: z.iso.datetime(),
-  /** What to run, as the run service describes it. */
-  spec: z.record(z.string(), z.unknown()),
+  /** What to run, as the run service describes it when it queues the job. */
+  spec: JobSpec,
   /** The per-run token (`op_run_…`) for state, configuration, logs and artifacts. */
   runToken: z.string().optional(),
   variables: z.array(JobVariable).optional(),
@@ -120,6 +121,21 @@ export const JobsNextResponse = z.discriminatedUnion("action", [
   z.object({ action: z.literal("exit"), exit: ExitInstruction }),
 ]);
 export type JobsNextResponse = z.infer<typeof JobsNextResponse>;
+
+/**
+ * A job as an agent first reads it: every field of {@link JobAssignment} but the spec, which the
+ * agent checks on its own. An agent too old for a newer spec still holds the job's ids and lease,
+ * so it refuses the job with a reason the run shows instead of dropping the answer.
+ */
+export const ReceivedJob = JobAssignment.extend({ spec: z.unknown() });
+export type ReceivedJob = z.infer<typeof ReceivedJob>;
+
+/** `jobs/next` as an agent reads it (see {@link ReceivedJob}). */
+export const JobsNextReceived = z.discriminatedUnion("action", [
+  z.object({ action: z.literal("run"), job: ReceivedJob }),
+  z.object({ action: z.literal("exit"), exit: ExitInstruction }),
+]);
+export type JobsNextReceived = z.infer<typeof JobsNextReceived>;
 
 export const StartResponse = z.object({
   jobId: JobId,

@@ -1,5 +1,6 @@
 /** The wire contract shared by the Worker and the Node agent. */
 export * from "./agent.ts";
+export * from "./errors.ts";
 export * from "./jobs.ts";
 export * from "./release.ts";
 export * from "./runs.ts";

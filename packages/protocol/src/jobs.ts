@@ -1,6 +1,7 @@
 /**
  * What a job is about, as the run service describes it when it queues the job (`JobAssignment.spec`),
- * and the run-token routes the agent uses while it runs. Imports `zod` only: shared with the agent.
+ * the run-token routes the agent uses while it runs, and the log read headers the CLI follows.
+ * Imports `zod` only: shared with the agent.
  */
 import { z } from "zod";
 
@@ -53,6 +54,10 @@ export type LogAppendResponse = z.infer<typeof LogAppendResponse>;
 
 /** Header of a 416 answer to a log append: where the agent must resume. */
 export const LOG_LENGTH_HEADER = "Outpost-Log-Length";
+/** Header of a log read (`GET /api/v1/runs/{id}/logs`): the offset to read from next. */
+export const LOG_NEXT_OFFSET_HEADER = "Outpost-Log-Next-Offset";
+/** Header of a log read: `true` once the phase has ended and every byte was read. */
+export const LOG_COMPLETE_HEADER = "Outpost-Log-Complete";
 /**
  * Header of the configuration download (the tarball's sha256) and of an artefact upload (the
  * body's sha256, checked by the coordinator and recorded; an artefact is written once).

@@ -3,7 +3,7 @@
  * viewer's role allows, and the plan/apply log tails (ANSI colours as classes, text escaped).
  * The summary, timeline and actions are also the fragments of the live endpoint.
  */
-import { canForceCancel, planCancel, type RunStatus } from "../../runs/model.ts";
+import { canForceCancel, planCancel, type RunAction } from "../../runs/model.ts";
 import type { presentRun } from "../../runs/present.ts";
 import type { RunRow } from "../../runs/queries.ts";
 import { roleAtLeast } from "../../tokens/model.ts";
@@ -98,8 +98,8 @@ export function RunActions(props: { viewer: Viewer; row: RunRow }) {
   if (!roleAtLeast(viewer.role, "member")) {
     return <p class="muted">Your role can view runs but not act on them.</p>;
   }
-  const status = row.status as RunStatus;
-  const actions: { action: string; label: string; danger?: boolean }[] = [];
+  const status = row.status;
+  const actions: { action: RunAction; label: string; danger?: boolean }[] = [];
   if (status === "planned") {
     actions.push({ action: "confirm", label: "Confirm and apply" });
     actions.push({ action: "discard", label: "Discard", danger: true });

@@ -21,7 +21,7 @@ type Workspace = {
 
 /**
  * A small Terraform `http` state backend on 127.0.0.1 (an ephemeral port), following
- * shared/reference/protocols.md §1: basic auth with the token as password, GET/POST with
+ * docs/state-backend.md: basic auth with the token as password, GET/POST with
  * `?ID=`, LOCK/UNLOCK with LockInfo JSON (423 + held lock), Content-MD5 checked, serial and
  * lineage enforced. It stands in for the coordinator's state routes in agent tests.
  */

@@ -7,7 +7,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { JobAssignment } from "@outpost/protocol";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { poolStub } from "../../../src/pools/service.ts";
 import { type ErrorBody, requestJson } from "../../worker/helpers/api.ts";
 import { snapshotD1 } from "../../worker/helpers/d1-snapshot.ts";
@@ -158,7 +158,12 @@ describe("finding 2: a lock taken by a job is released when that job ends, howev
       );
       expect(await lockRows(target.workspace.id)).toEqual([{ job_id: job.jobId }]);
       await end({ org, agent: target.agent, job, runId: run.id, poolId: target.poolId });
-      expect(await lockRows(target.workspace.id)).toEqual([]);
+      // An ending the pool makes on its own (the agent lost) reaches the Worker through the
+      // JOB_EVENTS queue, within a second.
+      await vi.waitFor(async () => expect(await lockRows(target.workspace.id)).toEqual([]), {
+        timeout: 1_000,
+        interval: 20,
+      });
       const audit = await env.DB.prepare(
         "SELECT actor, json_extract(data, '$.jobId') AS job FROM audit_events WHERE action = 'state.lock.release' AND target_id = ?",
       )

@@ -65,7 +65,8 @@ describe("finding 9: a live log read holds a bounded window", () => {
     const org = await seedOrg();
     const target = await runnableWithAgent(org);
     const { run, job } = await startedPlan(org, target);
-    await runInDurableObject(env.RUN_LOG.getByName(job.jobId), (instance: RunLog) => {
+    // One RunLog object per workspace holds the logs of its jobs.
+    await runInDurableObject(env.RUN_LOG.getByName(job.workspaceId), (instance: RunLog) => {
       const object = instance as unknown as { sql: SqlStorage };
       object.sql = metered(object.sql);
     });

@@ -1,12 +1,12 @@
 /**
  * Agent pools in tests: pools and agent tokens through the real services, agents registered
  * through the real HTTP routes, jobs queued through the real Durable Object, and time made to
- * pass by shifting the pool's stored timestamps back (never by sleeping).
+ * pass by moving the pool's injected clock forward (never by sleeping, never by rewriting rows).
  */
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import type { AgentPool } from "../../../durable/agent-pool.ts";
 import type { QueuedJob } from "../../../durable/pool-types.ts";
-import { TIME_COLUMNS } from "../../../durable/schema.ts";
 import { newId } from "../../../src/db/ids.ts";
 import {
   createAgentToken,
@@ -91,7 +91,13 @@ export async function registerAgent(token: string, options: AgentOptions = {}): 
 /** A valid job for the queue; `runId` is fresh unless given. */
 export function makeJob(
   workspaceId: string,
-  options: { phase?: "plan" | "apply"; speculative?: boolean; runId?: string; orgId?: string } = {},
+  options: {
+    phase?: "plan" | "apply";
+    speculative?: boolean;
+    runId?: string;
+    orgId?: string;
+    timeoutMs?: number;
+  } = {},
 ): QueuedJob {
   const phase = options.phase ?? "plan";
   const runId = options.runId ?? newId("run");
@@ -102,7 +108,20 @@ export function makeJob(
     orgId: options.orgId ?? "org_test",
     phase,
     priorityClass: phase === "apply" ? 0 : options.speculative ? 2 : 1,
-    spec: { operation: phase, note: "opaque to the pool" },
+    spec: {
+      operation: phase,
+      phase,
+      isSpeculative: options.speculative ?? false,
+      isDestroy: false,
+      workspaceName: workspaceId,
+      engine: "terraform",
+      engineVersion: "1.9.8",
+      workingDirectory: "",
+      configuration: null,
+      isFork: false,
+      planSha256: null,
+    },
+    timeoutMs: options.timeoutMs ?? (phase === "apply" ? 86_400_000 : 7_200_000),
   };
 }
 
@@ -115,13 +134,28 @@ export async function enqueue(poolId: string, job: QueuedJob) {
   return result.value;
 }
 
-/** Makes `ms` pass for the pool: every stored time moves back by `ms`. */
+/** How far each pool's clock has been moved in this test file. */
+const clockOffsets = new Map<string, number>();
+
+/**
+ * Makes `ms` pass for the pool: its injected clock (`AgentPool.now`) moves forward by `ms` and
+ * stays there. Fire the alarm afterwards (`runDurableObjectAlarm`) to let it act on the time.
+ */
 export async function advancePoolClock(poolId: string, ms: number): Promise<void> {
-  await runInDurableObject(poolStub(env, poolId), (_instance, state) => {
-    for (const [table, columns] of Object.entries(TIME_COLUMNS)) {
-      const sets = columns.map((c) => `${c} = ${c} - ${Math.round(ms)}`).join(", ");
-      state.storage.sql.exec(`UPDATE ${table} SET ${sets}`);
-    }
+  const total = (clockOffsets.get(poolId) ?? 0) + ms;
+  clockOffsets.set(poolId, total);
+  await setPoolClock(poolId, total);
+}
+
+/** Evicts the pool's object, as the runtime may at any time; the new instance keeps the test's time. */
+export async function evictPool(poolId: string): Promise<void> {
+  await evictDurableObject(poolStub(env, poolId));
+  await setPoolClock(poolId, clockOffsets.get(poolId) ?? 0);
+}
+
+async function setPoolClock(poolId: string, offsetMs: number): Promise<void> {
+  await runInDurableObject(poolStub(env, poolId), (instance: AgentPool) => {
+    instance.now = () => Date.now() + offsetMs;
   });
 }
 

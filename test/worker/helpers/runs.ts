@@ -31,6 +31,7 @@ export type Runnable = {
   workspace: WorkspaceBody;
   poolId: string;
   agentToken: string;
+  agentTokenId: string;
   configurationVersionId: string;
 };
 
@@ -52,6 +53,7 @@ export async function runnableWorkspace(
     workspace,
     poolId: pool.poolId,
     agentToken: pool.token,
+    agentTokenId: pool.tokenId,
     configurationVersionId: cv.body.id,
   };
 }

@@ -5,6 +5,7 @@
  * (hashicorp/terraform internal/backend/remote-state/http/client.go; protocols.md §1.2–1.4).
  */
 import { exports } from "cloudflare:workers";
+import type { RunStatus } from "@outpost/protocol";
 import { newId } from "../../../src/db/ids.ts";
 import { runs, runTokens, workspaces } from "../../../src/db/schema.ts";
 import { generateToken, hashToken } from "../../../src/tokens/model.ts";
@@ -40,7 +41,7 @@ export type TestRun = { runId: string; token: string; tokenId: string };
 export async function seedRun(
   org: TestOrg,
   workspaceId: string,
-  status = "applying",
+  status: RunStatus = "applying",
 ): Promise<TestRun> {
   const runId = newId("run");
   const token = generateToken("run");

@@ -2,6 +2,7 @@
  * Seeds for workspace-level tests: pools and runs are inserted as rows (their APIs are other
  * features), workspaces go through the real API.
  */
+import type { RunStatus } from "@outpost/protocol";
 import { eq } from "drizzle-orm";
 import { expect } from "vitest";
 import { newId } from "../../../src/db/ids.ts";
@@ -29,7 +30,11 @@ export async function seedPool(orgId: string, name = `pool-${counter++}`): Promi
 }
 
 /** A run row of the workspace in the given status. */
-export async function seedRun(orgId: string, workspaceId: string, status: string): Promise<string> {
+export async function seedRun(
+  orgId: string,
+  workspaceId: string,
+  status: RunStatus,
+): Promise<string> {
   const id = newId("run");
   await db
     .insert(runs)

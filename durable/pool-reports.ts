@@ -1,0 +1,62 @@
+/**
+ * What the pool reports about itself without changing anything: the agents it lists and why a
+ * job still waits.
+ */
+import type { OpsContext } from "./pool-ops.ts";
+import type { JobRow } from "./pool-store.ts";
+import type { AgentView, WaitInfo, WaitReason } from "./pool-types.ts";
+import { toAgentView } from "./pool-views.ts";
+
+/** Agents still listed: offline ones drop out once the retention window has passed. */
+export function listedAgents(ctx: OpsContext): AgentView[] {
+  return ctx.store
+    .allAgents()
+    .filter(
+      (agent) =>
+        (agent.state !== "errored" && agent.state !== "exited") ||
+        agent.last_contact_at + ctx.settings.retentionMs > ctx.now,
+    )
+    .map((agent) => toAgentView(agent, ctx.store.agentJobs(agent.id)));
+}
+
+/** Why a job has not been picked up yet, in structured form. */
+export function waitInfo(ctx: OpsContext, job: JobRow): WaitInfo {
+  if (job.state === "leased") {
+    return {
+      state: "leased",
+      agentId: job.agent_id ?? "",
+      startBy: (job.leased_at ?? ctx.now) + ctx.settings.leaseStartTimeoutMs,
+    };
+  }
+  if (job.state !== "queued") {
+    return { state: job.state, agentId: job.agent_id };
+  }
+  const { ahead, length } = ctx.store.queuePosition(job);
+  return {
+    state: "queued",
+    position: ahead + 1,
+    queueLength: length,
+    reason: reasonFor(ctx, job, ahead),
+  };
+}
+
+function reasonFor(ctx: OpsContext, job: JobRow, ahead: number): WaitReason {
+  const agents = ctx.store.agentLoads(ctx.now, ctx.settings.retentionMs);
+  if (agents.length === 0) {
+    return { kind: "no_agents_registered" };
+  }
+  const online = agents.filter((a) => a.state === "online");
+  if (online.length === 0) {
+    const lastContactAt = Math.max(...agents.map((a) => a.last_contact_at));
+    return { kind: "no_agents_online", registered: agents.length, lastContactAt };
+  }
+  const accepting = online.filter((a) => a.accepts.split(",").includes(job.phase));
+  if (accepting.length === 0) {
+    return { kind: "no_agent_accepts_phase", phase: job.phase, online: online.length };
+  }
+  if (accepting.every((a) => a.held >= a.capacity)) {
+    const runningJobs = accepting.reduce((sum, a) => sum + a.held, 0);
+    return { kind: "all_agents_busy", agents: accepting.length, runningJobs };
+  }
+  return { kind: "behind_other_jobs", ahead };
+}

@@ -1,0 +1,94 @@
+/**
+ * The agent's calls about its jobs, as the run service makes them: each asks the pool first and
+ * then applies what the pool answered to D1 (`events.ts`), so the pool never calls back into
+ * the Worker. A lost application is repeated by the agent's retry or by the reconciler.
+ */
+import type { ExitInstruction, JobAssignment } from "@outpost/protocol";
+import type { AgentRef, FinishReport } from "../../durable/pool-types.ts";
+import { ok, type Result } from "../lib/result.ts";
+import { poolStub } from "../pools/service.ts";
+import type { Deps } from "./deps.ts";
+import { handleJobEnded, handleJobStarted, prepareLease } from "./events.ts";
+
+/** What a poll for work answers: a job, nothing within the wait, or an instruction to exit. */
+export type NextJob =
+  | { kind: "job"; job: JobAssignment }
+  | { kind: "none" }
+  | { kind: "exit"; exit: ExitInstruction };
+
+/**
+ * An agent asks for work: the pool leases a job (now, or when one arrives while the poll is
+ * held), and the lease becomes what the agent receives: the job and its spec as queued, a fresh
+ * per-run token and the workspace's variables. A lease whose run has ended meanwhile is handed
+ * out without token and variables; the agent refuses it and the job ends.
+ */
+export async function nextJob(
+  deps: Deps,
+  poolId: string,
+  ref: AgentRef,
+  waitMs: number,
+): Promise<Result<NextJob, "agent_not_found">> {
+  const polled = await poolStub(deps.env, poolId).pollJob(ref, waitMs);
+  if (!polled.ok) {
+    return polled;
+  }
+  if (polled.value.kind !== "job") {
+    return ok(polled.value);
+  }
+  const leased = polled.value.job;
+  const extras = await prepareLease(deps, leased);
+  const job: JobAssignment = {
+    ...(extras ?? {}),
+    jobId: leased.jobId,
+    leaseId: leased.leaseId,
+    runId: leased.runId,
+    workspaceId: leased.workspaceId,
+    phase: leased.phase,
+    startBy: new Date(leased.startBy).toISOString(),
+    spec: leased.spec,
+  };
+  return ok({ kind: "job", job });
+}
+
+/** The agent acknowledged its lease: the pool starts the job, then the run moves on in D1. */
+export async function startJob(
+  deps: Deps,
+  poolId: string,
+  ref: AgentRef,
+  target: { jobId: string; leaseId: string },
+) {
+  const result = await poolStub(deps.env, poolId).startJob(ref, target.jobId, target.leaseId);
+  if (result.ok) {
+    await handleJobStarted(deps, {
+      runId: result.value.runId,
+      jobId: target.jobId,
+      leaseId: target.leaseId,
+      phase: result.value.phase,
+    });
+  }
+  return result;
+}
+
+/**
+ * The agent reports how its job ended: the pool ends it (without waiting on anything else) and
+ * answers the ending, which is applied to D1 here before the agent hears back. A repeated finish
+ * gets the same ending and applies it again, which changes nothing the second time.
+ */
+export async function finishJob(
+  deps: Deps,
+  poolId: string,
+  ref: AgentRef,
+  target: { jobId: string; leaseId: string },
+  report: FinishReport,
+) {
+  const result = await poolStub(deps.env, poolId).finishJob(
+    ref,
+    target.jobId,
+    target.leaseId,
+    report,
+  );
+  if (result.ok) {
+    await handleJobEnded(deps, result.value.ending);
+  }
+  return result;
+}
