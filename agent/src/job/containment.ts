@@ -98,13 +98,10 @@ export function jobContainment(settings: JobSettings, dir: JobDir, isFork = fals
       ...watch,
       sandbox: sandboxed(cwd, true, [settings.hooksDir, ...engineDirs(enginePath), ...engineFiles]),
     }),
-    git: (cwd, readOnly = []) => {
-      const agentSocket = settings.hostEnv.SSH_AUTH_SOCK;
-      return {
-        ...watch,
-        sandbox: sandboxed(cwd, false, [...readOnly, ...(agentSocket ? [agentSocket] : [])]),
-      };
-    },
+    git: (cwd, readOnly = []) => ({
+      ...watch,
+      sandbox: sandboxed(cwd, false, [...readOnly, ...hostGitPaths(settings.hostEnv)]),
+    }),
   };
 }
 
@@ -127,6 +124,26 @@ function enginePaths(settings: JobSettings, isFork: boolean): string[] {
   return ENGINE_PATH_VARIABLES.filter((name) => isForwarded(name, settings.envForward))
     .map((name) => settings.hostEnv[name])
     .filter((value): value is string => value !== undefined && path.isAbsolute(value));
+}
+
+/**
+ * The agent host's own git settings that name files or sockets (CA bundles, a global config, the
+ * SSH agent): git runs with the host's environment, so it must see them (read-only) wherever
+ * they are, also under the host's /tmp, which the sandbox replaces.
+ */
+const HOST_GIT_PATH_VARIABLES = [
+  "GIT_SSL_CAINFO",
+  "GIT_SSL_CAPATH",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "GIT_CONFIG_GLOBAL",
+  "SSH_AUTH_SOCK",
+] as const;
+
+function hostGitPaths(hostEnv: NodeJS.ProcessEnv): string[] {
+  return HOST_GIT_PATH_VARIABLES.map((name) => hostEnv[name]).filter(
+    (value): value is string => value !== undefined && path.isAbsolute(value),
+  );
 }
 
 function existing(paths: string[]): string[] {
