@@ -1,4 +1,4 @@
-import { ErrorEnvelope } from "@outpost/protocol";
+import { ReceivedErrorEnvelope } from "@outpost/protocol";
 import type { z } from "zod";
 import { TransientError } from "../errors.ts";
 import { describeNetworkError } from "../net/errors.ts";
@@ -83,7 +83,7 @@ export async function send(target: HttpTarget, input: RequestInput): Promise<Htt
     return res;
   }
   const text = await res.text().catch(() => "");
-  const envelope = ErrorEnvelope.safeParse(safeJson(text));
+  const envelope = ReceivedErrorEnvelope.safeParse(safeJson(text));
   const code = envelope.success ? envelope.data.error.code : `HTTP_${res.status}`;
   const message = envelope.success
     ? envelope.data.error.message

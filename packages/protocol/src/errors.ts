@@ -40,3 +40,11 @@ export const ErrorEnvelope = z.object({
   }),
 });
 export type ErrorEnvelope = z.infer<typeof ErrorEnvelope>;
+
+/**
+ * The envelope as a client reads it: any code (a newer coordinator may answer one this client
+ * does not know yet) and no request id required (a proxy in between may answer in this shape).
+ */
+export const ReceivedErrorEnvelope = z.object({
+  error: ErrorEnvelope.shape.error.extend({ code: z.string(), requestId: z.string().optional() }),
+});
