@@ -118,10 +118,29 @@ function watch(spec: WatchdogSpec, control: ReturnType<typeof createInterface>):
       return;
     }
     sent.add(name);
+    deliver(group, name, 0);
+  };
+  // A sandbox's first process makes its own session (and group) just after bubblewrap reported
+  // it: a signal sent before that finds no group, and is tried again while the process lives.
+  // SIGKILL then goes to that process itself: the PID namespace, and all in it, ends with it.
+  const deliver = (leader: number, name: SignalName, attempt: number): void => {
     try {
-      process.kill(-group, name);
+      process.kill(-leader, name);
+      return;
     } catch {
-      // ESRCH: the group is already gone.
+      // ESRCH: no such group (yet, or any more).
+    }
+    if (hasExited || spec.sandbox === null) {
+      return;
+    }
+    if (name === "SIGKILL") {
+      try {
+        process.kill(leader, "SIGKILL");
+      } catch {
+        // Gone already.
+      }
+    } else if (attempt < 40) {
+      setTimeout(() => deliver(leader, name, attempt + 1), 25);
     }
   };
 
