@@ -5047,6 +5047,11 @@ export interface components {
             arch: string;
             capacity: number;
             id: string;
+            /**
+             * @description How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it
+             * @enum {string|null}
+             */
+            isolation: "bwrap" | "none" | null;
             lastContactAt: string;
             name: string | null;
             os: string;
@@ -5095,6 +5100,8 @@ export interface components {
             arch: string;
             /** @default 1 */
             capacity?: number;
+            /** @enum {string} */
+            isolation?: "bwrap" | "none";
             name?: string | null;
             os: string;
             version: string;

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { ensureEngine } from "../engines/install.ts";
 import { ensurePulumi } from "../engines/pulumi-install.ts";
@@ -7,6 +7,7 @@ import { type RunningProcess, startProcess } from "../exec/process.ts";
 import { MASK, secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
 import { retry } from "../retry.ts";
+import { type JobContainment, jobContainment } from "./containment.ts";
 import {
   applyExports,
   buildJobEnvironment,
@@ -26,7 +27,8 @@ import type {
   JobSettings,
   PlanSummary,
 } from "./types.ts";
-import { cloneAtCommit } from "./vcs.ts";
+import { cloneAtCommit, localRepositoryPath } from "./vcs.ts";
+import { createJobDir, removeJobDir } from "./workdirs.ts";
 
 const PLAN_FILE = "plan.tfplan";
 const LOCK_FILE = ".terraform.lock.hcl";
@@ -50,7 +52,8 @@ class Canceled extends Error {}
 
 /**
  * Runs one job in a fresh directory under `settings.dataDir/jobs`, removed afterwards whatever
- * happens. Plan: engine install, configuration, override and tfvars files, pre-plan hook,
+ * happens (by a watchdog, or by the next agent to start, should this one die). Every process
+ * runs as `settings.isolation` says (see `containment.ts`). Plan: engine install, configuration, override and tfvars files, pre-plan hook,
  * `init`, `plan -detailed-exitcode`, post-plan hook, `show -json`, then uploads the plan file,
  * lock file and JSON plan and reports the summary. Apply: downloads the plan and lock file,
  * pre-apply hook, `init`, `apply` the saved plan, post-apply hook. The log (masked) streams
@@ -83,6 +86,7 @@ class Job {
   private env: Record<string, string> = {};
   private engineEnv: Record<string, string> = {};
   private lastExitCode: number | null = null;
+  private containment: JobContainment | null = null;
   private readonly a: JobAssignment;
   private readonly port: CoordinatorPort;
   private readonly settings: JobSettings;
@@ -107,9 +111,9 @@ class Job {
   }
 
   async run(): Promise<JobOutcome> {
-    const jobsDir = path.join(this.settings.dataDir, "jobs");
-    await mkdir(jobsDir, { recursive: true });
-    const root = await mkdtemp(path.join(jobsDir, `${this.a.jobId.replace(/[^\w-]/g, "_")}-`));
+    const dir = await createJobDir(this.settings.dataDir, this.a.jobId);
+    const root = dir.root;
+    this.containment = jobContainment(this.settings, dir, this.a.fork);
     let outcome: JobOutcome;
     try {
       const secrets = [
@@ -133,7 +137,7 @@ class Job {
       }
       outcome.logLength = this.log.length;
     } finally {
-      await rm(root, { recursive: true, force: true });
+      await removeJobDir(dir);
     }
     return outcome;
   }
@@ -181,6 +185,13 @@ class Job {
     }
   }
 
+  private contained(): JobContainment {
+    if (this.containment === null) {
+      throw new Error("the job directory does not exist yet");
+    }
+    return this.containment;
+  }
+
   private checkCanceled(): void {
     if (this.canceled !== null) {
       throw new Canceled("canceled");
@@ -224,6 +235,7 @@ class Job {
         allowFileRepos: this.settings.allowFileRepos,
         hostEnv: this.settings.hostEnv,
         networkEnv: this.settings.networkEnv,
+        containment: this.contained().git(configDir, localRepository(source.repoUrl)),
       });
     }
     const workDir = await resolveWorkingDirectory(configDir, this.a.workingDirectory);
@@ -368,6 +380,7 @@ class Job {
         scratchDir: path.join(root, "scratch"),
         isFork: this.a.fork,
         control: { onStart: (kill) => (this.killHook = kill) },
+        containment: this.contained().hook(workDir, this.enginePath),
       },
       {
         write: (chunk) => this.log?.write(chunk),
@@ -405,6 +418,7 @@ class Job {
       },
       stdoutFile,
       ...(stdinText === undefined ? {} : { stdinText }),
+      containment: this.contained().engine(workDir, this.enginePath),
     });
     this.current = child;
     this.lastEngineError = null;
@@ -448,6 +462,12 @@ class Job {
       this.lastEngineError = line.slice(0, 500);
     }
   }
+}
+
+/** A local repository (development only) must be readable inside git's sandbox. */
+function localRepository(repoUrl: string): string[] {
+  const local = localRepositoryPath(repoUrl);
+  return local === null ? [] : [local];
 }
 
 /** Retries `fn` through transient failures (network, 429, 5xx): five attempts in all. */

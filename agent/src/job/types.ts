@@ -1,6 +1,7 @@
 import type { PlanSummary } from "@outpost/protocol";
 import type { Engine } from "../engines/release.ts";
 import type { LogSender } from "../logs/streamer.ts";
+import type { JobIsolation } from "./containment.ts";
 
 /** A workspace variable as the job receives it (sensitive values in clear, only in memory). */
 export type JobVariable = {
@@ -114,4 +115,6 @@ export type JobSettings = {
   cancelGraceMs: number;
   /** Cap on the configuration tarball and on its extracted size. */
   maxConfigurationBytes: number;
+  /** Sandboxes and watchdogs of job processes (`--isolation`, `--orphan-grace`). */
+  isolation: JobIsolation;
 };
