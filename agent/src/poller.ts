@@ -24,6 +24,8 @@ export type AgentLoopOptions = {
   concurrency: number;
   accept: Array<"plan" | "apply">;
   single: boolean;
+  /** How this agent confines its jobs, as the pool page shows it. */
+  isolation: "bwrap" | "none";
   /** How long running jobs may take after the first SIGTERM/SIGINT before they are canceled. */
   shutdownGraceMs: number;
   settings: JobSettings;
@@ -158,6 +160,7 @@ export class AgentLoop {
       arch: process.arch,
       capacity: this.capacity,
       acceptedPhases: this.o.accept,
+      isolation: this.o.isolation,
     };
     try {
       const answer = await retry(() => this.o.api.register(request), {

@@ -123,6 +123,7 @@ export const agentRoutes = newRouter()
         arch: body.arch,
         capacity: body.capacity,
         acceptedPhases: body.acceptedPhases,
+        isolation: body.isolation ?? null,
       });
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId: "" });

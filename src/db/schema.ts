@@ -3,7 +3,7 @@
  * the epoch; ids are prefixed strings (see `ids.ts`). Blobs live in R2 and are referenced by key.
  * Migrations in `migrations/` are generated from this file by `npm run db:generate`.
  */
-import { type PlanSummary, RUN_STATUSES } from "@outpost/protocol";
+import { ENGINES, type PlanSummary, RUN_OPERATIONS, RUN_STATUSES } from "@outpost/protocol";
 import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
@@ -130,10 +130,16 @@ export const workspaces = sqliteTable(
       .notNull()
       .default("agent"),
     poolId: text().references(() => agentPools.id),
-    engine: text({ enum: ["terraform", "tofu"] })
-      .notNull()
-      .default("terraform"),
+    engine: text({ enum: ENGINES }).notNull().default("terraform"),
+    /** Exact for Terraform and OpenTofu; Pulumi may name a range (`^3.150`) or `latest`. */
     engineVersion: text().notNull(),
+    /** Pulumi workspaces: the stack (`dev`, `org/project/dev`); null for other engines. */
+    stackName: text(),
+    /**
+     * Kept in step with the workspace's `PULUMI_BACKEND_URL` env variable by the variables
+     * service: the stack lives in the workspace's own backend and Outpost keeps no checkpoint.
+     */
+    hasOwnStateBackend: integer({ mode: "boolean" }).notNull().default(false),
     workingDirectory: text().notNull().default(""),
     autoApply: integer({ mode: "boolean" }).notNull().default(false),
     vcsRepoUrl: text(),
@@ -227,7 +233,7 @@ export const runs = sqliteTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: "cascade" }),
     configurationVersionId: text(),
-    operation: text({ enum: ["plan", "apply", "destroy"] }).notNull(),
+    operation: text({ enum: RUN_OPERATIONS }).notNull(),
     isSpeculative: integer({ mode: "boolean" }).notNull().default(false),
     /** One of the run statuses (`RUN_STATUSES`); the state machine is `src/runs/model.ts`. */
     status: text({ enum: RUN_STATUSES }).notNull(),

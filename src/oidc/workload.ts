@@ -9,14 +9,14 @@ import { JobSpec, type WorkloadIdentity } from "@outpost/protocol";
 import { eq, sql } from "drizzle-orm";
 import type { LeasedJob } from "../../durable/pool-types.ts";
 import type { Database } from "../db/client.ts";
-import { organizations, workspaces } from "../db/schema.ts";
+import { organizations, type runs, workspaces } from "../db/schema.ts";
 import { issuerUrl, signToken } from "./issuer.ts";
 
 export type WorkloadRun = {
   id: string;
   orgId: string;
   workspaceId: string;
-  operation: "plan" | "apply" | "destroy";
+  operation: (typeof runs.$inferSelect)["operation"];
   isSpeculative: boolean;
   isFork: boolean;
   plannedPoolId: string | null;

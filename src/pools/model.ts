@@ -105,6 +105,7 @@ export function presentAgent(agent: AgentView) {
     statusReason: agent.statusReason,
     capacity: agent.capacity,
     acceptedPhases: agent.acceptedPhases,
+    isolation: agent.isolation,
     tokenId: agent.tokenId,
     runningJobs: agent.runningJobs,
     lastContactAt: new Date(agent.lastContactAt).toISOString(),

@@ -3,7 +3,7 @@
  * pools and their agents.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { AgentStatus, JobPhase } from "@outpost/protocol";
+import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
@@ -39,6 +39,10 @@ const AgentSchema = z
     statusReason: z.string().nullable(),
     capacity: z.int(),
     acceptedPhases: z.array(JobPhase),
+    isolation: AgentIsolation.nullable().openapi({
+      description:
+        "How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it",
+    }),
     tokenId: z.string(),
     runningJobs: z.array(
       z.object({ jobId: z.string(), phase: JobPhase, state: z.enum(["leased", "started"]) }),

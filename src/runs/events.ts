@@ -13,6 +13,7 @@ import type { JobEndedEvent, LeasedJob } from "../../durable/pool-types.ts";
 import { newId } from "../db/ids.ts";
 import { workloadIdentityFor, workloadSubjectQuery } from "../oidc/workload.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
+import { latestSerialWrittenBy } from "../state/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { listVariableRows } from "../variables/queries.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
@@ -27,7 +28,7 @@ import {
 } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { cancelPoolJob } from "./jobs.ts";
-import { isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
+import { isLostApply, isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
 import { afterRunEnded, endRun, endRunQueries, queueApply } from "./progress.ts";
 import {
   getRunById,
@@ -181,7 +182,9 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
   }
   // The log is stored before the run moves: a run that reads ended has its whole log.
   await runLog(deps.env, event.workspaceId).finish(event.jobId, logKey(event, event.phase));
-  const move = moveForEnding(event, event);
+  // What an engine saved after its agent died is the truth of what the apply did: say so.
+  const saved = isLostApply(event) ? await latestSerialWrittenBy(db, event.runId) : null;
+  const move = moveForEnding(event, event, saved);
   const now = Date.now();
   const extra = {
     ...(move.statusReason ? { statusReason: move.statusReason } : {}),

@@ -44,6 +44,7 @@ export async function buildSpec(
     workspaceName: workspace?.name ?? "",
     engine: workspace?.engine ?? "terraform",
     engineVersion: workspace?.engineVersion ?? "",
+    stackName: workspace?.stackName ?? null,
     workingDirectory: workspace?.workingDirectory ?? "",
     configuration: configuration
       ? {

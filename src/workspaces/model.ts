@@ -4,11 +4,12 @@
  * a user lock. No I/O here.
  */
 import { z } from "@hono/zod-openapi";
+import { ENGINES, type Engine } from "@outpost/protocol";
+import { validRange } from "semver";
 
+export { ENGINES, type Engine };
 export const EXECUTION_MODES = ["agent", "local"] as const;
 export type ExecutionMode = (typeof EXECUTION_MODES)[number];
-export const ENGINES = ["terraform", "tofu"] as const;
-export type Engine = (typeof ENGINES)[number];
 export const FORK_PULL_REQUEST_POLICIES = ["refuse", "plan_without_secrets"] as const;
 export type ForkPullRequestPolicy = (typeof FORK_PULL_REQUEST_POLICIES)[number];
 /** Who may read a workspace's outputs through `terraform_remote_state`. */
@@ -46,11 +47,49 @@ export const WorkspaceRef = z
     example: "network-prod",
   });
 
+/**
+ * An engine version as a request may name it: checked per engine by {@link checkSettings}
+ * (exact for Terraform and OpenTofu; a range or `latest` is allowed for Pulumi).
+ */
 export const EngineVersion = z
   .string()
+  .trim()
+  .min(1)
   .max(64)
-  .regex(SEMVER_PATTERN, "must be an exact semantic version such as 1.9.5")
+  .regex(/^[0-9A-Za-z.^~<>=|*+ -]+$/, "must be a version such as 1.9.5 (or for Pulumi ^3.150)")
   .openapi({ example: "1.9.5" });
+
+// Pulumi's own rule (sdk/go/common/tokens/stack_name.go), with a first character that cannot
+// read as a flag; a stack may be qualified as org/stack or org/project/stack.
+const STACK_SEGMENT = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}";
+const STACK_NAME_PATTERN = new RegExp(`^(?:${STACK_SEGMENT}/){0,2}${STACK_SEGMENT}$`);
+
+/** A Pulumi stack name: `dev`, or qualified `org/dev`, `org/project/dev`. */
+export const StackName = z
+  .string()
+  .max(300)
+  .regex(
+    STACK_NAME_PATTERN,
+    "a stack name may only contain alphanumerics, hyphens, underscores or periods (at most 100), optionally qualified as org/stack or org/project/stack",
+  )
+  .openapi({ example: "dev" });
+
+/**
+ * Why `version` is not usable for `engine`, or null. Terraform and OpenTofu need an exact
+ * version; Pulumi also takes a semver range (`^3.150`, `>=3.100 <4`) or `latest`, resolved by
+ * the agent against what it can install.
+ */
+export function engineVersionProblem(engine: Engine, version: string): string | null {
+  if (SEMVER_PATTERN.test(version)) {
+    return null;
+  }
+  if (engine !== "pulumi") {
+    return "must be an exact semantic version such as 1.9.5";
+  }
+  return version === "latest" || validRange(version) !== null
+    ? null
+    : "must be an exact version (3.150.0), a semver range (^3.150) or latest";
+}
 
 /** Splits into segments and refuses anything that could leave the tree or confuse a shell. */
 function relativePathProblem(path: string): string | null {
@@ -157,6 +196,8 @@ export type WorkspaceSettings = {
   poolId: string | null;
   engine: Engine;
   engineVersion: string;
+  /** Pulumi workspaces only (required there); null for the other engines. */
+  stackName: string | null;
   workingDirectory: string;
   autoApply: boolean;
   vcsRepoUrl: string | null;
@@ -189,6 +230,7 @@ const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMod
   description: "",
   poolId: null,
   engine: "terraform",
+  stackName: null,
   workingDirectory: "",
   autoApply: false,
   vcsRepoUrl: null,
@@ -224,6 +266,9 @@ export function settingsForUpdate(
   if (patch.executionMode === "local" && patch.poolId === undefined) {
     next.poolId = null;
   }
+  if (patch.engine !== undefined && patch.engine !== "pulumi" && patch.stackName === undefined) {
+    next.stackName = null;
+  }
   if (patch.vcsRepoUrl === null) {
     next.vcsBranch = patch.vcsBranch ?? null;
     next.vcsTriggerPaths = patch.vcsTriggerPaths ?? null;
@@ -245,6 +290,16 @@ function checkSettings(s: WorkspaceSettings): SettingsResult {
   if (s.executionMode === "local" && s.poolId) {
     return problem("poolId", "a local workspace runs on no pool; omit poolId");
   }
+  const versionProblem = engineVersionProblem(s.engine, s.engineVersion);
+  if (versionProblem !== null) {
+    return problem("engineVersion", versionProblem);
+  }
+  if (s.engine === "pulumi" && s.stackName === null) {
+    return problem("stackName", 'engine "pulumi" needs a stackName');
+  }
+  if (s.engine !== "pulumi" && s.stackName !== null) {
+    return problem("stackName", 'stackName is for engine "pulumi" only');
+  }
   if (s.engine === "tofu" && compareCore(s.engineVersion, [1, 6, 0]) < 0) {
     return problem("engineVersion", "OpenTofu releases start at 1.6.0");
   }
@@ -264,6 +319,25 @@ function checkSettings(s: WorkspaceSettings): SettingsResult {
     ok: true,
     value: { ...s, remoteStateConsumerIds: unique.length > 0 ? unique : null },
   };
+}
+
+/**
+ * Why a workspace with state may not move from `before` to `after`, or null: a checkpoint is
+ * Pulumi's own format and a Terraform state is not, and a Pulumi checkpoint belongs to its stack.
+ * Terraform and OpenTofu share a state format, so moving between them stays allowed.
+ */
+export function engineSwitchProblem(
+  before: Pick<WorkspaceSettings, "engine" | "stackName">,
+  after: Pick<WorkspaceSettings, "engine" | "stackName">,
+): string | null {
+  const isPulumi = (engine: Engine) => engine === "pulumi";
+  if (isPulumi(before.engine) !== isPulumi(after.engine)) {
+    return `the workspace has ${before.engine} state, which ${after.engine} cannot read; create a new workspace, or delete the state first`;
+  }
+  if (isPulumi(after.engine) && before.stackName !== after.stackName) {
+    return `the workspace holds the checkpoint of stack ${before.stackName}; a new stackName needs a new workspace, or the state deleted first`;
+  }
+  return null;
 }
 
 function compareCore(version: string, other: [number, number, number]): number {

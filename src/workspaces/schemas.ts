@@ -10,6 +10,7 @@ import {
   MAX_REMOTE_STATE_CONSUMERS,
   REMOTE_STATE_SHARING,
   RepoUrl,
+  StackName,
   TriggerPath,
   WorkingDirectory,
   WorkspaceName,
@@ -28,6 +29,11 @@ export const WorkspaceSchema = z
     poolId: z.string().nullable(),
     engine: z.enum(ENGINES),
     engineVersion: z.string(),
+    stackName: z.string().nullable().openapi({ description: "Pulumi workspaces: the stack" }),
+    stateBackend: z.enum(["outpost", "workspace"]).openapi({
+      description:
+        "Where the state lives: outpost (state versions kept here), or workspace when a Pulumi workspace names its own backend in a PULUMI_BACKEND_URL variable, in which case Outpost keeps no checkpoint",
+    }),
     workingDirectory: z.string(),
     autoApply: z.boolean(),
     vcsRepoUrl: z.string().nullable(),
@@ -68,6 +74,9 @@ const settingsFields = {
   }),
   poolId: PoolId.nullable().optional(),
   engine: z.enum(ENGINES).optional(),
+  stackName: StackName.nullable().optional().openapi({
+    description: 'The Pulumi stack; required with engine "pulumi", absent otherwise',
+  }),
   workingDirectory: WorkingDirectory.optional(),
   autoApply: z.boolean().optional(),
   vcsRepoUrl: RepoUrl.nullable().optional(),
@@ -134,6 +143,8 @@ export function workspaceError(failure: WorkspaceFailure, ref: string): ApiError
       return new ApiError("CONFLICT", `workspace ${ref} is locked by ${failure.lockedBy}`, {
         details: { lockedBy: failure.lockedBy },
       });
+    case "has_state":
+      return new ApiError("CONFLICT", `workspace ${ref} cannot change engine: ${failure.message}`);
     case "state_locked":
       return new ApiError("CONFLICT", `the state of workspace ${ref} is locked`);
     case "not_lock_holder":

@@ -292,7 +292,7 @@ describe("the job as the runner sees it", () => {
       ok: false,
       reason: "the coordinator sent the job without a per-run token",
     });
-    const unreadable = toRunnerAssignment(wire({ ...spec, engine: "pulumi" }), "https://o");
+    const unreadable = toRunnerAssignment(wire({ ...spec, engine: "cdktf" }), "https://o");
     expect(unreadable.ok === false && unreadable.reason).toMatch(/engine.*upgrade the agent/);
     const none = toRunnerAssignment(wire({ ...spec, configuration: null }), "https://o");
     expect(none).toEqual({ ok: false, reason: "the run has no configuration version" });

@@ -11,9 +11,11 @@ import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { toRunnerAssignment } from "../../agent/src/client/assignment.ts";
 import { renewalDelayMs } from "../../agent/src/client/credentials.ts";
+import type { JobIsolation } from "../../agent/src/job/containment.ts";
 import { startJob } from "../../agent/src/job/runner.ts";
 import type { JobAssignment, JobSettings, JobVariable } from "../../agent/src/job/types.ts";
 import { gcpCredentials, WORKLOAD_IDENTITY_FILE } from "../../agent/src/job/workload-identity.ts";
+import { bubblewrapIsolation } from "./helpers/isolation.ts";
 import { MirrorServer } from "./helpers/mirror.ts";
 import { StateServer } from "./helpers/state-server.ts";
 import { buildTarGz } from "./helpers/tarball.ts";
@@ -29,11 +31,13 @@ let base: string;
 let settings: JobSettings;
 let port: TestPort;
 let counter = 0;
+let sandboxed: JobIsolation;
 
 beforeAll(async () => {
   await Promise.all([mirror.start(), state.start()]);
   mirror.publish("terraform", "1.9.5");
   base = mkdtempSync(path.join(tmpdir(), "outpost-identity-"));
+  sandboxed = await bubblewrapIsolation({ agentHome: process.env.HOME ?? null });
 });
 afterAll(async () => {
   await Promise.all([mirror.stop(), state.stop()]);
@@ -52,6 +56,8 @@ beforeEach(() => {
     allowFileRepos: false,
     cancelGraceMs: 10_000,
     maxConfigurationBytes: 10 * 1024 * 1024,
+    // Sandboxed as the agent's default on Linux: the token file must be visible to the job.
+    isolation: sandboxed,
   };
   // Prints what a provider would read; the token's own text must come out masked.
   const hook = path.join(settings.hooksDir, "pre-plan");
@@ -102,6 +108,7 @@ function job(overrides: Partial<JobAssignment>): JobAssignment {
     runToken: RUN_TOKEN,
     stateAddress: state.stateAddress(WS),
     workloadIdentityToken: JWT,
+    stackName: null,
     ...overrides,
   };
 }

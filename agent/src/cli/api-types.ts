@@ -333,7 +333,7 @@ export interface paths {
                 header?: never;
                 path: {
                     jobId: string;
-                    name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json";
+                    name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json" | "pulumi-stack.yaml";
                 };
                 cookie?: never;
             };
@@ -381,7 +381,7 @@ export interface paths {
                 };
                 path: {
                     jobId: string;
-                    name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json";
+                    name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json" | "pulumi-stack.yaml";
                 };
                 cookie?: never;
             };
@@ -5458,6 +5458,11 @@ export interface components {
             arch: string;
             capacity: number;
             id: string;
+            /**
+             * @description How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it
+             * @enum {string|null}
+             */
+            isolation: "bwrap" | "none" | null;
             lastContactAt: string;
             name: string | null;
             os: string;
@@ -5508,6 +5513,8 @@ export interface components {
             arch: string;
             /** @default 1 */
             capacity?: number;
+            /** @enum {string} */
+            isolation?: "bwrap" | "none";
             name?: string | null;
             os: string;
             version: string;
@@ -5651,10 +5658,11 @@ export interface components {
             /** @default  */
             message?: string;
             /**
+             * @description apply (plan, then apply when confirmed), plan (speculative), destroy, or refresh (reconcile the state with the real infrastructure and change nothing else)
              * @default apply
              * @enum {string}
              */
-            operation?: "plan" | "apply" | "destroy";
+            operation?: "plan" | "apply" | "destroy" | "refresh";
         };
         CreateVcsHook: {
             /** @default  */
@@ -5671,7 +5679,7 @@ export interface components {
             autoApply?: boolean;
             description?: string;
             /** @enum {string} */
-            engine?: "terraform" | "tofu";
+            engine?: "terraform" | "tofu" | "pulumi";
             /** @example 1.9.5 */
             engineVersion: string;
             /**
@@ -5691,6 +5699,11 @@ export interface components {
              * @enum {string}
              */
             remoteStateSharing?: "none" | "organization" | "workspaces";
+            /**
+             * @description The Pulumi stack; required with engine "pulumi", absent otherwise
+             * @example dev
+             */
+            stackName?: string | null;
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -5733,6 +5746,8 @@ export interface components {
                 hasChanges: boolean;
                 /** @default 0 */
                 imports?: number;
+                replaces?: number;
+                sames?: number;
             } | null;
         };
         FinishResponse: {
@@ -5791,16 +5806,18 @@ export interface components {
                         source: "upload" | "vcs";
                     } | null;
                     /** @enum {string} */
-                    engine: "terraform" | "tofu";
+                    engine: "terraform" | "tofu" | "pulumi";
                     engineVersion: string;
                     isDestroy: boolean;
                     isFork: boolean;
                     isSpeculative: boolean;
                     /** @enum {string} */
-                    operation: "plan" | "apply" | "destroy";
+                    operation: "plan" | "apply" | "destroy" | "refresh";
                     /** @enum {string} */
                     phase: "plan" | "apply";
                     planSha256: string | null;
+                    /** @default null */
+                    stackName?: string | null;
                     workingDirectory: string;
                     workspaceName: string;
                 };
@@ -5928,7 +5945,7 @@ export interface components {
             isTerminal: boolean;
             message: string;
             /** @enum {string} */
-            operation: "plan" | "apply" | "destroy";
+            operation: "plan" | "apply" | "destroy" | "refresh";
             /** @description SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other */
             planSha256: string | null;
             planSummary: {
@@ -5938,6 +5955,8 @@ export interface components {
                 hasChanges: boolean;
                 /** @default 0 */
                 imports?: number;
+                replaces?: number;
+                sames?: number;
             } | null;
             source: string;
             /** @enum {string} */
@@ -6033,7 +6052,7 @@ export interface components {
             autoApply?: boolean;
             description?: string;
             /** @enum {string} */
-            engine?: "terraform" | "tofu";
+            engine?: "terraform" | "tofu" | "pulumi";
             /** @example 1.9.5 */
             engineVersion?: string;
             /**
@@ -6053,6 +6072,11 @@ export interface components {
              * @enum {string}
              */
             remoteStateSharing?: "none" | "organization" | "workspaces";
+            /**
+             * @description The Pulumi stack; required with engine "pulumi", absent otherwise
+             * @example dev
+             */
+            stackName?: string | null;
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -6122,7 +6146,7 @@ export interface components {
             currentRunId: string | null;
             description: string;
             /** @enum {string} */
-            engine: "terraform" | "tofu";
+            engine: "terraform" | "tofu" | "pulumi";
             engineVersion: string;
             /** @enum {string} */
             executionMode: "agent" | "local";
@@ -6145,6 +6169,13 @@ export interface components {
              * @enum {string}
              */
             remoteStateSharing: "none" | "organization" | "workspaces";
+            /** @description Pulumi workspaces: the stack */
+            stackName: string | null;
+            /**
+             * @description Where the state lives: outpost (state versions kept here), or workspace when a Pulumi workspace names its own backend in a PULUMI_BACKEND_URL variable, in which case Outpost keeps no checkpoint
+             * @enum {string}
+             */
+            stateBackend: "outpost" | "workspace";
             updatedAt: string;
             vcsBranch: string | null;
             vcsRepoUrl: string | null;

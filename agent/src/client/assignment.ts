@@ -64,6 +64,7 @@ export function toRunnerAssignment(job: WireAssignment, address: string): Mapped
       planSha256: s.planSha256,
       engine: s.engine,
       engineVersion: s.engineVersion,
+      stackName: s.stackName,
       workingDirectory: s.workingDirectory,
       variables: (job.variables ?? []).map((v) => ({
         key: v.key,

@@ -2,6 +2,7 @@ import { homedir, hostname } from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { UserError } from "../errors.ts";
+import { ISOLATION_SETTINGS, type IsolationSetting } from "../exec/sandbox.ts";
 import { readCaFile } from "../net/ca.ts";
 import { parseDurationSeconds } from "./duration.ts";
 import { type FileValue, readConfigFile } from "./file.ts";
@@ -49,6 +50,12 @@ export type AgentConfig = {
   shutdownGraceMs: number;
   /** Between the first and the second SIGINT of a graceful job cancel. */
   cancelGraceMs: number;
+  /** Job sandboxes: `auto` is decided at start (bubblewrap when it works, else none). */
+  isolation: IsolationSetting;
+  /** If the agent dies, between the SIGINT and the SIGKILL of its jobs' processes. */
+  orphanGraceMs: number;
+  /** Absolute path of the `--config` file, or null; hidden from jobs. */
+  configFile: string | null;
   /** Host variable names (or `PREFIX*` patterns) forwarded into job environments. */
   envForward: string[];
   /** Base URL of a release mirror laid out as `{mirror}/{engine}/{version}/{file}`; null = official sites. */
@@ -110,6 +117,10 @@ const VALIDATORS = {
     .max(86_400, "must be at most 86400 seconds"),
   "shutdown-grace": seconds(0, 86_400),
   "cancel-grace": seconds(1, 3_600),
+  isolation: z.enum(ISOLATION_SETTINGS, {
+    error: `must be one of ${ISOLATION_SETTINGS.join(", ")}`,
+  }),
+  "orphan-grace": seconds(1, 3_600),
   "env-forward": z.array(
     z.string().regex(ENV_PATTERN, "must be variable names like AWS_REGION or prefixes like AWS_*"),
   ),
@@ -177,6 +188,9 @@ export function loadConfig(
     hookTimeoutMs: Math.round(get("hook-timeout", 60) * 1000),
     shutdownGraceMs: Math.round(get("shutdown-grace", 300) * 1000),
     cancelGraceMs: Math.round(get("cancel-grace", 30) * 1000),
+    isolation: get("isolation", "auto"),
+    orphanGraceMs: Math.round(get("orphan-grace", 30) * 1000),
+    configFile: configFile.value === undefined ? null : path.resolve(String(configFile.value)),
     envForward: [...new Set(get("env-forward", []))],
     releaseMirror: raw("release-mirror").value === undefined ? null : get("release-mirror", null),
     caCertFile,

@@ -177,6 +177,25 @@ export const SETTINGS = [
     description: "between the first and the second SIGINT of a job cancel",
   },
   {
+    flag: "isolation",
+    arg: "MODE",
+    kind: "string",
+    env: "OUTPOST_ISOLATION",
+    fileKey: "isolation",
+    defaultText: "auto",
+    description:
+      "job sandboxes: bwrap (bubblewrap, Linux; start fails without it), none, or auto (bwrap when it works)",
+  },
+  {
+    flag: "orphan-grace",
+    arg: "SECONDS",
+    kind: "string",
+    env: "OUTPOST_ORPHAN_GRACE",
+    fileKey: "orphanGraceSeconds",
+    defaultText: "30",
+    description: "if the agent dies, between SIGINT and SIGKILL of its jobs' processes",
+  },
+  {
     flag: "env-forward",
     arg: "NAME",
     kind: "list",

@@ -1,11 +1,13 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { ensureEngine } from "../engines/install.ts";
+import { ensurePulumi } from "../engines/pulumi-install.ts";
 import { type RunningProcess, startProcess } from "../exec/process.ts";
-import { secretVariants } from "../logs/masker.ts";
+import { MASK, secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
 import { retry } from "../retry.ts";
+import { type JobContainment, jobContainment } from "./containment.ts";
 import {
   applyExports,
   buildJobEnvironment,
@@ -16,6 +18,7 @@ import { writeBackendOverride, writeTerraformVariables } from "./files.ts";
 import { type HookName, runHeldHook } from "./hooks.ts";
 import { checkPlanFile } from "./plan-file.ts";
 import { summarizePlan } from "./plan-summary.ts";
+import { type PulumiJob, pulumiApply, pulumiEnvironment, pulumiPlan } from "./pulumi.ts";
 import { extractConfiguration, resolveWorkingDirectory } from "./source.ts";
 import type {
   CoordinatorPort,
@@ -24,7 +27,8 @@ import type {
   JobSettings,
   PlanSummary,
 } from "./types.ts";
-import { cloneAtCommit } from "./vcs.ts";
+import { cloneAtCommit, localRepositoryPath } from "./vcs.ts";
+import { createJobDir, removeJobDir } from "./workdirs.ts";
 import { prepareWorkloadIdentity } from "./workload-identity.ts";
 
 const PLAN_FILE = "plan.tfplan";
@@ -49,7 +53,8 @@ class Canceled extends Error {}
 
 /**
  * Runs one job in a fresh directory under `settings.dataDir/jobs`, removed afterwards whatever
- * happens. Plan: engine install, configuration, override and tfvars files, pre-plan hook,
+ * happens (by a watchdog, or by the next agent to start, should this one die). Every process
+ * runs as `settings.isolation` says (see `containment.ts`). Plan: engine install, configuration, override and tfvars files, pre-plan hook,
  * `init`, `plan -detailed-exitcode`, post-plan hook, `show -json`, then uploads the plan file,
  * lock file and JSON plan and reports the summary. Apply: downloads the plan and lock file,
  * pre-apply hook, `init`, `apply` the saved plan, post-apply hook. The log (masked) streams
@@ -82,6 +87,7 @@ class Job {
   private env: Record<string, string> = {};
   private engineEnv: Record<string, string> = {};
   private lastExitCode: number | null = null;
+  private containment: JobContainment | null = null;
   private readonly a: JobAssignment;
   private readonly port: CoordinatorPort;
   private readonly settings: JobSettings;
@@ -106,9 +112,9 @@ class Job {
   }
 
   async run(): Promise<JobOutcome> {
-    const jobsDir = path.join(this.settings.dataDir, "jobs");
-    await mkdir(jobsDir, { recursive: true });
-    const root = await mkdtemp(path.join(jobsDir, `${this.a.jobId.replace(/[^\w-]/g, "_")}-`));
+    const dir = await createJobDir(this.settings.dataDir, this.a.jobId);
+    const root = dir.root;
+    this.containment = jobContainment(this.settings, dir, this.a.fork);
     let outcome: JobOutcome;
     try {
       const secrets = [
@@ -133,7 +139,7 @@ class Job {
       }
       outcome.logLength = this.log.length;
     } finally {
-      await rm(root, { recursive: true, force: true });
+      await removeJobDir(dir);
     }
     return outcome;
   }
@@ -149,7 +155,9 @@ class Job {
         `Outpost agent: ${this.a.phase} job ${this.a.jobId} for run ${this.a.runId} in workspace ${this.a.workspaceName}`,
       );
       const workDir = await this.prepare(root);
-      if (this.a.phase === "plan") {
+      if (this.a.engine === "pulumi") {
+        planSummary = await this.pulumi(root, workDir);
+      } else if (this.a.phase === "plan") {
         planSummary = await this.plan(root, workDir);
       } else {
         await this.apply(root, workDir);
@@ -179,6 +187,13 @@ class Job {
     }
   }
 
+  private contained(): JobContainment {
+    if (this.containment === null) {
+      throw new Error("the job directory does not exist yet");
+    }
+    return this.containment;
+  }
+
   private checkCanceled(): void {
     if (this.canceled !== null) {
       throw new Canceled("canceled");
@@ -188,14 +203,16 @@ class Job {
   /** Engine, configuration, working directory, generated files and the environment. */
   private async prepare(root: string): Promise<string> {
     // Retries its downloads itself, so its failure can say how many attempts it made.
-    const engine = await ensureEngine({
-      engine: this.a.engine,
-      version: this.a.engineVersion,
+    const install = {
       dataDir: this.settings.dataDir,
       releaseMirror: this.settings.releaseMirror,
       searchPath: this.settings.hostEnv.PATH ?? "",
-      onProgress: (line) => this.say(line),
-    });
+      onProgress: (line: string) => this.say(line),
+    };
+    const engine =
+      this.a.engine === "pulumi"
+        ? await ensurePulumi({ ...install, constraint: this.a.engineVersion })
+        : await ensureEngine({ ...install, engine: this.a.engine, version: this.a.engineVersion });
     this.checkCanceled();
     const configDir = path.join(root, "config");
     await Promise.all(["home", "tmp", "scratch"].map((d) => mkdir(path.join(root, d))));
@@ -220,11 +237,14 @@ class Job {
         allowFileRepos: this.settings.allowFileRepos,
         hostEnv: this.settings.hostEnv,
         networkEnv: this.settings.networkEnv,
+        containment: this.contained().git(configDir, localRepository(source.repoUrl)),
       });
     }
     const workDir = await resolveWorkingDirectory(configDir, this.a.workingDirectory);
-    await writeBackendOverride(workDir, this.a.stateAddress);
-    await writeTerraformVariables(workDir, jobVariables(this.a));
+    if (this.a.engine !== "pulumi") {
+      await writeBackendOverride(workDir, this.a.stateAddress);
+      await writeTerraformVariables(workDir, jobVariables(this.a));
+    }
     if (this.a.fork) {
       this.say(
         "Outpost agent: pull request from a fork: no host variables, no sensitive variables, no hooks",
@@ -245,7 +265,10 @@ class Job {
       this.say(line);
     }
     this.env = env;
-    this.engineEnv = { ...engineCredentials(this.a.runToken) };
+    this.engineEnv =
+      this.a.engine === "pulumi"
+        ? pulumiEnvironment(this.a, root)
+        : { ...engineCredentials(this.a.runToken) };
     this.enginePath = engine.path;
     return workDir;
   }
@@ -258,6 +281,10 @@ class Job {
     const args = ["plan", `-out=${PLAN_FILE}`, "-input=false", "-detailed-exitcode", "-no-color"];
     if (this.a.operation === "destroy") {
       args.push("-destroy");
+    }
+    if (this.a.operation === "refresh") {
+      // The apply of a refresh-only plan writes what the refresh read, and nothing else.
+      args.push("-refresh-only");
     }
     if (this.a.speculative) {
       args.push("-lock=false");
@@ -303,6 +330,39 @@ class Job {
     await this.hook("post-apply", root, workDir);
   }
 
+  /** A Pulumi job: the steps are in `pulumi.ts`; this job runs their commands and hooks. */
+  private async pulumi(root: string, workDir: string): Promise<PlanSummary | null> {
+    const steps: PulumiJob = {
+      a: this.a,
+      root,
+      workDir,
+      port: this.port,
+      say: (line) => this.say(line),
+      pulumi: async (args, what, io = {}) => {
+        await this.engine(
+          workDir,
+          [...args, "--non-interactive"],
+          what,
+          [0],
+          io.stdoutFile,
+          io.stdinText,
+        );
+      },
+      hook: (name) => this.hook(name, root, workDir),
+      retry: retryTransient,
+    };
+    if (this.a.phase === "plan") {
+      return pulumiPlan(steps);
+    }
+    const planFile = path.join(root, "scratch", "update-plan.json");
+    if (!(await retryTransient(() => this.port.downloadArtifact("plan-file", planFile)))) {
+      throw new JobFailure("the coordinator has no plan file for this run");
+    }
+    await this.checkPlanHash(planFile);
+    await pulumiApply(steps, planFile);
+    return null;
+  }
+
   /** The plan that was confirmed is the plan that is applied: anything else is refused. */
   private async checkPlanHash(planFile: string): Promise<void> {
     const check = await checkPlanFile(planFile, this.a.planSha256);
@@ -325,6 +385,7 @@ class Job {
         scratchDir: path.join(root, "scratch"),
         isFork: this.a.fork,
         control: { onStart: (kill) => (this.killHook = kill) },
+        containment: this.contained().hook(workDir, this.enginePath),
       },
       {
         write: (chunk) => this.log?.write(chunk),
@@ -347,6 +408,7 @@ class Job {
     what: string,
     okCodes = [0],
     stdoutFile?: string,
+    stdinText?: string,
   ): Promise<number> {
     this.checkCanceled();
     this.say(`\n$ ${this.a.engine} ${args.join(" ")}`);
@@ -355,10 +417,16 @@ class Job {
       args,
       cwd: workDir,
       env: { ...this.env, ...this.engineEnv },
-      onOutput: (chunk) => this.log?.write(chunk),
+      onOutput: (chunk) => {
+        this.noteError(chunk);
+        this.log?.write(chunk);
+      },
       stdoutFile,
+      ...(stdinText === undefined ? {} : { stdinText }),
+      containment: this.contained().engine(workDir, this.enginePath),
     });
     this.current = child;
+    this.lastEngineError = null;
     // A cancel that arrived between checkCanceled and the spawn still reaches the engine.
     if (this.canceled === "force") {
       child.forceKill();
@@ -376,8 +444,35 @@ class Job {
     this.checkCanceled();
     const how =
       exit.code === null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-    throw new JobFailure(`${this.a.engine} ${what} ${how}`, exit.code);
+    const reason = this.lastEngineError === null ? "" : `: ${this.lastEngineError}`;
+    throw new JobFailure(`${this.a.engine} ${what} ${how}${reason}`, exit.code);
   }
+
+  private lastEngineError: string | null = null;
+
+  /** Pulumi prints its reason as `error: …`; the run's status reason carries the last one. */
+  private noteError(chunk: Buffer): void {
+    if (this.a.engine !== "pulumi") {
+      return;
+    }
+    for (const match of chunk.toString("utf8").matchAll(/^error: (.+)$/gm)) {
+      // The reason leaves the log's masking, so sensitive values are cut out here too.
+      const secrets = secretVariants(
+        this.a.variables.filter((v) => v.sensitive).map((v) => v.value),
+      );
+      let line = match[1] ?? "";
+      for (const secret of secrets) {
+        line = line.replaceAll(secret, MASK);
+      }
+      this.lastEngineError = line.slice(0, 500);
+    }
+  }
+}
+
+/** A local repository (development only) must be readable inside git's sandbox. */
+function localRepository(repoUrl: string): string[] {
+  const local = localRepositoryPath(repoUrl);
+  return local === null ? [] : [local];
 }
 
 /** Retries `fn` through transient failures (network, 429, 5xx): five attempts in all. */

@@ -1,6 +1,7 @@
 import type { PlanSummary } from "@outpost/protocol";
 import type { Engine } from "../engines/release.ts";
 import type { LogSender } from "../logs/streamer.ts";
+import type { JobIsolation } from "./containment.ts";
 
 /** A workspace variable as the job receives it (sensitive values in clear, only in memory). */
 export type JobVariable = {
@@ -27,7 +28,7 @@ export type JobAssignment = {
   workspaceId: string;
   workspaceName: string;
   phase: "plan" | "apply";
-  operation: "plan" | "apply" | "destroy";
+  operation: "plan" | "apply" | "destroy" | "refresh";
   /** Speculative plans run with `-lock=false` and are never applied. */
   speculative: boolean;
   /**
@@ -37,8 +38,11 @@ export type JobAssignment = {
   fork: boolean;
   /** Apply jobs: the SHA-256 of the plan file recorded when the plan finished. */
   planSha256: string | null;
-  engine: Engine;
+  engine: Engine | "pulumi";
+  /** Exact for Terraform and OpenTofu; Pulumi may name a range the agent resolves. */
   engineVersion: string;
+  /** Pulumi: the stack every command names; null for other engines. */
+  stackName: string | null;
   /** Relative to the configuration root; "" for the root itself. */
   workingDirectory: string;
   variables: JobVariable[];
@@ -55,7 +59,7 @@ export type JobAssignment = {
 };
 
 /** Files carried from the plan job to the apply job and shown to users. */
-export type ArtifactName = "plan-file" | "lock-file" | "plan-json";
+export type ArtifactName = "plan-file" | "lock-file" | "plan-json" | "stack-settings";
 
 /**
  * What the runner needs from the coordinator, bound to one job and its lease. The HTTP client
@@ -67,6 +71,16 @@ export type CoordinatorPort = {
   uploadArtifact(name: ArtifactName, file: string): Promise<void>;
   /** Writes the artifact to `destFile`; resolves false when the coordinator has none. */
   downloadArtifact(name: ArtifactName, destFile: string): Promise<boolean>;
+  /**
+   * Writes the workspace's current state at `stateAddress` to `destFile`; resolves false when
+   * the workspace has none yet (Pulumi jobs restore their checkpoint from it).
+   */
+  downloadState(stateAddress: string, destFile: string): Promise<boolean>;
+  /**
+   * Writes `file` as the workspace's next state version (Pulumi apply jobs: the checkpoint).
+   * The coordinator accepts it only from the apply job of a confirmed run.
+   */
+  uploadState(stateAddress: string, file: string): Promise<{ stateVersionId: string }>;
   /** Appends log bytes at `offset` (see {@link LogSender}). */
   sendLogChunk: LogSender;
 };
@@ -106,4 +120,6 @@ export type JobSettings = {
   cancelGraceMs: number;
   /** Cap on the configuration tarball and on its extracted size. */
   maxConfigurationBytes: number;
+  /** Sandboxes and watchdogs of job processes (`--isolation`, `--orphan-grace`). */
+  isolation: JobIsolation;
 };

@@ -33,6 +33,10 @@ export type AgentStatus = z.infer<typeof AgentStatus>;
 
 const Label = z.string().trim().min(1).max(100);
 
+/** How an agent confines its jobs (`--isolation` once decided). */
+export const AgentIsolation = z.enum(["bwrap", "none"]);
+export type AgentIsolation = z.infer<typeof AgentIsolation>;
+
 export const RegisterRequest = z.strictObject({
   /** Display only. */
   name: Label.nullish(),
@@ -47,6 +51,11 @@ export const RegisterRequest = z.strictObject({
     .max(2)
     .refine((phases) => new Set(phases).size === phases.length, "phases must not repeat")
     .default(["plan", "apply"]),
+  /**
+   * How the agent confines its jobs: `bwrap` (a bubblewrap sandbox per job process) or `none`.
+   * Absent from agents older than job sandboxes.
+   */
+  isolation: AgentIsolation.optional(),
 });
 export type RegisterRequest = z.infer<typeof RegisterRequest>;
 
@@ -69,6 +78,10 @@ export const PlanSummary = z.strictObject({
   changes: z.int().min(0),
   destroys: z.int().min(0),
   imports: z.int().min(0).default(0),
+  /** Pulumi: resources replaced (counted apart from adds and destroys); absent for Terraform. */
+  replaces: z.int().min(0).optional(),
+  /** Pulumi: resources left as they are; absent for engines that do not count them. */
+  sames: z.int().min(0).optional(),
   hasChanges: z.boolean(),
 });
 export type PlanSummary = z.infer<typeof PlanSummary>;

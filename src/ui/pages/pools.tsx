@@ -71,7 +71,7 @@ export function AgentRows(props: { agents: Agent[] }) {
   if (props.agents.length === 0) {
     return (
       <tr>
-        <td colspan={7} class="muted">
+        <td colspan={8} class="muted">
           No agents have registered with this pool yet.
         </td>
       </tr>
@@ -96,6 +96,9 @@ export function AgentRows(props: { agents: Agent[] }) {
           <td class="mono">
             {a.os}/{a.arch}
           </td>
+          <td data-isolation={a.isolation ?? "unknown"}>
+            <Isolation mode={a.isolation} />
+          </td>
           <td>
             {a.runningJobs.length === 0 ? (
               <span class="muted">none</span>
@@ -115,6 +118,17 @@ export function AgentRows(props: { agents: Agent[] }) {
       ))}
     </>
   );
+}
+
+/** How an agent confines its jobs: unsandboxed agents stand out, they expose the agent token. */
+function Isolation(props: { mode: Agent["isolation"] }) {
+  if (props.mode === "bwrap") {
+    return <span title="each job process runs in a bubblewrap sandbox">sandboxed (bwrap)</span>;
+  }
+  if (props.mode === "none") {
+    return <strong title="jobs can read the agent token and each other's files">none</strong>;
+  }
+  return <span class="muted">not reported</span>;
 }
 
 export type CreatedToken = { description: string; token: string };
@@ -199,6 +213,7 @@ export function PoolPage(props: {
               <th scope="col">Last contact</th>
               <th scope="col">Version</th>
               <th scope="col">Platform</th>
+              <th scope="col">Isolation</th>
               <th scope="col">Running job</th>
               <th scope="col">Capacity</th>
             </tr>

@@ -31,6 +31,8 @@ export function RunSummary(props: { run: Run }) {
     adds?: number;
     changes?: number;
     destroys?: number;
+    replaces?: number;
+    sames?: number;
     hasChanges?: boolean;
   } | null;
   return (
@@ -59,7 +61,9 @@ export function RunSummary(props: { run: Run }) {
           plan.hasChanges === false ? (
             "No changes."
           ) : (
-            `${plan.adds ?? 0} to add, ${plan.changes ?? 0} to change, ${plan.destroys ?? 0} to destroy`
+            `${plan.adds ?? 0} to add, ${plan.changes ?? 0} to change, ${plan.destroys ?? 0} to destroy` +
+            (plan.replaces === undefined ? "" : `, ${plan.replaces} to replace`) +
+            (plan.sames === undefined ? "" : `, ${plan.sames} unchanged`)
           )
         ) : (
           <span class="muted">not planned yet</span>

@@ -119,6 +119,18 @@ export function WorkspacePage(props: {
         <dd>
           {ws.engine} {ws.engineVersion}
         </dd>
+        {ws.stackName ? (
+          <>
+            <dt>Stack</dt>
+            <dd class="mono">{ws.stackName}</dd>
+          </>
+        ) : null}
+        <dt>State</dt>
+        <dd>
+          {ws.stateBackend === "workspace"
+            ? "in the workspace's own backend (PULUMI_BACKEND_URL); Outpost keeps no checkpoint"
+            : "kept by Outpost"}
+        </dd>
         <dt>Auto-apply</dt>
         <dd>{ws.autoApply ? "yes" : "no"}</dd>
         <dt>Workload identity</dt>
@@ -152,6 +164,7 @@ export function WorkspacePage(props: {
                       <option value="apply">plan and apply</option>
                       <option value="plan">plan only (speculative)</option>
                       <option value="destroy">destroy</option>
+                      <option value="refresh">refresh (record drift only)</option>
                     </select>
                   </div>
                   <div>

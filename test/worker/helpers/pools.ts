@@ -116,6 +116,7 @@ export function makeJob(
       workspaceName: workspaceId,
       engine: "terraform",
       engineVersion: "1.9.8",
+      stackName: null,
       workingDirectory: "",
       configuration: null,
       isFork: false,
