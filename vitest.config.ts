@@ -1,13 +1,24 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { generateSigningKey } from "./scripts/signing-key.ts";
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
+  // Generated per run, so no private key is ever committed, even a test one.
+  const [signingKey, nextSigningKey] = await Promise.all([
+    generateSigningKey("test1"),
+    generateSigningKey("test2"),
+  ]);
   const bindings = {
     TEST_MIGRATIONS: migrations,
     BOOTSTRAP_TOKEN: "test-bootstrap-secret-0123456789abcdef",
     ENCRYPTION_KEY: "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
     ALLOW_MULTIPLE_ORGS: "true",
+    OIDC_SIGNING_KEYS: signingKey,
+    /** A second key, for the rotation tests. */
+    TEST_NEXT_SIGNING_KEY: nextSigningKey,
+    PUBLIC_URL: "https://outpost.test",
+    OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
   };
   return {
     test: {
@@ -30,7 +41,7 @@ export default defineConfig(async () => {
           test: {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
-            globalSetup: ["./test/setup/build-agent.ts"],
+            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/oidc-issuer.ts"],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
         },

@@ -89,6 +89,11 @@ export function systemEnd(outcome: "errored" | "canceled", reason: string, force
   return { outcome, actor: "system", reason, exitCode: null, planSummary: null, forced };
 }
 
+/** How the pool ends a started job whose agent is gone: errored, marked as an agent loss. */
+function lostAgentEnd(reason: string): JobEnd {
+  return { ...systemEnd("errored", reason), agentLost: true };
+}
+
 /**
  * Takes an agent offline: its started jobs fail (never re-run: no double apply) with `jobReason`,
  * its leased-but-unstarted jobs go back to the queue untouched. The endings go to the queue.
@@ -105,7 +110,7 @@ export function loseAgent(
     if (job.state === "leased") {
       ctx.store.requeueJob(job);
     } else {
-      ctx.store.endJob(job, systemEnd("errored", jobReason), ctx.now, true);
+      ctx.store.endJob(job, lostAgentEnd(jobReason), ctx.now, true);
     }
   }
   return ctx.store.setAgentState(agent, state, reason, at, ctx.settings);
@@ -201,7 +206,7 @@ export function heartbeat(
       reportedAt + unreportedGraceMs(ctx.settings) <= ctx.now
     ) {
       const reason = `agent ${agent.id} stopped reporting this job; last report ${new Date(reportedAt).toISOString()}`;
-      ctx.store.endJob(job, systemEnd("errored", reason), ctx.now, true);
+      ctx.store.endJob(job, lostAgentEnd(reason), ctx.now, true);
     }
   }
   return cancel;
@@ -230,7 +235,7 @@ export function start(
       id: agent.id,
       name: agent.name,
       version: agent.version,
-      isolationMode: agent.isolation_mode,
+      isolation: agent.isolation,
     },
   });
 }

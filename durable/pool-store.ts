@@ -31,6 +31,8 @@ export type JobEnd = {
   exitCode: number | null;
   planSummary: PlanSummary | null;
   forced: boolean;
+  /** The pool ends a started job because its agent was lost. */
+  agentLost?: boolean;
 };
 
 type OutboxRow = { id: number; event: string; attempts: number };
@@ -293,7 +295,7 @@ export class PoolStore {
     const ended = this.sql
       .exec<JobRow>(
         `UPDATE jobs SET state = 'ended', ended_at = ?, ended_by = ?, outcome = ?, exit_code = ?, reason = ?,
-           plan_summary = ?, forced = ?, due_at = ? WHERE job_id = ? RETURNING *`,
+           plan_summary = ?, forced = ?, agent_lost = ?, due_at = ? WHERE job_id = ? RETURNING *`,
         now,
         end.actor,
         end.outcome,
@@ -301,6 +303,7 @@ export class PoolStore {
         end.reason,
         end.planSummary ? JSON.stringify(end.planSummary) : null,
         end.forced ? 1 : 0,
+        end.agentLost ? 1 : 0,
         jobDueAt({ ...clockOf(job), state: "ended", endedAt: now }, DEFAULT_POOL_SETTINGS),
         job.job_id,
       )
@@ -384,7 +387,7 @@ export class PoolStore {
       arch: input.arch,
       capacity: input.capacity,
       accepts: input.acceptedPhases.join(","),
-      isolation_mode: input.isolationMode ?? null,
+      isolation: input.isolation ?? null,
       state: "online",
       state_reason: null,
       registered_at: now,
@@ -394,9 +397,9 @@ export class PoolStore {
       due_at: null,
     };
     this.sql.exec(
-      `INSERT INTO agents (id, token_id, name, version, os, arch, capacity, accepts, isolation_mode,
-         state, registered_at, last_contact_at, state_changed_at, due_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO agents (id, token_id, name, version, os, arch, capacity, accepts, isolation, state,
+         registered_at, last_contact_at, state_changed_at, due_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       row.id,
       row.token_id,
       row.name,
@@ -405,7 +408,7 @@ export class PoolStore {
       row.arch,
       row.capacity,
       row.accepts,
-      row.isolation_mode,
+      row.isolation,
       row.state,
       row.registered_at,
       row.last_contact_at,

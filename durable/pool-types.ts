@@ -5,6 +5,7 @@
  */
 
 import {
+  type AgentIsolation,
   type AgentStatus,
   type CancelRequest,
   type ExitInstruction,
@@ -66,6 +67,8 @@ export type JobView = {
   planSummary: PlanSummary | null;
   forced: boolean;
   timeoutMs: number;
+  /** True when the pool ended the started job because its agent was lost. */
+  agentLost: boolean;
   /** What the job runs, as the run service queued it. */
   spec: JobSpec;
 };
@@ -109,6 +112,11 @@ export const JobEndedEvent = z.object({
   planSummary: PlanSummary.nullable(),
   /** True when a started job was force-canceled. */
   forced: z.boolean(),
+  /**
+   * True when the pool ended a started job because its agent was lost (errored, exited, its
+   * token revoked, or it stopped reporting the job); absent in events queued before this field.
+   */
+  agentLost: z.boolean().optional(),
   endedAt: z.number(),
   /** The run's operation and kind as its job's spec says: where a finished plan leads. */
   operation: JobSpec.shape.operation,
@@ -126,8 +134,8 @@ export type AgentView = {
   statusReason: string | null;
   capacity: number;
   acceptedPhases: JobPhase[];
-  /** As the agent registered it; null for agents that did not say. */
-  isolationMode: string | null;
+  /** `bwrap`, `none`, or null for agents that do not say. */
+  isolation: AgentIsolation | null;
   tokenId: string;
   runningJobs: { jobId: string; phase: JobPhase; state: "leased" | "started" }[];
   lastContactAt: number;
@@ -162,8 +170,8 @@ export type RegisterInput = {
   arch: string;
   capacity: number;
   acceptedPhases: JobPhase[];
-  /** Null or absent: the agent did not say. */
-  isolationMode?: string | null;
+  /** How the agent confines its jobs; absent or null for agents that do not say. */
+  isolation?: AgentIsolation | null;
 };
 
 /** The agent that started a job, as it registered: recorded on the run's job. */
@@ -171,7 +179,7 @@ export type StartingAgent = {
   id: string;
   name: string | null;
   version: string;
-  isolationMode: string | null;
+  isolation: AgentIsolation | null;
 };
 
 /** What a registered agent is told: its id and the intervals it keeps. */

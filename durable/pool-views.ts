@@ -3,7 +3,7 @@
  * of an ended job. Pure, so the run service can derive an ending from a view it read (the
  * reconciler does) exactly as the pool does.
  */
-import type { JobPhase, PlanSummary } from "@outpost/protocol";
+import type { AgentIsolation, JobPhase, PlanSummary } from "@outpost/protocol";
 import type { AgentView, EndOutcome, JobEndedEvent, JobView } from "./pool-types.ts";
 import { type AgentState, agentStatus, type JobState } from "./queue.ts";
 
@@ -16,7 +16,7 @@ export type AgentRow = {
   arch: string;
   capacity: number;
   accepts: string;
-  isolation_mode: string | null;
+  isolation: AgentIsolation | null;
   state: AgentState;
   state_reason: string | null;
   registered_at: number;
@@ -53,6 +53,8 @@ export type JobRow = {
   plan_summary: string | null;
   due_at: number | null;
   timeout_ms: number;
+  /** 1 when the pool ended the started job because its agent was lost. */
+  agent_lost: number;
 };
 
 /** The RPC shape of a job row. */
@@ -79,6 +81,7 @@ export function toJobView(row: JobRow): JobView {
     planSummary: row.plan_summary ? (JSON.parse(row.plan_summary) as PlanSummary) : null,
     forced: row.forced === 1,
     timeoutMs: row.timeout_ms,
+    agentLost: row.agent_lost === 1,
     spec: JSON.parse(row.spec) as JobView["spec"],
   };
 }
@@ -113,6 +116,7 @@ export function endingOf(job: JobView): JobEndedEvent | null {
     exitCode: job.exitCode,
     planSummary: job.planSummary,
     forced: job.forced,
+    agentLost: job.agentLost,
     endedAt: job.endedAt,
     operation: job.spec.operation,
     isSpeculative: job.spec.isSpeculative,
@@ -136,7 +140,7 @@ export function toAgentView(agent: AgentRow, jobs: JobRow[]): AgentView {
     statusReason: agent.state_reason,
     capacity: agent.capacity,
     acceptedPhases: acceptedPhases(agent),
-    isolationMode: agent.isolation_mode,
+    isolation: agent.isolation,
     tokenId: agent.token_id,
     runningJobs: jobs.map((job) => ({
       jobId: job.job_id,

@@ -18,7 +18,7 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
     arch TEXT NOT NULL,
     capacity INTEGER NOT NULL,
     accepts TEXT NOT NULL,
-    isolation_mode TEXT,
+    isolation TEXT,
     state TEXT NOT NULL,
     state_reason TEXT,
     registered_at INTEGER NOT NULL,
@@ -57,7 +57,8 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
     reason TEXT,
     plan_summary TEXT,
     due_at INTEGER,
-    timeout_ms INTEGER NOT NULL
+    timeout_ms INTEGER NOT NULL,
+    agent_lost INTEGER NOT NULL DEFAULT 0
   )`,
   // The queue order: class, fair-share round, arrival. Only queued rows are in it.
   `CREATE INDEX IF NOT EXISTS jobs_queue_idx ON jobs (priority_class, round, seq) WHERE state = 'queued'`,
@@ -83,13 +84,16 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
 /**
  * Statements that upgrade storage written under an older schema version, by the version they
  * lead to. Version 3 gave every job its own phase timeout; older jobs get the timeouts that were
- * fixed then (plan 2 h, apply 24 h). Version 4 records each agent's isolation mode (unknown for
- * agents registered before).
+ * fixed then (plan 2 h, apply 24 h). Version 4 records how each agent confines its jobs (null
+ * for agents registered before) and marks jobs the pool ended because their agent was lost.
  */
 export const UPGRADES: Readonly<Record<number, readonly string[]>> = {
   3: [
     "ALTER TABLE jobs ADD COLUMN timeout_ms INTEGER NOT NULL DEFAULT 7200000",
     "UPDATE jobs SET timeout_ms = 86400000 WHERE phase = 'apply'",
   ],
-  4: ["ALTER TABLE agents ADD COLUMN isolation_mode TEXT"],
+  4: [
+    "ALTER TABLE agents ADD COLUMN isolation TEXT",
+    "ALTER TABLE jobs ADD COLUMN agent_lost INTEGER NOT NULL DEFAULT 0",
+  ],
 };

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { unstable_startWorker } from "wrangler";
+import { generateSigningKey } from "./signing-key.ts";
 
 type Worker = Awaited<ReturnType<typeof unstable_startWorker>>;
 
@@ -50,7 +51,7 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 
 export const TEST_BOOTSTRAP_TOKEN = "local-bootstrap-secret-0123456789";
 const TEST_ENCRYPTION_KEY = "local1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-const SECRETS = { BOOTSTRAP_TOKEN: TEST_BOOTSTRAP_TOKEN, ENCRYPTION_KEY: TEST_ENCRYPTION_KEY };
+const SECRET_NAMES = new Set(["BOOTSTRAP_TOKEN", "ENCRYPTION_KEY", "OIDC_SIGNING_KEYS"]);
 
 export type LocalCoordinator = {
   url: string;
@@ -87,7 +88,16 @@ export async function startCoordinator(
   const url = `http://127.0.0.1:${port}`;
   let ownerToken: string | null = null;
   await applyMigrations(persistDir);
-  const vars: Record<string, string> = { ...SECRETS, ...options.vars };
+  // A signing key per coordinator (kept across restarts), so no private key is committed.
+  const vars: Record<string, string> = {
+    BOOTSTRAP_TOKEN: TEST_BOOTSTRAP_TOKEN,
+    ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    OIDC_SIGNING_KEYS: await generateSigningKey("local1"),
+    // The issuer of workload identity tokens is this coordinator; loopback issuers may be trusted.
+    PUBLIC_URL: url,
+    OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
+    ...options.vars,
+  };
 
   const create = () =>
     unstable_startWorker({
@@ -97,12 +107,12 @@ export async function startCoordinator(
       // The agent build is made once before the tests (test/setup/build-agent.ts), not by
       // every coordinator a test starts: parallel test files would build at the same time.
       build: { custom: { command: "" } },
-      // The two secrets as secrets: wrangler.toml lists them as required, and wrangler warns
-      // about every required secret not given as one.
+      // The secrets as secrets: wrangler.toml lists them as required, and wrangler warns about
+      // every required secret not given as one.
       bindings: Object.fromEntries(
         Object.entries(vars).map(([name, value]) => [
           name,
-          { type: name in SECRETS ? "secret_text" : "plain_text", value },
+          { type: SECRET_NAMES.has(name) ? "secret_text" : "plain_text", value },
         ]),
       ),
       dev: {

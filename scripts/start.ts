@@ -1,6 +1,7 @@
 /**
  * `npm start`: the coordinator on http://127.0.0.1:8787 with everything local and persisted under
- * `.wrangler/`. Generates local secrets into `.dev.vars` when absent, applies the D1 migrations,
+ * `.wrangler/`. Generates local secrets (bootstrap token, encryption key, workload identity
+ * signing key) into `.dev.vars` when absent, applies the D1 migrations,
  * starts `wrangler dev`, and on the first start bootstraps an organization and prints its owner
  * token once. Later starts reuse the state and print no secret.
  */
@@ -8,6 +9,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { generateSigningKey } from "./signing-key.ts";
 
 const HOST = "127.0.0.1";
 const PORT = Number(process.env.PORT ?? 8787);
@@ -24,7 +26,7 @@ const quietEnv = {
 };
 
 /** Reads `.dev.vars`, adding any missing local secret; returns the values. */
-function ensureDevVars(): Record<string, string> {
+async function ensureDevVars(): Promise<Record<string, string>> {
   const text = existsSync(DEV_VARS) ? readFileSync(DEV_VARS, "utf8") : "";
   const vars: Record<string, string> = {};
   for (const line of text.split("\n")) {
@@ -41,6 +43,10 @@ function ensureDevVars(): Record<string, string> {
   if (!vars.ENCRYPTION_KEY) {
     vars.ENCRYPTION_KEY = `local1:${randomBytes(32).toString("base64")}`;
     additions.push(`ENCRYPTION_KEY="${vars.ENCRYPTION_KEY}"`);
+  }
+  if (!vars.OIDC_SIGNING_KEYS) {
+    vars.OIDC_SIGNING_KEYS = await generateSigningKey("local1");
+    additions.push(`OIDC_SIGNING_KEYS="${vars.OIDC_SIGNING_KEYS}"`);
   }
   if (additions.length > 0) {
     const prefix = text && !text.endsWith("\n") ? "\n" : "";
@@ -108,7 +114,7 @@ async function bootstrapOnce(bootstrapToken: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const vars = ensureDevVars();
+  const vars = await ensureDevVars();
   applyMigrations();
   const dev = spawn(
     process.execPath,
@@ -122,6 +128,12 @@ async function main(): Promise<void> {
       "--persist-to",
       PERSIST_DIR,
       "--show-interactive-dev-session=false",
+      // This local coordinator issues workload identity tokens as itself, and may trust OIDC
+      // issuers on loopback (a local test issuer); a deployment sets neither.
+      "--var",
+      `PUBLIC_URL:http://${HOST}:${PORT}`,
+      "--var",
+      "OIDC_ALLOW_LOOPBACK_ISSUERS:true",
     ],
     { stdio: ["ignore", "inherit", "inherit"], env: quietEnv },
   );

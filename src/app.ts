@@ -13,6 +13,8 @@ import { createDb } from "./db/client.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError, errorResponse, handleError } from "./errors.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
+import { exchangeRoutes } from "./oidc/exchange-routes.ts";
+import { issuerRoutes } from "./oidc/issuer-routes.ts";
 import { mountOpenApi } from "./openapi.ts";
 import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
 import { poolRoutes } from "./pools/routes.ts";
@@ -53,6 +55,9 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/api/v1/pools", poolRoutes);
   app.route("/agent/v1", releaseRoutes);
   app.route("/agent/v1", agentRoutes);
+  app.route("/agent/v1", exchangeRoutes);
+  // The workload identity issuer: public, where clouds look for it.
+  app.route("/.well-known", issuerRoutes);
   app.route("/api/v1", runRoutes);
   app.route("/agent/v1", jobDataRoutes);
   app.route("/", uiRoutes);

@@ -20,6 +20,8 @@ export function codeToStatus(code: ErrorCode): ContentfulStatusCode {
       return 400;
     case "UNAUTHORIZED":
     case "TOKEN_REVOKED":
+    case "TOKEN_EXPIRED":
+    case "OIDC_REJECTED":
       return 401;
     case "FORBIDDEN":
       return 403;

@@ -71,8 +71,32 @@ export async function buildAgent(
   }
 }
 
+/**
+ * The watchdog (agent/src/exec/watchdog-main.ts) as one ES module of Node built-ins: the agent
+ * carries it as a string and starts each watchdog with `node -e`, a bare Node start.
+ */
+async function bundleWatchdog(): Promise<string> {
+  const result = await build({
+    entryPoints: [path.join(AGENT_DIR, "src/exec/watchdog-main.ts")],
+    bundle: true,
+    write: false,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    minify: true,
+    legalComments: "none",
+    logLevel: "warning",
+  });
+  const text = result.outputFiles[0]?.text;
+  if (text === undefined) {
+    throw new Error("esbuild produced no watchdog");
+  }
+  return text;
+}
+
 /** esbuild: ESM for Node 22, every import bundled, `require` provided for CommonJS deps. */
 async function bundle(version: string, outDir: string): Promise<void> {
+  const watchdog = await bundleWatchdog();
   await build({
     entryPoints: {
       "outpost-agent": path.join(AGENT_DIR, "src/bin/outpost-agent.ts"),
@@ -88,7 +112,10 @@ async function bundle(version: string, outDir: string): Promise<void> {
     banner: {
       js: 'import { createRequire as __outpostRequire } from "node:module";\nconst require = __outpostRequire(import.meta.url);',
     },
-    define: { OUTPOST_AGENT_VERSION: JSON.stringify(version) },
+    define: {
+      OUTPOST_AGENT_VERSION: JSON.stringify(version),
+      OUTPOST_WATCHDOG_SOURCE: JSON.stringify(watchdog),
+    },
     minifySyntax: true,
     minifyWhitespace: true,
     keepNames: true,

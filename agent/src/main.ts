@@ -1,10 +1,15 @@
 import { realpathSync } from "node:fs";
+import { homedir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { AgentApi } from "./client/agent-api.ts";
 import { ContactMonitor } from "./client/contact.ts";
+import { type AgentCredentials, oidcCredentials, staticCredentials } from "./client/credentials.ts";
 import { jobPort } from "./client/job-port.ts";
 import type { AgentConfig } from "./config/load.ts";
+import { type ResolvedIsolation, resolveIsolation } from "./exec/sandbox.ts";
 import type { ExitCode } from "./exit-codes.ts";
+import type { JobIsolation } from "./job/containment.ts";
+import { removeStaleJobDirs } from "./job/workdirs.ts";
 import type { Logger } from "./logger.ts";
 import { readCaFile, writeCaBundle } from "./net/ca.ts";
 import { configureNetwork, PROXY_VARIABLES } from "./net/fetch.ts";
@@ -27,6 +32,9 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
   const extraCas = config.caCertFile === null ? [] : readCaFile(config.caCertFile, "--ca-cert");
   configureNetwork({ extraCas });
   const target = { address: config.address, userAgent };
+  const isolation = await resolveIsolation(config.isolation);
+  warnIfUnisolated(isolation, logger);
+  await cleanUpAfterDeadAgents(config.dataDir, logger);
   const contact = new ContactMonitor(logger);
   const updater = new Updater({
     enabled: config.autoUpdate,
@@ -36,10 +44,11 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     userAgent,
     logger,
   });
+  const credentials = credentialsOf(config, target, logger);
   const loop = new AgentLoop({
     api: new AgentApi({
       address: config.address,
-      token: config.token,
+      credentials,
       userAgent,
       contact,
       onAgentVersion: (version) => updater.offer(version),
@@ -50,6 +59,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     concurrency: config.concurrency,
     accept: config.accept,
     single: config.single,
+    isolation: isolation.mode,
     shutdownGraceMs: config.shutdownGraceMs,
     settings: {
       dataDir: config.dataDir,
@@ -62,6 +72,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       allowFileRepos: config.allowFileRepos,
       cancelGraceMs: config.cancelGraceMs,
       maxConfigurationBytes: MAX_CONFIGURATION_BYTES,
+      isolation: jobIsolation(config, isolation),
     },
     portFor: (job) =>
       jobPort({
@@ -83,8 +94,10 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       accept: config.accept.join(","),
       single: config.single,
       dataDir: config.dataDir,
+      isolation: isolation.mode,
       autoUpdate: config.autoUpdate,
       proxy: proxySummary(),
+      login: config.oidc === null ? "agent token" : `OIDC token file for ${config.oidc.poolId}`,
     },
     "outpost-agent starting",
   );
@@ -97,9 +110,61 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
   try {
     return await loop.run();
   } finally {
+    credentials.stop();
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
   }
+}
+
+/** A static agent token, or OIDC logins renewed before each token expires. */
+function credentialsOf(
+  config: AgentConfig,
+  target: { address: string; userAgent: string },
+  logger: Logger,
+): AgentCredentials {
+  if (config.oidc !== null) {
+    return oidcCredentials({ target, ...config.oidc, logger });
+  }
+  if (config.token === null) {
+    throw new Error("configuration without a token or an OIDC token file");
+  }
+  return staticCredentials(config.token);
+}
+
+/**
+ * `auto` found no working bubblewrap: said once, loudly, because every job on this agent can
+ * then read the agent's token and the other jobs' files.
+ */
+function warnIfUnisolated(isolation: ResolvedIsolation, logger: Logger): void {
+  if (isolation.mode === "none" && isolation.unavailable !== null) {
+    logger.warn(
+      { isolation: "none", reason: isolation.unavailable },
+      "jobs run WITHOUT a sandbox: bubblewrap is unavailable, so a job's code (engine, providers, hooks) can read this agent's token, its data directory and other running jobs' files and tokens; install bubblewrap (or run one job per container), and see docs/security.md",
+    );
+  }
+}
+
+/** Job directories a dead agent left behind are removed (never resumed), each one logged. */
+async function cleanUpAfterDeadAgents(dataDir: string, logger: Logger): Promise<void> {
+  const { removed, inUse } = await removeStaleJobDirs(dataDir);
+  for (const dir of removed) {
+    logger.warn({ dir }, "removed a job directory left by an agent that died");
+  }
+  for (const { dir, pids } of inUse) {
+    logger.info({ dir, pids: pids.join(",") }, "job directory still in use; left alone");
+  }
+}
+
+/** How jobs are confined: what the sandbox hides and how long an orphan may take to stop. */
+function jobIsolation(config: AgentConfig, isolation: ResolvedIsolation): JobIsolation {
+  const home = process.env.HOME || homedir();
+  return {
+    mode: isolation.mode,
+    bwrap: isolation.mode === "bwrap" ? isolation.bwrap : "",
+    secretFiles: [config.tokenFile, config.configFile].filter((f): f is string => f !== null),
+    agentHome: home ? home : null,
+    orphanGraceMs: config.orphanGraceMs,
+  };
 }
 
 /**
@@ -144,7 +209,8 @@ function proxySummary(): string {
  */
 function restartInPlace(config: AgentConfig): void {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  if (config.tokenFile === null) {
+  // An OIDC agent logs in again from its token file; a file-given token is read again.
+  if (config.tokenFile === null && config.token !== null) {
     env.OUTPOST_TOKEN = config.token;
   }
   const script = realpathSync(fileURLToPath(import.meta.url));

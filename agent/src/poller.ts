@@ -15,12 +15,6 @@ import { errorText, RunningJobs } from "./running-jobs.ts";
 import type { StagedUpdate, Updater } from "./update/updater.ts";
 import { AGENT_VERSION } from "./version.ts";
 
-/**
- * How this agent isolates a job from its host, as it reports it at registration and in every
- * job log: jobs run as plain child processes of the agent (see docs/security.md).
- */
-const ISOLATION_MODE = "none";
-
 export type AgentLoopOptions = {
   api: Pick<AgentApi, "register" | "next" | "start" | "heartbeat" | "finish" | "goodbye">;
   logger: Logger;
@@ -30,6 +24,8 @@ export type AgentLoopOptions = {
   concurrency: number;
   accept: Array<"plan" | "apply">;
   single: boolean;
+  /** How this agent confines its jobs, as the pool page shows it. */
+  isolation: "bwrap" | "none";
   /** How long running jobs may take after the first SIGTERM/SIGINT before they are canceled. */
   shutdownGraceMs: number;
   settings: JobSettings;
@@ -165,7 +161,7 @@ export class AgentLoop {
       arch: process.arch,
       capacity: this.capacity,
       acceptedPhases: this.o.accept,
-      isolationMode: ISOLATION_MODE,
+      isolation: this.o.isolation,
     };
     try {
       const answer = await retry(() => this.o.api.register(request), {
@@ -180,7 +176,7 @@ export class AgentLoop {
         name: this.o.name ?? null,
         version: AGENT_VERSION,
         poolId: answer.poolId,
-        isolationMode: ISOLATION_MODE,
+        isolation: this.o.isolation,
       };
       this.pollWaitSeconds = answer.pollWaitSeconds;
       this.log.info(

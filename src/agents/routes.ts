@@ -70,7 +70,9 @@ function agentRef(c: Context<AppEnv>, agentId: string): { poolId: string; ref: A
   if (principal?.kind !== "agent") {
     throw new Error("agent route without agent auth");
   }
-  return { poolId: principal.poolId, ref: { agentId, tokenId: principal.tokenId } };
+  // The pool binds agents to the token chain, so an OIDC agent's renewed token keeps its
+  // registration (a static token's chain is the token itself).
+  return { poolId: principal.poolId, ref: { agentId, tokenId: principal.chainId } };
 }
 
 function agentFailure(reason: string, ids: { agentId: string; jobId?: string; leaseId?: string }) {
@@ -122,7 +124,7 @@ export const agentRoutes = newRouter()
         arch: body.arch,
         capacity: body.capacity,
         acceptedPhases: body.acceptedPhases,
-        isolationMode: body.isolationMode ?? null,
+        isolation: body.isolation ?? null,
       });
       if (!result.ok) {
         throw agentFailure(result.reason, { agentId: "" });

@@ -19,6 +19,7 @@ const PREFIXES = {
   event: "evt",
   lease: "lease",
   session: "sess",
+  oidcTrust: "otr",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;

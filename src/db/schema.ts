@@ -3,7 +3,7 @@
  * the epoch; ids are prefixed strings (see `ids.ts`). Blobs live in R2 and are referenced by key.
  * Migrations in `migrations/` are generated from this file by `npm run db:generate`.
  */
-import { type PlanSummary, RUN_STATUSES } from "@outpost/protocol";
+import { ENGINES, type PlanSummary, RUN_OPERATIONS, RUN_STATUSES } from "@outpost/protocol";
 import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
@@ -48,6 +48,8 @@ export const agentPools = sqliteTable(
     unknownAfterMs: integer(),
     erroredAfterMs: integer(),
     retentionMs: integer(),
+    /** Longest lifetime of an agent token issued by OIDC exchange; null means 1 h. */
+    maxTokenExpirationMs: integer(),
     createdAt: createdAt(),
     updatedAt: integer().notNull(),
   },
@@ -70,8 +72,49 @@ export const agentTokens = sqliteTable(
     createdAt: createdAt(),
     lastUsedAt: integer(),
     revokedAt: integer(),
+    /** Tokens issued by OIDC exchange expire; static tokens (null) do not. */
+    expiresAt: integer(),
+    /** The trust whose conditions the exchanged OIDC token met; null for static tokens. */
+    oidcTrustId: text(),
+    /** The exchanged OIDC token's `iss` and `sub`, for the listing and the audit. */
+    oidcIssuer: text(),
+    oidcSubject: text(),
+    /**
+     * The first token of an OIDC agent's chain of renewals (its own id for the first one): the
+     * pool binds the agent's registration to it, so a renewed token keeps the registration and
+     * revoking any token of the chain revokes the whole chain. Null for static tokens.
+     */
+    chainId: text(),
   },
-  (t) => [index("agent_tokens_pool_idx").on(t.poolId)],
+  (t) => [
+    index("agent_tokens_pool_idx").on(t.poolId),
+    index("agent_tokens_chain_idx").on(t.chainId),
+  ],
+);
+
+/**
+ * OIDC issuers a pool trusts: an agent presenting a JWT from `issuer` for `audience` whose claims
+ * meet every condition in `claims` (exact values or `*` globs) gets a short-lived agent token.
+ */
+export const oidcTrusts = sqliteTable(
+  "oidc_trusts",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    poolId: text()
+      .notNull()
+      .references(() => agentPools.id),
+    issuer: text().notNull(),
+    audience: text().notNull(),
+    /** JSON object: claim name → exact value or `*` glob. */
+    claims: text({ mode: "json" }).$type<Record<string, string>>().notNull(),
+    description: text().notNull().default(""),
+    createdBy: text(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("oidc_trusts_pool_idx").on(t.poolId)],
 );
 
 export const workspaces = sqliteTable(
@@ -87,10 +130,16 @@ export const workspaces = sqliteTable(
       .notNull()
       .default("agent"),
     poolId: text().references(() => agentPools.id),
-    engine: text({ enum: ["terraform", "tofu"] })
-      .notNull()
-      .default("terraform"),
+    engine: text({ enum: ENGINES }).notNull().default("terraform"),
+    /** Exact for Terraform and OpenTofu; Pulumi may name a range (`^3.150`) or `latest`. */
     engineVersion: text().notNull(),
+    /** Pulumi workspaces: the stack (`dev`, `org/project/dev`); null for other engines. */
+    stackName: text(),
+    /**
+     * Kept in step with the workspace's `PULUMI_BACKEND_URL` env variable by the variables
+     * service: the stack lives in the workspace's own backend and Outpost keeps no checkpoint.
+     */
+    hasOwnStateBackend: integer({ mode: "boolean" }).notNull().default(false),
     workingDirectory: text().notNull().default(""),
     autoApply: integer({ mode: "boolean" }).notNull().default(false),
     vcsRepoUrl: text(),
@@ -110,6 +159,10 @@ export const workspaces = sqliteTable(
       .default("none"),
     /** JSON array of workspace ids; used when `remoteStateSharing` is `workspaces`. */
     remoteStateConsumerIds: text({ mode: "json" }).$type<string[]>(),
+    /** Every job but a fork's receives a workload identity token (a JWT signed by Outpost). */
+    workloadIdentity: integer({ mode: "boolean" }).notNull().default(false),
+    /** The token's `aud`; null means the issuer URL. */
+    workloadIdentityAudience: text(),
     lockedBy: text(),
     lockReason: text(),
     lockedAt: integer(),
@@ -180,7 +233,7 @@ export const runs = sqliteTable(
       .notNull()
       .references(() => workspaces.id, { onDelete: "cascade" }),
     configurationVersionId: text(),
-    operation: text({ enum: ["plan", "apply", "destroy"] }).notNull(),
+    operation: text({ enum: RUN_OPERATIONS }).notNull(),
     isSpeculative: integer({ mode: "boolean" }).notNull().default(false),
     /** One of the run statuses (`RUN_STATUSES`); the state machine is `src/runs/model.ts`. */
     status: text({ enum: RUN_STATUSES }).notNull(),
@@ -237,8 +290,8 @@ export const runJobs = sqliteTable(
     agentId: text().notNull(),
     agentName: text(),
     agentVersion: text().notNull(),
-    /** How the agent isolates jobs (e.g. `bubblewrap`, `none`); null when it did not say. */
-    isolationMode: text(),
+    /** How the agent confines its jobs (`bwrap`, `none`); null when it did not say. */
+    isolation: text(),
     /** The exact engine version the agent resolved and ran; null until it reports one. */
     engineVersion: text(),
     startedAt: integer().notNull(),

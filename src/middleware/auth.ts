@@ -70,7 +70,13 @@ function toPrincipal(kind: TokenKind, record: TokenRecord): Principal {
     return { kind, orgId: record.orgId, tokenId: record.id, role: record.role };
   }
   if (kind === "agent" && record.poolId) {
-    return { kind, orgId: record.orgId, tokenId: record.id, poolId: record.poolId };
+    return {
+      kind,
+      orgId: record.orgId,
+      tokenId: record.id,
+      poolId: record.poolId,
+      chainId: record.chainId ?? record.id,
+    };
   }
   if (kind === "run" && record.runId && record.workspaceId && record.jobId) {
     return {
@@ -88,7 +94,8 @@ function toPrincipal(kind: TokenKind, record: TokenRecord): Principal {
 /**
  * Resolves a token secret to its principal: 401 UNAUTHORIZED for anything unknown (or a run
  * token whose lease was never started), 401 TOKEN_REVOKED for a revoked token (a run token is
- * revoked the moment its job ends). Records `last_used_at` at most once a minute, after the
+ * revoked the moment its job ends), 401 TOKEN_EXPIRED for an agent token from an OIDC exchange
+ * past its expiry. Records `last_used_at` at most once a minute, after the
  * response, so the check adds no write to the request path.
  */
 export async function authenticate(
@@ -113,6 +120,15 @@ export async function authenticate(
   if (record.revokedAt !== null) {
     throw new ApiError("TOKEN_REVOKED", "this token has been revoked");
   }
+  const now = Date.now();
+  // Only agent tokens issued by OIDC exchange expire. A distinct code, so such an agent logs in
+  // again with a fresh OIDC token instead of exiting as it does for a revoked token.
+  if (record.expiresAt != null && record.expiresAt <= now) {
+    throw new ApiError(
+      "TOKEN_EXPIRED",
+      `this token expired at ${new Date(record.expiresAt).toISOString()}; exchange an OIDC token for a new one`,
+    );
+  }
   // A run token lives with its lease: usable from the agent's start acknowledgement until the
   // job ends. A lease that was never started (and may have gone back to the queue) grants nothing.
   if (kind === "run" && (record.startedAt ?? null) === null) {
@@ -121,7 +137,6 @@ export async function authenticate(
       "this run token's job has not been started; acknowledge the lease first",
     );
   }
-  const now = Date.now();
   if (
     recordUse &&
     record.lastUsedAt !== undefined &&

@@ -23,6 +23,8 @@ export const LIVENESS_LIMITS = {
   unknownAfterSeconds: { min: 10, max: 3_600, column: "unknownAfterMs" },
   erroredAfterSeconds: { min: 30, max: 7 * 86_400, column: "erroredAfterMs" },
   retentionSeconds: { min: 60, max: 30 * 86_400, column: "retentionMs" },
+  /** Not liveness, but bounded and stored the same way: the cap on OIDC-issued token lifetimes. */
+  maxTokenExpirationSeconds: { min: 60, max: 86_400, column: "maxTokenExpirationMs" },
 } as const;
 
 export type LivenessField = keyof typeof LIVENESS_LIMITS;
@@ -58,10 +60,16 @@ export function presentPool(row: PoolRow) {
       (row.erroredAfterMs ?? DEFAULT_POOL_SETTINGS.erroredAfterMs) / 1000,
     ),
     retentionSeconds: Math.round((row.retentionMs ?? DEFAULT_POOL_SETTINGS.retentionMs) / 1000),
+    maxTokenExpirationSeconds: Math.round(
+      (row.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS) / 1000,
+    ),
     createdAt: iso(row.createdAt) ?? "",
     updatedAt: iso(row.updatedAt) ?? "",
   };
 }
+
+/** When a pool sets no maximum: agent tokens from OIDC exchanges live at most an hour. */
+export const DEFAULT_MAX_TOKEN_EXPIRATION_MS = 3_600_000;
 
 /** The public shape of an agent token; never its secret or hash. */
 export function presentAgentToken(row: AgentTokenRow) {
@@ -72,6 +80,16 @@ export function presentAgentToken(row: AgentTokenRow) {
     createdAt: iso(row.createdAt) ?? "",
     lastUsedAt: iso(row.lastUsedAt),
     revokedAt: iso(row.revokedAt),
+    expiresAt: iso(row.expiresAt),
+    oidc:
+      row.oidcTrustId === null
+        ? null
+        : {
+            trustId: row.oidcTrustId,
+            issuer: row.oidcIssuer ?? "",
+            subject: row.oidcSubject,
+            chainId: row.chainId ?? row.id,
+          },
   };
 }
 
@@ -87,6 +105,7 @@ export function presentAgent(agent: AgentView) {
     statusReason: agent.statusReason,
     capacity: agent.capacity,
     acceptedPhases: agent.acceptedPhases,
+    isolation: agent.isolation,
     tokenId: agent.tokenId,
     runningJobs: agent.runningJobs,
     lastContactAt: new Date(agent.lastContactAt).toISOString(),

@@ -1,5 +1,5 @@
 /** D1 access for agent pools and agent tokens. Every read is scoped to the org. */
-import { and, asc, desc, eq, isNull } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, or } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { agentPools, agentTokens, workspaces } from "../db/schema.ts";
 import type { AgentTokenRow, PoolRow } from "./model.ts";
@@ -70,12 +70,22 @@ export function insertAgentTokenQuery(db: Database, row: typeof agentTokens.$inf
   return db.insert(agentTokens).values(row);
 }
 
-/** Active tokens of a pool, newest first. */
-export function listAgentTokenRows(db: Database, poolId: string): Promise<AgentTokenRow[]> {
+/** Active tokens of a pool (neither revoked nor expired), newest first. */
+export function listAgentTokenRows(
+  db: Database,
+  poolId: string,
+  now: number,
+): Promise<AgentTokenRow[]> {
   return db
     .select()
     .from(agentTokens)
-    .where(and(eq(agentTokens.poolId, poolId), isNull(agentTokens.revokedAt)))
+    .where(
+      and(
+        eq(agentTokens.poolId, poolId),
+        isNull(agentTokens.revokedAt),
+        or(isNull(agentTokens.expiresAt), gt(agentTokens.expiresAt, now)),
+      ),
+    )
     .orderBy(desc(agentTokens.createdAt), desc(agentTokens.id));
 }
 
@@ -90,10 +100,15 @@ export function getAgentToken(db: Database, orgId: string, poolId: string, id: s
   });
 }
 
-/** Revokes once: an already revoked token keeps its first revocation time. */
-export function revokeAgentTokenQuery(db: Database, id: string, now: number) {
+/**
+ * Revokes once: an already revoked token keeps its first revocation time. A token of an OIDC
+ * agent's chain takes the whole chain with it (the renewals of the same agent).
+ */
+export function revokeAgentTokenQuery(db: Database, token: AgentTokenRow, now: number) {
+  const target =
+    token.chainId === null ? eq(agentTokens.id, token.id) : eq(agentTokens.chainId, token.chainId);
   return db
     .update(agentTokens)
     .set({ revokedAt: now })
-    .where(and(eq(agentTokens.id, id), isNull(agentTokens.revokedAt)));
+    .where(and(eq(agentTokens.poolId, token.poolId), target, isNull(agentTokens.revokedAt)));
 }

@@ -3,9 +3,10 @@
  * pools and their agents.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { AgentStatus, JobPhase } from "@outpost/protocol";
+import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
 import { poolError } from "./errors.ts";
 import { livenessSetting, PoolName } from "./model.ts";
 import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";
@@ -19,6 +20,9 @@ export const AgentPoolSchema = z
     unknownAfterSeconds: z.int().openapi({ description: "No contact this long: unknown" }),
     erroredAfterSeconds: z.int().openapi({ description: "Unknown this long: errored" }),
     retentionSeconds: z.int().openapi({ description: "Offline this long: dropped from listings" }),
+    maxTokenExpirationSeconds: z.int().openapi({
+      description: "Longest lifetime of an agent token issued by an OIDC exchange (default 3600)",
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -35,6 +39,10 @@ const AgentSchema = z
     statusReason: z.string().nullable(),
     capacity: z.int(),
     acceptedPhases: z.array(JobPhase),
+    isolation: AgentIsolation.nullable().openapi({
+      description:
+        "How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it",
+    }),
     tokenId: z.string(),
     runningJobs: z.array(
       z.object({ jobId: z.string(), phase: JobPhase, state: z.enum(["leased", "started"]) }),
@@ -53,6 +61,7 @@ const liveness = {
   unknownAfterSeconds: livenessSetting("unknownAfterSeconds").optional(),
   erroredAfterSeconds: livenessSetting("erroredAfterSeconds").optional(),
   retentionSeconds: livenessSetting("retentionSeconds").optional(),
+  maxTokenExpirationSeconds: livenessSetting("maxTokenExpirationSeconds").optional(),
 };
 
 const CreatePool = z
@@ -203,4 +212,5 @@ export const poolRoutes = newRouter()
       return c.body(null, 204);
     },
   )
-  .route("/", poolTokenRoutes);
+  .route("/", poolTokenRoutes)
+  .route("/", oidcTrustRoutes);

@@ -8,6 +8,7 @@ import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import type { agentPools } from "../db/schema.ts";
+import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import {
   LIVENESS_FIELDS,
@@ -209,6 +210,7 @@ export async function deletePool(
   try {
     await db.batch([
       deletePoolTokensQuery(db, input.id),
+      deletePoolTrustsQuery(db, input.id),
       deletePoolQuery(db, input.orgId, input.id),
       auditQuery(db, {
         orgId: input.orgId,
@@ -253,6 +255,11 @@ export async function createAgentToken(
     createdAt: now,
     lastUsedAt: null,
     revokedAt: null,
+    expiresAt: null,
+    oidcTrustId: null,
+    oidcIssuer: null,
+    oidcSubject: null,
+    chainId: null,
   };
   await db.batch([
     insertAgentTokenQuery(db, row),
@@ -270,9 +277,10 @@ export async function createAgentToken(
 }
 
 /**
- * The pool's active agent tokens. A token's last use is the later of D1's `last_used_at`
- * (register, start, finish, goodbye) and its agents' last contact in the pool (polls and
- * heartbeats, which write nothing to D1).
+ * The pool's active agent tokens (static ones, and OIDC-issued ones until they expire). A token's
+ * last use is the later of D1's `last_used_at` (register, start, finish, goodbye) and its agents'
+ * last contact in the pool (polls and heartbeats, which write nothing to D1), which the pool keeps
+ * per chain for OIDC agents.
  */
 export async function listAgentTokens(db: Database, env: Env, orgId: string, poolId: string) {
   const pool = await getPool(db, orgId, poolId);
@@ -280,7 +288,7 @@ export async function listAgentTokens(db: Database, env: Env, orgId: string, poo
     return refuse({ reason: "not_found" });
   }
   const [rows, contact] = await Promise.all([
-    listAgentTokenRows(db, poolId),
+    listAgentTokenRows(db, poolId, Date.now()),
     poolStub(env, poolId).tokenLastContact(),
   ]);
   return {
@@ -288,7 +296,7 @@ export async function listAgentTokens(db: Database, env: Env, orgId: string, poo
     value: rows.map((row) =>
       presentAgentToken({
         ...row,
-        lastUsedAt: Math.max(row.lastUsedAt ?? 0, contact[row.id] ?? 0) || null,
+        lastUsedAt: Math.max(row.lastUsedAt ?? 0, contact[row.chainId ?? row.id] ?? 0) || null,
       }),
     ),
   };
@@ -296,7 +304,9 @@ export async function listAgentTokens(db: Database, env: Env, orgId: string, poo
 
 /**
  * Revokes an agent token: every later request with it gets 401 TOKEN_REVOKED, and the agents
- * registered with it are told to exit (their running jobs fail, unstarted leases requeue).
+ * registered with it are told to exit (their running jobs fail, unstarted leases requeue). For a
+ * token issued by OIDC exchange, every token of its chain is revoked, and the chain cannot be
+ * renewed.
  */
 export async function revokeAgentToken(
   db: Database,
@@ -310,20 +320,20 @@ export async function revokeAgentToken(
   const now = token.revokedAt ?? Date.now();
   if (token.revokedAt === null) {
     await db.batch([
-      revokeAgentTokenQuery(db, input.id, now),
+      revokeAgentTokenQuery(db, token, now),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,
         action: "agent_token.revoke",
         targetType: "agent_token",
         targetId: input.id,
-        data: { poolId: input.poolId },
+        data: { poolId: input.poolId, ...(token.chainId ? { chainId: token.chainId } : {}) },
         now,
       }),
     ]);
   }
   // Also on a repeated revoke, so a Durable Object call lost the first time is made again.
-  const { agentIds } = await poolStub(env, input.poolId).revokeToken(input.id);
+  const { agentIds } = await poolStub(env, input.poolId).revokeToken(token.chainId ?? input.id);
   return {
     ok: true,
     value: { ...presentAgentToken({ ...token, revokedAt: now }), exitedAgentIds: agentIds },

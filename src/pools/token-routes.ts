@@ -19,6 +19,21 @@ const AgentToken = z
         "The latest use by any of its agents: their last contact with the pool (polls, heartbeats), or their last other call, to the minute",
     }),
     revokedAt: z.string().nullable(),
+    expiresAt: z.string().nullable().openapi({
+      description: "Tokens issued by an OIDC exchange expire; static tokens (null) do not",
+    }),
+    oidc: z
+      .object({
+        trustId: z.string(),
+        issuer: z.string(),
+        subject: z.string().nullable(),
+        chainId: z.string().openapi({
+          description:
+            "The first token of this agent's chain of renewals; the pool lists the agent under it",
+        }),
+      })
+      .nullable()
+      .openapi({ description: "Set when the token was issued by an OIDC exchange" }),
   })
   .openapi("AgentToken");
 

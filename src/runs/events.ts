@@ -8,10 +8,12 @@
  * may arrive more than once.
  */
 
-import type { JobVariable } from "@outpost/protocol";
+import type { JobVariable, WorkloadIdentity } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob, StartingAgent } from "../../durable/pool-types.ts";
 import { newId } from "../db/ids.ts";
+import { workloadIdentityFor, workloadSubjectQuery } from "../oidc/workload.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
+import { latestSerialWrittenBy } from "../state/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { listVariableRows } from "../variables/queries.ts";
 import { loadVariablesForJob } from "../variables/service.ts";
@@ -28,7 +30,7 @@ import type { Deps } from "./deps.ts";
 import { endRunJobQuery, insertRunJobQuery } from "./job-records.ts";
 import { cancelPoolJob } from "./jobs.ts";
 import { closingLogLine } from "./log-closing.ts";
-import { isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
+import { isLostApply, isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
 import { afterRunEnded, endRun, endRunQueries, queueApply } from "./progress.ts";
 import {
   getRunById,
@@ -47,19 +49,25 @@ import {
  * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
  * the same job die, since only this lease may act; this one grants nothing until the lease is
  * started) and the workspace variables, sensitive ones decrypted only into this answer (never
- * for a pull request from a fork). Opens the job's log for the lease.
+ * for a pull request from a fork), and the job's workload identity token when its workspace has
+ * one enabled (never for a fork). Opens the job's log for the lease.
  */
 export async function prepareLease(
   deps: Deps,
   leased: LeasedJob,
-): Promise<{ runToken: string; variables: JobVariable[] } | null> {
+): Promise<{
+  runToken: string;
+  variables: JobVariable[];
+  workloadIdentity?: WorkloadIdentity;
+} | null> {
   const now = Date.now();
   const secret = generateToken("run");
-  // One round trip: the run, its workspace's variables, and the lease's token (older tokens of
-  // the job die); the job's log opens at the same time.
+  // One round trip: the run, its workspace's variables and workload identity subject, and the
+  // lease's token (older tokens of the job die); the job's log opens at the same time.
   const read = deps.db.batch([
     runByIdQuery(deps.db, leased.runId),
     listVariableRows(deps.db, leased.workspaceId),
+    workloadSubjectQuery(deps.db, leased.workspaceId),
     revokeRunTokensQuery(deps.db, leased.runId, now, leased.jobId),
     insertRunTokenQuery(deps.db, {
       id: newId("runToken"),
@@ -83,7 +91,7 @@ export async function prepareLease(
     }),
     runLog(deps.env, leased.workspaceId).open(leased.jobId, leased.leaseId),
   ]);
-  const [[run], rows] = batch ?? [[], []];
+  const [[run], rows, [subject]] = batch ?? [[], [], []];
   if (!run || run.status.endsWith("canceled") || run.status === "errored") {
     // The run ended meanwhile: the token just minted must not outlive it.
     await revokeRunTokensQuery(deps.db, leased.runId, now);
@@ -93,7 +101,9 @@ export async function prepareLease(
     includeSensitive: !run.isFork,
     rows,
   });
+  const workloadIdentity = await workloadIdentityFor(deps.env, subject, run, leased);
   return {
+    ...(workloadIdentity ? { workloadIdentity } : {}),
     runToken: secret,
     variables: variables.map((v) => ({
       key: v.key,
@@ -191,7 +201,9 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
     logKey(event, event.phase),
     closingLogLine(event),
   );
-  const move = moveForEnding(event, event);
+  // What an engine saved after its agent died is the truth of what the apply did: say so.
+  const saved = isLostApply(event) ? await latestSerialWrittenBy(db, event.runId) : null;
+  const move = moveForEnding(event, event, saved);
   const now = Date.now();
   const extra = {
     ...(move.statusReason ? { statusReason: move.statusReason } : {}),

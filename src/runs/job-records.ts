@@ -22,12 +22,12 @@ export function insertRunJobQuery(
   now: number,
 ) {
   // Columns in the table's order (id, org_id, run_id, phase, pool_id, agent_id, agent_name,
-  // agent_version, isolation_mode, engine_version, started_at, ended_at): drizzle names them all
+  // agent_version, isolation, engine_version, started_at, ended_at): drizzle names them all
   // in the INSERT and takes the SELECT positionally.
   return db
     .insert(runJobs)
     .select(
-      sql`SELECT ${job.jobId}, ${job.orgId}, ${job.runId}, ${job.phase}, ${job.poolId}, ${agent.id}, ${agent.name}, ${agent.version}, ${agent.isolationMode}, NULL, ${now}, NULL WHERE EXISTS (SELECT 1 FROM ${runs} WHERE ${runs.id} = ${job.runId})`,
+      sql`SELECT ${job.jobId}, ${job.orgId}, ${job.runId}, ${job.phase}, ${job.poolId}, ${agent.id}, ${agent.name}, ${agent.version}, ${agent.isolation}, NULL, ${now}, NULL WHERE EXISTS (SELECT 1 FROM ${runs} WHERE ${runs.id} = ${job.runId})`,
     )
     .onConflictDoNothing();
 }
@@ -89,7 +89,7 @@ export function presentRunJob(row: RunJobRow) {
       id: row.agentId,
       name: row.agentName,
       version: row.agentVersion,
-      isolationMode: row.isolationMode ?? "unknown",
+      isolation: row.isolation ?? "unknown",
     },
     engineVersion: row.engineVersion,
     startedAt: new Date(row.startedAt).toISOString(),

@@ -47,6 +47,7 @@ export async function buildSpec(
     workspaceName: workspace?.name ?? "",
     engine: workspace?.engine ?? "terraform",
     engineVersion: planned ?? workspace?.engineVersion ?? "",
+    stackName: workspace?.stackName ?? null,
     workingDirectory: workspace?.workingDirectory ?? "",
     configuration: configuration
       ? {

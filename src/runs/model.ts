@@ -80,7 +80,9 @@ export function transition(
   return canTransition(from, to) ? ok(to) : fail("invalid_transition");
 }
 
-export type RunOperation = "plan" | "apply" | "destroy";
+export type { RunOperation } from "@outpost/protocol";
+
+import type { RunOperation } from "@outpost/protocol";
 
 /**
  * Whether a run is a speculative plan: asked for as one, or a `plan` operation (which can never
@@ -117,6 +119,8 @@ export type JobEnding = {
   reason: string | null;
   exitCode: number | null;
   planSummary: PlanSummary | null;
+  /** The pool ended the started job because its agent was lost. */
+  agentLost?: boolean;
 };
 
 /** The status change a job's ending makes, compare-and-set from `from`. */
@@ -134,11 +138,13 @@ const NO_CHANGES: PlanSummary = { adds: 0, changes: 0, destroys: 0, imports: 0, 
 /**
  * Where a job's ending takes its run: a finished plan to `planned` or `planned_and_finished`, a
  * finished apply to `applied`, a canceled job to `canceled`/`force_canceled`, anything else to
- * `errored` with the reason. Only from the phase's queued or running status.
+ * `errored` with the reason ({@link erroredReason}; `savedSerial` is the highest state serial the
+ * run wrote, null for none). Only from the phase's queued or running status.
  */
 export function moveForEnding(
   run: { operation: RunOperation; isSpeculative: boolean },
   ending: JobEnding,
+  savedSerial: number | null = null,
 ): EndingMove {
   const [queued, running]: [RunStatus, RunStatus] =
     ending.phase === "plan" ? ["plan_queued", "planning"] : ["apply_queued", "applying"];
@@ -160,13 +166,33 @@ export function moveForEnding(
       statusReason: ending.reason ?? `${ending.phase} canceled`,
     };
   }
-  const exit = ending.exitCode !== null ? ` with exit code ${ending.exitCode}` : "";
   return {
     catchUp: null,
     from: [queued, running],
     to: "errored",
-    statusReason: ending.reason ?? `${ending.phase} failed${exit}`,
+    statusReason: erroredReason(ending, savedSerial),
   };
+}
+
+/** True when an ending's run should say what state its apply saved: its agent was lost. */
+export function isLostApply(ending: JobEnding): boolean {
+  return ending.agentLost === true && ending.phase === "apply" && ending.outcome === "errored";
+}
+
+/**
+ * The reason an errored run shows. An apply whose agent was lost says whether the engine saved
+ * state before it stopped (the agent's watchdog interrupts the engine, which persists what it
+ * applied while its run token still works): `savedSerial` is the highest state serial this run
+ * wrote, null for none. Otherwise the job's own reason, or the phase and its exit code.
+ */
+export function erroredReason(ending: JobEnding, savedSerial: number | null): string {
+  if (isLostApply(ending)) {
+    return savedSerial === null
+      ? "agent lost during apply; no state saved"
+      : `agent lost during apply; state saved at serial ${savedSerial}`;
+  }
+  const exit = ending.exitCode !== null ? ` with exit code ${ending.exitCode}` : "";
+  return ending.reason ?? `${ending.phase} failed${exit}`;
 }
 
 /** The job phase a run in the scheduler's hands is at. */

@@ -3,7 +3,12 @@
  * (get with why it waits, list by commit, confirm, discard, cancel, force-cancel, logs).
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { LOG_COMPLETE_HEADER, LOG_NEXT_OFFSET_HEADER, PlanSummary } from "@outpost/protocol";
+import {
+  LOG_COMPLETE_HEADER,
+  LOG_NEXT_OFFSET_HEADER,
+  PlanSummary,
+  RUN_OPERATIONS,
+} from "@outpost/protocol";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
@@ -38,9 +43,9 @@ const RunJob = z
       id: z.string(),
       name: z.string().nullable(),
       version: z.string(),
-      isolationMode: z.string().openapi({
+      isolation: z.string().openapi({
         description:
-          "How the agent isolated the job, as it registered it; unknown when it did not say",
+          "How the agent confined the job, as it registered: bwrap, none, or unknown when it did not say",
       }),
     }),
     engineVersion: z.string().nullable().openapi({
@@ -58,7 +63,7 @@ const Run = z
     status: z.enum(RUN_STATUSES),
     statusReason: z.string().nullable(),
     waitingReason: z.string().nullable().openapi({ description: "Why the run waits, in words" }),
-    operation: z.enum(["plan", "apply", "destroy"]),
+    operation: z.enum(RUN_OPERATIONS),
     isSpeculative: z.boolean(),
     isAutoApply: z.boolean(),
     message: z.string(),
@@ -91,7 +96,10 @@ const Run = z
 
 const CreateRun = z
   .strictObject({
-    operation: z.enum(["plan", "apply", "destroy"]).default("apply"),
+    operation: z.enum(RUN_OPERATIONS).default("apply").openapi({
+      description:
+        "apply (plan, then apply when confirmed), plan (speculative), destroy, or refresh (reconcile the state with the real infrastructure and change nothing else)",
+    }),
     isSpeculative: z.boolean().default(false),
     message: z.string().max(2000).default(""),
     configurationVersionId: z

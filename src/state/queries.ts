@@ -81,6 +81,15 @@ export function findVersion(db: Database, workspaceId: string, id: string) {
   });
 }
 
+/** The highest state serial a run wrote (its apply's snapshots), or null when it wrote none. */
+export async function latestSerialWrittenBy(db: Database, runId: string): Promise<number | null> {
+  const [row] = await db
+    .select({ serial: sql<number | null>`max(${stateVersions.serial})` })
+    .from(stateVersions)
+    .where(and(eq(stateVersions.runId, runId), isNull(stateVersions.discardedAt)));
+  return row?.serial ?? null;
+}
+
 /** One page of a workspace's versions, newest first, `limit + 1` rows to detect a next page. */
 export function listVersionRows(
   db: Database,

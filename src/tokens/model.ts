@@ -39,7 +39,17 @@ export function hashToken(token: string): Promise<string> {
 /** Who is calling: resolved once by the auth middleware. */
 export type Principal =
   | { kind: "org"; orgId: string; tokenId: string; role: Role }
-  | { kind: "agent"; orgId: string; tokenId: string; poolId: string }
+  | {
+      kind: "agent";
+      orgId: string;
+      tokenId: string;
+      poolId: string;
+      /**
+       * What the pool binds the agent's registration to: the token's own id, or for a token
+       * issued by OIDC exchange the first token of its chain of renewals.
+       */
+      chainId: string;
+    }
   | {
       kind: "run";
       orgId: string;

@@ -18,6 +18,12 @@ export type TokenRecord = {
   lastUsedAt?: number | null;
   role?: Role;
   poolId?: string;
+  /** Agent tokens issued by OIDC exchange: when they stop working (null: never). */
+  expiresAt?: number | null;
+  /** Agent tokens: the chain an OIDC agent's renewals share (null for static tokens). */
+  chainId?: string | null;
+  oidcIssuer?: string | null;
+  oidcSubject?: string | null;
   runId?: string;
   workspaceId?: string;
   jobId?: string;

@@ -5,6 +5,8 @@
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import { ApiError } from "../errors.ts";
+import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
+import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
 import { PoolName } from "../pools/model.ts";
 import {
   createAgentToken,
@@ -22,25 +24,59 @@ import { requireUiRole, type UiEnv } from "./session.ts";
 
 const NOTICES = {
   "token-revoked": "The agent token was revoked; its agents are told to exit.",
+  "trust-added": "The OIDC trust was added.",
+  "trust-removed":
+    "The OIDC trust was removed; the agent tokens it issued are revoked and their agents told to exit.",
 };
+
+/** The add-trust form: claim conditions as `name=pattern` lines, checked as the API checks them. */
+const TrustForm = z.strictObject({
+  issuer: z.string().trim().min(1).max(500),
+  audience: z.string().trim().min(1).max(500),
+  claims: z
+    .string()
+    .max(20_000)
+    .transform((text, ctx) => {
+      const parsed = parseClaimLines(text);
+      if (!parsed.ok) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${JSON.stringify(parsed.line.slice(0, 100))} is not name=pattern (or names a claim twice)`,
+        });
+        return z.NEVER;
+      }
+      return parsed.value;
+    })
+    .pipe(ClaimConditions),
+  description: z.string().trim().max(200).default(""),
+});
+
+/** What only owners see on a pool's page, as in the API: its agent tokens and OIDC trusts. */
+async function ownerData(c: Context<UiEnv>, poolId: string) {
+  const { orgId, role } = c.var.session;
+  if (!roleAtLeast(role, "owner")) {
+    return { tokens: null, trusts: null };
+  }
+  const [tokens, trusts] = await Promise.all([
+    listAgentTokens(c.var.db, c.env, orgId, poolId),
+    listTrusts(c.var.db, orgId, poolId),
+  ]);
+  if (!tokens.ok || !trusts.ok) {
+    throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
+  }
+  return { tokens: tokens.value, trusts: trusts.value };
+}
 
 async function renderPool(
   c: Context<UiEnv>,
   poolId: string,
   extra: { created?: CreatedToken; error?: string; status?: 200 | 400 | 409 | 201 } = {},
 ) {
-  const { orgId, role } = c.var.session;
-  const detail = await getPoolDetail(c.var.db, c.env, orgId, poolId);
+  const detail = await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId);
   if (!detail.ok) {
     throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
   }
-  // Agent-token metadata is the owners' business, as in the API: nobody else's page loads it.
-  const tokens = roleAtLeast(role, "owner")
-    ? await listAgentTokens(c.var.db, c.env, orgId, poolId)
-    : null;
-  if (tokens && !tokens.ok) {
-    throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
-  }
+  const { tokens, trusts } = await ownerData(c, poolId);
   const { agents, workspaces, ...pool } = detail.value;
   return c.html(
     <PoolPage
@@ -48,7 +84,8 @@ async function renderPool(
       pool={pool}
       agents={agents}
       workspaces={workspaces}
-      tokens={tokens?.value ?? null}
+      tokens={tokens}
+      trusts={trusts}
       address={new URL(c.req.url).origin}
       created={extra.created}
       notice={noticeText(c, NOTICES)}
@@ -147,4 +184,44 @@ export const poolPages = new Hono<UiEnv>()
       throw new ApiError("NOT_FOUND", `agent token ${tokenId} not found`);
     }
     return redirectWithNotice(c, `/ui/pools/${poolId}`, "token-revoked");
+  })
+  .post("/:poolId/oidc-trusts", requireUiRole("owner"), async (c) => {
+    const poolId = idOf(c, "poolId", "pool");
+    const form = await readForm(c, TrustForm);
+    const { session } = c.var;
+    const result = await createTrust(c.var.db, c.env, {
+      ...form,
+      orgId: session.orgId,
+      poolId,
+      actor: session.tokenId,
+    });
+    if (result.ok) {
+      return redirectWithNotice(c, `/ui/pools/${poolId}`, "trust-added");
+    }
+    if (result.reason === "not_found") {
+      throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
+    }
+    return renderPool(c, poolId, {
+      error:
+        result.reason === "invalid"
+          ? `The trust was not added: ${result.message}.`
+          : "The trust was not added: this pool already has as many OIDC trusts as it may hold.",
+      status: result.reason === "invalid" ? 400 : 409,
+    });
+  })
+  .post("/:poolId/oidc-trusts/:trustId/delete", requireUiRole("owner"), async (c) => {
+    const poolId = idOf(c, "poolId", "pool");
+    const trustId = idOf(c, "trustId", "otr");
+    await readForm(c, z.strictObject({}));
+    const { session } = c.var;
+    const result = await deleteTrust(c.var.db, c.env, {
+      orgId: session.orgId,
+      poolId,
+      id: trustId,
+      actor: session.tokenId,
+    });
+    if (!result.ok) {
+      throw new ApiError("NOT_FOUND", `OIDC trust ${trustId} not found`);
+    }
+    return redirectWithNotice(c, `/ui/pools/${poolId}`, "trust-removed");
   });

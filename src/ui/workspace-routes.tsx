@@ -3,6 +3,7 @@
  * runs. Same services and the same roles as `/api/v1/workspaces…`, checked again here.
  */
 import { z } from "@hono/zod-openapi";
+import { RUN_OPERATIONS } from "@outpost/protocol";
 import { type Context, Hono } from "hono";
 import { ApiError } from "../errors.ts";
 import { listPools } from "../pools/service.ts";
@@ -66,6 +67,8 @@ function workspaceProblem(failure: WorkspaceFailure): ApiError {
       return new ApiError("CONFLICT", "the workspace has active runs");
     case "state_locked":
       return new ApiError("CONFLICT", "the workspace's state is locked");
+    case "has_state":
+      return new ApiError("CONFLICT", `the engine cannot change: ${failure.message}`);
   }
 }
 
@@ -138,6 +141,26 @@ export const workspacePages = new Hono<UiEnv>()
       ref: row.id,
       actor: c.var.session.tokenId,
       patch: { executionMode: form.executionMode, poolId: form.poolId === "" ? null : form.poolId },
+    });
+    if (!result.ok) {
+      throw workspaceProblem(result);
+    }
+    return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
+  })
+  .post("/:workspaceId/workload-identity", requireUiRole("admin"), async (c) => {
+    const row = await workspaceOf(c);
+    const form = await readForm(
+      c,
+      z.strictObject({ enabled: Checkbox, audience: z.string().trim().max(500).default("") }),
+    );
+    const result = await updateWorkspace(c.var.db, {
+      orgId: c.var.session.orgId,
+      ref: row.id,
+      actor: c.var.session.tokenId,
+      patch: {
+        workloadIdentity: form.enabled,
+        workloadIdentityAudience: form.audience === "" ? null : form.audience,
+      },
     });
     if (!result.ok) {
       throw workspaceProblem(result);
@@ -234,7 +257,7 @@ export const workspacePages = new Hono<UiEnv>()
     const form = await readForm(
       c,
       z.strictObject({
-        operation: z.enum(["plan", "apply", "destroy"]),
+        operation: z.enum(RUN_OPERATIONS),
         message: z.string().max(2000).default(""),
       }),
     );

@@ -24,6 +24,7 @@ import {
   listVariableRows,
   replaceVariableQuery,
   rowsSealedWithOtherKeys,
+  syncOwnBackendQuery,
   type VariableRow,
 } from "./queries.ts";
 
@@ -175,9 +176,10 @@ export async function putVariable(
     },
     sql`EXISTS ${landed}`,
   );
+  const sync = syncOwnBackendQuery(db, input.workspaceId);
   try {
     const [rows] = existing
-      ? await db.batch([replaceVariableQuery(db, existing, fields), audit])
+      ? await db.batch([replaceVariableQuery(db, existing, fields), audit, sync])
       : await db.batch([
           insertVariableQuery(db, {
             id,
@@ -189,6 +191,7 @@ export async function putVariable(
             ...fields,
           }),
           audit,
+          sync,
         ]);
     const row = rows[0];
     if (!row) {
@@ -231,6 +234,7 @@ export async function deleteVariable(
       data: { workspaceId: input.workspaceId, key: row.key, category: row.category },
       now,
     }),
+    syncOwnBackendQuery(db, input.workspaceId),
   ]);
   return { ok: true, value: presentVariable(row) };
 }

@@ -4,12 +4,12 @@
  * a user lock. No I/O here.
  */
 import { z } from "@hono/zod-openapi";
-import { EngineVersionConstraint } from "@outpost/protocol";
+import { ENGINES, type Engine, parseVersionConstraint } from "@outpost/protocol";
+import { validRange } from "semver";
 
+export { ENGINES, type Engine };
 export const EXECUTION_MODES = ["agent", "local"] as const;
 export type ExecutionMode = (typeof EXECUTION_MODES)[number];
-export const ENGINES = ["terraform", "tofu"] as const;
-export type Engine = (typeof ENGINES)[number];
 export const FORK_PULL_REQUEST_POLICIES = ["refuse", "plan_without_secrets"] as const;
 export type ForkPullRequestPolicy = (typeof FORK_PULL_REQUEST_POLICIES)[number];
 /** Who may read a workspace's outputs through `terraform_remote_state`. */
@@ -48,17 +48,64 @@ export const WorkspaceRef = z
   });
 
 /**
- * `latest`, an exact version, or a Terraform-style constraint (`~> 1.9`, `>= 1.6, < 2.0`): the
- * agent resolves it against its release mirror's index and records the exact version it ran.
+ * An engine version as a request may name it, checked per engine by {@link checkSettings}:
+ * `latest` (the default), an exact version, or a constraint: Terraform-style for Terraform and
+ * OpenTofu (`~> 1.9`, `>= 1.6, < 2.0`), a semver range for Pulumi (`^3.150`). The agent resolves
+ * it against its release mirror's index and each job records the exact version it ran.
  */
-export const EngineVersion = EngineVersionConstraint.openapi({
-  example: "~> 1.9",
-  description:
-    "latest (the default), an exact version such as 1.9.5, or a constraint such as ~> 1.9 or >= 1.6, < 2.0; the agent resolves it against its release mirror and each job records the exact version it ran",
-});
+export const EngineVersion = z
+  .string()
+  .trim()
+  .min(1, "must not be empty: use latest, an exact version such as 1.9.5, or ~> 1.9")
+  .max(64)
+  .regex(
+    /^[0-9A-Za-z.^~<>=|*+, !-]+$/,
+    "must be latest, a version such as 1.9.5, or a constraint such as ~> 1.9",
+  )
+  .openapi({
+    example: "~> 1.9",
+    description:
+      "latest (the default), an exact version such as 1.9.5, or a constraint: ~> 1.9 or >= 1.6, < 2.0 for Terraform and OpenTofu, a semver range such as ^3.150 for Pulumi. The agent resolves it against its release mirror; each job records the exact version it ran",
+  });
 
 /** What a workspace created without `engineVersion` runs: the newest release the mirror offers. */
 export const DEFAULT_ENGINE_VERSION = "latest";
+
+// Pulumi's own rule (sdk/go/common/tokens/stack_name.go), with a first character that cannot
+// read as a flag; a stack may be qualified as org/stack or org/project/stack.
+const STACK_SEGMENT = "[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}";
+const STACK_NAME_PATTERN = new RegExp(`^(?:${STACK_SEGMENT}/){0,2}${STACK_SEGMENT}$`);
+
+/** A Pulumi stack name: `dev`, or qualified `org/dev`, `org/project/dev`. */
+export const StackName = z
+  .string()
+  .max(300)
+  .regex(
+    STACK_NAME_PATTERN,
+    "a stack name may only contain alphanumerics, hyphens, underscores or periods (at most 100), optionally qualified as org/stack or org/project/stack",
+  )
+  .openapi({ example: "dev" });
+
+/**
+ * Why `version` is not usable for `engine`, or null, as a sentence. Terraform and OpenTofu take
+ * `latest`, an exact version or a Terraform-style constraint (`~> 1.9`, `>= 1.6, < 2.0`); Pulumi
+ * a semver range (`^3.150`, `>=3.100 <4`) or `latest`. The agent resolves either against what
+ * it can install.
+ */
+export function engineVersionProblem(engine: Engine, version: string): string | null {
+  if (SEMVER_PATTERN.test(version)) {
+    return null;
+  }
+  if (engine !== "pulumi") {
+    const parsed = parseVersionConstraint(version);
+    return parsed.ok
+      ? null
+      : `engineVersion ${parsed.reason}; use latest, an exact version such as 1.9.5, or a constraint such as ~> 1.9 or >= 1.6, < 2.0`;
+  }
+  return version === "latest" || validRange(version) !== null
+    ? null
+    : "engineVersion must be an exact version (3.150.0), a semver range (^3.150) or latest";
+}
 
 /** Splits into segments and refuses anything that could leave the tree or confuse a shell. */
 function relativePathProblem(path: string): string | null {
@@ -165,6 +212,8 @@ export type WorkspaceSettings = {
   poolId: string | null;
   engine: Engine;
   engineVersion: string;
+  /** Pulumi workspaces only (required there); null for the other engines. */
+  stackName: string | null;
   workingDirectory: string;
   autoApply: boolean;
   vcsRepoUrl: string | null;
@@ -174,6 +223,10 @@ export type WorkspaceSettings = {
   remoteStateSharing: RemoteStateSharing;
   /** Workspace ids; null or empty unless `remoteStateSharing` is `workspaces`. */
   remoteStateConsumerIds: string[] | null;
+  /** Jobs (not a fork's) receive a workload identity token signed by the coordinator. */
+  workloadIdentity: boolean;
+  /** That token's `aud`; null means the issuer URL. */
+  workloadIdentityAudience: string | null;
 };
 
 /** What a create or update request may set; absent means "default" or "unchanged". */
@@ -193,6 +246,7 @@ const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMod
   description: "",
   poolId: null,
   engine: "terraform",
+  stackName: null,
   workingDirectory: "",
   autoApply: false,
   vcsRepoUrl: null,
@@ -201,6 +255,8 @@ const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMod
   forkPullRequests: "refuse",
   remoteStateSharing: "none",
   remoteStateConsumerIds: null,
+  workloadIdentity: false,
+  workloadIdentityAudience: null,
 };
 
 /**
@@ -230,6 +286,9 @@ export function settingsForUpdate(
   if (patch.executionMode === "local" && patch.poolId === undefined) {
     next.poolId = null;
   }
+  if (patch.engine !== undefined && patch.engine !== "pulumi" && patch.stackName === undefined) {
+    next.stackName = null;
+  }
   if (patch.vcsRepoUrl === null) {
     next.vcsBranch = patch.vcsBranch ?? null;
     next.vcsTriggerPaths = patch.vcsTriggerPaths ?? null;
@@ -250,6 +309,16 @@ function checkSettings(s: WorkspaceSettings): SettingsResult {
   }
   if (s.executionMode === "local" && s.poolId) {
     return problem("poolId", "a local workspace runs on no pool; omit poolId");
+  }
+  const versionProblem = engineVersionProblem(s.engine, s.engineVersion);
+  if (versionProblem !== null) {
+    return problem("engineVersion", versionProblem);
+  }
+  if (s.engine === "pulumi" && s.stackName === null) {
+    return problem("stackName", 'engine "pulumi" needs a stackName');
+  }
+  if (s.engine !== "pulumi" && s.stackName !== null) {
+    return problem("stackName", 'stackName is for engine "pulumi" only');
   }
   if (
     s.engine === "tofu" &&
@@ -274,6 +343,25 @@ function checkSettings(s: WorkspaceSettings): SettingsResult {
     ok: true,
     value: { ...s, remoteStateConsumerIds: unique.length > 0 ? unique : null },
   };
+}
+
+/**
+ * Why a workspace with state may not move from `before` to `after`, or null: a checkpoint is
+ * Pulumi's own format and a Terraform state is not, and a Pulumi checkpoint belongs to its stack.
+ * Terraform and OpenTofu share a state format, so moving between them stays allowed.
+ */
+export function engineSwitchProblem(
+  before: Pick<WorkspaceSettings, "engine" | "stackName">,
+  after: Pick<WorkspaceSettings, "engine" | "stackName">,
+): string | null {
+  const isPulumi = (engine: Engine) => engine === "pulumi";
+  if (isPulumi(before.engine) !== isPulumi(after.engine)) {
+    return `the workspace has ${before.engine} state, which ${after.engine} cannot read; create a new workspace, or delete the state first`;
+  }
+  if (isPulumi(after.engine) && before.stackName !== after.stackName) {
+    return `the workspace holds the checkpoint of stack ${before.stackName}; a new stackName needs a new workspace, or the state deleted first`;
+  }
+  return null;
 }
 
 function compareCore(version: string, other: [number, number, number]): number {

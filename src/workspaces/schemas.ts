@@ -10,6 +10,7 @@ import {
   MAX_REMOTE_STATE_CONSUMERS,
   REMOTE_STATE_SHARING,
   RepoUrl,
+  StackName,
   TriggerPath,
   WorkingDirectory,
   WorkspaceName,
@@ -28,6 +29,11 @@ export const WorkspaceSchema = z
     poolId: z.string().nullable(),
     engine: z.enum(ENGINES),
     engineVersion: z.string(),
+    stackName: z.string().nullable().openapi({ description: "Pulumi workspaces: the stack" }),
+    stateBackend: z.enum(["outpost", "workspace"]).openapi({
+      description:
+        "Where the state lives: outpost (state versions kept here), or workspace when a Pulumi workspace names its own backend in a PULUMI_BACKEND_URL variable, in which case Outpost keeps no checkpoint",
+    }),
     workingDirectory: z.string(),
     autoApply: z.boolean(),
     vcsRepoUrl: z.string().nullable(),
@@ -39,6 +45,14 @@ export const WorkspaceSchema = z
         "Whose runs may read this workspace's outputs (terraform_remote_state): none, every workspace of the organization, or the workspaces in remoteStateConsumerIds",
     }),
     remoteStateConsumerIds: z.array(z.string()),
+    workloadIdentity: z.boolean().openapi({
+      description:
+        "Every job (not a fork's) receives a workload identity token: docs/workload-identity.md",
+    }),
+    workloadIdentityAudience: z
+      .string()
+      .nullable()
+      .openapi({ description: "The token's aud; null means the issuer URL" }),
     lock: z
       .object({
         lockedBy: z.string().openapi({ description: "A token id (tok_…) or a run id (run_…)" }),
@@ -60,6 +74,9 @@ const settingsFields = {
   }),
   poolId: PoolId.nullable().optional(),
   engine: z.enum(ENGINES).optional(),
+  stackName: StackName.nullable().optional().openapi({
+    description: 'The Pulumi stack; required with engine "pulumi", absent otherwise',
+  }),
   workingDirectory: WorkingDirectory.optional(),
   autoApply: z.boolean().optional(),
   vcsRepoUrl: RepoUrl.nullable().optional(),
@@ -75,6 +92,13 @@ const settingsFields = {
     .nullable()
     .optional()
     .openapi({ description: 'Workspaces whose runs read the outputs, with sharing "workspaces"' }),
+  workloadIdentity: z.boolean().optional().openapi({
+    description: "Hand every job (not a fork's) a signed workload identity token; default false",
+  }),
+  workloadIdentityAudience: z.string().trim().min(1).max(500).nullable().optional().openapi({
+    description: "The token's aud (e.g. sts.amazonaws.com); null means the issuer URL",
+    example: "api://AzureADTokenExchange",
+  }),
 };
 
 export const CreateWorkspace = z
@@ -112,7 +136,7 @@ export function workspaceError(failure: WorkspaceFailure, ref: string): ApiError
     case "name_taken":
       return new ApiError("CONFLICT", `a workspace named ${failure.name} exists`);
     case "invalid":
-      return new ApiError("BAD_REQUEST", `invalid request: ${failure.message}`, {
+      return new ApiError("BAD_REQUEST", failure.message, {
         issues: [{ path: `json.${failure.field}`, message: failure.message }],
       });
     case "active_runs":
@@ -123,6 +147,8 @@ export function workspaceError(failure: WorkspaceFailure, ref: string): ApiError
       return new ApiError("CONFLICT", `workspace ${ref} is locked by ${failure.lockedBy}`, {
         details: { lockedBy: failure.lockedBy },
       });
+    case "has_state":
+      return new ApiError("CONFLICT", `workspace ${ref} cannot change engine: ${failure.message}`);
     case "state_locked":
       return new ApiError("CONFLICT", `the state of workspace ${ref} is locked`);
     case "not_lock_holder":

@@ -7,7 +7,9 @@ import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { workspaces } from "../db/schema.ts";
+import { findCurrentVersion } from "../state/queries.ts";
 import {
+  engineSwitchProblem,
   lockHolderKind,
   type SettingsInput,
   settingsForCreate,
@@ -31,6 +33,7 @@ export type WorkspaceFailure =
   | { reason: "active_runs"; runIds: string[] }
   | { reason: "locked"; lockedBy: string }
   | { reason: "state_locked" }
+  | { reason: "has_state"; message: string }
   | { reason: "not_lock_holder"; lockedBy: string }
   | { reason: "needs_force"; lockedBy: string };
 
@@ -53,6 +56,8 @@ export function presentWorkspace(row: WorkspaceRow) {
     poolId: row.poolId,
     engine: row.engine,
     engineVersion: row.engineVersion,
+    stackName: row.stackName,
+    stateBackend: row.hasOwnStateBackend ? ("workspace" as const) : ("outpost" as const),
     workingDirectory: row.workingDirectory,
     autoApply: row.autoApply,
     vcsRepoUrl: row.vcsRepoUrl,
@@ -61,6 +66,8 @@ export function presentWorkspace(row: WorkspaceRow) {
     forkPullRequests: row.forkPullRequests,
     remoteStateSharing: row.remoteStateSharing,
     remoteStateConsumerIds: row.remoteStateConsumerIds ?? [],
+    workloadIdentity: row.workloadIdentity,
+    workloadIdentityAudience: row.workloadIdentityAudience,
     lock:
       row.lockedBy === null
         ? null
@@ -85,6 +92,7 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     poolId: row.poolId,
     engine: row.engine,
     engineVersion: row.engineVersion,
+    stackName: row.stackName,
     workingDirectory: row.workingDirectory,
     autoApply: row.autoApply,
     vcsRepoUrl: row.vcsRepoUrl,
@@ -93,6 +101,8 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     forkPullRequests: row.forkPullRequests,
     remoteStateSharing: row.remoteStateSharing,
     remoteStateConsumerIds: row.remoteStateConsumerIds,
+    workloadIdentity: row.workloadIdentity,
+    workloadIdentityAudience: row.workloadIdentityAudience,
   };
 }
 
@@ -176,6 +186,8 @@ export async function createWorkspace(
     ...resolved.value,
     id: newId("workspace"),
     orgId: input.orgId,
+    // Set by the variables service once a PULUMI_BACKEND_URL variable exists.
+    hasOwnStateBackend: false,
     lockedBy: null,
     lockReason: null,
     lockedAt: null,
@@ -242,6 +254,10 @@ export async function updateWorkspace(
   }
   if (Object.keys(changes).length === 0) {
     return { ok: true, value: presentWorkspace(current) };
+  }
+  const switchProblem = engineSwitchProblem(before, resolved.value);
+  if (switchProblem !== null && (await findCurrentVersion(db, current.id))) {
+    return refuse({ reason: "has_state", message: switchProblem });
   }
   const problem = await checkReferences(db, input.orgId, resolved.value, before);
   if (problem) {

@@ -242,6 +242,27 @@ describe("the dashboard in chromium", () => {
     await page.close();
   });
 
+  it("adds an OIDC trust on the pool page and removes it", async () => {
+    const page = await browser.newPage();
+    await page.goto(poolUrl);
+    const form = page.getByRole("group", { name: "Trust an OIDC issuer" });
+    await form.getByLabel("Issuer").fill("https://token.actions.githubusercontent.com");
+    await form.getByLabel("Audience").fill("outpost");
+    await form.getByLabel("Claim conditions").fill("repository=acme/*\nref=refs/heads/main");
+    await form.getByLabel("Note").fill(`runners ${xss(12)}`);
+    await form.getByRole("button", { name: "Add trust" }).click();
+    await page.waitForURL(/done=trust-added/);
+    const row = page.locator("tr[data-trust]");
+    await expect.poll(() => row.count(), { timeout: 5_000 }).toBe(1);
+    expect(await row.textContent()).toContain("repository=acme/*ref=refs/heads/main");
+    await screenshot(page, "10a-pool-oidc-trust");
+    await expectNothingExecuted(page);
+    await row.getByRole("button", { name: "Remove and revoke its tokens" }).click();
+    await page.waitForURL(/done=trust-removed/);
+    await expect.poll(() => row.count(), { timeout: 5_000 }).toBe(0);
+    await page.close();
+  });
+
   it("is readable without JavaScript", async () => {
     const cookies = await browser.context.cookies(`${world.coordinator.url}/ui/`);
     const plain = await launch({ javaScriptEnabled: false });

@@ -111,6 +111,8 @@ describe("the agent process", () => {
     const first = await queueRun(world, ws, { operation: "plan" });
     await waitForRun(world, first, ["planning"]);
     await graceful.waitForOutput(/job started/);
+    // The engine is planning (its interrupt handler set): the cancel finds it there.
+    await waitForLogText(first, "standin: planning");
     graceful.kill("SIGTERM");
     expect(await exitWithin(graceful, 20_000)).toEqual({ code: EXIT_CODES.ok, signal: null });
     expect(graceful.output()).toContain("grace period over: canceling jobs");

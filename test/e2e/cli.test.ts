@@ -8,6 +8,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CLI_EXIT } from "../../agent/src/cli/errors.ts";
 import { AGENT_VERSION } from "../../agent/src/version.ts";
+import { type IssuerKey, OidcIssuerServer, rsaKey, signWith } from "../node/helpers/oidc-issuer.ts";
 import {
   type AgentProcess,
   CLI_BIN,
@@ -22,9 +23,13 @@ import {
 let world: World;
 let agent: AgentProcess;
 let home: string;
+const issuer = new OidcIssuerServer();
+let issuerKey: IssuerKey;
 
 beforeAll(async () => {
-  world = await startWorld();
+  [world] = await Promise.all([startWorld(), issuer.start()]);
+  issuerKey = await rsaKey("k8s-1");
+  issuer.publish("k8s", [issuerKey.publicJwk]);
   agent = startAgent(world, { args: ["--cancel-grace", "5"] });
   home = freshDir(world, "cli-home");
   await agent.waitForOutput(/registered/);
@@ -36,7 +41,7 @@ afterEach((context) => {
 });
 afterAll(async () => {
   agent?.kill("SIGKILL");
-  await world?.close();
+  await Promise.all([world?.close(), issuer.stop()]);
 });
 
 type CliResult = { code: number | null; stdout: string; stderr: string };
@@ -179,6 +184,116 @@ describe("outpost CLI", () => {
       "cli-ws",
     );
     expect((await cli(["pools", "delete", poolId])).code).toBe(0);
+  });
+
+  it("manages OIDC trusts, token lifetimes and workload identity", async () => {
+    const pool = await cli(["pools", "create", "oidc-pool", "--max-token-expiration", "900"]);
+    expect(pool.code).toBe(0);
+    const poolId = pool.stdout.trim();
+    expect((await cli(["pools", "show", poolId])).stdout).toContain("live at most 900s");
+    const added = await cli([
+      "oidc-trusts",
+      "add",
+      poolId,
+      "--issuer",
+      "https://token.actions.githubusercontent.com",
+      "--audience",
+      "outpost",
+      "--claim",
+      "repository=acme/*",
+      "--claim",
+      "job_workflow_ref=acme/infra/.github/workflows/agent.yml@refs/heads/main",
+      "--description",
+      "CI runners",
+    ]);
+    expect(added.code).toBe(0);
+    const trustId = added.stdout.trim();
+    expect(trustId).toMatch(/^otr_/);
+    const listed = await cli(["oidc-trusts", "list", poolId]);
+    expect(listed.stdout).toMatch(
+      /otr_\S+\s+https:\/\/token\.actions\.githubusercontent\.com\s+outpost\s+repository=acme\/\* job_workflow_ref=acme\/infra\/\.github\/workflows\/agent\.yml@refs\/heads\/main\s+CI runners/,
+    );
+    const [trust] = JSON.parse((await cli(["oidc-trusts", "list", poolId, "--json"])).stdout) as {
+      claims: Record<string, string>;
+    }[];
+    expect(trust?.claims).toEqual({
+      repository: "acme/*",
+      job_workflow_ref: "acme/infra/.github/workflows/agent.yml@refs/heads/main",
+    });
+    expectOneLineError(
+      await cli(["oidc-trusts", "add", poolId, "--issuer", "https://x.test", "--audience", "a"]),
+      CLI_EXIT.usage,
+      "--claim",
+    );
+    expectOneLineError(
+      await cli([
+        ...["oidc-trusts", "add", poolId, "--issuer", "https://x.test", "--audience", "a"],
+        ...["--claim", "sub"],
+      ]),
+      CLI_EXIT.usage,
+      "NAME=PATTERN",
+    );
+    expectOneLineError(
+      await cli([
+        ...["oidc-trusts", "add", poolId, "--issuer", "http://example.com", "--audience", "a"],
+        ...["--claim", "sub=x"],
+      ]),
+      CLI_EXIT.requestFailed,
+      "https",
+    );
+    // An agent logs in through a loopback issuer: its token is listed as issued by OIDC.
+    const k8s = issuer.issuer("k8s");
+    const loopback = await cli([
+      ...["oidc-trusts", "add", poolId, "--issuer", k8s, "--audience", "outpost"],
+      ...["--claim", "sub=system:serviceaccount:ci:*"],
+    ]);
+    expect(loopback.code).toBe(0);
+    const exchanged = await fetch(`${world.coordinator.url}/agent/v1/oidc/exchange`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        poolId,
+        oidcToken: await signWith(issuerKey, {
+          iss: k8s,
+          aud: "outpost",
+          sub: "system:serviceaccount:ci:agent-9",
+        }),
+        tokenExpirationSeconds: 3600,
+      }),
+    });
+    expect(exchanged.status).toBe(200);
+    const { expiresAt } = (await exchanged.json()) as { expiresAt: string };
+    const tokens = await cli(["agent-tokens", "list", poolId]);
+    expect(tokens.stdout).toMatch(
+      new RegExp(
+        `OIDC system:serviceaccount:ci:agent-9\\s+\\S+\\s+-\\s+${escapeRegExp(expiresAt)}`,
+      ),
+    );
+    expect(tokens.stdout).toContain(expiresAt);
+    const removed = await cli(["oidc-trusts", "remove", poolId, loopback.stdout.trim()]);
+    expect(removed.code).toBe(0);
+    expect(removed.stderr).toContain("revoked 1 agent token(s)");
+    expect((await cli(["agent-tokens", "list", poolId, "--json"])).stdout.trim()).toBe("[]");
+    expect((await cli(["oidc-trusts", "remove", poolId, trustId])).code).toBe(0);
+    expect((await cli(["oidc-trusts", "list", poolId, "--json"])).stdout.trim()).toBe("[]");
+    expect((await cli(["pools", "delete", poolId])).code).toBe(0);
+
+    const ws = await cli([
+      ...["workspaces", "create", "oidc-ws", "--engine-version", ENGINE_VERSION],
+      ...["--workload-identity", "--workload-identity-audience", "sts.amazonaws.com"],
+    ]);
+    expect(ws.code).toBe(0);
+    expect((await cli(["workspaces", "show", "oidc-ws"])).stdout).toContain(
+      "workload identity: on, audience sts.amazonaws.com",
+    );
+    const off = await cli([
+      ...["workspaces", "update", "oidc-ws", "--no-workload-identity"],
+      ...["--workload-identity-audience", ""],
+    ]);
+    expect(off.stdout).toContain("workload identity: off");
+    const shown = JSON.parse((await cli(["workspaces", "show", "oidc-ws", "--json"])).stdout);
+    expect(shown).toMatchObject({ workloadIdentity: false, workloadIdentityAudience: null });
+    expect((await cli(["workspaces", "delete", "oidc-ws"])).code).toBe(0);
   });
 
   it("run --auto-approve packs honouring .terraformignore, follows plan and apply, exits 0", async () => {

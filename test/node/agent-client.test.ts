@@ -6,6 +6,7 @@ import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AgentApi, isAgentUnknown, TokenRejected } from "../../agent/src/client/agent-api.ts";
 import { toRunnerAssignment } from "../../agent/src/client/assignment.ts";
+import { staticCredentials } from "../../agent/src/client/credentials.ts";
 import { CoordinatorError, ProtocolError } from "../../agent/src/client/http.ts";
 import { jobPort } from "../../agent/src/client/job-port.ts";
 import { TransientError } from "../../agent/src/errors.ts";
@@ -62,7 +63,7 @@ function reply(status: number, body?: unknown, headers: Record<string, string> =
 const apiError = (code: string, message = "no") => ({ error: { code, message, requestId: "r" } });
 
 function api(): AgentApi {
-  return new AgentApi({ address, token: TOKEN, userAgent: "test" });
+  return new AgentApi({ address, credentials: staticCredentials(TOKEN), userAgent: "test" });
 }
 
 async function registered(): Promise<AgentApi> {
@@ -117,7 +118,11 @@ describe("the agent API client", () => {
     expect((limited as TransientError).retryAfter).toBe("7");
     handler = reply(503, "<html>bad gateway</html>");
     await expect(client.heartbeat([])).rejects.toBeInstanceOf(TransientError);
-    const gone = new AgentApi({ address: "http://127.0.0.1:9", token: TOKEN, userAgent: "t" });
+    const gone = new AgentApi({
+      address: "http://127.0.0.1:9",
+      credentials: staticCredentials(TOKEN),
+      userAgent: "t",
+    });
     await expect(gone.heartbeat([])).rejects.toThrow(/cannot reach http:\/\/127\.0\.0\.1:9/);
   });
 
@@ -287,7 +292,7 @@ describe("the job as the runner sees it", () => {
       ok: false,
       reason: "the coordinator sent the job without a per-run token",
     });
-    const unreadable = toRunnerAssignment(wire({ ...spec, engine: "pulumi" }), "https://o");
+    const unreadable = toRunnerAssignment(wire({ ...spec, engine: "cdktf" }), "https://o");
     expect(unreadable.ok === false && unreadable.reason).toMatch(/engine.*upgrade the agent/);
     const none = toRunnerAssignment(wire({ ...spec, configuration: null }), "https://o");
     expect(none).toEqual({ ok: false, reason: "the run has no configuration version" });

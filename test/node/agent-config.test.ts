@@ -180,6 +180,7 @@ describe("loadConfig", () => {
       address: "https://outpost.example.com",
       token: TOKEN,
       tokenFile: null,
+      oidc: null,
       name: hostname(),
       single: false,
       logLevel: "info",
@@ -191,6 +192,9 @@ describe("loadConfig", () => {
       hookTimeoutMs: 60_000,
       shutdownGraceMs: 300_000,
       cancelGraceMs: 30_000,
+      isolation: "auto",
+      orphanGraceMs: 30_000,
+      configFile: null,
       envForward: [],
       releaseMirror: null,
       caCertFile: null,
@@ -333,5 +337,58 @@ describe("loadConfig", () => {
     expect(() => loadConfig(["--accept", ""], GOOD_ENV)).toThrow(UserError);
     expect(() => loadConfig(["stray-positional"], GOOD_ENV)).toThrow(UserError);
     expect(() => loadConfig(["--concurrency"], GOOD_ENV)).toThrow(UserError);
+  });
+});
+
+describe("loadConfig: logging in with OIDC", () => {
+  const POOL = `pool_${"b".repeat(26)}`;
+  const ADDRESS = { OUTPOST_ADDRESS: "https://outpost.example.com" };
+
+  it("takes the token file, pool and expiration from flags, variables or the config file", () => {
+    const jwt = file("oidc.jwt", "eyJ.a.b\n");
+    expect(
+      loadConfig(
+        ["--oidc-token-file", jwt, "--pool-id", POOL, "--token-expiration", "2h"],
+        ADDRESS,
+      ),
+    ).toMatchObject({
+      token: null,
+      tokenFile: null,
+      oidc: { tokenFile: jwt, poolId: POOL, tokenExpirationSeconds: 7200 },
+    });
+    expect(
+      loadConfig([], {
+        ...ADDRESS,
+        OUTPOST_OIDC_TOKEN_FILE: jwt,
+        OUTPOST_POOL_ID: POOL,
+        OUTPOST_TOKEN_EXPIRATION: "900",
+      }),
+    ).toMatchObject({ oidc: { tokenFile: jwt, poolId: POOL, tokenExpirationSeconds: 900 } });
+    const config = file(
+      "pulumi-style.yaml",
+      `oidc_token_file: ${jwt}\npool_id: ${POOL}\ntoken_expiration: 1h30m\n`,
+    );
+    expect(loadConfig(["--config", config], ADDRESS)).toMatchObject({
+      token: null,
+      oidc: { tokenFile: jwt, poolId: POOL, tokenExpirationSeconds: 5400 },
+    });
+    expect(loadConfig(["--oidc-token-file", jwt, "--pool-id", POOL], ADDRESS)).toMatchObject({
+      oidc: { tokenExpirationSeconds: 3600 },
+    });
+  });
+
+  it.each([
+    [["--pool-id", POOL], GOOD_ENV, "and OUTPOST_TOKEN are both set; keep one"],
+    [["--token-file", "/x"], {}, "and --token-file are both set; keep one"],
+    [[], {}, "needs the pool to log in to: --pool-id"],
+    [["--pool-id", "pool_nope"], {}, "--pool-id must be a pool id"],
+    [["--pool-id", POOL, "--token-expiration", "5"], {}, "--token-expiration must be seconds"],
+    [["--pool-id", POOL, "--token-expiration", "3d"], {}, "--token-expiration must be seconds"],
+    [["--pool-id", POOL, "--token-expiration", "25h"], {}, "--token-expiration must be seconds"],
+  ])("refuses %j with a one-line UserError", (args, env, message) => {
+    const jwt = file("refused.jwt", "eyJ.a.b");
+    const attempt = () => loadConfig(["--oidc-token-file", jwt, ...args], { ...ADDRESS, ...env });
+    expect(attempt).toThrow(UserError);
+    expect(attempt).toThrow(message);
   });
 });

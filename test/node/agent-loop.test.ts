@@ -16,6 +16,7 @@ import type { JobOutcome } from "../../agent/src/job/types.ts";
 import { createLogger } from "../../agent/src/logger.ts";
 import { AgentLoop, type AgentLoopOptions } from "../../agent/src/poller.ts";
 import type { StagedUpdate, Updater } from "../../agent/src/update/updater.ts";
+import { NO_ISOLATION } from "./helpers/isolation.ts";
 
 const LEASE = `lease_${"b".repeat(26)}`;
 const AGENT_ID = `agt_${"z".repeat(26)}`;
@@ -193,6 +194,7 @@ function loop(
     concurrency: 1,
     accept: ["plan", "apply"],
     single: false,
+    isolation: "none",
     shutdownGraceMs: 60_000,
     settings: {
       dataDir: "/nonexistent",
@@ -205,6 +207,7 @@ function loop(
       allowFileRepos: false,
       cancelGraceMs: 100,
       maxConfigurationBytes: 1024,
+      isolation: NO_ISOLATION,
     },
     // The fake jobs never call the coordinator port.
     portFor: () => ({}) as ReturnType<AgentLoopOptions["portFor"]>,

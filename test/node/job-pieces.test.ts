@@ -30,6 +30,7 @@ const assignment: JobAssignment = {
   speculative: false,
   engine: "terraform",
   engineVersion: "1.9.5",
+  stackName: null,
   workingDirectory: "",
   variables: [
     { key: "AWS_REGION", value: "eu-west-1", category: "env", hcl: false, sensitive: false },

@@ -4,8 +4,10 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync }
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { JobIsolation } from "../../agent/src/job/containment.ts";
 import { startJob } from "../../agent/src/job/runner.ts";
 import type { JobAssignment, JobSettings, JobVariable } from "../../agent/src/job/types.ts";
+import { bubblewrapIsolation } from "./helpers/isolation.ts";
 import { MirrorServer } from "./helpers/mirror.ts";
 import { StateServer } from "./helpers/state-server.ts";
 import { buildTarGz, type TarEntry } from "./helpers/tarball.ts";
@@ -19,11 +21,13 @@ let base: string;
 let settings: JobSettings;
 let port: TestPort;
 let runCounter = 0;
+let sandboxed: JobIsolation;
 
 beforeAll(async () => {
   await Promise.all([mirror.start(), state.start()]);
   mirror.publish("terraform", "1.9.5");
   base = mkdtempSync(path.join(tmpdir(), "outpost-runner-"));
+  sandboxed = await bubblewrapIsolation({ agentHome: process.env.HOME ?? null });
 });
 afterAll(async () => {
   await Promise.all([mirror.stop(), state.stop()]);
@@ -43,6 +47,8 @@ beforeEach(() => {
     allowFileRepos: false,
     cancelGraceMs: 10_000,
     maxConfigurationBytes: 10 * 1024 * 1024,
+    // The agent's default on Linux: every job process in a bubblewrap sandbox.
+    isolation: sandboxed,
   };
 });
 
@@ -68,6 +74,7 @@ function assignment(
     speculative: false,
     engine: "terraform",
     engineVersion: "1.9.5",
+    stackName: null,
     workingDirectory: "",
     variables: [],
     source: {

@@ -16,6 +16,7 @@ import { poolStub } from "../../src/pools/service.ts";
 import { BASE, request, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { addTrust, TestIssuer } from "./helpers/oidc.ts";
 import { queueRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 import { md5Base64, seedWorkspace, stateJson } from "./helpers/state-fixtures.ts";
 import { tarGz } from "./helpers/tarball.ts";
@@ -58,6 +59,8 @@ type Fixtures = {
   hookSecret: string;
   poolIds: string[];
   stateBody: string;
+  /** JWTs of the trusted loopback issuer that every trust refuses (sub, aud, exp). */
+  oidcTokens: string[];
   /** A signed-in dashboard session (an admin's) and the sign-in form's CSRF cookie. */
   ui: { cookie: string; csrf: string; loginCsrf: string };
 };
@@ -68,6 +71,14 @@ beforeAll(async () => {
   const org = await seedOrg();
   const other = await seedOrg();
   const runnable = await runnableWorkspace(org);
+  // The fuzzing runs for minutes: the agent must not turn unknown by the pool's own alarm in
+  // the middle of a request, which would look like that request changing the pool.
+  const slow = await requestJson(`/api/v1/pools/${runnable.poolId}`, {
+    method: "PATCH",
+    token: org.tokens.owner,
+    body: { unknownAfterSeconds: 3600 },
+  });
+  expect(slow.status, JSON.stringify(slow.body)).toBe(200);
   const agent = await TestAgent.register(runnable.agentToken);
   const queued = await queueRun(org, runnable.workspace.id);
   expect(queued.status).toBe(201);
@@ -102,6 +113,18 @@ beforeAll(async () => {
     { token: org.tokens.reader },
   );
   const foreign = await runnableWorkspace(other);
+  // A pool that trusts a loopback issuer, so exchanges reach its discovery and JWKS.
+  const issuer = await TestIssuer.create("fuzz");
+  const trust = await addTrust(org, runnable.poolId, {
+    issuer: issuer.url,
+    audience: "fuzz",
+    claims: { sub: "fuzz:*" },
+  });
+  const oidcTokens = [
+    await issuer.sign({ aud: "fuzz", sub: "other" }),
+    await issuer.sign({ aud: "nope", sub: "fuzz:1" }),
+    await issuer.sign({ aud: "fuzz", sub: "fuzz:1", exp: 1 }),
+  ];
   const session = await signIn(org.tokens.admin);
   const loginPage = await uiFetch("/ui/login");
   fx = {
@@ -118,6 +141,7 @@ beforeAll(async () => {
     hookSecret: hook.body.secret,
     poolIds: [runnable.poolId, waiting.poolId],
     stateBody,
+    oidcTokens,
     tokens: [
       org.tokens.owner,
       org.tokens.admin,
@@ -141,6 +165,7 @@ beforeAll(async () => {
       lease: [job.leaseId],
       token: (tokens.body.tokens ?? []).map((t) => t.id),
       hook: [hook.body.id],
+      trust: [trust.id],
       configurationVersion: [runnable.configurationVersionId],
       key: ["FUZZ_VAR", "a", "AWS_SECRET"],
       name: ["plan.tfplan", "terraform.lock.hcl", "plan.json"],
@@ -178,6 +203,7 @@ function idsFor(param: string, path: string): string[] {
     ["lease", "lease"],
     ["tokenid", "token"],
     ["hook", "hook"],
+    ["trust", "trust"],
     ["key", "key"],
     ["name", "name"],
     ["configuration", "configurationVersion"],
@@ -234,6 +260,14 @@ const FIELDS = [
   "graceSeconds",
   "workingDirectory",
   "vcs",
+  "issuer",
+  "audience",
+  "claims",
+  "oidcToken",
+  "tokenExpirationSeconds",
+  "workloadIdentity",
+  "workloadIdentityAudience",
+  "maxTokenExpirationSeconds",
   "__proto__",
 ];
 
@@ -259,7 +293,9 @@ function randomValue(rand: () => number, depth = 0): unknown {
     case 8:
       return depth > 2 ? {} : randomObject(rand, depth + 1);
     case 9:
-      return { jobId: fx.job.jobId, leaseId: fx.job.leaseId };
+      return rand() < 0.5
+        ? { jobId: fx.job.jobId, leaseId: fx.job.leaseId }
+        : pick(rand, [...fx.oidcTokens, "http://127.0.0.1:1/x", { sub: "fuzz:*" }]);
     case 10:
       return "\u0000\ud800<script>";
     default:
@@ -349,7 +385,16 @@ async function buildRequest(rand: () => number, route: Route): Promise<Built> {
   }
   let body: Uint8Array | undefined;
   const kind = Math.floor(rand() * 8);
-  if (kind === 0) {
+  if (path.endsWith("/oidc/exchange") && rand() < 0.6) {
+    // Well-formed exchanges with tokens every trust refuses: past validation, into verification.
+    const exchange = {
+      poolId: pick(rand, fx.ids.pool ?? []),
+      oidcToken: pick(rand, [...fx.oidcTokens, "a.b.c", "x".repeat(100)]),
+      tokenExpirationSeconds: pick(rand, [10, 3600, 86_400]),
+    };
+    body = encoder.encode(JSON.stringify(exchange));
+    headers["content-type"] = "application/json";
+  } else if (kind === 0) {
     body = encoder.encode(JSON.stringify(randomObject(rand)));
     headers["content-type"] = "application/json";
   } else if (kind === 1) {

@@ -42,6 +42,14 @@ describe("GET /api/v1/openapi.json", () => {
     expect(registered.length).toBeGreaterThan(60);
     const missing = registered.filter((r) => !res.body.paths[r.path]?.[r.method]);
     expect(missing).toEqual([]);
+    expect(registered).toEqual(
+      expect.arrayContaining([
+        { method: "get", path: "/.well-known/openid-configuration" },
+        { method: "get", path: "/.well-known/jwks" },
+        { method: "post", path: "/agent/v1/oidc/exchange" },
+        { method: "delete", path: "/api/v1/pools/{poolId}/oidc-trusts/{trustId}" },
+      ]),
+    );
   });
 
   it("gives every operation a unique operationId and a tag", async () => {

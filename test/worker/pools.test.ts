@@ -153,6 +153,7 @@ describe("GET /api/v1/pools and /api/v1/pools/:poolId", () => {
         statusReason: null,
         capacity: 3,
         acceptedPhases: ["plan", "apply"],
+        isolation: null,
         tokenId: pool.tokenId,
         runningJobs: [{ jobId: job.jobId, phase: "plan", state: "leased" }],
         lastContactAt: expect.any(String),

@@ -15,7 +15,7 @@ type RunJob = {
   id: string;
   phase: string;
   poolId: string;
-  agent: { id: string; name: string | null; version: string; isolationMode: string };
+  agent: { id: string; name: string | null; version: string; isolation: string };
   engineVersion: string | null;
   startedAt: string;
   endedAt: string | null;
@@ -29,7 +29,7 @@ describe("jobs record their agent", () => {
     const ws = await runnableWorkspace(org, { engineVersion: "~> 1.9" });
     const agent = await TestAgent.register(ws.agentToken, {
       name: "builder-1",
-      isolationMode: "bubblewrap",
+      isolation: "bwrap",
     });
     const queued = await queueRun(org, ws.workspace.id);
     expect(queued.status).toBe(201);
@@ -49,7 +49,7 @@ describe("jobs record their agent", () => {
           id: agent.agentId,
           name: "builder-1",
           version: "0.1.0",
-          isolationMode: "bubblewrap",
+          isolation: "bwrap",
         },
         engineVersion: null,
         startedAt: expect.any(String),
@@ -90,7 +90,7 @@ describe("jobs record their agent", () => {
     const run = await getRun(org, queued.body.id);
     expect((run.jobs as RunJob[])[0]?.agent).toMatchObject({
       name: null,
-      isolationMode: "unknown",
+      isolation: "unknown",
     });
   });
 

@@ -360,7 +360,8 @@ describe("serials, lineage and retries", () => {
     expect(await versions(ws)).toEqual([]);
     const listed = await env.BLOBS.list({ prefix: `orgs/` });
     expect(listed.objects.filter((o) => o.key.includes(ws))).toEqual([]);
-  });
+    // Twelve refusals, each with two whole-D1 snapshots: ~2.5 s alone, past 5 s on 2 busy cores.
+  }, 20_000);
 
   it("accepts OpenTofu's encrypted envelope by its plain serial and lineage", async () => {
     const { tf, ws } = await setup();

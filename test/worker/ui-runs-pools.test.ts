@@ -23,7 +23,7 @@ describe("run page", () => {
 
     const agent = await TestAgent.register(ws.agentToken, {
       name: "<b>builder</b>",
-      isolationMode: "bubblewrap",
+      isolation: "bwrap",
     });
     const job = await agent.lease();
     await agent.start(job);
@@ -36,7 +36,7 @@ describe("run page", () => {
     const page = await (await reader.get(`/ui/runs/${runId}`)).text();
     expect(page).toContain("Plan ran on");
     expect(page).toContain(`&lt;b&gt;builder&lt;/b&gt; (${agent.agentId})`);
-    expect(page).toContain(", isolation bubblewrap");
+    expect(page).toContain(", isolation bwrap");
     expect(page).not.toContain("<b>builder</b>");
   });
 });

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { loadConfig } from "../config/load.ts";
-import { forgetToken } from "../config/token.ts";
+import { forgetToken, TOKEN_VARIABLES } from "../config/token.ts";
 import { describeFatal } from "../errors.ts";
+import { eraseInitialEnvironment } from "../exec/environ.ts";
 import { EXIT_CODES } from "../exit-codes.ts";
 import { createLogger } from "../logger.ts";
 import { runAgent } from "../main.ts";
@@ -12,9 +13,17 @@ try {
     process.stdout.write(config.print);
     process.exit(EXIT_CODES.ok);
   }
-  // Nothing the agent starts (git, hooks) may inherit the token.
+  // Nothing the agent starts (git, hooks) may inherit the token, nor read it in /proc.
+  const hadToken = TOKEN_VARIABLES.some((name) => process.env[name] !== undefined);
   forgetToken(process.env);
+  const erased = hadToken ? eraseInitialEnvironment(TOKEN_VARIABLES) : null;
   const logger = createLogger({ level: config.logLevel, json: config.logJson });
+  if (erased !== null && "failed" in erased) {
+    logger.warn(
+      { reason: erased.failed },
+      "could not erase the agent token from /proc/self/environ; use --token-file, or isolation bwrap, so jobs cannot read it",
+    );
+  }
   // Exit now: idle keep-alive sockets or timers must not hold a finished agent open.
   process.exit(await runAgent(config, logger));
 } catch (error) {

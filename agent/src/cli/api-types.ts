@@ -5,6 +5,40 @@
  */
 
 export interface paths {
+    "/.well-known/jwks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Public keys that verify workload identity tokens, the signing key first (no auth) */
+        get: operations["getJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/openid-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenID discovery document of the workload identity issuer (no auth) */
+        get: operations["getOpenIdConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/goodbye": {
         parameters: {
             query?: never;
@@ -165,6 +199,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agent/v1/oidc/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange an OIDC token trusted by the pool for a short-lived agent token
+         * @description Optionally authenticated with the agent token being renewed (Bearer op_agent_…), which keeps the agent's registration.
+         */
+        post: operations["exchangeOidcToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/register": {
         parameters: {
             query?: never;
@@ -308,6 +362,41 @@ export interface paths {
         head?: never;
         /** Rename a pool or change its liveness settings */
         patch: operations["updatePool"];
+        trace?: never;
+    };
+    "/api/v1/pools/{poolId}/oidc-trusts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the pool's OIDC trusts */
+        get: operations["listOidcTrusts"];
+        put?: never;
+        /** Trust an OIDC issuer: its tokens that meet every condition log agents in */
+        post: operations["createOidcTrust"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/pools/{poolId}/oidc-trusts/{trustId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a trust; the agent tokens issued under it are revoked and their agents exit */
+        delete: operations["deleteOidcTrust"];
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/pools/{poolId}/tokens": {
@@ -1013,6 +1102,11 @@ export interface components {
             arch: string;
             capacity: number;
             id: string;
+            /**
+             * @description How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it
+             * @enum {string|null}
+             */
+            isolation: "bwrap" | "none" | null;
             lastContactAt: string;
             name: string | null;
             os: string;
@@ -1036,6 +1130,8 @@ export interface components {
             /** @description Unknown this long: errored */
             erroredAfterSeconds: number;
             id: string;
+            /** @description Longest lifetime of an agent token issued by an OIDC exchange (default 3600) */
+            maxTokenExpirationSeconds: number;
             name: string;
             /** @description Offline this long: dropped from listings */
             retentionSeconds: number;
@@ -1061,7 +1157,8 @@ export interface components {
             arch: string;
             /** @default 1 */
             capacity?: number;
-            isolationMode?: string | null;
+            /** @enum {string} */
+            isolation?: "bwrap" | "none";
             name?: string | null;
             os: string;
             version: string;
@@ -1103,9 +1200,19 @@ export interface components {
         AgentToken: {
             createdAt: string;
             description: string;
+            /** @description Tokens issued by an OIDC exchange expire; static tokens (null) do not */
+            expiresAt: string | null;
             id: string;
             /** @description The latest use by any of its agents: their last contact with the pool (polls, heartbeats), or their last other call, to the minute */
             lastUsedAt: string | null;
+            /** @description Set when the token was issued by an OIDC exchange */
+            oidc: {
+                /** @description The first token of this agent's chain of renewals; the pool lists the agent under it */
+                chainId: string;
+                issuer: string;
+                subject: string | null;
+                trustId: string;
+            } | null;
             poolId: string;
             revokedAt: string | null;
         };
@@ -1144,6 +1251,7 @@ export interface components {
         CreateAgentPool: {
             description?: string;
             erroredAfterSeconds?: number | null;
+            maxTokenExpirationSeconds?: number | null;
             /** @example datacenter-1 */
             name: string;
             retentionSeconds?: number | null;
@@ -1171,6 +1279,28 @@ export interface components {
             /** @description The secret. Shown once; store it now. */
             token: string;
         };
+        CreateOidcTrust: {
+            /**
+             * @description A value the tokens' aud must contain
+             * @example outpost
+             */
+            audience: string;
+            /**
+             * @description Claim name → exact value, or a pattern where * matches any run of characters. Every condition must hold.
+             * @example {
+             *       "sub": "system:serviceaccount:ci:*"
+             *     }
+             */
+            claims: {
+                [key: string]: string;
+            };
+            description?: string;
+            /**
+             * @description Exactly the tokens' iss: https (loopback http only on development deployments)
+             * @example https://token.actions.githubusercontent.com
+             */
+            issuer: string;
+        };
         CreateOrganization: {
             name: string;
         };
@@ -1186,10 +1316,11 @@ export interface components {
             /** @default  */
             message?: string;
             /**
+             * @description apply (plan, then apply when confirmed), plan (speculative), destroy, or refresh (reconcile the state with the real infrastructure and change nothing else)
              * @default apply
              * @enum {string}
              */
-            operation?: "plan" | "apply" | "destroy";
+            operation?: "plan" | "apply" | "destroy" | "refresh";
         };
         CreateVcsHook: {
             /** @default  */
@@ -1206,9 +1337,9 @@ export interface components {
             autoApply?: boolean;
             description?: string;
             /** @enum {string} */
-            engine?: "terraform" | "tofu";
+            engine?: "terraform" | "tofu" | "pulumi";
             /**
-             * @description latest (the default), an exact version such as 1.9.5, or a constraint such as ~> 1.9 or >= 1.6, < 2.0; the agent resolves it against its release mirror and each job records the exact version it ran
+             * @description latest (the default), an exact version such as 1.9.5, or a constraint: ~> 1.9 or >= 1.6, < 2.0 for Terraform and OpenTofu, a semver range such as ^3.150 for Pulumi. The agent resolves it against its release mirror; each job records the exact version it ran
              * @example ~> 1.9
              */
             engineVersion?: string;
@@ -1229,6 +1360,11 @@ export interface components {
              * @enum {string}
              */
             remoteStateSharing?: "none" | "organization" | "workspaces";
+            /**
+             * @description The Pulumi stack; required with engine "pulumi", absent otherwise
+             * @example dev
+             */
+            stackName?: string | null;
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -1236,11 +1372,18 @@ export interface components {
             vcsTriggerPaths?: string[] | null;
             /** @description Relative to the configuration root; empty for the root */
             workingDirectory?: string;
+            /** @description Hand every job (not a fork's) a signed workload identity token; default false */
+            workloadIdentity?: boolean;
+            /**
+             * @description The token's aud (e.g. sts.amazonaws.com); null means the issuer URL
+             * @example api://AzureADTokenExchange
+             */
+            workloadIdentityAudience?: string | null;
         };
         Error: {
             error: {
                 /** @enum {string} */
-                code: "BAD_REQUEST" | "UNAUTHORIZED" | "TOKEN_REVOKED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "LEASE_LOST" | "GONE" | "LENGTH_REQUIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RANGE_NOT_SATISFIABLE" | "LOCKED" | "RATE_LIMITED" | "INTERNAL" | "UNAVAILABLE";
+                code: "BAD_REQUEST" | "UNAUTHORIZED" | "TOKEN_REVOKED" | "TOKEN_EXPIRED" | "OIDC_REJECTED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "LEASE_LOST" | "GONE" | "LENGTH_REQUIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RANGE_NOT_SATISFIABLE" | "LOCKED" | "RATE_LIMITED" | "INTERNAL" | "UNAVAILABLE";
                 details?: {
                     [key: string]: unknown;
                 };
@@ -1265,6 +1408,8 @@ export interface components {
                 hasChanges: boolean;
                 /** @default 0 */
                 imports?: number;
+                replaces?: number;
+                sames?: number;
             } | null;
         };
         FinishResponse: {
@@ -1328,16 +1473,18 @@ export interface components {
                         source: "upload" | "vcs";
                     } | null;
                     /** @enum {string} */
-                    engine: "terraform" | "tofu";
+                    engine: "terraform" | "tofu" | "pulumi";
                     engineVersion: string;
                     isDestroy: boolean;
                     isFork: boolean;
                     isSpeculative: boolean;
                     /** @enum {string} */
-                    operation: "plan" | "apply" | "destroy";
+                    operation: "plan" | "apply" | "destroy" | "refresh";
                     /** @enum {string} */
                     phase: "plan" | "apply";
                     planSha256: string | null;
+                    /** @default null */
+                    stackName?: string | null;
                     workingDirectory: string;
                     workspaceName: string;
                 };
@@ -1351,6 +1498,11 @@ export interface components {
                     key: string;
                     value: string;
                 }[];
+                workloadIdentity?: {
+                    token: string;
+                } | {
+                    error: string;
+                };
                 workspaceId: string;
             };
         } | {
@@ -1359,6 +1511,19 @@ export interface components {
             exit: {
                 reason: string;
             };
+        };
+        Jwks: {
+            keys: {
+                /** @enum {string} */
+                alg: "RS256";
+                e: string;
+                kid: string;
+                /** @enum {string} */
+                kty: "RSA";
+                n: string;
+                /** @enum {string} */
+                use: "sig";
+            }[];
         };
         /** @description Terraform's lock info, exactly as the client sends it */
         LockInfo: {
@@ -1374,6 +1539,42 @@ export interface components {
         };
         LockWorkspace: {
             reason: string;
+        };
+        OidcExchangeRequest: {
+            /** @description A JWT from an issuer the pool trusts */
+            oidcToken: string;
+            poolId: string;
+            /**
+             * @description Lifetime of the agent token, capped by the pool's maxTokenExpirationSeconds
+             * @default 3600
+             */
+            tokenExpirationSeconds?: number;
+        };
+        OidcExchangeResponse: {
+            expiresAt: string;
+            poolId: string;
+            /** @description An agent token (op_agent_…) of the pool */
+            token: string;
+            tokenId: string;
+        };
+        OidcTrust: {
+            audience: string;
+            claims: {
+                [key: string]: string;
+            };
+            createdAt: string;
+            description: string;
+            id: string;
+            issuer: string;
+            poolId: string;
+        };
+        OpenIdConfiguration: {
+            claims_supported: string[];
+            id_token_signing_alg_values_supported: string[];
+            issuer: string;
+            jwks_uri: string;
+            response_types_supported: string[];
+            subject_types_supported: string[];
         };
         Organization: {
             createdAt: string;
@@ -1425,7 +1626,7 @@ export interface components {
             jobs: components["schemas"]["RunJob"][];
             message: string;
             /** @enum {string} */
-            operation: "plan" | "apply" | "destroy";
+            operation: "plan" | "apply" | "destroy" | "refresh";
             /** @description SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other */
             planSha256: string | null;
             planSummary: {
@@ -1435,6 +1636,8 @@ export interface components {
                 hasChanges: boolean;
                 /** @default 0 */
                 imports?: number;
+                replaces?: number;
+                sames?: number;
             } | null;
             source: string;
             /** @enum {string} */
@@ -1459,8 +1662,8 @@ export interface components {
         RunJob: {
             agent: {
                 id: string;
-                /** @description How the agent isolated the job, as it registered it; unknown when it did not say */
-                isolationMode: string;
+                /** @description How the agent confined the job, as it registered: bwrap, none, or unknown when it did not say */
+                isolation: string;
                 name: string | null;
                 version: string;
             };
@@ -1548,6 +1751,7 @@ export interface components {
         UpdateAgentPool: {
             description?: string;
             erroredAfterSeconds?: number | null;
+            maxTokenExpirationSeconds?: number | null;
             /** @example datacenter-1 */
             name?: string;
             retentionSeconds?: number | null;
@@ -1562,9 +1766,9 @@ export interface components {
             autoApply?: boolean;
             description?: string;
             /** @enum {string} */
-            engine?: "terraform" | "tofu";
+            engine?: "terraform" | "tofu" | "pulumi";
             /**
-             * @description latest (the default), an exact version such as 1.9.5, or a constraint such as ~> 1.9 or >= 1.6, < 2.0; the agent resolves it against its release mirror and each job records the exact version it ran
+             * @description latest (the default), an exact version such as 1.9.5, or a constraint: ~> 1.9 or >= 1.6, < 2.0 for Terraform and OpenTofu, a semver range such as ^3.150 for Pulumi. The agent resolves it against its release mirror; each job records the exact version it ran
              * @example ~> 1.9
              */
             engineVersion?: string;
@@ -1585,6 +1789,11 @@ export interface components {
              * @enum {string}
              */
             remoteStateSharing?: "none" | "organization" | "workspaces";
+            /**
+             * @description The Pulumi stack; required with engine "pulumi", absent otherwise
+             * @example dev
+             */
+            stackName?: string | null;
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -1592,6 +1801,13 @@ export interface components {
             vcsTriggerPaths?: string[] | null;
             /** @description Relative to the configuration root; empty for the root */
             workingDirectory?: string;
+            /** @description Hand every job (not a fork's) a signed workload identity token; default false */
+            workloadIdentity?: boolean;
+            /**
+             * @description The token's aud (e.g. sts.amazonaws.com); null means the issuer URL
+             * @example api://AzureADTokenExchange
+             */
+            workloadIdentityAudience?: string | null;
         };
         Variable: {
             /** @enum {string} */
@@ -1647,7 +1863,7 @@ export interface components {
             currentRunId: string | null;
             description: string;
             /** @enum {string} */
-            engine: "terraform" | "tofu";
+            engine: "terraform" | "tofu" | "pulumi";
             engineVersion: string;
             /** @enum {string} */
             executionMode: "agent" | "local";
@@ -1670,11 +1886,22 @@ export interface components {
              * @enum {string}
              */
             remoteStateSharing: "none" | "organization" | "workspaces";
+            /** @description Pulumi workspaces: the stack */
+            stackName: string | null;
+            /**
+             * @description Where the state lives: outpost (state versions kept here), or workspace when a Pulumi workspace names its own backend in a PULUMI_BACKEND_URL variable, in which case Outpost keeps no checkpoint
+             * @enum {string}
+             */
+            stateBackend: "outpost" | "workspace";
             updatedAt: string;
             vcsBranch: string | null;
             vcsRepoUrl: string | null;
             vcsTriggerPaths: string[];
             workingDirectory: string;
+            /** @description Every job (not a fork's) receives a workload identity token: docs/workload-identity.md */
+            workloadIdentity: boolean;
+            /** @description The token's aud; null means the issuer URL */
+            workloadIdentityAudience: string | null;
         };
     };
     responses: never;
@@ -1685,6 +1912,64 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JSON Web Key Set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Jwks"];
+                };
+            };
+            /** @description Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getOpenIdConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The issuer's metadata */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenIdConfiguration"];
+                };
+            };
+            /** @description Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     sayGoodbye: {
         parameters: {
             query?: never;
@@ -1864,7 +2149,7 @@ export interface operations {
             header?: never;
             path: {
                 jobId: string;
-                name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json";
+                name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json" | "pulumi-stack.yaml";
             };
             cookie?: never;
         };
@@ -1908,7 +2193,7 @@ export interface operations {
             };
             path: {
                 jobId: string;
-                name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json";
+                name: "plan.tfplan" | "terraform.lock.hcl" | "plan.json" | "pulumi-stack.yaml";
             };
             cookie?: never;
         };
@@ -2303,6 +2588,66 @@ export interface operations {
             };
             /** @description Not found in this organization */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exchangeOidcToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OidcExchangeRequest"];
+            };
+        };
+        responses: {
+            /** @description The agent token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OidcExchangeResponse"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2969,6 +3314,216 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listOidcTrusts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                poolId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Trusts, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        trusts: components["schemas"]["OidcTrust"][];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createOidcTrust: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                poolId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOidcTrust"];
+            };
+        };
+        responses: {
+            /** @description The trust */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OidcTrust"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteOidcTrust: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                poolId: string;
+                trustId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed; the tokens it had issued are revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        revokedTokenIds: string[];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

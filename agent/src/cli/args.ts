@@ -2,13 +2,24 @@ import { type Command as Commander, CommanderError, Option } from "commander";
 import type { CliContext } from "./context.ts";
 import { type CliExitCode, UsageError } from "./errors.ts";
 
-/** One flag of a command: a value (`--pool ID`) or a switch (`--force`). */
-export type OptionSpec = { type: "string" | "boolean"; short?: string; description?: string };
+/**
+ * One flag of a command: a value (`--pool ID`), a value that may repeat (`--claim a=b --claim
+ * c=d`, read back as a list in the order given) or a switch (`--force`).
+ */
+export type OptionSpec = {
+  type: "string" | "strings" | "boolean";
+  short?: string;
+  description?: string;
+};
 export type OptionsSpec = Record<string, OptionSpec>;
 
 /** Parsed flag values by flag name (`engine-version`), plus the `--json` every command has. */
 export type Values<O extends OptionsSpec> = {
-  [K in keyof O]?: O[K]["type"] extends "string" ? string : boolean;
+  [K in keyof O]?: O[K]["type"] extends "string"
+    ? string
+    : O[K]["type"] extends "strings"
+      ? string[]
+      : boolean;
 } & { json?: boolean };
 
 export type CommandSpec<O extends OptionsSpec> = {
@@ -69,14 +80,24 @@ export function addCommand(
   });
   for (const [flag, option] of Object.entries(cli.spec.options)) {
     const short = option.short === undefined ? "" : `-${option.short}, `;
-    const value = option.type === "string" ? ` <${flag === "description" ? "TEXT" : "VALUE"}>` : "";
-    sub.addOption(new Option(`${short}--${flag}${value}`, option.description ?? ""));
+    const value =
+      option.type === "boolean" ? "" : ` <${flag === "description" ? "TEXT" : "VALUE"}>`;
+    const added = new Option(`${short}--${flag}${value}`, option.description ?? "");
+    if (option.type === "strings") {
+      added.argParser((item: string, previous: string[] | undefined) => [
+        ...(previous ?? []),
+        item,
+      ]);
+    }
+    sub.addOption(added);
   }
   sub.option("--json", "print the coordinator's answer as JSON");
   sub.action(async (...args: unknown[]) => {
     const self = args[args.length - 1] as Commander;
-    const opts = self.opts<Record<string, string | boolean | undefined>>();
-    const values: Record<string, string | boolean | undefined> = { json: opts.json === true };
+    const opts = self.opts<Record<string, string | string[] | boolean | undefined>>();
+    const values: Record<string, string | string[] | boolean | undefined> = {
+      json: opts.json === true,
+    };
     for (const flag of Object.keys(cli.spec.options)) {
       values[flag] = flag.startsWith("no-")
         ? opts[camel(flag.slice(3))] === false || undefined

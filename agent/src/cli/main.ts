@@ -8,6 +8,7 @@ import {
   commanderOutcome,
 } from "./args.ts";
 import { login, logout, whoami } from "./commands/auth.ts";
+import { oidcTrusts } from "./commands/oidc-trusts.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
 import { cancel, confirm, discard, logs, run, runs } from "./commands/runs.ts";
 import { outputs, state } from "./commands/state.ts";
@@ -21,6 +22,7 @@ const COMMANDS: Record<string, CliCommand | CliGroup> = {
   whoami,
   pools,
   "agent-tokens": agentTokens,
+  "oidc-trusts": oidcTrusts,
   workspaces,
   vars,
   run,

@@ -11,10 +11,9 @@ import {
   type RunningJob,
   StartResponse,
 } from "@outpost/protocol";
-import { ExitRequest } from "../errors.ts";
-import { EXIT_CODES } from "../exit-codes.ts";
 import type { HttpResponse } from "../net/fetch.ts";
 import { type ContactMonitor, observed } from "./contact.ts";
+import type { AgentCredentials } from "./credentials.ts";
 import {
   CoordinatorError,
   type HttpTarget,
@@ -23,20 +22,12 @@ import {
   segment,
   send,
 } from "./http.ts";
+import { TokenRejected } from "./token-rejected.ts";
 
 /** Extra time on top of the long-poll wait before a `jobs/next` request counts as lost. */
 const POLL_MARGIN_MS = 20_000;
 
-/**
- * The agent token was not accepted: revoked, or unknown (its pool was deleted). The process
- * must stop with {@link EXIT_CODES.tokenRevoked}.
- */
-export class TokenRejected extends ExitRequest {
-  override name = "TokenRejected";
-  constructor(message: string) {
-    super(message, EXIT_CODES.tokenRevoked);
-  }
-}
+export { TokenRejected };
 
 /** True when the coordinator does not know this agent id (any more): register again. */
 export function isAgentUnknown(error: unknown): boolean {
@@ -50,7 +41,8 @@ export function isLeaseGone(error: unknown): boolean {
 
 export type AgentApiOptions = {
   address: string;
-  token: string;
+  /** The agent token, static or renewed through OIDC exchanges. */
+  credentials: AgentCredentials;
   userAgent: string;
   /** Told of every answer and every transient failure, to log an outage once. */
   contact?: Pick<ContactMonitor, "failed" | "succeeded">;
@@ -67,12 +59,10 @@ export type AgentApiOptions = {
 export class AgentApi {
   private agentId: string | null = null;
   private readonly target: HttpTarget;
-  private readonly token: string;
   private readonly o: AgentApiOptions;
 
   constructor(options: AgentApiOptions) {
     this.target = { address: options.address, userAgent: options.userAgent };
-    this.token = options.token;
     this.o = options;
   }
 
@@ -146,14 +136,35 @@ export class AgentApi {
     return readJson(res, GoodbyeResponse, "goodbye");
   }
 
+  /**
+   * Sends with the current token. An expired one (401 TOKEN_EXPIRED, only OIDC-issued tokens
+   * expire) is renewed and the request sent once more; any other 401 ends the agent.
+   */
   private async call(input: Omit<RequestInput, "token">): Promise<HttpResponse> {
+    const token = await this.o.credentials.current(input.signal);
+    try {
+      return await this.sendWith(input, token);
+    } catch (error) {
+      if (!(error instanceof CoordinatorError && error.code === "TOKEN_EXPIRED")) {
+        throw error;
+      }
+      const fresh = await this.o.credentials.renewAfterExpiry(token, input.signal);
+      return this.sendWith(input, fresh).catch((again: unknown) => {
+        throw again instanceof CoordinatorError && again.code === "TOKEN_EXPIRED"
+          ? new TokenRejected(`a freshly renewed agent token was already expired: ${again.message}`)
+          : again;
+      });
+    }
+  }
+
+  private async sendWith(input: Omit<RequestInput, "token">, token: string): Promise<HttpResponse> {
     const headers: Record<string, string> = { ...input.headers };
     if (this.agentId !== null) {
       headers[AGENT_ID_HEADER] = this.agentId;
     }
     try {
       const res = await observed(this.o.contact, () =>
-        send(this.target, { ...input, headers, token: this.token }),
+        send(this.target, { ...input, headers, token }),
       );
       const version = res.headers.get(AGENT_VERSION_HEADER);
       if (version !== null) {
@@ -161,6 +172,9 @@ export class AgentApi {
       }
       return res;
     } catch (error) {
+      if (error instanceof CoordinatorError && error.code === "TOKEN_EXPIRED") {
+        throw error;
+      }
       if (error instanceof CoordinatorError && error.status === 401) {
         throw new TokenRejected(
           error.code === "TOKEN_REVOKED"

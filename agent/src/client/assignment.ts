@@ -22,6 +22,10 @@ export function toRunnerAssignment(job: WireAssignment, address: string): Mapped
   if (job.runToken === undefined) {
     return { ok: false, reason: "the coordinator sent the job without a per-run token" };
   }
+  // The workspace expects an identity; running without it would fail later, less clearly.
+  if (job.workloadIdentity !== undefined && "error" in job.workloadIdentity) {
+    return { ok: false, reason: job.workloadIdentity.error };
+  }
   const s = spec.data;
   const configuration = s.configuration;
   let source: JobAssignment["source"];
@@ -60,6 +64,7 @@ export function toRunnerAssignment(job: WireAssignment, address: string): Mapped
       planSha256: s.planSha256,
       engine: s.engine,
       engineVersion: s.engineVersion,
+      stackName: s.stackName,
       workingDirectory: s.workingDirectory,
       variables: (job.variables ?? []).map((v) => ({
         key: v.key,
@@ -71,6 +76,7 @@ export function toRunnerAssignment(job: WireAssignment, address: string): Mapped
       source,
       runToken: job.runToken,
       stateAddress: `${address}/state/v1/${segment(job.workspaceId)}`,
+      workloadIdentityToken: job.workloadIdentity?.token ?? null,
     },
   };
 }

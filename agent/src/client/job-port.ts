@@ -10,6 +10,7 @@ import {
   SHA256_HEADER,
   type ArtifactName as WireArtifactName,
 } from "@outpost/protocol";
+import { z } from "zod";
 import { TransientError } from "../errors.ts";
 import type { ArtifactName, CoordinatorPort } from "../job/types.ts";
 import type { LogSendResult } from "../logs/streamer.ts";
@@ -23,6 +24,7 @@ export const WIRE_ARTIFACT_NAMES: Record<ArtifactName, WireArtifactName> = {
   "plan-file": "plan.tfplan",
   "lock-file": "terraform.lock.hcl",
   "plan-json": "plan.json",
+  "stack-settings": "pulumi-stack.yaml",
 };
 
 /** Transfers of configurations and artifacts may be large; a stuck one still ends. */
@@ -89,6 +91,32 @@ export function jobPort(options: {
       await writeBody(res, destFile);
       return true;
     },
+    async downloadState(stateAddress, destFile) {
+      const res = await send(target, {
+        method: "GET",
+        path: coordinatorPath(target, stateAddress),
+        token,
+        timeoutMs: TRANSFER_TIMEOUT_MS,
+        passStatuses: [204],
+      });
+      if (res.status === 204) {
+        await res.body?.cancel();
+        return false;
+      }
+      await writeBody(res, destFile);
+      return true;
+    },
+    async uploadState(stateAddress, file) {
+      const res = await send(target, {
+        method: "POST",
+        path: coordinatorPath(target, stateAddress),
+        token,
+        headers: { "content-type": "application/json" },
+        body: await readFile(file),
+        timeoutMs: TRANSFER_TIMEOUT_MS,
+      });
+      return readJson(res, StateWritten, "state upload");
+    },
     async sendLogChunk(offset, bytes): Promise<LogSendResult> {
       const res = await send(target, {
         method: "PUT",
@@ -110,6 +138,17 @@ export function jobPort(options: {
       return { ok: true };
     },
   };
+}
+
+/** What the state backend answers to an accepted write. */
+const StateWritten = z.object({ stateVersionId: z.string() });
+
+/** The path of `url` on the coordinator; the run token goes nowhere else. */
+function coordinatorPath(target: HttpTarget, url: string): string {
+  if (!url.startsWith(`${target.address}/`)) {
+    throw new Error(`refusing to send the run token to ${url}`);
+  }
+  return url.slice(target.address.length);
 }
 
 async function download(

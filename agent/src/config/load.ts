@@ -2,10 +2,18 @@ import { homedir, hostname } from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { UserError } from "../errors.ts";
+import { ISOLATION_SETTINGS, type IsolationSetting } from "../exec/sandbox.ts";
 import { readCaFile } from "../net/ca.ts";
+import { parseDurationSeconds } from "./duration.ts";
 import { type FileValue, readConfigFile } from "./file.ts";
 import { parseFlags } from "./flags.ts";
-import { SETTINGS, type SettingFlag, type SettingSpec } from "./settings.ts";
+import {
+  SETTINGS,
+  type SettingFlag,
+  type SettingSpec,
+  TOKEN_ENV,
+  TOKEN_TFC_ENV,
+} from "./settings.ts";
 import { readToken } from "./token.ts";
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const;
@@ -17,10 +25,15 @@ const ENV_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*\*?$/;
 export type AgentConfig = {
   /** Coordinator origin without a trailing slash, e.g. `https://outpost.example.com`. */
   address: string;
-  /** The agent-pool token (`op_agent_…`); never logged. */
-  token: string;
+  /** The agent-pool token (`op_agent_…`); never logged. Null when the agent logs in with OIDC. */
+  token: string | null;
   /** Where the token came from: a file is read again after an update restarts the agent. */
   tokenFile: string | null;
+  /**
+   * Log in with OIDC instead: the JWT in `tokenFile` (read again before every exchange) is
+   * exchanged for a short-lived agent token of `poolId`, renewed before it expires.
+   */
+  oidc: { tokenFile: string; poolId: string; tokenExpirationSeconds: number } | null;
   /** Display name shown in the pool listing (the host name unless set). */
   name: string;
   single: boolean;
@@ -37,6 +50,12 @@ export type AgentConfig = {
   shutdownGraceMs: number;
   /** Between the first and the second SIGINT of a graceful job cancel. */
   cancelGraceMs: number;
+  /** Job sandboxes: `auto` is decided at start (bubblewrap when it works, else none). */
+  isolation: IsolationSetting;
+  /** If the agent dies, between the SIGINT and the SIGKILL of its jobs' processes. */
+  orphanGraceMs: number;
+  /** Absolute path of the `--config` file, or null; hidden from jobs. */
+  configFile: string | null;
   /** Host variable names (or `PREFIX*` patterns) forwarded into job environments. */
   envForward: string[];
   /** Base URL of a release mirror laid out as `{mirror}/{engine}/{version}/{file}`; null = official sites. */
@@ -63,12 +82,20 @@ const httpUrl = z
   .regex(/^https?:\/\/[^\s/]+/i, "must be an http(s) URL")
   .transform((v) => v.replace(/\/+$/, ""));
 const concurrency = "must be an integer between 1 and 64";
+const expiration = "must be seconds or a duration like 90m or 2h, between 10 s and 24 h";
 const phases = "must list plan and/or apply, e.g. plan,apply";
 
 /** The validator of each setting, fed the raw value (flag text, variable text or file value). */
 const VALIDATORS = {
   address: z.string().transform(validateAddress),
   "token-file": z.string().min(1),
+  "oidc-token-file": z.string().min(1),
+  "pool-id": z.string().regex(/^pool_[a-z2-7]{26}$/, "must be a pool id (pool_…)"),
+  "token-expiration": z
+    .union([z.string(), z.number()])
+    .transform((v) => parseDurationSeconds(v))
+    .pipe(z.number({ error: expiration }).min(10, expiration).max(86_400, expiration))
+    .transform(Math.round),
   name: z.string().trim().min(1).max(100, "must be at most 100 characters"),
   single: z.boolean(),
   concurrency: z.coerce
@@ -90,6 +117,10 @@ const VALIDATORS = {
     .max(86_400, "must be at most 86400 seconds"),
   "shutdown-grace": seconds(0, 86_400),
   "cancel-grace": seconds(1, 3_600),
+  isolation: z.enum(ISOLATION_SETTINGS, {
+    error: `must be one of ${ISOLATION_SETTINGS.join(", ")}`,
+  }),
+  "orphan-grace": seconds(1, 3_600),
   "env-forward": z.array(
     z.string().regex(ENV_PATTERN, "must be variable names like AWS_REGION or prefixes like AWS_*"),
   ),
@@ -145,15 +176,7 @@ export function loadConfig(
   }
   return {
     address: get("address", undefined),
-    ...readToken(
-      env,
-      raw("token-file").value === undefined
-        ? null
-        : {
-            file: get("token-file", null),
-            isFromConfigFile: raw("token-file").source.startsWith("--config"),
-          },
-    ),
+    ...credentials(env, raw, get),
     name: get("name", hostname() || "outpost-agent"),
     single: get("single", false),
     logLevel: get("log-level", "info"),
@@ -165,12 +188,66 @@ export function loadConfig(
     hookTimeoutMs: Math.round(get("hook-timeout", 60) * 1000),
     shutdownGraceMs: Math.round(get("shutdown-grace", 300) * 1000),
     cancelGraceMs: Math.round(get("cancel-grace", 30) * 1000),
+    isolation: get("isolation", "auto"),
+    orphanGraceMs: Math.round(get("orphan-grace", 30) * 1000),
+    configFile: configFile.value === undefined ? null : path.resolve(String(configFile.value)),
     envForward: [...new Set(get("env-forward", []))],
     releaseMirror: raw("release-mirror").value === undefined ? null : get("release-mirror", null),
     caCertFile,
     forwardNetworkEnv: get("forward-network-env", true),
     autoUpdate: get("auto-update", true),
     allowFileRepos: get("allow-file-repos", false),
+  };
+}
+
+type Getter = <F extends SettingFlag>(
+  flag: F,
+  fallback: unknown,
+) => z.output<(typeof VALIDATORS)[F]>;
+
+/**
+ * How the agent authenticates: an agent token (environment or `--token-file`), or an OIDC token
+ * file with the pool to log in to. Naming both is refused, as is an OIDC file without a pool.
+ */
+function credentials(
+  env: NodeJS.ProcessEnv,
+  raw: (flag: SettingFlag) => Sourced,
+  get: Getter,
+): Pick<AgentConfig, "token" | "tokenFile" | "oidc"> {
+  const oidcFile = raw("oidc-token-file");
+  if (oidcFile.value === undefined) {
+    const tokenFile = raw("token-file");
+    return {
+      ...readToken(
+        env,
+        tokenFile.value === undefined
+          ? null
+          : {
+              file: get("token-file", null),
+              isFromConfigFile: tokenFile.source.startsWith("--config"),
+            },
+      ),
+      oidc: null,
+    };
+  }
+  const staticToken =
+    raw("token-file").value !== undefined
+      ? "--token-file"
+      : [TOKEN_ENV, TOKEN_TFC_ENV].find((name) => env[name]);
+  if (staticToken !== undefined) {
+    throw new UserError(`${oidcFile.source} and ${staticToken} are both set; keep one`);
+  }
+  if (raw("pool-id").value === undefined) {
+    throw new UserError(`${oidcFile.source} needs the pool to log in to: --pool-id pool_…`);
+  }
+  return {
+    token: null,
+    tokenFile: null,
+    oidc: {
+      tokenFile: path.resolve(get("oidc-token-file", null)),
+      poolId: get("pool-id", null),
+      tokenExpirationSeconds: get("token-expiration", 3600),
+    },
   };
 }
 

@@ -46,6 +46,35 @@ export const SETTINGS = [
     description: "read the agent token (op_agent_…) from FILE instead of OUTPOST_TOKEN",
   },
   {
+    flag: "oidc-token-file",
+    arg: "FILE",
+    kind: "string",
+    env: "OUTPOST_OIDC_TOKEN_FILE",
+    fileKey: "oidcTokenFile",
+    defaultText: "none",
+    description:
+      "log in with the OIDC token (JWT) in FILE instead of an agent token; re-read at each renewal",
+  },
+  {
+    flag: "pool-id",
+    arg: "POOL",
+    kind: "string",
+    env: "OUTPOST_POOL_ID",
+    fileKey: "poolId",
+    defaultText: "required with --oidc-token-file",
+    description: "the pool (pool_…) whose OIDC trust accepts the token",
+  },
+  {
+    flag: "token-expiration",
+    arg: "DURATION",
+    kind: "string",
+    env: "OUTPOST_TOKEN_EXPIRATION",
+    fileKey: "tokenExpiration",
+    defaultText: "1h",
+    description:
+      "lifetime asked for each agent token from an OIDC exchange: seconds or 90m, 2h (pool caps it)",
+  },
+  {
     flag: "name",
     arg: "NAME",
     kind: "string",
@@ -148,6 +177,25 @@ export const SETTINGS = [
     description: "between the first and the second SIGINT of a job cancel",
   },
   {
+    flag: "isolation",
+    arg: "MODE",
+    kind: "string",
+    env: "OUTPOST_ISOLATION",
+    fileKey: "isolation",
+    defaultText: "auto",
+    description:
+      "job sandboxes: bwrap (bubblewrap, Linux; start fails without it), none, or auto (bwrap when it works)",
+  },
+  {
+    flag: "orphan-grace",
+    arg: "SECONDS",
+    kind: "string",
+    env: "OUTPOST_ORPHAN_GRACE",
+    fileKey: "orphanGraceSeconds",
+    defaultText: "30",
+    description: "if the agent dies, between SIGINT and SIGKILL of its jobs' processes",
+  },
+  {
     flag: "env-forward",
     arg: "NAME",
     kind: "list",
@@ -213,6 +261,9 @@ export const SETTINGS = [
 
 export type SettingFlag = (typeof SETTINGS)[number]["flag"];
 
-/** The agent token comes from the environment only (never a flag: it would show in `ps`). */
+/**
+ * The agent token comes from the environment only (never a flag: it would show in `ps`), or from
+ * `--token-file`, or is obtained by exchanging the OIDC token of `--oidc-token-file`.
+ */
 export const TOKEN_ENV = "OUTPOST_TOKEN";
 export const TOKEN_TFC_ENV = "TFC_AGENT_TOKEN";

@@ -40,11 +40,17 @@ export function readToken(
   return { token: text, tokenFile: file };
 }
 
+/** The variables that may hold the agent token. */
+export const TOKEN_VARIABLES = [TOKEN_ENV, TOKEN_TFC_ENV] as const;
+
 /**
  * Removes the agent token from the process environment, so nothing the agent starts (git,
- * credential helpers, hooks) inherits it. Called once the configuration is loaded.
+ * credential helpers, hooks) inherits it. Called once the configuration is loaded; the agent
+ * then also erases it from its initial environment block (`exec/environ.ts`), which
+ * `/proc/<pid>/environ` would otherwise show for the agent's whole life.
  */
 export function forgetToken(env: NodeJS.ProcessEnv): void {
-  delete env[TOKEN_ENV];
-  delete env[TOKEN_TFC_ENV];
+  for (const name of TOKEN_VARIABLES) {
+    delete env[name];
+  }
 }

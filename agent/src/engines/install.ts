@@ -190,7 +190,8 @@ function extractBinary(zip: Buffer, engine: Engine, zipName: string): Uint8Array
   return binary;
 }
 
-async function fetchOk(url: string): Promise<Buffer> {
+/** The body of `url`; transient failures throw TransientError, the rest EngineInstallError. */
+export async function fetchOk(url: string): Promise<Buffer> {
   const res = await request(url);
   return Buffer.from(await res.arrayBuffer());
 }
@@ -223,7 +224,7 @@ async function request(url: string): Promise<HttpResponse> {
 }
 
 /** Streams `url` to `file`, returning the hex SHA-256 of what was written. */
-async function downloadTo(url: string, file: string): Promise<string> {
+export async function downloadTo(url: string, file: string): Promise<string> {
   const res = await request(url);
   const hash = createHash("sha256");
   let size = 0;
@@ -240,7 +241,8 @@ async function downloadTo(url: string, file: string): Promise<string> {
   return hash.digest("hex");
 }
 
-async function isExecutable(file: string): Promise<boolean> {
+/** True for an executable regular file. */
+export async function isExecutable(file: string): Promise<boolean> {
   try {
     await access(file, constants.X_OK);
     return (await stat(file)).isFile();

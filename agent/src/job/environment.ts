@@ -14,6 +14,15 @@ export function isReservedName(name: string): boolean {
   );
 }
 
+/**
+ * Workspace variables that tell the agent which cloud role to reach with the job's workload
+ * identity token (`OUTPOST_AWS_RUN_ROLE_ARN`, …; see `workload-identity.ts`): read by the agent,
+ * not passed on, and not reported as ignored.
+ */
+export function isIdentitySetting(name: string): boolean {
+  return /^OUTPOST_(AWS|GCP|AZURE)_[A-Z_]+$/.test(name);
+}
+
 /** True when `name` is in the allowlist, exactly or through a `PREFIX*` pattern. */
 export function isForwarded(name: string, allowlist: readonly string[]): boolean {
   return allowlist.some((pattern) =>
@@ -63,7 +72,7 @@ export function buildJobEnvironment(input: {
     }
   }
   for (const variable of jobVariables(assignment)) {
-    if (variable.category !== "env") {
+    if (variable.category !== "env" || isIdentitySetting(variable.key)) {
       continue;
     }
     if (!NAME.test(variable.key) || isReservedName(variable.key)) {

@@ -1,7 +1,7 @@
 import { constants, createReadStream, createWriteStream } from "node:fs";
 import { access, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { startProcess } from "../exec/process.ts";
+import { type Containment, startProcess } from "../exec/process.ts";
 
 export const HOOK_NAMES = ["pre-plan", "post-plan", "pre-apply", "post-apply"] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
@@ -34,7 +34,7 @@ export type HookControl = { onStart?: (kill: () => void) => void };
 /**
  * Runs the hook `name` from `hooksDir` if it exists (no file: nothing happens). It runs in `cwd`
  * with `env` plus `OUTPOST_AGENT_ENV` (a fresh file in `scratchDir`) and `OUTPOST_HOOK`, in its
- * own process group; its output goes to `onOutput`. Resolves with the `KEY=value` lines the hook
+ * own process group (sandboxed as `containment` says); its output goes to `onOutput`. Resolves with the `KEY=value` lines the hook
  * wrote to `$OUTPOST_AGENT_ENV` (blank lines and `#` comments ignored; `sensitive KEY=value`
  * also marks the value sensitive). For a job of a pull request from a fork (`isFork`) no hook
  * runs: hooks exist to hand the job credentials, which fork code never gets. Throws
@@ -51,6 +51,8 @@ export async function runHook(input: {
   isFork: boolean;
   onOutput: (chunk: Buffer | string) => void;
   control?: HookControl;
+  /** The job's sandbox and watchdog settings for the hook process. */
+  containment?: Containment;
 }): Promise<HookResult> {
   const file = path.join(input.hooksDir, input.name);
   try {
@@ -81,6 +83,7 @@ export async function runHook(input: {
     cwd: input.cwd,
     env: { ...input.env, OUTPOST_AGENT_ENV: envFile, OUTPOST_HOOK: input.name },
     onOutput: input.onOutput,
+    ...(input.containment === undefined ? {} : { containment: input.containment }),
   });
   input.control?.onStart?.(() => child.forceKill());
   let timedOut = false;

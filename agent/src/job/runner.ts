@@ -1,12 +1,14 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { ensureEngine } from "../engines/install.ts";
+import { ensurePulumi } from "../engines/pulumi-install.ts";
 import { resolveEngineVersion } from "../engines/resolve.ts";
 import { type RunningProcess, startProcess } from "../exec/process.ts";
-import { secretVariants } from "../logs/masker.ts";
+import { MASK, secretVariants } from "../logs/masker.ts";
 import { LogStreamer } from "../logs/streamer.ts";
 import { retry } from "../retry.ts";
+import { type JobContainment, jobContainment } from "./containment.ts";
 import {
   applyExports,
   buildJobEnvironment,
@@ -17,6 +19,7 @@ import { writeBackendOverride, writeTerraformVariables } from "./files.ts";
 import { type HookName, runHeldHook } from "./hooks.ts";
 import { checkPlanFile } from "./plan-file.ts";
 import { summarizePlan } from "./plan-summary.ts";
+import { type PulumiJob, pulumiApply, pulumiEnvironment, pulumiPlan } from "./pulumi.ts";
 import { extractConfiguration, resolveWorkingDirectory } from "./source.ts";
 import type {
   CoordinatorPort,
@@ -25,7 +28,9 @@ import type {
   JobSettings,
   PlanSummary,
 } from "./types.ts";
-import { cloneAtCommit } from "./vcs.ts";
+import { cloneAtCommit, localRepositoryPath } from "./vcs.ts";
+import { createJobDir, removeJobDir } from "./workdirs.ts";
+import { prepareWorkloadIdentity } from "./workload-identity.ts";
 
 const PLAN_FILE = "plan.tfplan";
 const LOCK_FILE = ".terraform.lock.hcl";
@@ -45,7 +50,7 @@ function agentLine(settings: JobSettings): string {
     return "Outpost agent";
   }
   const name = agent.name ? `${agent.name} (${agent.id})` : agent.id;
-  return `Outpost agent ${name} v${agent.version} in pool ${agent.poolId}, isolation ${agent.isolationMode}`;
+  return `Outpost agent ${name} v${agent.version} in pool ${agent.poolId}, isolation ${agent.isolation}`;
 }
 
 class JobFailure extends Error {
@@ -59,7 +64,8 @@ class Canceled extends Error {}
 
 /**
  * Runs one job in a fresh directory under `settings.dataDir/jobs`, removed afterwards whatever
- * happens. Plan: engine install, configuration, override and tfvars files, pre-plan hook,
+ * happens (by a watchdog, or by the next agent to start, should this one die). Every process
+ * runs as `settings.isolation` says (see `containment.ts`). Plan: engine install, configuration, override and tfvars files, pre-plan hook,
  * `init`, `plan -detailed-exitcode`, post-plan hook, `show -json`, then uploads the plan file,
  * lock file and JSON plan and reports the summary. Apply: downloads the plan and lock file,
  * pre-apply hook, `init`, `apply` the saved plan, post-apply hook. The log (masked) streams
@@ -92,6 +98,7 @@ class Job {
   private env: Record<string, string> = {};
   private engineEnv: Record<string, string> = {};
   private lastExitCode: number | null = null;
+  private containment: JobContainment | null = null;
   private readonly a: JobAssignment;
   private readonly port: CoordinatorPort;
   private readonly settings: JobSettings;
@@ -116,13 +123,14 @@ class Job {
   }
 
   async run(): Promise<JobOutcome> {
-    const jobsDir = path.join(this.settings.dataDir, "jobs");
-    await mkdir(jobsDir, { recursive: true });
-    const root = await mkdtemp(path.join(jobsDir, `${this.a.jobId.replace(/[^\w-]/g, "_")}-`));
+    const dir = await createJobDir(this.settings.dataDir, this.a.jobId);
+    const root = dir.root;
+    this.containment = jobContainment(this.settings, dir, this.a.fork);
     let outcome: JobOutcome;
     try {
       const secrets = [
         this.a.runToken,
+        this.a.workloadIdentityToken ?? "",
         ...this.a.variables.filter((v) => v.sensitive).map((v) => v.value),
       ];
       this.log = new LogStreamer({
@@ -143,7 +151,7 @@ class Job {
       outcome.logLength = this.log.length;
       outcome.engineVersion = this.engineVersion;
     } finally {
-      await rm(root, { recursive: true, force: true });
+      await removeJobDir(dir);
     }
     return outcome;
   }
@@ -159,7 +167,9 @@ class Job {
         `${agentLine(this.settings)}: ${this.a.phase} job ${this.a.jobId} for run ${this.a.runId} in workspace ${this.a.workspaceName}`,
       );
       const workDir = await this.prepare(root);
-      if (this.a.phase === "plan") {
+      if (this.a.engine === "pulumi") {
+        planSummary = await this.pulumi(root, workDir);
+      } else if (this.a.phase === "plan") {
         planSummary = await this.plan(root, workDir);
       } else {
         await this.apply(root, workDir);
@@ -189,6 +199,13 @@ class Job {
     }
   }
 
+  private contained(): JobContainment {
+    if (this.containment === null) {
+      throw new Error("the job directory does not exist yet");
+    }
+    return this.containment;
+  }
+
   private checkCanceled(): void {
     if (this.canceled !== null) {
       throw new Canceled("canceled");
@@ -197,22 +214,29 @@ class Job {
 
   /** Engine, configuration, working directory, generated files and the environment. */
   private async prepare(root: string): Promise<string> {
-    this.engineVersion = await resolveEngineVersion({
-      engine: this.a.engine,
-      constraint: this.a.engineVersion,
-      releaseMirror: this.settings.releaseMirror,
-      onProgress: (line) => this.say(line),
-    });
-    this.checkCanceled();
     // Retries its downloads itself, so its failure can say how many attempts it made.
-    const engine = await ensureEngine({
-      engine: this.a.engine,
-      version: this.engineVersion,
+    const install = {
       dataDir: this.settings.dataDir,
       releaseMirror: this.settings.releaseMirror,
       searchPath: this.settings.hostEnv.PATH ?? "",
-      onProgress: (line) => this.say(line),
-    });
+      onProgress: (line: string) => this.say(line),
+    };
+    let engine: { path: string };
+    if (this.a.engine === "pulumi") {
+      const pulumi = await ensurePulumi({ ...install, constraint: this.a.engineVersion });
+      this.engineVersion = pulumi.version;
+      engine = pulumi;
+    } else {
+      const constraint = this.a.engineVersion;
+      const options = { engine: this.a.engine, constraint, ...install };
+      this.engineVersion = await resolveEngineVersion(options);
+      this.checkCanceled();
+      engine = await ensureEngine({
+        ...install,
+        engine: this.a.engine,
+        version: this.engineVersion,
+      });
+    }
     this.checkCanceled();
     const configDir = path.join(root, "config");
     await Promise.all(["home", "tmp", "scratch"].map((d) => mkdir(path.join(root, d))));
@@ -237,11 +261,14 @@ class Job {
         allowFileRepos: this.settings.allowFileRepos,
         hostEnv: this.settings.hostEnv,
         networkEnv: this.settings.networkEnv,
+        containment: this.contained().git(configDir, localRepository(source.repoUrl)),
       });
     }
     const workDir = await resolveWorkingDirectory(configDir, this.a.workingDirectory);
-    await writeBackendOverride(workDir, this.a.stateAddress);
-    await writeTerraformVariables(workDir, jobVariables(this.a));
+    if (this.a.engine !== "pulumi") {
+      await writeBackendOverride(workDir, this.a.stateAddress);
+      await writeTerraformVariables(workDir, jobVariables(this.a));
+    }
     if (this.a.fork) {
       this.say(
         "Outpost agent: pull request from a fork: no host variables, no sensitive variables, no hooks",
@@ -258,8 +285,14 @@ class Job {
     for (const name of skipped) {
       this.say(`Outpost agent: ignored workspace variable ${name} (reserved or not a valid name)`);
     }
+    for (const line of await prepareWorkloadIdentity({ root, assignment: this.a, env })) {
+      this.say(line);
+    }
     this.env = env;
-    this.engineEnv = { ...engineCredentials(this.a.runToken) };
+    this.engineEnv =
+      this.a.engine === "pulumi"
+        ? pulumiEnvironment(this.a, root)
+        : { ...engineCredentials(this.a.runToken) };
     this.enginePath = engine.path;
     return workDir;
   }
@@ -274,6 +307,10 @@ class Job {
     const args = ["plan", `-out=${PLAN_FILE}`, "-input=false", "-detailed-exitcode", "-no-color"];
     if (this.a.operation === "destroy") {
       args.push("-destroy");
+    }
+    if (this.a.operation === "refresh") {
+      // The apply of a refresh-only plan writes what the refresh read, and nothing else.
+      args.push("-refresh-only");
     }
     if (this.a.speculative) {
       args.push("-lock=false");
@@ -319,6 +356,39 @@ class Job {
     await this.hook("post-apply", root, workDir);
   }
 
+  /** A Pulumi job: the steps are in `pulumi.ts`; this job runs their commands and hooks. */
+  private async pulumi(root: string, workDir: string): Promise<PlanSummary | null> {
+    const steps: PulumiJob = {
+      a: this.a,
+      root,
+      workDir,
+      port: this.port,
+      say: (line) => this.say(line),
+      pulumi: async (args, what, io = {}) => {
+        await this.engine(
+          workDir,
+          [...args, "--non-interactive"],
+          what,
+          [0],
+          io.stdoutFile,
+          io.stdinText,
+        );
+      },
+      hook: (name) => this.hook(name, root, workDir),
+      retry: retryTransient,
+    };
+    if (this.a.phase === "plan") {
+      return pulumiPlan(steps);
+    }
+    const planFile = path.join(root, "scratch", "update-plan.json");
+    if (!(await retryTransient(() => this.port.downloadArtifact("plan-file", planFile)))) {
+      throw new JobFailure("the coordinator has no plan file for this run");
+    }
+    await this.checkPlanHash(planFile);
+    await pulumiApply(steps, planFile);
+    return null;
+  }
+
   /** The plan that was confirmed is the plan that is applied: anything else is refused. */
   private async checkPlanHash(planFile: string): Promise<void> {
     const check = await checkPlanFile(planFile, this.a.planSha256);
@@ -341,6 +411,7 @@ class Job {
         scratchDir: path.join(root, "scratch"),
         isFork: this.a.fork,
         control: { onStart: (kill) => (this.killHook = kill) },
+        containment: this.contained().hook(workDir, this.enginePath),
       },
       {
         write: (chunk) => this.log?.write(chunk),
@@ -363,6 +434,7 @@ class Job {
     what: string,
     okCodes = [0],
     stdoutFile?: string,
+    stdinText?: string,
   ): Promise<number> {
     this.checkCanceled();
     this.say(`\n$ ${this.a.engine} ${args.join(" ")}`);
@@ -371,10 +443,16 @@ class Job {
       args,
       cwd: workDir,
       env: { ...this.env, ...this.engineEnv },
-      onOutput: (chunk) => this.log?.write(chunk),
+      onOutput: (chunk) => {
+        this.noteError(chunk);
+        this.log?.write(chunk);
+      },
       stdoutFile,
+      ...(stdinText === undefined ? {} : { stdinText }),
+      containment: this.contained().engine(workDir, this.enginePath),
     });
     this.current = child;
+    this.lastEngineError = null;
     // A cancel that arrived between checkCanceled and the spawn still reaches the engine.
     if (this.canceled === "force") {
       child.forceKill();
@@ -392,8 +470,35 @@ class Job {
     this.checkCanceled();
     const how =
       exit.code === null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-    throw new JobFailure(`${this.a.engine} ${what} ${how}`, exit.code);
+    const reason = this.lastEngineError === null ? "" : `: ${this.lastEngineError}`;
+    throw new JobFailure(`${this.a.engine} ${what} ${how}${reason}`, exit.code);
   }
+
+  private lastEngineError: string | null = null;
+
+  /** Pulumi prints its reason as `error: …`; the run's status reason carries the last one. */
+  private noteError(chunk: Buffer): void {
+    if (this.a.engine !== "pulumi") {
+      return;
+    }
+    for (const match of chunk.toString("utf8").matchAll(/^error: (.+)$/gm)) {
+      // The reason leaves the log's masking, so sensitive values are cut out here too.
+      const secrets = secretVariants(
+        this.a.variables.filter((v) => v.sensitive).map((v) => v.value),
+      );
+      let line = match[1] ?? "";
+      for (const secret of secrets) {
+        line = line.replaceAll(secret, MASK);
+      }
+      this.lastEngineError = line.slice(0, 500);
+    }
+  }
+}
+
+/** A local repository (development only) must be readable inside git's sandbox. */
+function localRepository(repoUrl: string): string[] {
+  const local = localRepositoryPath(repoUrl);
+  return local === null ? [] : [local];
 }
 
 /** Retries `fn` through transient failures (network, 429, 5xx): five attempts in all. */

@@ -1,6 +1,7 @@
 import type { PlanSummary } from "@outpost/protocol";
 import type { Engine } from "../engines/release.ts";
 import type { LogSender } from "../logs/streamer.ts";
+import type { JobIsolation } from "./containment.ts";
 
 /** A workspace variable as the job receives it (sensitive values in clear, only in memory). */
 export type JobVariable = {
@@ -27,7 +28,7 @@ export type JobAssignment = {
   workspaceId: string;
   workspaceName: string;
   phase: "plan" | "apply";
-  operation: "plan" | "apply" | "destroy";
+  operation: "plan" | "apply" | "destroy" | "refresh";
   /** Speculative plans run with `-lock=false` and are never applied. */
   speculative: boolean;
   /**
@@ -37,8 +38,11 @@ export type JobAssignment = {
   fork: boolean;
   /** Apply jobs: the SHA-256 of the plan file recorded when the plan finished. */
   planSha256: string | null;
-  engine: Engine;
+  engine: Engine | "pulumi";
+  /** Exact for Terraform and OpenTofu; Pulumi may name a range the agent resolves. */
   engineVersion: string;
+  /** Pulumi: the stack every command names; null for other engines. */
+  stackName: string | null;
   /** Relative to the configuration root; "" for the root itself. */
   workingDirectory: string;
   variables: JobVariable[];
@@ -47,10 +51,15 @@ export type JobAssignment = {
   runToken: string;
   /** Full URL of the workspace's state on the coordinator (`…/state/v1/{workspaceId}`). */
   stateAddress: string;
+  /**
+   * The job's workload identity token (a JWT signed by the coordinator), when its workspace has
+   * workload identity on; never used for a fork's job. Masked in logs.
+   */
+  workloadIdentityToken?: string | null;
 };
 
 /** Files carried from the plan job to the apply job and shown to users. */
-export type ArtifactName = "plan-file" | "lock-file" | "plan-json";
+export type ArtifactName = "plan-file" | "lock-file" | "plan-json" | "stack-settings";
 
 /**
  * What the runner needs from the coordinator, bound to one job and its lease. The HTTP client
@@ -62,6 +71,16 @@ export type CoordinatorPort = {
   uploadArtifact(name: ArtifactName, file: string): Promise<void>;
   /** Writes the artifact to `destFile`; resolves false when the coordinator has none. */
   downloadArtifact(name: ArtifactName, destFile: string): Promise<boolean>;
+  /**
+   * Writes the workspace's current state at `stateAddress` to `destFile`; resolves false when
+   * the workspace has none yet (Pulumi jobs restore their checkpoint from it).
+   */
+  downloadState(stateAddress: string, destFile: string): Promise<boolean>;
+  /**
+   * Writes `file` as the workspace's next state version (Pulumi apply jobs: the checkpoint).
+   * The coordinator accepts it only from the apply job of a confirmed run.
+   */
+  uploadState(stateAddress: string, file: string): Promise<{ stateVersionId: string }>;
   /** Appends log bytes at `offset` (see {@link LogSender}). */
   sendLogChunk: LogSender;
 };
@@ -90,7 +109,8 @@ export type AgentIdentity = {
   name: string | null;
   version: string;
   poolId: string;
-  isolationMode: string;
+  /** `bwrap` or `none`, as registered. */
+  isolation: string;
 };
 
 /** Agent-level settings a job needs (a subset of the agent configuration). */
@@ -114,4 +134,6 @@ export type JobSettings = {
   maxConfigurationBytes: number;
   /** This agent as registered; absent only in tests that run jobs without a coordinator. */
   agent?: AgentIdentity;
+  /** Sandboxes and watchdogs of job processes (`--isolation`, `--orphan-grace`). */
+  isolation: JobIsolation;
 };

@@ -33,6 +33,10 @@ export type AgentStatus = z.infer<typeof AgentStatus>;
 
 const Label = z.string().trim().min(1).max(100);
 
+/** How an agent confines its jobs (`--isolation` once decided). */
+export const AgentIsolation = z.enum(["bwrap", "none"]);
+export type AgentIsolation = z.infer<typeof AgentIsolation>;
+
 export const RegisterRequest = z.strictObject({
   /** Display only. */
   name: Label.nullish(),
@@ -48,10 +52,10 @@ export const RegisterRequest = z.strictObject({
     .refine((phases) => new Set(phases).size === phases.length, "phases must not repeat")
     .default(["plan", "apply"]),
   /**
-   * How this agent isolates a job from its host (e.g. `bubblewrap`, `none`); recorded on every
-   * job it starts. Absent from older agents: shown as unknown.
+   * How the agent confines its jobs: `bwrap` (a bubblewrap sandbox per job process) or `none`.
+   * Absent from agents older than job sandboxes.
    */
-  isolationMode: Label.max(40).nullish(),
+  isolation: AgentIsolation.optional(),
 });
 export type RegisterRequest = z.infer<typeof RegisterRequest>;
 
@@ -74,6 +78,10 @@ export const PlanSummary = z.strictObject({
   changes: z.int().min(0),
   destroys: z.int().min(0),
   imports: z.int().min(0).default(0),
+  /** Pulumi: resources replaced (counted apart from adds and destroys); absent for Terraform. */
+  replaces: z.int().min(0).optional(),
+  /** Pulumi: resources left as they are; absent for engines that do not count them. */
+  sames: z.int().min(0).optional(),
   hasChanges: z.boolean(),
 });
 export type PlanSummary = z.infer<typeof PlanSummary>;
@@ -87,6 +95,17 @@ export const JobVariable = z.object({
   isSensitive: z.boolean(),
 });
 export type JobVariable = z.infer<typeof JobVariable>;
+
+/**
+ * A job's workload identity (workspaces with it enabled, never a fork's job): a JWT signed by the
+ * coordinator that clouds trust directly, or why the coordinator could not issue one (the agent
+ * then fails the job instead of running it without the identity it expects).
+ */
+export const WorkloadIdentity = z.union([
+  z.object({ token: z.string().min(1) }),
+  z.object({ error: z.string() }),
+]);
+export type WorkloadIdentity = z.infer<typeof WorkloadIdentity>;
 
 /** A leased job as the agent receives it from `jobs/next`. */
 export const JobAssignment = z.object({
@@ -102,6 +121,7 @@ export const JobAssignment = z.object({
   /** The per-run token (`op_run_…`) for state, configuration, logs and artifacts. */
   runToken: z.string().optional(),
   variables: z.array(JobVariable).optional(),
+  workloadIdentity: WorkloadIdentity.optional(),
 });
 export type JobAssignment = z.infer<typeof JobAssignment>;
 

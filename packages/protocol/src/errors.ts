@@ -9,6 +9,10 @@ export const ERROR_CODES = [
   "BAD_REQUEST",
   "UNAUTHORIZED",
   "TOKEN_REVOKED",
+  /** An agent token from an OIDC exchange past its expiry: exchange again, do not exit. */
+  "TOKEN_EXPIRED",
+  /** An OIDC exchange refused; `details.reason` names the check that failed. */
+  "OIDC_REJECTED",
   "FORBIDDEN",
   "NOT_FOUND",
   "METHOD_NOT_ALLOWED",

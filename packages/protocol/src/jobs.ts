@@ -17,14 +17,28 @@ export const JobConfiguration = z.object({
 });
 export type JobConfiguration = z.infer<typeof JobConfiguration>;
 
+/**
+ * What a run does. `refresh` reconciles the state with the real infrastructure and changes
+ * nothing else (Terraform `-refresh-only`, `pulumi refresh`).
+ */
+export const RUN_OPERATIONS = ["plan", "apply", "destroy", "refresh"] as const;
+export type RunOperation = (typeof RUN_OPERATIONS)[number];
+
+/** The engines a workspace runs. */
+export const ENGINES = ["terraform", "tofu", "pulumi"] as const;
+export type Engine = (typeof ENGINES)[number];
+
 export const JobSpec = z.object({
-  operation: z.enum(["plan", "apply", "destroy"]),
+  operation: z.enum(RUN_OPERATIONS),
   phase: z.enum(["plan", "apply"]),
   isSpeculative: z.boolean(),
   isDestroy: z.boolean(),
   workspaceName: z.string(),
-  engine: z.enum(["terraform", "tofu"]),
+  engine: z.enum(ENGINES),
+  /** Exact, or for Pulumi a range such as `^3.150` that the agent resolves. */
   engineVersion: z.string(),
+  /** Pulumi workspaces: the stack every command names with `-s`; null for other engines. */
+  stackName: z.string().nullable().default(null),
   /** Relative to the configuration's root; "" is the root. */
   workingDirectory: z.string(),
   configuration: JobConfiguration.nullable(),
@@ -45,7 +59,13 @@ export const JobSpec = z.object({
 export type JobSpec = z.infer<typeof JobSpec>;
 
 /** The artefacts a plan job uploads and its apply job downloads (`…/artifacts/{name}`). */
-export const ArtifactName = z.enum(["plan.tfplan", "terraform.lock.hcl", "plan.json"]);
+export const ArtifactName = z.enum([
+  "plan.tfplan",
+  "terraform.lock.hcl",
+  "plan.json",
+  /** Pulumi: the plan job's `Pulumi.<stack>.yaml`, so the apply job has the same secrets salt. */
+  "pulumi-stack.yaml",
+]);
 export type ArtifactName = z.infer<typeof ArtifactName>;
 
 /** Answer to a log append: the bytes the coordinator holds for the job. */

@@ -1,18 +1,12 @@
 /** Agent pools: the list, and one pool with its agents (live) and its agent tokens. */
 import type { PoolSummary } from "../../../durable/pool-types.ts";
 import { installCommands } from "../../agents/install-commands.ts";
+import type { presentTrust } from "../../oidc/trust-model.ts";
 import type { presentAgent, presentAgentToken, presentPool } from "../../pools/model.ts";
 import { roleAtLeast } from "../../tokens/model.ts";
-import {
-  Badge,
-  Csrf,
-  Layout,
-  Notice,
-  Secret,
-  Time,
-  TypedRevokeForm,
-  type Viewer,
-} from "../layout.tsx";
+import { Badge, Csrf, Layout, Notice, Secret, Time, type Viewer } from "../layout.tsx";
+import { TokenTable } from "./agent-tokens.tsx";
+import { OidcTrustsSection } from "./oidc.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
 type Agent = ReturnType<typeof presentAgent>;
@@ -110,7 +104,7 @@ export function AgentRows(props: { agents: Agent[] }) {
   if (props.agents.length === 0) {
     return (
       <tr>
-        <td colspan={7} class="muted">
+        <td colspan={8} class="muted">
           No agents have registered with this pool yet.
         </td>
       </tr>
@@ -135,6 +129,9 @@ export function AgentRows(props: { agents: Agent[] }) {
           <td class="mono">
             {a.os}/{a.arch}
           </td>
+          <td data-isolation={a.isolation ?? "unknown"}>
+            <Isolation mode={a.isolation} />
+          </td>
           <td>
             {a.runningJobs.length === 0 ? (
               <span class="muted">none</span>
@@ -154,6 +151,17 @@ export function AgentRows(props: { agents: Agent[] }) {
       ))}
     </>
   );
+}
+
+/** How an agent confines its jobs: unsandboxed agents stand out, they expose the agent token. */
+function Isolation(props: { mode: Agent["isolation"] }) {
+  if (props.mode === "bwrap") {
+    return <span title="each job process runs in a bubblewrap sandbox">sandboxed (bwrap)</span>;
+  }
+  if (props.mode === "none") {
+    return <strong title="jobs can read the agent token and each other's files">none</strong>;
+  }
+  return <span class="muted">not reported</span>;
 }
 
 export type CreatedToken = { description: string; token: string };
@@ -181,6 +189,8 @@ export function PoolPage(props: {
   workspaces: { id: string; name: string }[];
   /** Agent tokens: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/tokens`. */
   tokens: AgentToken[] | null;
+  /** OIDC trusts: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/oidc-trusts`. */
+  trusts: ReturnType<typeof presentTrust>[] | null;
   address: string;
   created?: CreatedToken | undefined;
   notice?: string | undefined;
@@ -210,6 +220,8 @@ export function PoolPage(props: {
         <dd>{pool.unknownAfterSeconds} s without contact</dd>
         <dt>Errored after</dt>
         <dd>{pool.erroredAfterSeconds} s unknown</dd>
+        <dt>OIDC-issued tokens</dt>
+        <dd>live at most {pool.maxTokenExpirationSeconds} s</dd>
         <dt>Workspaces</dt>
         <dd>
           {props.workspaces.length === 0 ? (
@@ -234,6 +246,7 @@ export function PoolPage(props: {
               <th scope="col">Last contact</th>
               <th scope="col">Version</th>
               <th scope="col">Platform</th>
+              <th scope="col">Isolation</th>
               <th scope="col">Running job</th>
               <th scope="col">Capacity</th>
             </tr>
@@ -269,58 +282,9 @@ export function PoolPage(props: {
           </fieldset>
         </form>
       ) : null}
+      {props.trusts !== null && canManage ? (
+        <OidcTrustsSection viewer={props.viewer} poolId={pool.id} trusts={props.trusts} />
+      ) : null}
     </Layout>
-  );
-}
-
-function TokenTable(props: {
-  viewer: Viewer;
-  poolId: string;
-  tokens: AgentToken[];
-  canManage: boolean;
-}) {
-  if (props.tokens.length === 0) {
-    return <p class="muted">No agent tokens yet.</p>;
-  }
-  return (
-    <table aria-labelledby="tokens-heading">
-      <thead>
-        <tr>
-          <th scope="col">Description</th>
-          <th scope="col">Created</th>
-          <th scope="col">Last used</th>
-          <th scope="col">Status</th>
-          {props.canManage ? <th scope="col">Revoke</th> : null}
-        </tr>
-      </thead>
-      <tbody>
-        {props.tokens.map((t) => (
-          <tr>
-            <td>{t.description}</td>
-            <td>
-              <Time iso={t.createdAt} />
-            </td>
-            <td>
-              <Time iso={t.lastUsedAt} />
-            </td>
-            <td>{t.revokedAt ? <Badge status="revoked" /> : <Badge status="active" />}</td>
-            {props.canManage ? (
-              <td>
-                {t.revokedAt ? (
-                  <Time iso={t.revokedAt} />
-                ) : (
-                  <TypedRevokeForm
-                    action={`/ui/pools/${props.poolId}/tokens/${t.id}/revoke`}
-                    csrf={props.viewer.csrf}
-                    tokenId={t.id}
-                    description={t.description}
-                  />
-                )}
-              </td>
-            ) : null}
-          </tr>
-        ))}
-      </tbody>
-    </table>
   );
 }

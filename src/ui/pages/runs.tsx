@@ -64,6 +64,8 @@ export function RunSummary(props: { run: Run }) {
     adds?: number;
     changes?: number;
     destroys?: number;
+    replaces?: number;
+    sames?: number;
     hasChanges?: boolean;
   } | null;
   return (
@@ -92,7 +94,9 @@ export function RunSummary(props: { run: Run }) {
           plan.hasChanges === false ? (
             "No changes."
           ) : (
-            `${plan.adds ?? 0} to add, ${plan.changes ?? 0} to change, ${plan.destroys ?? 0} to destroy`
+            `${plan.adds ?? 0} to add, ${plan.changes ?? 0} to change, ${plan.destroys ?? 0} to destroy` +
+            (plan.replaces === undefined ? "" : `, ${plan.replaces} to replace`) +
+            (plan.sames === undefined ? "" : `, ${plan.sames} unchanged`)
           )
         ) : (
           <span class="muted">not planned yet</span>
@@ -110,7 +114,7 @@ export function RunSummary(props: { run: Run }) {
             <a class="mono" href={`/ui/pools/${job.poolId}`}>
               {job.poolId}
             </a>
-            , isolation {job.agent.isolationMode}
+            , isolation {job.agent.isolation}
             {job.engineVersion ? `, engine ${job.engineVersion}` : ""} · started{" "}
             <Time iso={job.startedAt} />
           </dd>

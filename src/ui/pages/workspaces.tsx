@@ -8,6 +8,7 @@ import { roleAtLeast } from "../../tokens/model.ts";
 import type { Variable } from "../../variables/service.ts";
 import type { Workspace } from "../../workspaces/service.ts";
 import { Badge, Csrf, Layout, Notice, Time, type Viewer } from "../layout.tsx";
+import { WorkloadIdentityForm, workloadIdentityText } from "./oidc.tsx";
 import { VariableForm, VariablesTable } from "./variables.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
@@ -118,8 +119,22 @@ export function WorkspacePage(props: {
         <dd>
           {ws.engine} {ws.engineVersion}
         </dd>
+        {ws.stackName ? (
+          <>
+            <dt>Stack</dt>
+            <dd class="mono">{ws.stackName}</dd>
+          </>
+        ) : null}
+        <dt>State</dt>
+        <dd>
+          {ws.stateBackend === "workspace"
+            ? "in the workspace's own backend (PULUMI_BACKEND_URL); Outpost keeps no checkpoint"
+            : "kept by Outpost"}
+        </dd>
         <dt>Auto-apply</dt>
         <dd>{ws.autoApply ? "yes" : "no"}</dd>
+        <dt>Workload identity</dt>
+        <dd>{workloadIdentityText(ws)}</dd>
         <dt>Lock</dt>
         <dd>
           <Lock workspace={ws} />
@@ -149,6 +164,7 @@ export function WorkspacePage(props: {
                       <option value="apply">plan and apply</option>
                       <option value="plan">plan only (speculative)</option>
                       <option value="destroy">destroy</option>
+                      <option value="refresh">refresh (record drift only)</option>
                     </select>
                   </div>
                   <div>
@@ -201,6 +217,7 @@ export function WorkspacePage(props: {
           </fieldset>
         </form>
       ) : null}
+      {isAdmin ? <WorkloadIdentityForm viewer={viewer} workspace={ws} /> : null}
       <p>
         <a href={`/ui/workspaces/${ws.id}/state`}>State and outputs</a>
       </p>

@@ -161,7 +161,7 @@ export async function uploadConfiguration(
 export async function queueRun(
   world: World,
   workspaceId: string,
-  body: { operation?: "plan" | "apply" | "destroy"; isSpeculative?: boolean } = {},
+  body: { operation?: "plan" | "apply" | "destroy" | "refresh"; isSpeculative?: boolean } = {},
 ): Promise<string> {
   const run = await expectStatus(
     world.api("POST", `/api/v1/workspaces/${workspaceId}/runs`, body),
@@ -228,6 +228,8 @@ export function startAgent(
     args?: string[];
     env?: Record<string, string>;
     token?: string;
+    /** Read the token from this file (`--token-file`) instead of `OUTPOST_TOKEN`. */
+    tokenFile?: string;
     dataDir?: string;
     /** Another agent entry point, e.g. a built single-file agent; the sources by default. */
     bin?: string;
@@ -245,6 +247,7 @@ export function startAgent(
       dataDir,
       "--hooks-dir",
       path.join(dataDir, "hooks"),
+      ...(options.tokenFile === undefined ? [] : ["--token-file", options.tokenFile]),
       ...(options.args ?? []),
     ],
     {
@@ -252,7 +255,9 @@ export function startAgent(
         PATH: process.env.PATH ?? "",
         HOME: world.dir,
         OUTPOST_ADDRESS: world.coordinator.url,
-        OUTPOST_TOKEN: options.token ?? world.agentToken,
+        ...(options.tokenFile === undefined
+          ? { OUTPOST_TOKEN: options.token ?? world.agentToken }
+          : {}),
         ...options.env,
       },
       stdio: ["ignore", "pipe", "pipe"],

@@ -6,10 +6,16 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { zipSync } from "fflate";
+import { buildTarGz } from "./tarball.ts";
 
 export const STANDIN_PATH = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
   "../../fixtures/terraform",
+);
+
+export const PULUMI_STANDIN_PATH = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  "../../fixtures/pulumi",
 );
 
 /** The stand-in engine's source, reporting `version` instead of its default. */
@@ -93,6 +99,35 @@ export class MirrorServer {
     };
     this.files.set(key, Buffer.from(JSON.stringify(index)));
   }
+
+  /**
+   * Publishes a Pulumi release of the stand-in as Pulumi does: `pulumi-v<v>-<os>-<arch>.tar.gz`
+   * holding `pulumi/pulumi`, the `pulumi-<v>-checksums.txt` beside it, and the version in
+   * `/pulumi/index.json`.
+   */
+  publishPulumi(version: string, platform = { os: "linux", arch: "x64" }): Buffer {
+    const source = readFileSync(PULUMI_STANDIN_PATH, "utf8").replace(
+      /const VERSION = "[^"]+"; \/\/ standin-version/,
+      `const VERSION = "${version}"; // standin-version`,
+    );
+    const name = `pulumi-v${version}-${platform.os}-${platform.arch}.tar.gz`;
+    const archive = buildTarGz([
+      { name: "pulumi/", type: "5" },
+      { name: "pulumi/pulumi", body: source, mode: 0o755 },
+      { name: "pulumi/pulumi-language-yaml", body: "#!/bin/sh\n", mode: 0o755 },
+    ]);
+    this.files.set(`/pulumi/${version}/${name}`, archive);
+    this.files.set(
+      `/pulumi/${version}/pulumi-${version}-checksums.txt`,
+      Buffer.from(`${sha256Hex(archive)}  ${name}\n`),
+    );
+    this.pulumiVersions.add(version);
+    const versions = Object.fromEntries([...this.pulumiVersions].map((v) => [v, { version: v }]));
+    this.files.set("/pulumi/index.json", Buffer.from(JSON.stringify({ name: "pulumi", versions })));
+    return archive;
+  }
+
+  private readonly pulumiVersions = new Set<string>();
 
   async start(): Promise<void> {
     const handler: Parameters<typeof createServer>[1] = (req, res) => {

@@ -13,6 +13,9 @@ export class TestPort {
   readonly configurations = new Map<string, Buffer>();
   readonly artifacts = new Map<ArtifactName, Buffer>();
   readonly logs = new Map<string, Buffer>();
+  /** The workspace's current state (Pulumi checkpoints), null before the first write. */
+  state: Buffer | null = null;
+  stateWrites = 0;
   /** Store the next chunk but answer with a transient error, as a lost response would. */
   loseNextLogAnswer = 0;
 
@@ -36,6 +39,18 @@ export class TestPort {
         }
         await writeFile(dest, data);
         return true;
+      },
+      downloadState: async (_address, dest) => {
+        if (this.state === null) {
+          return false;
+        }
+        await writeFile(dest, this.state);
+        return true;
+      },
+      uploadState: async (_address, file) => {
+        this.state = await readFile(file);
+        this.stateWrites += 1;
+        return { stateVersionId: `sv_${this.stateWrites}` };
       },
       sendLogChunk: async (offset, bytes): Promise<LogSendResult> => {
         const held = this.logs.get(jobId) ?? Buffer.alloc(0);

@@ -92,6 +92,11 @@ beforeAll(async () => {
     `/api/v1/pools/${target.poolId}/tokens`,
     { token: org.tokens.owner },
   );
+  const trust = await requestJson<{ id: string }>(`/api/v1/pools/${target.poolId}/oidc-trusts`, {
+    method: "POST",
+    token: org.tokens.owner,
+    body: { issuer: "https://issuer.example", audience: "outpost", claims: { sub: "ci:*" } },
+  });
   fx = {
     org,
     session: await signIn(org.tokens.owner),
@@ -103,6 +108,7 @@ beforeAll(async () => {
       category: "env",
       key: "REGION",
       action: "cancel",
+      trustId: trust.body.id,
     },
   };
   expect(fx.ids.tokenId).toMatch(/^tok_/);

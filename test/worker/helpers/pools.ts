@@ -73,7 +73,7 @@ export type AgentOptions = {
   capacity?: number;
   acceptedPhases?: ("plan" | "apply")[];
   name?: string;
-  isolationMode?: string;
+  isolation?: "bwrap" | "none";
 };
 
 /** Registers an agent through `POST /agent/v1/register`; returns its id. */
@@ -117,6 +117,7 @@ export function makeJob(
       workspaceName: workspaceId,
       engine: "terraform",
       engineVersion: "1.9.8",
+      stackName: null,
       workingDirectory: "",
       configuration: null,
       isFork: false,

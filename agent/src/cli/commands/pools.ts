@@ -7,17 +7,23 @@ const liveness = {
   "unknown-after": { type: "string", description: "seconds without contact before unknown" },
   "errored-after": { type: "string", description: "seconds unknown before errored" },
   retention: { type: "string", description: "seconds an offline agent stays listed" },
+  "max-token-expiration": {
+    type: "string",
+    description: "longest lifetime in seconds of an agent token from an OIDC exchange",
+  },
 } as const;
 
 function livenessBody(values: {
   "unknown-after"?: string;
   "errored-after"?: string;
   retention?: string;
+  "max-token-expiration"?: string;
 }) {
   const body: {
     unknownAfterSeconds?: number;
     erroredAfterSeconds?: number;
     retentionSeconds?: number;
+    maxTokenExpirationSeconds?: number;
   } = {};
   const unknown = secondsFlag(values["unknown-after"], "--unknown-after");
   const errored = secondsFlag(values["errored-after"], "--errored-after");
@@ -30,6 +36,10 @@ function livenessBody(values: {
   }
   if (retention !== undefined) {
     body.retentionSeconds = retention;
+  }
+  const maxExpiration = secondsFlag(values["max-token-expiration"], "--max-token-expiration");
+  if (maxExpiration !== undefined) {
+    body.maxTokenExpirationSeconds = maxExpiration;
   }
   return body;
 }
@@ -115,6 +125,7 @@ const show = command(
     ctx.out.write(
       `${pool.name} (${pool.id})\n` +
         `liveness: unknown after ${pool.unknownAfterSeconds}s, errored after ${pool.erroredAfterSeconds}s, listed ${pool.retentionSeconds}s after going offline\n` +
+        `OIDC-issued agent tokens live at most ${pool.maxTokenExpirationSeconds}s\n` +
         `workspaces: ${pool.workspaces.map((w) => w.name).join(", ") || "-"}\n\n`,
     );
     ctx.out.write(
@@ -160,8 +171,15 @@ const tokenList = command(
       values.json
         ? json(tokens)
         : table([
-            ["ID", "DESCRIPTION", "CREATED", "LAST USED"],
-            ...tokens.map((t) => [t.id, t.description, t.createdAt, cell(t.lastUsedAt)]),
+            ["ID", "DESCRIPTION", "ISSUED BY", "CREATED", "LAST USED", "EXPIRES"],
+            ...tokens.map((t) => [
+              t.id,
+              t.description,
+              t.oidc ? `OIDC ${t.oidc.subject ?? t.oidc.issuer}` : "owner",
+              t.createdAt,
+              cell(t.lastUsedAt),
+              cell(t.expiresAt),
+            ]),
           ]),
     );
     return CLI_EXIT.ok;

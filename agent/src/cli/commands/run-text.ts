@@ -19,7 +19,7 @@ export function describePlan(plan: NonNullable<Run["planSummary"]>): string {
 function agentOf(job: Run["jobs"][number]): string {
   const name = job.agent.name ? `${job.agent.name} (${job.agent.id})` : job.agent.id;
   const engine = job.engineVersion ? `, engine ${job.engineVersion}` : "";
-  return `${name} v${job.agent.version}, pool ${job.poolId}, isolation ${job.agent.isolationMode}${engine}`;
+  return `${name} v${job.agent.version}, pool ${job.poolId}, isolation ${job.agent.isolation}${engine}`;
 }
 
 /** `runs show` as aligned `Label: value` lines, ending with the dashboard URL. */

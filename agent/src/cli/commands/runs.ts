@@ -33,6 +33,10 @@ export const run = command(
       message: { type: "string", short: "m", description: "the run's message" },
       "plan-only": { type: "boolean", description: "a speculative plan, never applied" },
       destroy: { type: "boolean", description: "a destroy run" },
+      refresh: {
+        type: "boolean",
+        description: "a refresh run: record drift in the state, change nothing else",
+      },
       confirm: { type: "boolean", description: "confirm the plan and apply it" },
       "auto-approve": { type: "boolean", description: "same as --confirm" },
       "no-follow": { type: "boolean", description: "print the run id and return" },
@@ -72,7 +76,13 @@ export const run = command(
       api.client.POST("/api/v1/workspaces/{workspaceId}/runs", {
         params: { path: { workspaceId: workspace } },
         body: {
-          operation: values["plan-only"] ? "plan" : values.destroy ? "destroy" : "apply",
+          operation: values["plan-only"]
+            ? "plan"
+            : values.destroy
+              ? "destroy"
+              : values.refresh
+                ? "refresh"
+                : "apply",
           isSpeculative: values["plan-only"] === true,
           message: values.message ?? `Queued with outpost run from ${dir}`,
           configurationVersionId: cv.id,

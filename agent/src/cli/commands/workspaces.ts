@@ -16,6 +16,15 @@ const settings = {
   "working-directory": { type: "string", description: "inside the configuration" },
   "auto-apply": { type: "boolean", description: "apply without confirmation" },
   "no-auto-apply": { type: "boolean", description: "wait for confirmation" },
+  "workload-identity": {
+    type: "boolean",
+    description: "hand every job (not a fork's) a signed OIDC token for cloud credentials",
+  },
+  "no-workload-identity": { type: "boolean", description: "hand jobs no workload identity" },
+  "workload-identity-audience": {
+    type: "string",
+    description: "that token's aud (e.g. sts.amazonaws.com); empty for the issuer URL",
+  },
 } as const;
 
 type SettingsValues = {
@@ -27,6 +36,9 @@ type SettingsValues = {
   "working-directory"?: string;
   "auto-apply"?: boolean;
   "no-auto-apply"?: boolean;
+  "workload-identity"?: boolean;
+  "no-workload-identity"?: boolean;
+  "workload-identity-audience"?: string;
 };
 
 /** The JSON body for the given flags; the coordinator validates the values. */
@@ -46,7 +58,19 @@ function settingsBody(values: SettingsValues) {
     ...(values["auto-apply"] || values["no-auto-apply"]
       ? { autoApply: values["auto-apply"] === true }
       : {}),
+    ...(values["workload-identity"] || values["no-workload-identity"]
+      ? { workloadIdentity: values["workload-identity"] === true }
+      : {}),
+    ...workloadAudience(values["workload-identity-audience"]),
   };
+}
+
+/** `--workload-identity-audience ""` goes back to the default (the issuer URL). */
+function workloadAudience(value: string | undefined) {
+  if (value === undefined) {
+    return {};
+  }
+  return { workloadIdentityAudience: value.trim() === "" ? null : value };
 }
 
 function describe(ws: Workspace): string {
@@ -57,6 +81,7 @@ function describe(ws: Workspace): string {
     `engine: ${ws.engine} ${ws.engineVersion}\n` +
     `working directory: ${ws.workingDirectory || "(root)"}\n` +
     `auto-apply: ${ws.autoApply}\n` +
+    `workload identity: ${ws.workloadIdentity ? `on, audience ${ws.workloadIdentityAudience ?? "(the issuer URL)"}` : "off"}\n` +
     `lock: ${lock}\n` +
     `current run: ${cell(ws.currentRunId)}\n`
   );

@@ -7,7 +7,7 @@ CREATE TABLE `run_jobs` (
 	`agent_id` text NOT NULL,
 	`agent_name` text,
 	`agent_version` text NOT NULL,
-	`isolation_mode` text,
+	`isolation` text,
 	`engine_version` text,
 	`started_at` integer NOT NULL,
 	`ended_at` integer,

@@ -1,0 +1,145 @@
+/**
+ * `POST /agent/v1/oidc/exchange`, the service: an OIDC token that a trust of the pool accepts
+ * becomes a short-lived agent token of that pool. A renewing agent presents its current agent
+ * token (expired or not, never revoked) to continue its chain: the new token keeps the chain id
+ * the pool bound the agent's registration to, and the predecessor dies a minute later.
+ */
+import { auditQuery } from "../audit/service.ts";
+import type { Database } from "../db/client.ts";
+import { newId } from "../db/ids.ts";
+import { ok } from "../lib/result.ts";
+import { DEFAULT_MAX_TOKEN_EXPIRATION_MS } from "../pools/model.ts";
+import { generateToken, hashToken, tokenKind } from "../tokens/model.ts";
+import { findTokenByHash } from "../tokens/queries.ts";
+import {
+  deleteExpiredIssuedTokensQuery,
+  insertIssuedTokenQuery,
+  poolById,
+  shortenPredecessorQuery,
+  trustsOfPool,
+} from "./queries.ts";
+import { allowsLoopbackIssuers } from "./trust-service.ts";
+import { type Refusal, verifyForTrusts } from "./verify.ts";
+
+/** How long a renewed token's predecessor still works, for requests already on their way. */
+export const PREDECESSOR_GRACE_MS = 60_000;
+/** Expired exchange-issued tokens are deleted from the pool's listing history after this. */
+const ISSUED_TOKEN_HISTORY_MS = 7 * 86_400_000;
+
+export type ExchangeRefusal = Refusal | { reason: "chain_revoked"; message: string };
+type Outcome<T> = { ok: true; value: T } | ({ ok: false } & ExchangeRefusal);
+
+export type ExchangeInput = {
+  poolId: string;
+  oidcToken: string;
+  tokenExpirationSeconds: number;
+  /** The agent token being renewed, if any (from the Authorization header). */
+  previousToken: string | null;
+};
+
+export type Exchanged = { token: string; tokenId: string; poolId: string; expiresAt: string };
+
+/** The chain a renewal continues, or a refusal when that chain was revoked. */
+async function chainOf(
+  db: Database,
+  previous: string | null,
+  match: { poolId: string; issuer: string; subject: string | null },
+): Promise<Outcome<{ chainId: string; predecessorId: string } | null>> {
+  if (previous === null || tokenKind(previous) !== "agent") {
+    return ok(null);
+  }
+  const record = await findTokenByHash(db, "agent", await hashToken(previous));
+  const same =
+    record &&
+    record.poolId === match.poolId &&
+    record.oidcIssuer === match.issuer &&
+    (record.oidcSubject ?? null) === match.subject;
+  // Any other token starts a new chain: the OIDC token alone is what grants access.
+  if (!record || !same) {
+    return ok(null);
+  }
+  if (record.revokedAt !== null) {
+    return {
+      ok: false,
+      reason: "chain_revoked",
+      message: "this agent's token has been revoked; start a new agent to log in again",
+    };
+  }
+  return ok({ chainId: record.chainId ?? record.id, predecessorId: record.id });
+}
+
+/**
+ * Verifies `oidcToken` against the pool's trusts and issues an agent token of the pool expiring
+ * after the requested seconds, capped by the pool's maximum. An unknown pool is refused like a
+ * pool that does not trust the issuer, so the route does not reveal which pool ids exist.
+ */
+export async function exchangeOidcToken(
+  db: Database,
+  env: Env,
+  input: ExchangeInput,
+): Promise<Outcome<Exchanged>> {
+  const pool = await poolById(db, input.poolId);
+  const trusts = pool ? await trustsOfPool(db, pool.id) : [];
+  const verified = await verifyForTrusts(input.oidcToken, trusts, {
+    allowLoopbackHttp: allowsLoopbackIssuers(env),
+    poolId: input.poolId,
+  });
+  if (!pool || !verified.ok) {
+    return verified.ok
+      ? { ok: false, reason: "untrusted_issuer", message: `pool ${input.poolId} trusts no issuer` }
+      : verified;
+  }
+  const { trust, claims } = verified.value;
+  const subject = typeof claims.sub === "string" ? claims.sub : null;
+  const chain = await chainOf(db, input.previousToken, {
+    poolId: pool.id,
+    issuer: claims.iss,
+    subject,
+  });
+  if (!chain.ok) {
+    return chain;
+  }
+  const now = Date.now();
+  const maxMs = pool.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS;
+  const expiresAt = now + Math.min(input.tokenExpirationSeconds * 1000, maxMs);
+  const secret = generateToken("agent");
+  const id = newId("agentToken");
+  const chainId = chain.value?.chainId ?? id;
+  await db.batch([
+    insertIssuedTokenQuery(db, {
+      id,
+      orgId: pool.orgId,
+      poolId: pool.id,
+      description: `OIDC: ${subject ?? claims.iss}`.slice(0, 200),
+      tokenHash: await hashToken(secret),
+      createdBy: trust.id,
+      createdAt: now,
+      lastUsedAt: null,
+      revokedAt: null,
+      expiresAt,
+      oidcTrustId: trust.id,
+      oidcIssuer: claims.iss,
+      oidcSubject: subject,
+      chainId,
+    }),
+    ...(chain.value
+      ? [shortenPredecessorQuery(db, chain.value.predecessorId, now + PREDECESSOR_GRACE_MS)]
+      : []),
+    deleteExpiredIssuedTokensQuery(db, pool.id, now - ISSUED_TOKEN_HISTORY_MS),
+    auditQuery(db, {
+      orgId: pool.orgId,
+      actor: trust.id,
+      action: chain.value ? "agent_token.oidc_renew" : "agent_token.oidc_exchange",
+      targetType: "agent_token",
+      targetId: id,
+      data: { poolId: pool.id, issuer: claims.iss, subject, chainId, expiresAt },
+      now,
+    }),
+  ]);
+  return ok({
+    token: secret,
+    tokenId: id,
+    poolId: pool.id,
+    expiresAt: new Date(expiresAt).toISOString(),
+  });
+}

@@ -1,0 +1,143 @@
+/**
+ * OIDC trusts of a pool, pure: what an issuer URL may be, the claim conditions (exact values or
+ * `*` globs) and how a token's claims are matched against them, and the public shape.
+ */
+import { z } from "@hono/zod-openapi";
+import type { oidcTrusts } from "../db/schema.ts";
+
+export type TrustRow = typeof oidcTrusts.$inferSelect;
+
+/** Claims every exchange verifies itself; a trust cannot put conditions on them. */
+const VERIFIED_CLAIMS = new Set(["iss", "aud", "exp", "nbf", "iat", "jti"]);
+export const MAX_CLAIM_CONDITIONS = 20;
+export const MAX_TRUSTS_PER_POOL = 50;
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
+
+/**
+ * Why `text` cannot be a trusted issuer, or null when it can: an https URL without query,
+ * fragment or credentials; plain http only for a loopback host when the deployment allows it
+ * (development and tests). The issuer is kept exactly as given: `iss` must match it byte for byte.
+ */
+export function issuerProblem(text: string, allowLoopbackHttp: boolean): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return "must be a URL like https://token.actions.githubusercontent.com";
+  }
+  if (url.search || url.hash || url.username || url.password || text.includes("#")) {
+    return "must have no query, fragment or credentials";
+  }
+  if (url.protocol === "https:") {
+    return null;
+  }
+  if (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname)) {
+    return allowLoopbackHttp
+      ? null
+      : "plain http is allowed only for loopback issuers on a deployment with OIDC_ALLOW_LOOPBACK_ISSUERS";
+  }
+  return "must be an https URL";
+}
+
+const ClaimName = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:/-]{1,100}$/, "claim names are letters, digits and _ . : / -")
+  .refine(
+    (name) => !VERIFIED_CLAIMS.has(name),
+    "iss, aud, exp, nbf, iat and jti are always verified; set issuer and audience instead",
+  );
+
+/** The claim conditions of a trust: at least one, and at least one that is not a bare `*`. */
+export const ClaimConditions = z
+  .record(ClaimName, z.string().min(1).max(500))
+  .refine((claims) => Object.keys(claims).length > 0, "name at least one claim condition, e.g. sub")
+  .refine(
+    (claims) => Object.keys(claims).length <= MAX_CLAIM_CONDITIONS,
+    `at most ${MAX_CLAIM_CONDITIONS} claim conditions`,
+  )
+  .refine(
+    (claims) => Object.values(claims).some((pattern) => !/^\*+$/.test(pattern)),
+    "at least one condition must be more than *: a trust must not accept every token of its issuer",
+  )
+  .openapi({
+    example: { sub: "system:serviceaccount:ci:*" },
+    description:
+      "Claim name → exact value, or a pattern where * matches any run of characters. Every condition must hold.",
+  });
+
+/** A trust's conditions as `name=pattern` lines (the dashboard shows and takes them so). */
+export function claimLines(claims: Record<string, string>): string[] {
+  return Object.entries(claims).map(([name, pattern]) => `${name}=${pattern}`);
+}
+
+/**
+ * `name=pattern` lines (blank lines ignored; the first `=` splits, so a pattern may hold `=`) as
+ * conditions, or the first line that is not one. `ClaimConditions` then checks names and values.
+ */
+export function parseClaimLines(
+  text: string,
+): { ok: true; value: Record<string, string> } | { ok: false; line: string } {
+  const claims: Record<string, string> = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === "") {
+      continue;
+    }
+    const at = line.indexOf("=");
+    const name = line.slice(0, at).trim();
+    if (at <= 0 || name in claims) {
+      return { ok: false, line };
+    }
+    claims[name] = line.slice(at + 1).trim();
+  }
+  return { ok: true, value: claims };
+}
+
+/** True when `value` matches `pattern`, where `*` matches any run of characters (also none). */
+export function globMatch(pattern: string, value: string): boolean {
+  const source = pattern
+    .split("*")
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+    .join(".*");
+  return new RegExp(`^${source}$`, "s").test(value);
+}
+
+/** A claim as text for matching: strings as they are, numbers and booleans as JSON. */
+function claimText(value: unknown): string | null {
+  if (typeof value === "string") {
+    return value;
+  }
+  return typeof value === "number" || typeof value === "boolean" ? JSON.stringify(value) : null;
+}
+
+/** The first condition of `claims` the payload does not meet, or null when it meets them all. */
+export function unmetCondition(
+  claims: Record<string, string>,
+  payload: Record<string, unknown>,
+): { claim: string; pattern: string; actual: string | null } | null {
+  for (const [claim, pattern] of Object.entries(claims)) {
+    const actual = claimText(payload[claim]);
+    if (actual === null || !globMatch(pattern, actual)) {
+      return { claim, pattern, actual };
+    }
+  }
+  return null;
+}
+
+/** True when the token's `aud` (a string or a list) names `audience`. */
+export function audienceMatches(aud: unknown, audience: string): boolean {
+  return Array.isArray(aud) ? aud.includes(audience) : aud === audience;
+}
+
+/** The public shape of a trust. */
+export function presentTrust(row: TrustRow) {
+  return {
+    id: row.id,
+    poolId: row.poolId,
+    issuer: row.issuer,
+    audience: row.audience,
+    claims: row.claims,
+    description: row.description,
+    createdAt: new Date(row.createdAt).toISOString(),
+  };
+}

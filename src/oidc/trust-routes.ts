@@ -1,0 +1,143 @@
+/**
+ * `/api/v1/pools/{poolId}/oidc-trusts`: the OIDC issuers whose tokens a pool's agents may
+ * exchange for agent tokens. Owners manage them, like agent tokens.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { ApiError } from "../errors.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { ClaimConditions, MAX_TRUSTS_PER_POOL } from "./trust-model.ts";
+import { createTrust, deleteTrust, listTrusts, type TrustFailure } from "./trust-service.ts";
+
+const OidcTrust = z
+  .object({
+    id: z.string(),
+    poolId: z.string(),
+    issuer: z.string(),
+    audience: z.string(),
+    claims: z.record(z.string(), z.string()),
+    description: z.string(),
+    createdAt: z.string(),
+  })
+  .openapi("OidcTrust");
+
+const CreateOidcTrust = z
+  .strictObject({
+    issuer: z.string().min(1).max(500).openapi({
+      example: "https://token.actions.githubusercontent.com",
+      description: "Exactly the tokens' iss: https (loopback http only on development deployments)",
+    }),
+    audience: z.string().trim().min(1).max(500).openapi({
+      example: "outpost",
+      description: "A value the tokens' aud must contain",
+    }),
+    claims: ClaimConditions,
+    description: z.string().max(200).optional(),
+  })
+  .openapi("CreateOidcTrust");
+
+const PoolParams = z.strictObject({ poolId: idParam("pool", "poolId") });
+const TrustParams = PoolParams.extend({ trustId: idParam("otr", "trustId") });
+
+function trustError(failure: TrustFailure, what: string): ApiError {
+  switch (failure.reason) {
+    case "not_found":
+      return new ApiError("NOT_FOUND", `${what} not found`);
+    case "invalid":
+      return new ApiError("BAD_REQUEST", `invalid request: ${failure.message}`, {
+        issues: [{ path: `json.${failure.field}`, message: failure.message }],
+      });
+    case "too_many":
+      return new ApiError("CONFLICT", `a pool holds at most ${MAX_TRUSTS_PER_POOL} OIDC trusts`);
+  }
+}
+
+export const oidcTrustRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      operationId: "createOidcTrust",
+      path: "/{poolId}/oidc-trusts",
+      tags: ["pools"],
+      summary: "Trust an OIDC issuer: its tokens that meet every condition log agents in",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("owner")] as const,
+      request: { params: PoolParams, body: jsonBody(CreateOidcTrust) },
+      responses: {
+        201: jsonResponse(OidcTrust, "The trust"),
+        ...errorResponses(400, 401, 403, 404, 409, 413, 415),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { poolId } = c.req.valid("param");
+      const result = await createTrust(c.var.db, c.env, {
+        ...c.req.valid("json"),
+        orgId: principal.orgId,
+        poolId,
+        actor: principal.tokenId,
+      });
+      if (!result.ok) {
+        throw trustError(result, `pool ${poolId}`);
+      }
+      return c.json(result.value, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "listOidcTrusts",
+      path: "/{poolId}/oidc-trusts",
+      tags: ["pools"],
+      summary: "List the pool's OIDC trusts",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("owner")] as const,
+      request: { params: PoolParams },
+      responses: {
+        200: jsonResponse(z.object({ trusts: z.array(OidcTrust) }), "Trusts, oldest first"),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { poolId } = c.req.valid("param");
+      const result = await listTrusts(c.var.db, principal.orgId, poolId);
+      if (!result.ok) {
+        throw trustError(result, `pool ${poolId}`);
+      }
+      return c.json({ trusts: result.value }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "delete",
+      operationId: "deleteOidcTrust",
+      path: "/{poolId}/oidc-trusts/{trustId}",
+      tags: ["pools"],
+      summary: "Remove a trust; the agent tokens issued under it are revoked and their agents exit",
+      security: [{ bearer: [] }],
+      middleware: [requireRole("owner")] as const,
+      request: { params: TrustParams },
+      responses: {
+        200: jsonResponse(
+          z.object({ revokedTokenIds: z.array(z.string()) }),
+          "Removed; the tokens it had issued are revoked",
+        ),
+        ...errorResponses(400, 401, 403, 404),
+      },
+    }),
+    async (c) => {
+      const principal = orgPrincipal(c);
+      const { poolId, trustId } = c.req.valid("param");
+      const result = await deleteTrust(c.var.db, c.env, {
+        orgId: principal.orgId,
+        poolId,
+        id: trustId,
+        actor: principal.tokenId,
+      });
+      if (!result.ok) {
+        throw trustError(result, `OIDC trust ${trustId}`);
+      }
+      return c.json(result.value, 200);
+    },
+  );

@@ -1,0 +1,126 @@
+/**
+ * Workload identity tokens for jobs: what a job of a workspace with `workloadIdentity` on
+ * receives at lease time. `sub` has Terraform Cloud's shape without the project segment
+ * (`organization:<org>:workspace:<workspace>:run_phase:<plan|apply>`), so trust policies written
+ * for Terraform Cloud translate; `aud` is the workspace's audience or the issuer URL; `exp` is the
+ * end of the phase's timeout. A fork's job never receives one.
+ */
+import { JobSpec, type WorkloadIdentity } from "@outpost/protocol";
+import { eq, sql } from "drizzle-orm";
+import type { LeasedJob } from "../../durable/pool-types.ts";
+import type { Database } from "../db/client.ts";
+import { organizations, type runs, workspaces } from "../db/schema.ts";
+import { issuerUrl, signToken } from "./issuer.ts";
+
+export type WorkloadRun = {
+  id: string;
+  orgId: string;
+  workspaceId: string;
+  operation: (typeof runs.$inferSelect)["operation"];
+  isSpeculative: boolean;
+  isFork: boolean;
+  plannedPoolId: string | null;
+};
+
+/** The documented phase timeouts, for a deployment whose wrangler.toml lacks them. */
+const DEFAULT_PLAN_TIMEOUT_MS = 2 * 3_600_000;
+const DEFAULT_APPLY_TIMEOUT_MS = 24 * 3_600_000;
+
+/** How long a phase may run (the reconciler errors it after that): its token must not outlive it. */
+export function phaseTimeoutMs(
+  env: Pick<Env, "PLAN_TIMEOUT_MS" | "APPLY_TIMEOUT_MS">,
+  phase: "plan" | "apply",
+): number {
+  const configured = Number(phase === "plan" ? env.PLAN_TIMEOUT_MS : env.APPLY_TIMEOUT_MS);
+  const fallback = phase === "plan" ? DEFAULT_PLAN_TIMEOUT_MS : DEFAULT_APPLY_TIMEOUT_MS;
+  return Number.isFinite(configured) && configured > 0 ? configured : fallback;
+}
+
+/** The claims of a job's token (besides iss, iat, nbf, exp and jti, which signing adds). */
+export function workloadClaims(input: {
+  org: { id: string; name: string };
+  workspace: { id: string; name: string };
+  run: WorkloadRun;
+  jobId: string;
+  phase: "plan" | "apply";
+  poolId: string | null;
+  engine: string;
+  engineVersion: string;
+  audience: string;
+}) {
+  const { org, workspace, run } = input;
+  return {
+    sub: `organization:${org.name}:workspace:${workspace.name}:run_phase:${input.phase}`,
+    aud: input.audience,
+    outpost_organization_id: org.id,
+    outpost_organization_name: org.name,
+    outpost_workspace_id: workspace.id,
+    outpost_workspace_name: workspace.name,
+    outpost_run_id: run.id,
+    outpost_run_phase: input.phase,
+    outpost_run_operation: run.operation,
+    outpost_job_id: input.jobId,
+    outpost_pool_id: input.poolId,
+    outpost_engine: input.engine,
+    outpost_engine_version: input.engineVersion,
+    outpost_speculative: run.isSpeculative,
+    outpost_fork: run.isFork,
+  };
+}
+
+/**
+ * What a lease reads about the job's workspace and organization to sign its identity: one
+ * statement, so it joins the lease's own D1 batch instead of adding a round trip.
+ */
+export function workloadSubjectQuery(db: Database, workspaceId: string) {
+  return db
+    .select({
+      isEnabled: workspaces.workloadIdentity,
+      audience: workspaces.workloadIdentityAudience,
+      // Aliased: in a D1 batch rows come back keyed by column name, and both tables have `name`.
+      workspaceName: sql<string>`${workspaces.name}`.as("workspace_name"),
+      poolId: workspaces.poolId,
+      engine: workspaces.engine,
+      engineVersion: workspaces.engineVersion,
+      orgName: sql<string>`${organizations.name}`.as("organization_name"),
+    })
+    .from(workspaces)
+    .innerJoin(organizations, eq(organizations.id, workspaces.orgId))
+    .where(eq(workspaces.id, workspaceId))
+    .limit(1);
+}
+
+export type WorkloadSubject = Awaited<ReturnType<typeof workloadSubjectQuery>>[number];
+
+/**
+ * The workload identity of a leased job: undefined when its workspace has none enabled (or is
+ * gone) or the job is a fork's; `{ error }` when the deployment cannot sign (no `PUBLIC_URL` or
+ * keys), so the agent fails the job rather than run it without the identity it expects.
+ */
+export async function workloadIdentityFor(
+  env: Env,
+  subject: WorkloadSubject | undefined,
+  run: WorkloadRun,
+  leased: LeasedJob,
+): Promise<WorkloadIdentity | undefined> {
+  if (run.isFork || !subject?.isEnabled) {
+    return undefined;
+  }
+  const spec = JobSpec.safeParse(leased.spec);
+  const now = Date.now();
+  const claims = workloadClaims({
+    org: { id: run.orgId, name: subject.orgName },
+    workspace: { id: run.workspaceId, name: subject.workspaceName },
+    run,
+    jobId: leased.jobId,
+    phase: leased.phase,
+    poolId: run.plannedPoolId ?? subject.poolId,
+    engine: spec.success ? spec.data.engine : subject.engine,
+    engineVersion: spec.success ? spec.data.engineVersion : subject.engineVersion,
+    audience: subject.audience ?? issuerUrl(env) ?? "",
+  });
+  const signed = await signToken(env, claims, now + phaseTimeoutMs(env, leased.phase), now);
+  return signed.ok
+    ? { token: signed.value }
+    : { error: `the coordinator cannot issue workload identity tokens: ${signed.reason}` };
+}

@@ -1,0 +1,199 @@
+/**
+ * A Pulumi stack driven from git: a signed GitHub push updates the stack, a pull request gets a
+ * speculative preview that writes no state, and a fork's pull request gets no secrets (so no
+ * passphrase, and its preview says why). The real coordinator, git server and agent.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { sign } from "@octokit/webhooks-methods";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AgentProcess,
+  expectStatus,
+  type Json,
+  readRunLog,
+  setVariable,
+  startAgent,
+  startWorld,
+  stateVersions,
+  type World,
+  waitForRun,
+} from "./helpers/e2e.ts";
+import {
+  agentGitEnv,
+  createRepository,
+  type GitServer,
+  startGitServer,
+} from "./helpers/git-server.ts";
+
+let world: World;
+let agent: AgentProcess;
+let gitServer: GitServer;
+let dir: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), "outpost-pulumi-vcs-"));
+  [world, gitServer] = await Promise.all([startWorld(), startGitServer(dir)]);
+  world.mirror.publishPulumi("3.150.0", { os: process.platform, arch: process.arch });
+  agent = startAgent(world, { env: agentGitEnv(gitServer) });
+  await agent.waitForOutput(/registered/);
+});
+afterEach((context) => {
+  if (context.task.result?.state === "fail") {
+    console.log(agent.output());
+  }
+});
+afterAll(async () => {
+  agent?.kill("SIGKILL");
+  await Promise.all([world?.close(), gitServer?.close()]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const program = (values: string[]) =>
+  `name: demo\nruntime: yaml\nresources:\n${values
+    .map(
+      (v, i) => `  r${i}:\n    type: standin:index:Thing\n    properties:\n      value: "${v}"\n`,
+    )
+    .join("")}`;
+
+async function deliver(hook: Json, event: string, payload: Json, id: string): Promise<number> {
+  const body = JSON.stringify(payload);
+  const res = await fetch(`${world.coordinator.url}/webhooks/github/${String(hook.id)}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": event,
+      "x-github-delivery": id,
+      "x-hub-signature-256": await sign(String(hook.secret), body),
+    },
+    body,
+  });
+  await res.body?.cancel();
+  return res.status;
+}
+
+const repository = (repoUrl: string) => ({
+  id: 1,
+  full_name: "acme/infra",
+  clone_url: repoUrl,
+  default_branch: "main",
+});
+
+function pullRequest(repoUrl: string, sha: string, number: number, headRepoId: number): Json {
+  return {
+    action: "opened",
+    number,
+    pull_request: {
+      title: "More things",
+      user: { login: "octocat" },
+      head: { ref: `feature-${number}`, sha, repo: { id: headRepoId } },
+      base: { ref: "main", repo: { id: 1 } },
+    },
+    repository: repository(repoUrl),
+  };
+}
+
+async function runsOf(ws: string, count: number): Promise<Json[]> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const body = await expectStatus(world.api("GET", `/api/v1/workspaces/${ws}/runs`), 200);
+    const runs = body.runs as Json[];
+    if (runs.length >= count || Date.now() > deadline) {
+      return runs;
+    }
+    await delay(100);
+  }
+}
+
+describe("a Pulumi stack from git", () => {
+  it("updates on push, previews pull requests, and gives forks no secrets", async () => {
+    const repo = createRepository(dir, "infra");
+    const repoUrl = gitServer.repoUrl("infra");
+    const first = repo.commit({ "stack/Pulumi.yaml": program(["a"]) }, "One thing");
+    const ws = String(
+      (
+        await expectStatus(
+          world.api("POST", "/api/v1/workspaces", {
+            name: "pulumi-git",
+            engine: "pulumi",
+            engineVersion: "3.150.0",
+            stackName: "prod",
+            workingDirectory: "stack",
+            executionMode: "agent",
+            poolId: world.poolId,
+            autoApply: true,
+            vcsRepoUrl: repoUrl,
+            vcsBranch: "main",
+            forkPullRequests: "plan_without_secrets",
+          }),
+          201,
+        )
+      ).id,
+    );
+    await setVariable(world, ws, "PULUMI_CONFIG_PASSPHRASE", "pass", {
+      category: "env",
+      sensitive: true,
+    });
+    const hook = await expectStatus(
+      world.api("POST", "/api/v1/vcs-hooks", { provider: "github", repoUrl }),
+      201,
+    );
+
+    const push = {
+      ref: "refs/heads/main",
+      after: first,
+      commits: [
+        {
+          id: first,
+          message: "One thing",
+          added: ["stack/Pulumi.yaml"],
+          removed: [],
+          modified: [],
+        },
+      ],
+      head_commit: { message: "One thing", author: { name: "octocat" } },
+      repository: repository(repoUrl),
+    };
+    expect(await deliver(hook, "push", push, "push-1")).toBe(202);
+    const [pushed] = await runsOf(ws, 1);
+    const update = await waitForRun(world, String(pushed?.id), ["applied", "errored"], 60_000);
+    expect(update).toMatchObject({ status: "applied", source: "github" });
+    expect(await stateVersions(world, ws)).toHaveLength(1);
+
+    const change = repo.commit({ "stack/Pulumi.yaml": program(["a", "b"]) }, "Two things");
+    expect(await deliver(hook, "pull_request", pullRequest(repoUrl, change, 7, 1), "pr-7")).toBe(
+      202,
+    );
+    const preview = (await runsOf(ws, 2)).find((r) => r.id !== pushed?.id);
+    const planned = await waitForRun(
+      world,
+      String(preview?.id),
+      ["planned_and_finished", "errored"],
+      60_000,
+    );
+    expect(planned).toMatchObject({ status: "planned_and_finished", isSpeculative: true });
+    expect(planned.vcs).toMatchObject({ pullRequestNumber: 7, commitSha: change, isFork: false });
+    expect(planned.planSummary).toMatchObject({ adds: 1, sames: 2 });
+    expect(await readRunLog(world, String(preview?.id), "plan")).toContain("pulumi preview --json");
+    expect(await stateVersions(world, ws)).toHaveLength(1);
+
+    expect(await deliver(hook, "pull_request", pullRequest(repoUrl, change, 8, 99), "pr-8")).toBe(
+      202,
+    );
+    const forked = (await runsOf(ws, 3)).find((r) => (r.vcs as Json).pullRequestNumber === 8);
+    const refused = await waitForRun(
+      world,
+      String(forked?.id),
+      ["planned_and_finished", "errored"],
+      60_000,
+    );
+    expect(refused).toMatchObject({ status: "errored", isSpeculative: true });
+    expect(refused.vcs).toMatchObject({ isFork: true });
+    expect(String(refused.statusReason)).toContain(
+      "a pull request from a fork gets no sensitive variables",
+    );
+    expect(await stateVersions(world, ws)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * A loopback OpenID Connect issuer for tests: any number of issuers under one HTTP server on
+ * 127.0.0.1, each at `/<name>` with its discovery document and JWKS. Keys are whatever a test
+ * publishes (`PUT /<name>/jwks` with a JSON Web Key Set, or `publish()` from Node), so Worker
+ * tests can generate and sign with jose inside workerd and only host the public half here.
+ * An issuer named `…-redirected` publishes a `jwks_uri` that answers a redirect, one named
+ * `…-lying` a discovery document naming another issuer (the attacks a verifier must refuse). Every
+ * request is counted per path, so a test can see that a key set was (or was not) fetched again.
+ */
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from "jose";
+
+export type IssuerKey = {
+  kid: string;
+  privateKey: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+  publicJwk: JWK;
+};
+
+/** An RSA key pair with its public JWK (RS256, the given kid). */
+export async function rsaKey(kid: string): Promise<IssuerKey> {
+  const { privateKey, publicKey } = await generateKeyPair("RS256", { extractable: true });
+  return {
+    kid,
+    privateKey,
+    publicJwk: { ...(await exportJWK(publicKey)), kid, alg: "RS256", use: "sig" },
+  };
+}
+
+/** Signs `claims` with `key` (RS256 by default); `iat`/`exp` default to now and now + 5 min. */
+export function signWith(
+  key: IssuerKey,
+  claims: JWTPayload,
+  options: { alg?: string; kid?: string } = {},
+): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ iat: now, exp: now + 300, ...claims })
+    .setProtectedHeader({ alg: options.alg ?? "RS256", kid: options.kid ?? key.kid, typ: "JWT" })
+    .sign(key.privateKey);
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) {
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export class OidcIssuerServer {
+  private server: Server | null = null;
+  private readonly keySets = new Map<string, { keys: JWK[] }>();
+  readonly hits = new Map<string, number>();
+
+  get url(): string {
+    const address = this.server?.address() as AddressInfo | null;
+    if (!address) {
+      throw new Error("issuer server not started");
+    }
+    return `http://127.0.0.1:${address.port}`;
+  }
+
+  /** The issuer URL of `name` (its `iss`). */
+  issuer(name: string): string {
+    return `${this.url}/${name}`;
+  }
+
+  /** Publishes the public keys of issuer `name`, replacing what it published before. */
+  publish(name: string, keys: JWK[]): void {
+    this.keySets.set(name, { keys });
+  }
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      this.handle(req)
+        .then(({ status, body, headers }) => {
+          res.writeHead(status, { "content-type": "application/json", ...headers });
+          res.end(body);
+        })
+        .catch((error: unknown) => {
+          res.writeHead(500);
+          res.end(String(error));
+        });
+    });
+    await new Promise<void>((done) => this.server?.listen(0, "127.0.0.1", done));
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((done) => {
+      this.server?.closeAllConnections();
+      this.server?.close(() => done());
+    });
+    this.server = null;
+  }
+
+  private async handle(
+    req: IncomingMessage,
+  ): Promise<{ status: number; body: string; headers?: Record<string, string> }> {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    this.hits.set(path, (this.hits.get(path) ?? 0) + 1);
+    const [, name = "", ...rest] = path.split("/");
+    const tail = rest.join("/");
+    if (req.method === "PUT" && tail === "jwks") {
+      this.publish(name, (JSON.parse(await readBody(req)) as { keys: JWK[] }).keys);
+      return { status: 204, body: "" };
+    }
+    if (tail.startsWith("redirect/")) {
+      return {
+        status: 302,
+        body: "",
+        headers: { location: `${this.url}/${name}/${tail.slice(9)}` },
+      };
+    }
+    if (tail === ".well-known/openid-configuration" && this.keySets.has(name)) {
+      const issuer = name.endsWith("-lying") ? `${this.issuer(name)}-other` : this.issuer(name);
+      const jwksUri = name.endsWith("-redirected")
+        ? `${this.issuer(name)}/redirect/jwks`
+        : `${this.issuer(name)}/jwks`;
+      return { status: 200, body: JSON.stringify({ issuer, jwks_uri: jwksUri }) };
+    }
+    const keySet = this.keySets.get(name);
+    if (tail === "jwks" && keySet) {
+      return { status: 200, body: JSON.stringify(keySet) };
+    }
+    return { status: 404, body: "{}" };
+  }
+}
