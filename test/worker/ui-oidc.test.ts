@@ -114,7 +114,7 @@ describe("pool page: OIDC trusts", () => {
     const path = `/ui/pools/${poolId}`;
     const html = await (await owner.get(path)).text();
     expect(html).toContain(`OIDC <span class="mono">ci:runner-3</span>`);
-    expect(html).toContain(`<time datetime="${exchanged.body.expiresAt}">`);
+    expect(html).toContain(`<time datetime="${exchanged.body.expiresAt}" title=`);
     expect(html).not.toContain(exchanged.body.token);
 
     expect((await member.post(`${path}/oidc-trusts/${trust.id}/delete`)).status).toBe(403);
