@@ -182,7 +182,7 @@ describe("the dashboard in chromium", () => {
     await waitForText(runPage, "#run-timeline", /applying[\s\S]*applied/);
     await screenshot(runPage, "08-run-applied");
     await waitForText(poolPage, "#agents", /idle/);
-    await waitForText(runPage, "#run-summary", /Plan ran on[\s\S]*isolation none/);
+    await waitForText(runPage, "#run-summary", /Plan ran on[\s\S]*isolation (bwrap|none)/);
     await expectNothingExecuted(runPage);
     await expectNothingExecuted(poolPage);
     await runPage.close();

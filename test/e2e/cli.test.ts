@@ -395,7 +395,7 @@ describe("outpost CLI", () => {
     expect(runId?.[2]).toBe(`${world.coordinator.url}/ui/runs/${runId?.[1]}`);
     const lines = first.stdout.split("\n");
     expect(lines[0]).toMatch(
-      /^Outpost agent (\S+ \()?agt_\w+\)? v\S+ in pool pool_\w+, isolation none: plan job run_\w+:plan for run/,
+      /^Outpost agent (\S+ \()?agt_\w+\)? v\S+ in pool pool_\w+, isolation (bwrap|none): plan job run_\w+:plan for run/,
     );
     expect(first.stdout).toContain('Resolving terraform "latest" against');
     expect(first.stdout).toContain(`Using terraform ${ENGINE_VERSION} (newest for "latest")`);
@@ -421,7 +421,7 @@ describe("outpost CLI", () => {
     expect(shown.stdout).toMatch(/^Plan:\s+1 to add, 0 to change, 0 to destroy$/m);
     expect(shown.stdout).toMatch(
       new RegExp(
-        `^Plan agent:\\s+(\\S+ \\()?agt_\\w+\\)? v\\S+, pool ${world.poolId}, isolation none, engine ${escapeRegExp(ENGINE_VERSION)}$`,
+        `^Plan agent:\\s+(\\S+ \\()?agt_\\w+\\)? v\\S+, pool ${world.poolId}, isolation (bwrap|none), engine ${escapeRegExp(ENGINE_VERSION)}$`,
         "m",
       ),
     );
