@@ -189,6 +189,8 @@ tr.change-changed td:nth-child(2) { color: var(--warn); font-weight: 600; }
   .table-scroll table { display: table; }
   dl.facts { grid-template-columns: 1fr; gap: 0 0; } dl.facts dd { margin-bottom: 6px; }
   input, select, textarea { max-width: 100%; }
+  /* A fieldset is as wide as its widest field by default, and so is a flex item: not on a phone. */
+  fieldset { min-width: 0; } .row > * { min-width: 0; max-width: 100%; } textarea { width: 100%; }
   .secret { flex-wrap: wrap; }
 }
 `;
