@@ -139,10 +139,14 @@ describe("ensureEngine", () => {
       });
     const paths = await Promise.all([child(), child(), child()]);
     expect(new Set(paths).size).toBe(1);
-    expect(mirror.requests.filter((r) => r.endsWith(".zip")).length).toBe(3);
+    // Each process downloads unless another finished first: under load a late starter finds
+    // the cache, so the count is 1 to 3; what must hold is one path, the right binary, no debris.
+    const downloads = mirror.requests.filter((r) => r.endsWith(".zip")).length;
+    expect(downloads).toBeGreaterThanOrEqual(1);
+    expect(downloads).toBeLessThanOrEqual(3);
     expect(await reportedVersion(paths[0] ?? "")).toBe("1.7.0");
     expect(leftovers("terraform")).toEqual([]);
-  });
+  }, 30_000);
 
   it("downloads once when jobs in one process ask for the same version together", async () => {
     mirror.publish("terraform", "1.7.0");
