@@ -52,7 +52,7 @@ async function loadStored(
 async function checkReveal(
   deps: StateDeps,
   principal: Principal,
-  target: { workspaceId: string; stateVersionId: string; sensitiveNames: string[] },
+  target: { workspaceId: string; stateVersionId: string | null; sensitiveNames: string[] },
 ): Promise<StateResult<null>> {
   if (!maySeeSensitiveOutputs(principal)) {
     return refuse("FORBIDDEN", "showing sensitive output values needs the admin or owner role");
@@ -118,8 +118,15 @@ export async function readOutputs(
   }
   const current = await findCurrentVersion(deps.db, workspaceId);
   if (!current) {
-    if (reveal && !maySeeSensitiveOutputs(principal)) {
-      return refuse("FORBIDDEN", "showing sensitive output values needs the admin or owner role");
+    const allowed = reveal
+      ? await checkReveal(deps, principal, {
+          workspaceId,
+          stateVersionId: null,
+          sensitiveNames: [],
+        })
+      : ok(null);
+    if (!allowed.ok) {
+      return allowed;
     }
     const none = { stateVersionId: null, serial: null, outputsStatus: null };
     return ok({ ...none, isRevealed: reveal, outputs: {} });
