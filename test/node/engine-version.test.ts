@@ -211,6 +211,19 @@ describe("resolveEngineVersion against a mirror", () => {
     ]);
   });
 
+  it("reads a mirror's OpenTofu index in get.opentofu.org's shape", async () => {
+    const mirrorOfTofu = new MirrorServer();
+    await mirrorOfTofu.start();
+    try {
+      mirrorOfTofu.listInIndex("tofu", "1.8.3");
+      mirrorOfTofu.listInIndex("tofu", "1.9.0");
+      expect(await resolve("tofu", "~> 1.8.0", { releaseMirror: mirrorOfTofu.url })).toBe("1.8.3");
+      expect(await resolve("tofu", "latest", { releaseMirror: mirrorOfTofu.url })).toBe("1.9.0");
+    } finally {
+      await mirrorOfTofu.stop();
+    }
+  });
+
   it("uses an exact version without reading the index", async () => {
     const before = mirror.requests.length;
     expect(await resolve("terraform", "1.2.3")).toBe("1.2.3");
