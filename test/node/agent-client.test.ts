@@ -269,6 +269,19 @@ describe("the job as the runner sees it", () => {
     });
   });
 
+  it("carries the names of a fork's withheld variables to the runner", () => {
+    const withheld = [{ key: "PULUMI_BACKEND_URL", category: "env" as const }];
+    const mapped = toRunnerJob(
+      wire({ ...spec, isFork: true }, { variables: [], withheldVariables: withheld }),
+      "https://o",
+    );
+    expect(mapped.ok && mapped.value).toMatchObject({
+      isFork: true,
+      variables: [],
+      withheldVariables: withheld,
+    });
+  });
+
   it("maps a VCS configuration to a clone at the commit", () => {
     const vcs = {
       ...spec,
