@@ -163,9 +163,10 @@ async function download(
 
 /**
  * The release's checksums, file name → hex SHA-256: the one place the checksums file becomes
- * trusted. Today it is trusted as fetched from the configured mirror (over TLS upstream); an
- * OpenPGP check of its detached signature against the engine's release key goes here, between
- * the fetch and the parse, so nothing reads a checksum the signature does not cover.
+ * trusted. Today it is trusted as fetched from the configured mirror (over TLS upstream). An
+ * OpenPGP check of its detached signature goes here, between the fetch and the parse, so
+ * nothing reads a checksum the signature does not cover; where the signature is and which key
+ * signs would come from the engine's {@link EngineRelease}, like the rest of its release.
  */
 async function trustedChecksums(where: ReleaseLocation): Promise<Map<string, string>> {
   const file = await fetchList({ url: where.sumsUrl });

@@ -38,7 +38,8 @@ export async function resolveEngineVersion(
   const offered = [...(await localVersions(release, options))];
   if (url !== null) {
     // The one place the mirror's answer is required. An offline fallback (resolve against
-    // the cache and PATH when the mirror is unreachable) catches this call's failure.
+    // the cache and PATH when the mirror cannot be reached) catches this call's failure when
+    // its cause is a TransientError, says so in the log, and goes on with what is offered.
     offered.push(...(await indexedVersions(release, url, wanted, options)));
   }
   const resolved = resolveVersion(wanted, offered, release.constraints);
@@ -72,7 +73,9 @@ async function indexedVersions(
   }).catch((error: unknown) => {
     throw error instanceof EngineInstallError
       ? error
-      : new EngineInstallError(`cannot resolve "${constraint}": ${(error as Error).message}`);
+      : new EngineInstallError(`cannot resolve "${constraint}": ${(error as Error).message}`, {
+          cause: error,
+        });
   });
   let document: unknown;
   try {
