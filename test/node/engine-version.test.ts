@@ -231,7 +231,7 @@ describe("resolveEngineVersion against a mirror", () => {
     expect(mirror.requests.length).toBe(before);
   });
 
-  it("offers what the cache and PATH hold too, and only them without an index", async () => {
+  it("resolves against the index when there is one, else against the cache and PATH", async () => {
     const bin = path.join(dataDir, "host-bin");
     mkdirSync(bin, { recursive: true });
     writeFileSync(path.join(bin, "terraform"), standinSource("1.9.9"), { mode: 0o755 });
@@ -240,8 +240,15 @@ describe("resolveEngineVersion against a mirror", () => {
     writeFileSync(path.join(dataDir, "engines/pulumi/3.155.0/pulumi/pulumi"), "", { mode: 0o755 });
     // The stand-in terraform is a Node script: PATH must find node too.
     const searchPath = `${bin}${path.delimiter}${process.env.PATH ?? ""}`;
-    expect(await resolve("terraform", "~> 1.9.0", { searchPath })).toBe("1.9.9");
-    expect(await resolve("pulumi", "<3.158", { releaseMirror: null })).toBe("3.155.0");
+    // A newer engine on the host's PATH is not what the mirror offers: the index decides.
+    expect(await resolve("terraform", "~> 1.9.0", { searchPath })).toBe("1.9.7");
+    expect(await resolve("pulumi", "^3", { searchPath: bin })).toBe("3.151.2");
+    // Pulumi publishes no index: without a mirror, the cache and PATH offer its versions.
+    const lines: string[] = [];
+    expect(
+      await resolve("pulumi", "<3.158", { releaseMirror: null, onProgress: (l) => lines.push(l) }),
+    ).toBe("3.155.0");
+    expect(lines[0]).toBe('Resolving pulumi "<3.158" against the cache and PATH');
     expect(await resolve("pulumi", "^3", { releaseMirror: null, searchPath: bin })).toBe("3.160.0");
     await expect(resolve("pulumi", "^4", { releaseMirror: null })).rejects.toThrow(
       /no version satisfies "\^4"; the newest offered are 3.155.0/,

@@ -1,8 +1,9 @@
 /**
  * The exact engine version a job runs, for every engine: the workspace's own when it names one
- * exactly, else the newest version satisfying its constraint among those the agent can install:
- * the engine's release index (the mirror's, or upstream's) plus the versions in its cache and
- * on its PATH. An index that cannot be read fails the job with why, whatever the engine.
+ * exactly, else the newest version satisfying its constraint in the engine's release index (the
+ * mirror's, or upstream's); an engine without an index (Pulumi without a mirror) resolves
+ * against the versions in the agent's cache and on its PATH. An index that cannot be read fails
+ * the job with why, whatever the engine.
  */
 import { retry } from "../retry.ts";
 import { fetchList, MIRROR_ATTEMPTS } from "./fetch.ts";
@@ -35,13 +36,13 @@ export async function resolveEngineVersion(
   options.onProgress?.(
     `Resolving ${release.engine} "${wanted}" against ${url ?? "the cache and PATH"}`,
   );
-  const offered = [...(await localVersions(release, options))];
-  if (url !== null) {
-    // The one place the mirror's answer is required. An offline fallback (resolve against
-    // the cache and PATH when the mirror cannot be reached) catches this call's failure when
-    // its cause is a TransientError, says so in the log, and goes on with what is offered.
-    offered.push(...(await indexedVersions(release, url, wanted, options)));
-  }
+  // The one place the mirror's answer is required. An offline fallback (resolve against the
+  // cache and PATH when the mirror cannot be reached) catches this call's failure when its
+  // cause is a TransientError, says so in the log, and goes on with `localVersions`.
+  const offered =
+    url === null
+      ? await localVersions(release, options)
+      : await indexedVersions(release, url, wanted, options);
   const resolved = resolveVersion(wanted, offered, release.constraints);
   if (!resolved.ok) {
     throw new EngineInstallError(resolved.reason);
@@ -50,7 +51,7 @@ export async function resolveEngineVersion(
   return resolved.version;
 }
 
-/** The versions already installed: cached, or on PATH. */
+/** The versions this agent already has: cached, or on PATH. */
 async function localVersions(release: EngineRelease, options: ResolveOptions): Promise<string[]> {
   const [cached, onPath] = await Promise.all([
     cachedVersions(release, options.dataDir),
