@@ -1,6 +1,7 @@
 /**
  * Builds the agent for shipping (`npm run build:agent`; `npm start`, `npm test` and
- * `wrangler deploy` run it through wrangler.toml's `[build]`):
+ * `wrangler deploy` run it through wrangler.toml's `[build]`, and `npm pack -w agent` through
+ * agent/package.json's `prepack`):
  *
  * 1. `agent/dist/outpost-agent.mjs` and `agent/dist/outpost.mjs`: the two bins as single
  *    JavaScript files with every dependency (the protocol package included) bundled, so the
@@ -124,7 +125,10 @@ async function bundle(version: string, outDir: string): Promise<void> {
   });
 }
 
-/** The npm package of this build: agent/package.json (with `version`), dist, packaging, README. */
+/**
+ * The npm package of this build: agent/package.json (with `version`), the bins' launchers, the
+ * bundles they run, packaging and README: what `npm pack -w agent` packs, stamped.
+ */
 async function pack(version: string, work: string): Promise<string> {
   const stage = path.join(work, "package");
   await mkdir(path.join(stage, "dist"), { recursive: true });
@@ -132,8 +136,9 @@ async function pack(version: string, work: string): Promise<string> {
     string,
     unknown
   >;
-  // Everything is bundled: the installed package depends on nothing.
+  // Everything is bundled: the installed package depends on nothing, and builds nothing.
   delete json.devDependencies;
+  delete json.scripts;
   await writeFile(
     path.join(stage, "package.json"),
     `${JSON.stringify({ ...json, version }, null, 2)}\n`,
@@ -141,6 +146,7 @@ async function pack(version: string, work: string): Promise<string> {
   for (const file of ["outpost-agent.mjs", "outpost.mjs"]) {
     await cp(path.join(work, file), path.join(stage, "dist", file));
   }
+  await cp(path.join(AGENT_DIR, "bin"), path.join(stage, "bin"), { recursive: true });
   await cp(path.join(AGENT_DIR, "packaging"), path.join(stage, "packaging"), { recursive: true });
   await cp(path.join(AGENT_DIR, "README.md"), path.join(stage, "README.md"));
   const { stdout } = await run(
