@@ -190,6 +190,7 @@ class Job {
       dataDir: settings.dataDir,
       releaseMirror: settings.releaseMirror,
       searchPath: settings.hostEnv.PATH ?? "",
+      engineKeyring: settings.engineKeyring ?? [],
       onProgress: (line: string) => this.say(line),
     };
     const release = driver.release(job.engine);
