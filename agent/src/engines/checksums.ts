@@ -5,8 +5,8 @@
  */
 import path from "node:path";
 import { fetchList } from "./fetch.ts";
-import { EngineInstallError, type EngineRelease, parseSha256Sums } from "./release.ts";
 import type { ReleaseLocation } from "./release.ts";
+import { EngineInstallError, type EngineRelease, parseSha256Sums } from "./release.ts";
 import { describeKeys, type TrustedKey, vendorKey, verifyDetached } from "./signatures.ts";
 
 /** A detached signature is a few hundred bytes; a few keys' worth at most. */
@@ -57,7 +57,13 @@ export async function trustedChecksums(
     }
     throw error;
   });
-  const signer = await verifyDetached({ data: sums, signature, keys, what: sumsName, signatureName });
+  const signer = await verifyDetached({
+    data: sums,
+    signature,
+    keys,
+    what: sumsName,
+    signatureName,
+  });
   options.onProgress?.(`${sumsName} is signed by ${signer.label}`);
   return parseSha256Sums(sums.toString("utf8"));
 }

@@ -5,14 +5,7 @@
  * sentence that names the keys involved, by user id and fingerprint.
  */
 import { readFile } from "node:fs/promises";
-import {
-  createMessage,
-  type Key,
-  readKeys,
-  readSignature,
-  type Signature,
-  verify,
-} from "openpgp";
+import { createMessage, type Key, readKeys, readSignature, type Signature, verify } from "openpgp";
 import { UserError } from "../errors.ts";
 import { EngineInstallError } from "./release.ts";
 import type { VendorKey } from "./vendor-keys.ts";
@@ -85,9 +78,7 @@ export async function readEngineKeyring(file: string, source: string): Promise<T
   try {
     keys = text.includes("-----BEGIN PGP")
       ? (
-          await Promise.all(
-            armoredBlocks(text).map((block) => readKeys({ armoredKeys: block })),
-          )
+          await Promise.all(armoredBlocks(text).map((block) => readKeys({ armoredKeys: block })))
         ).flat()
       : await readKeys({ binaryKeys: bytes });
   } catch (error) {

@@ -18,9 +18,9 @@ import {
   type Platform,
   versionsOfHashicorpIndex,
 } from "./release.ts";
-import { HASHICORP_KEY, OPENTOFU_KEY } from "./vendor-keys.ts";
 import { writeBackendOverride, writeTerraformVariables } from "./terraform-files.ts";
 import { summarizePlan } from "./terraform-plan.ts";
+import { HASHICORP_KEY, OPENTOFU_KEY } from "./vendor-keys.ts";
 import { isExactVersion } from "./versions.ts";
 
 const PLAN_FILE = "plan.tfplan";
