@@ -11,8 +11,9 @@ const NOT_FOUND = [
   // sh (dash): "sh: 1: node: not found"; bash: "bash: node: command not found"; a script's:
   // "./wrapper: line 3: node: command not found" or "./wrapper: 3: node: not found".
   /^[^\n]*?:(?: line)? ?\d*:? ?([^\s:'"]+): (?:command )?not found\s*$/gm,
-  // coreutils env: "/usr/bin/env: 'node': No such file or directory"; busybox/BSD: "env: node: …"
-  /\benv: '?([^'\s:]+)'?: No such file or directory/g,
+  // coreutils env: "/usr/bin/env: 'node': No such file or directory" (‘node’ in a UTF-8
+  // locale); busybox and BSD: "env: node: No such file or directory".
+  /\benv: ['‘]?([^'‘’\s:]+)['’]?: No such file or directory/g,
   // Go's exec.LookPath, as the pulumi language hosts report it.
   /exec: "([^"]+)": executable file not found in \$PATH/g,
   // bubblewrap could not start the command itself.
