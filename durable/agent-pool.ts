@@ -8,7 +8,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { type ExitInstruction, MAX_POLL_WAIT_SECONDS, type RunningJob } from "@outpost/protocol";
-import { fail, ok, type Result } from "../src/lib/result.ts";
+import { fail, ok, type Result } from "@outpost/common";
 import { HeldPolls } from "./held-polls.ts";
 import { sendDue } from "./outbox.ts";
 import * as admin from "./pool-admin.ts";

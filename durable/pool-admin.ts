@@ -3,7 +3,7 @@
  * whole pool. Synchronous, like `pool-ops.ts`, so each is one transaction. Jobs these end reach
  * the Worker through the outbox and the `JOB_EVENTS` queue.
  */
-import { newId } from "../src/db/ids.ts";
+import { newId } from "@outpost/common";
 import { loseAgent, type OpsContext, systemEnd } from "./pool-ops.ts";
 import type { AgentRow } from "./pool-store.ts";
 import type { RegisterInput } from "./pool-types.ts";

@@ -5,8 +5,7 @@
  */
 
 import type { CancelRequest, ExitInstruction, RunningJob } from "@outpost/protocol";
-import { newId } from "../src/db/ids.ts";
-import { fail, ok, type Result } from "../src/lib/result.ts";
+import { fail, newId, ok, type Result } from "@outpost/common";
 import type { AgentRow, JobEnd, JobRow, PoolStore } from "./pool-store.ts";
 import type {
   AgentRef,

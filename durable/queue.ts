@@ -4,7 +4,7 @@
  * reference model in the tests both follow these rules (docs/queue.md says them in words).
  */
 import type { AgentStatus, JobPhase } from "@outpost/protocol";
-import { fail, ok, type Result } from "../src/lib/result.ts";
+import { fail, ok, type Result } from "@outpost/common";
 
 /** Liveness and lease settings of one pool (the phase timeout travels with each job). */
 export type PoolSettings = {

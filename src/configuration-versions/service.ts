@@ -5,7 +5,7 @@
 import { and, desc, eq, lt, or } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
+import { newId } from "@outpost/common";
 import { configurationVersions } from "../db/schema.ts";
 import { toHex } from "../lib/crypto.ts";
 import { inspectTarGz, type TarRejection } from "../lib/tar.ts";

@@ -6,8 +6,7 @@
  */
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
-import { ok } from "../lib/result.ts";
+import { newId, ok } from "@outpost/common";
 import { DEFAULT_MAX_TOKEN_EXPIRATION_MS } from "../pools/model.ts";
 import { generateToken, hashToken, tokenKind } from "../tokens/model.ts";
 import { findTokenByHash } from "../tokens/queries.ts";

@@ -5,7 +5,7 @@
  * IAM, GCP workload identity federation and Entra ID accept.
  */
 import { SignJWT } from "jose";
-import { fail, ok, type Result } from "../lib/result.ts";
+import { fail, ok, type Result } from "@outpost/common";
 import {
   KEYRING_PROBLEMS,
   type PublicJwk,

@@ -6,9 +6,8 @@
 import { and, eq, isNull } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
+import { newId, ok } from "@outpost/common";
 import { agentTokens } from "../db/schema.ts";
-import { ok } from "../lib/result.ts";
 import { getPool } from "../pools/queries.ts";
 import { poolStub } from "../pools/service.ts";
 import {

@@ -14,7 +14,7 @@ import {
   type JWTPayload,
   jwtVerify,
 } from "jose";
-import { ok } from "../lib/result.ts";
+import { ok } from "@outpost/common";
 import { audienceMatches, issuerProblem, type TrustRow, unmetCondition } from "./trust-model.ts";
 
 /** Asymmetric signatures only: `none` and every HMAC algorithm are refused before jose runs. */

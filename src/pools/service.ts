@@ -6,7 +6,7 @@
 import { sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
+import { newId } from "@outpost/common";
 import type { agentPools } from "../db/schema.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";

@@ -5,7 +5,7 @@
  */
 import type { ExitInstruction, JobAssignment } from "@outpost/protocol";
 import type { AgentRef, FinishReport } from "../../durable/pool-types.ts";
-import { ok, type Result } from "../lib/result.ts";
+import { ok, type Result } from "@outpost/common";
 import { poolStub } from "../pools/service.ts";
 import type { Deps } from "./deps.ts";
 import { handleJobEnded, handleJobStarted, prepareLease } from "./events.ts";

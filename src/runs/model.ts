@@ -7,7 +7,7 @@
  */
 
 import { type PlanSummary, RUN_STATUSES, type RunStatus } from "@outpost/protocol";
-import { fail, ok, type Result } from "../lib/result.ts";
+import { fail, ok, type Result } from "@outpost/common";
 
 export { RUN_STATUSES, type RunStatus };
 

@@ -16,7 +16,7 @@ import {
 } from "drizzle-orm";
 import type { JobEndedEvent } from "../../durable/pool-types.ts";
 import { type Database, prepared } from "../db/client.ts";
-import { base32 } from "../db/ids.ts";
+import { base32 } from "@outpost/common";
 import { agentPools, auditEvents, runs, runTokens, stateLocks, workspaces } from "../db/schema.ts";
 import { canTransition, type RunStatus, TERMINAL_STATUSES, WAITING_STATUSES } from "./model.ts";
 

@@ -10,9 +10,8 @@ import {
   configurationVersionQuery,
   latestConfigurationVersionQuery,
 } from "../configuration-versions/service.ts";
-import { newId } from "../db/ids.ts";
+import { fail, newId, ok, type Result } from "@outpost/common";
 import type { runs } from "../db/schema.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
 import { applyEndings } from "./events.ts";

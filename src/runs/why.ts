@@ -6,7 +6,7 @@
 import { eq } from "drizzle-orm";
 import type { WaitInfo, WaitReason } from "../../durable/pool-types.ts";
 import { orgTokens, runs } from "../db/schema.ts";
-import { ok } from "../lib/result.ts";
+import { ok } from "@outpost/common";
 import { count } from "../lib/words.ts";
 import { poolStub } from "../pools/service.ts";
 import { lockHolderKind } from "../workspaces/model.ts";

@@ -6,7 +6,7 @@
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import type { ErrorCode } from "../errors.ts";
-import { ok } from "../lib/result.ts";
+import { ok } from "@outpost/common";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
 import { isJobLive } from "../runs/queries.ts";
 import { type Principal, roleAtLeast } from "../tokens/model.ts";

@@ -6,7 +6,7 @@
 
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { ok } from "../lib/result.ts";
+import { ok } from "@outpost/common";
 import type { Principal } from "../tokens/model.ts";
 import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
 import {

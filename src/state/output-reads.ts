@@ -4,7 +4,7 @@
  * only by asking (`reveal`), and every such reveal is audited with the names it showed.
  */
 import { auditQuery } from "../audit/service.ts";
-import { ok } from "../lib/result.ts";
+import { ok } from "@outpost/common";
 import type { Principal } from "../tokens/model.ts";
 import { openWorkspace, refuse, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";

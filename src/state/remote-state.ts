@@ -3,7 +3,7 @@
  * an outputs-only state document, never its resources.
  */
 import { toHex } from "../lib/crypto.ts";
-import { ok } from "../lib/result.ts";
+import { ok } from "@outpost/common";
 import { refuse, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import type { StateVersionRow } from "./queries.ts";

@@ -7,7 +7,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
-import { idPattern } from "../db/ids.ts";
+import { idPattern } from "@outpost/common";
 import type { AppEnv } from "../env.ts";
 import { ApiError, zodIssues } from "../errors.ts";
 import { toHex } from "../lib/crypto.ts";

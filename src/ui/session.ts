@@ -9,7 +9,7 @@ import { and, eq, gt, isNotNull, isNull, lt, or } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
+import { newId } from "@outpost/common";
 import { orgTokens, sessions } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";

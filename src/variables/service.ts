@@ -6,7 +6,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
+import { newId } from "@outpost/common";
 import { variables } from "../db/schema.ts";
 import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
 import {

@@ -7,7 +7,7 @@
 import { and, desc, eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
+import { newId } from "@outpost/common";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { randomBase64Url } from "../lib/crypto.ts";

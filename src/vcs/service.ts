@@ -7,7 +7,7 @@
  * a commit twice on a workspace.
  */
 import { and, eq, inArray, isNotNull, isNull, lt, ne } from "drizzle-orm";
-import { newId } from "../db/ids.ts";
+import { newId } from "@outpost/common";
 import { configurationVersions, runs, vcsDeliveries, workspaces } from "../db/schema.ts";
 import type { Deps } from "../runs/deps.ts";
 import { ACTIVE_STATUSES } from "../runs/model.ts";

@@ -5,7 +5,7 @@
  */
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
+import { newId } from "@outpost/common";
 import { workspaces } from "../db/schema.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {

@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
-import { newId } from "../../src/db/ids.ts";
+import { newId } from "@outpost/common";
 import { variables } from "../../src/db/schema.ts";
 import { MAX_VARIABLES_PER_WORKSPACE } from "../../src/variables/model.ts";
 import {

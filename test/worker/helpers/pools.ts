@@ -7,7 +7,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { AgentPool } from "../../../durable/agent-pool.ts";
 import type { QueuedJob } from "../../../durable/pool-types.ts";
-import { newId } from "../../../src/db/ids.ts";
+import { newId } from "@outpost/common";
 import {
   createAgentToken,
   createPool,

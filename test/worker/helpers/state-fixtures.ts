@@ -6,7 +6,7 @@
  */
 import { exports } from "cloudflare:workers";
 import type { RunStatus } from "@outpost/protocol";
-import { newId } from "../../../src/db/ids.ts";
+import { newId } from "@outpost/common";
 import { runs, runTokens, workspaces } from "../../../src/db/schema.ts";
 import { generateToken, hashToken } from "../../../src/tokens/model.ts";
 import { BASE } from "./api.ts";

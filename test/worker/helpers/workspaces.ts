@@ -5,7 +5,7 @@
 import type { RunStatus } from "@outpost/protocol";
 import { eq } from "drizzle-orm";
 import { expect } from "vitest";
-import { newId } from "../../../src/db/ids.ts";
+import { newId } from "@outpost/common";
 import { agentPools, orgTokens, runs } from "../../../src/db/schema.ts";
 import { hashToken } from "../../../src/tokens/model.ts";
 import { requestJson } from "./api.ts";
