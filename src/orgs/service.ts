@@ -1,7 +1,8 @@
 /** Organizations: the first one via bootstrap, further ones only where the deployment allows. */
+
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { fail, newId, ok, type Result } from "@outpost/common";
 import { organizations, orgTokens } from "../db/schema.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 

@@ -6,8 +6,8 @@
  * the scheduler's event handlers and the reconciler all ask here.
  */
 
-import { type PlanSummary, RUN_STATUSES, type RunStatus } from "@outpost/protocol";
 import { fail, ok, type Result } from "@outpost/common";
+import { type PlanSummary, RUN_STATUSES, type RunStatus } from "@outpost/protocol";
 
 export { RUN_STATUSES, type RunStatus };
 

@@ -4,13 +4,14 @@
  * after D1 changed, so a lost message is repaired by the reconciler (`reconcile.ts`) and never
  * loses or double-applies a run. The rules themselves are in `model.ts`.
  */
+
+import { fail, newId, ok, type Result } from "@outpost/common";
 import type { WaitInfo } from "../../durable/pool-types.ts";
 import { auditQuery } from "../audit/service.ts";
 import {
   configurationVersionQuery,
   latestConfigurationVersionQuery,
 } from "../configuration-versions/service.ts";
-import { fail, newId, ok, type Result } from "@outpost/common";
 import type { runs } from "../db/schema.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";

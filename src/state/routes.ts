@@ -6,8 +6,8 @@
  * that drop custom methods.
  */
 import { z } from "@hono/zod-openapi";
-import { type Context, Hono } from "hono";
 import { idPattern } from "@outpost/common";
+import { type Context, Hono } from "hono";
 import type { AppEnv } from "../env.ts";
 import { ApiError, zodIssues } from "../errors.ts";
 import { toHex } from "../lib/crypto.ts";

@@ -1,8 +1,9 @@
 /** Org tokens: creation (secret returned once), listing, revocation, with audit events. */
+
+import { newId, type Result } from "@outpost/common";
 import { and, count, eq, isNull } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId, type Result } from "@outpost/common";
 import { orgTokens } from "../db/schema.ts";
 import { generateToken, hashToken, type Role } from "./model.ts";
 import {
