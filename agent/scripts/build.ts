@@ -1,6 +1,6 @@
 /**
- * Builds the agent for shipping (`npm run build:agent`; `npm start`, `npm test` and
- * `wrangler deploy` run it through wrangler.toml's `[build]`):
+ * Builds the agent for shipping (`npm run build:agent`; `scripts/build.ts`, which `npm start`,
+ * `npm test`, the bench and `wrangler deploy` run, builds it with the dashboard's files):
  *
  * 1. `agent/dist/outpost-agent.mjs` and `agent/dist/outpost.mjs`: the two bins as single
  *    JavaScript files with every dependency (the protocol package included) bundled, so the
