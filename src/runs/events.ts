@@ -8,9 +8,9 @@
  * may arrive more than once.
  */
 
+import { newId } from "@outpost/common";
 import type { JobVariable, WithheldVariable, WorkloadIdentity } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob, StartingAgent } from "../../durable/pool-types.ts";
-import { newId } from "../db/ids.ts";
 import { workloadIdentityFor, workloadSubjectQuery } from "../oidc/workload.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
 import { latestSerialWrittenBy } from "../state/queries.ts";
