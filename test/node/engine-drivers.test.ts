@@ -245,7 +245,9 @@ describe("a fourth engine is one driver in the list", () => {
       engineVersion: "0.3.1",
       planSummary: { adds: 2, destroys: 0, hasChanges: true },
     });
-    expect(log).toContain('Resolving shellform "^0.3" against the cache and PATH');
+    expect(log).toContain(
+      'Resolving shellform "^0.3" against the engines on this agent (its cache and PATH): shellform publishes no release index',
+    );
     expect(log).toContain("Using shellform 0.3.1 found at");
     expect(log).toContain("planned for core");
 
