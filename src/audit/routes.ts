@@ -5,7 +5,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { listAuditEvents, presentAuditEvent } from "./service.ts";
 
 const AuditEvent = z
@@ -52,7 +52,7 @@ export const auditRoutes = newRouter().openapi(
     tags: ["audit"],
     summary: "The organization's audit log, newest first (owners and admins)",
     security: [{ bearer: [] }],
-    middleware: [requireRole("admin")] as const,
+    middleware: [requirePermission("audit.read")] as const,
     request: { query: AuditQuery },
     responses: {
       200: jsonResponse(
@@ -65,7 +65,7 @@ export const auditRoutes = newRouter().openapi(
   async (c) => {
     const { limit, cursor, ...filter } = c.req.valid("query");
     const after = cursor === undefined ? undefined : decodeCursor(cursor, ["number", "string"]);
-    const rows = await listAuditEvents(c.var.db, orgPrincipal(c).orgId, filter, { limit, after });
+    const rows = await listAuditEvents(c.var.db, personOf(c).orgId, filter, { limit, after });
     const { items, nextCursor } = takePage(rows, limit, (row) => [row.createdAt, row.id]);
     return c.json({ auditEvents: items.map(presentAuditEvent), nextCursor }, 200);
   },

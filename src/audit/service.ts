@@ -1,12 +1,14 @@
 /** Audit events: who did what to which object, recorded beside the change they describe. */
 import { and, desc, eq, lt, or, type SQL, sql } from "drizzle-orm";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { auditEvents } from "../db/schema.ts";
 
 export type AuditInput = {
   orgId: string;
-  actor: string;
+  /** Who, by kind, id and name, with how a person signed in. */
+  actor: AuditActor;
   action: string;
   targetType: string;
   targetId: string;
@@ -14,12 +16,22 @@ export type AuditInput = {
   now: number;
 };
 
+/** The audit columns of an actor. */
+export function actorColumns(actor: AuditActor) {
+  return {
+    actor: actor.id,
+    actorType: actor.type,
+    actorName: actor.name,
+    actorVia: actor.via ?? null,
+  };
+}
+
 /** An insert to put in the same `db.batch` as the change, so both land or neither does. */
 export function auditQuery(db: Database, event: AuditInput) {
   return db.insert(auditEvents).values({
     id: newId("event"),
     orgId: event.orgId,
-    actor: event.actor,
+    ...actorColumns(event.actor),
     action: event.action,
     targetType: event.targetType,
     targetId: event.targetId,
@@ -35,12 +47,14 @@ export function auditQuery(db: Database, event: AuditInput) {
  */
 export function auditWhereQuery(db: Database, event: AuditInput, condition: SQL) {
   const data = event.data === undefined ? null : JSON.stringify(event.data);
-  // Columns in the table's order (id, org_id, actor, action, target_type, target_id, data,
-  // created_at): drizzle names them all in the INSERT and takes the SELECT positionally.
+  const actor = actorColumns(event.actor);
+  // Columns in the table's order (id, org_id, actor, actor_type, actor_name, actor_via, action,
+  // target_type, target_id, data, created_at): drizzle names them all in the INSERT and takes
+  // the SELECT positionally.
   return db
     .insert(auditEvents)
     .select(
-      sql`SELECT ${newId("event")}, ${event.orgId}, ${event.actor}, ${event.action}, ${event.targetType}, ${event.targetId}, ${data}, ${event.now} WHERE ${condition}`,
+      sql`SELECT ${newId("event")}, ${event.orgId}, ${actor.actor}, ${actor.actorType}, ${actor.actorName}, ${actor.actorVia}, ${event.action}, ${event.targetType}, ${event.targetId}, ${data}, ${event.now} WHERE ${condition}`,
     );
 }
 
@@ -92,6 +106,9 @@ export function presentAuditEvent(row: AuditEventRow) {
   return {
     id: row.id,
     actor: row.actor,
+    actorType: row.actorType,
+    actorName: row.actorName,
+    actorVia: row.actorVia,
     action: row.action,
     targetType: row.targetType,
     targetId: row.targetId,

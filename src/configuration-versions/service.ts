@@ -4,6 +4,7 @@
  */
 import { and, desc, eq, lt, or } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { configurationVersions } from "../db/schema.ts";
@@ -117,7 +118,7 @@ export async function uploadConfigurationVersion(
   input: {
     orgId: string;
     workspaceId: string;
-    actor: string;
+    actor: AuditActor;
     body: ReadableStream<Uint8Array>;
     contentLength: number;
     limits: UploadLimits;
@@ -169,7 +170,7 @@ export async function uploadConfigurationVersion(
     branch: null,
     isSpeculative: false,
     isFork: false,
-    createdBy: input.actor,
+    createdBy: input.actor.id,
     createdAt: now,
   };
   try {

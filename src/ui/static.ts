@@ -130,7 +130,8 @@ fieldset { border: 1px solid var(--line); padding: 12px; margin: 12px 0; }
 label { display: block; font-weight: 600; margin: 6px 0 2px; }
 label.check { display: inline-flex; gap: 6px; font-weight: 400; align-items: center; }
 input, select, textarea { font: inherit; padding: 5px 8px; border: 1px solid #6b7682; border-radius: 3px; color: var(--fg); background: #fff; }
-button { font: inherit; padding: 5px 12px; border-radius: 3px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
+button, a.button { font: inherit; padding: 5px 12px; border-radius: 3px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
+a.button { display: inline-block; text-decoration: none; }
 button.secondary { background: #fff; color: var(--accent); }
 button.danger { background: var(--danger); border-color: var(--danger); }
 button:disabled { opacity: .55; cursor: not-allowed; }

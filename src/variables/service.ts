@@ -5,6 +5,7 @@
  */
 import { and, eq, sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { variables } from "../db/schema.ts";
@@ -99,7 +100,7 @@ type PutInput = {
   workspaceId: string;
   key: string;
   write: VariableWrite;
-  actor: string;
+  actor: AuditActor;
   encryptionKey: string | undefined;
 };
 
@@ -215,7 +216,13 @@ export async function putVariable(
 /** Deletes the variable; the category is needed only when the key exists in both. */
 export async function deleteVariable(
   db: Database,
-  input: { orgId: string; workspaceId: string; key: string; category?: Category; actor: string },
+  input: {
+    orgId: string;
+    workspaceId: string;
+    key: string;
+    category?: Category;
+    actor: AuditActor;
+  },
 ): Promise<VariableResult<Variable>> {
   const found = await findVariable(db, input.workspaceId, input.key, input.category);
   if (!found.ok) {

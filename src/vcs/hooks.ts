@@ -6,6 +6,7 @@
  */
 import { and, desc, eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
@@ -66,7 +67,7 @@ export async function createHook(
     provider: Provider;
     repoUrl: string | null;
     description: string;
-    actor: string;
+    actor: AuditActor;
   },
 ): Promise<{ row: HookRow; secret: string }> {
   const keyring = await hookKeyring(env);
@@ -125,7 +126,7 @@ export async function updateHook(
   db: Database,
   hook: HookRow,
   patch: { description?: string | undefined; repoUrl?: string | null | undefined },
-  actor: string,
+  actor: AuditActor,
 ): Promise<HookRow> {
   const now = Date.now();
   const values = {
@@ -153,7 +154,7 @@ export async function updateHook(
 }
 
 /** Deletes the hook and its delivery records; its URL answers 404 from now on. */
-export async function deleteHook(db: Database, hook: HookRow, actor: string): Promise<void> {
+export async function deleteHook(db: Database, hook: HookRow, actor: AuditActor): Promise<void> {
   await db.batch([
     db.delete(vcsDeliveries).where(eq(vcsDeliveries.hookId, hook.id)),
     db.delete(vcsHooks).where(eq(vcsHooks.id, hook.id)),
@@ -178,7 +179,7 @@ export async function rotateHookSecret(
   env: Env,
   hook: HookRow,
   graceSeconds: number,
-  actor: string,
+  actor: AuditActor,
 ): Promise<{ row: HookRow; secret: string }> {
   const keyring = await hookKeyring(env);
   const secret = newSecret();

@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createOrgToken } from "../../src/tokens/service.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import {
   BackendClient,
   lockInfo,
@@ -272,7 +272,7 @@ async function seedOrgToken(org: TestOrg): Promise<string | undefined> {
     orgId: org.orgId,
     role: "member",
     description: "bob",
-    actor: org.ownerTokenId,
+    actor: tokenActor(org.ownerTokenId),
   });
   return created.token;
 }

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { orgTokens, sessions } from "../../src/db/schema.ts";
 import { createOrgToken, revokeOrgToken } from "../../src/tokens/service.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import { setCookieValue, signIn, submitLogin, uiFetch } from "./helpers/ui.ts";
 import { tokenIdOf } from "./helpers/workspaces.ts";
 
@@ -130,14 +130,14 @@ describe("ending a session", () => {
       orgId: org.orgId,
       role: "admin",
       description: "short-lived",
-      actor: org.ownerTokenId,
+      actor: tokenActor(org.ownerTokenId),
     });
     const session = await signIn(created.token);
     expect((await session.get("/ui/workspaces")).status).toBe(200);
     const revoked = await revokeOrgToken(db, {
       orgId: org.orgId,
       id: created.id,
-      actor: org.ownerTokenId,
+      actor: tokenActor(org.ownerTokenId),
     });
     expect(revoked.ok).toBe(true);
     expect((await session.get("/ui/workspaces")).status).toBe(303);
@@ -150,7 +150,7 @@ describe("ending a session", () => {
       orgId: org.orgId,
       role: "reader",
       description: "housekeeping",
-      actor: org.ownerTokenId,
+      actor: tokenActor(org.ownerTokenId),
     });
     const first = await signIn(created.token);
     await first.post("/ui/logout");
