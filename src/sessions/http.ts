@@ -1,5 +1,5 @@
 /**
- * Sessions at the HTTP edge: the cookie (HttpOnly, SameSite=Lax, Secure on https, path `/`), and
+ * Sessions at the HTTP edge: the cookie (HttpOnly, SameSite=Lax, Secure but on loopback http, path `/`), and
  * the browser credentials a request may carry instead of a bearer token: a session cookie, or a
  * Cloudflare Access assertion. The API accepts either only from this site's own pages (the
  * browser's `Sec-Fetch-Site`, else `Origin`), so nothing cross-site can act with them.
@@ -14,8 +14,15 @@ import { fail, ok, type Result } from "../lib/result.ts";
 import { SESSION_COOKIE, type SessionSettings, sessionSettings } from "./model.ts";
 import { findSession, type LiveSession, touchSession } from "./service.ts";
 
-function isHttps(c: Context): boolean {
-  return new URL(c.req.url).protocol === "https:";
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * Whether cookies are marked Secure: always, but on plain http to a loopback address (local
+ * development and tests), where the browser would drop a Secure cookie.
+ */
+export function isSecureCookie(c: Context): boolean {
+  const url = new URL(c.req.url);
+  return url.protocol === "https:" || !LOOPBACK_HOSTS.has(url.hostname);
 }
 
 /** Sets the session cookie, for as long as the session can live at most. */
@@ -23,7 +30,7 @@ export function setSessionCookie(c: Context, secret: string, settings: SessionSe
   setCookie(c, SESSION_COOKIE, secret, {
     httpOnly: true,
     sameSite: "Lax",
-    secure: isHttps(c),
+    secure: isSecureCookie(c),
     path: "/",
     maxAge: Math.floor(settings.maxAgeMs / 1000),
   });
@@ -31,8 +38,8 @@ export function setSessionCookie(c: Context, secret: string, settings: SessionSe
 
 /** Removes the session cookie (and one an older version set on `/ui`). */
 export function clearSessionCookie(c: Context): void {
-  deleteCookie(c, SESSION_COOKIE, { path: "/", secure: isHttps(c) });
-  deleteCookie(c, SESSION_COOKIE, { path: "/ui", secure: isHttps(c) });
+  deleteCookie(c, SESSION_COOKIE, { path: "/", secure: isSecureCookie(c) });
+  deleteCookie(c, SESSION_COOKIE, { path: "/ui", secure: isSecureCookie(c) });
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);

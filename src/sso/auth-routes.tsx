@@ -10,7 +10,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { setSessionCookie } from "../sessions/http.ts";
+import { isSecureCookie, setSessionCookie } from "../sessions/http.ts";
 import { sessionSettings } from "../sessions/model.ts";
 import { startSession } from "../sessions/service.ts";
 import { ErrorPage } from "../ui/pages/login.tsx";
@@ -29,7 +29,7 @@ function stateCookie(c: Context, value: string, maxAgeSeconds: number) {
     httpOnly: true,
     // Lax: the provider's redirect back is a top-level cross-site navigation.
     sameSite: "Lax",
-    secure: new URL(c.req.url).protocol === "https:",
+    secure: isSecureCookie(c),
     path: "/auth/sso",
     maxAge: maxAgeSeconds,
   });

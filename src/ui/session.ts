@@ -16,7 +16,7 @@ import type { PersonPrincipal } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { randomBase64Url, sha256Hex, timingSafeEqualString } from "../lib/crypto.ts";
-import { browserIdentity, setSessionCookie } from "../sessions/http.ts";
+import { browserIdentity, isSecureCookie, setSessionCookie } from "../sessions/http.ts";
 import { SESSION_COOKIE, sessionSettings } from "../sessions/model.ts";
 import { startSession } from "../sessions/service.ts";
 import { LAST_USED_RESOLUTION_MS } from "../tokens/model.ts";
@@ -141,17 +141,13 @@ export function checkCsrf(session: UiSession, submitted: unknown): void {
   }
 }
 
-function isHttps(c: Context): boolean {
-  return new URL(c.req.url).protocol === "https:";
-}
-
 /** A fresh double-submit token for the sign-in form, set as a short-lived cookie. */
 export function issueLoginCsrf(c: Context): string {
   const value = randomBase64Url(24);
   setCookie(c, LOGIN_CSRF_COOKIE, value, {
     httpOnly: true,
     sameSite: "Strict",
-    secure: isHttps(c),
+    secure: isSecureCookie(c),
     path: "/ui",
     maxAge: 3600,
   });
