@@ -18,7 +18,10 @@ let counter = 0;
 export type TestUser = { userId: string; email: string; token: string; tokenId: string };
 export type TestTeam = { teamId: string; name: string; token: string };
 
-const ctx = (org: TestOrg) => ({
+/** What the helpers need of an org: its id and an owner token to act as. */
+type OrgRef = Pick<TestOrg, "orgId" | "ownerTokenId">;
+
+const ctx = (org: OrgRef) => ({
   orgId: org.orgId,
   actor: tokenActor(org.ownerTokenId),
   now: Date.now(),
@@ -56,7 +59,7 @@ export async function seedUser(
 
 /** A team of the org with one team token. */
 export async function seedTeam(
-  org: TestOrg,
+  org: OrgRef,
   options: { role?: Role | null; groups?: string[]; name?: string } = {},
 ): Promise<TestTeam> {
   const name = options.name ?? `team-${counter++}-${Date.now().toString(36)}`;
