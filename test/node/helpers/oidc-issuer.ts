@@ -169,7 +169,9 @@ export class OidcIssuerServer {
     if (!code || form.get("grant_type") !== "authorization_code") {
       return refuse("invalid_grant");
     }
-    const basic = Buffer.from(`${encodeURIComponent(code.clientId)}:${encodeURIComponent(code.clientSecret)}`).toString("base64");
+    const basic = Buffer.from(
+      `${encodeURIComponent(code.clientId)}:${encodeURIComponent(code.clientSecret)}`,
+    ).toString("base64");
     if (req.headers.authorization !== `Basic ${basic}`) {
       return { status: 401, body: JSON.stringify({ error: "invalid_client" }) };
     }
