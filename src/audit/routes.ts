@@ -3,6 +3,7 @@
  * which object), for owners and admins, newest first, paged and filterable by target.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { ACTOR_TYPES, SIGN_IN_METHODS } from "../authz/actor.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
@@ -12,7 +13,17 @@ const AuditEvent = z
   .object({
     id: z.string(),
     actor: z.string().openapi({
-      description: "Who: a token id (tok_…, atok_…), a run id, an agent id, or system",
+      description:
+        "Who, by id: a person (usr_…), a team (team_…), a token (tok_…, atok_…), a run, an agent, or system",
+    }),
+    actorType: z.enum(ACTOR_TYPES).nullable().openapi({ description: "The actor's kind" }),
+    actorName: z.string().nullable().openapi({
+      description:
+        "The actor's name when it acted: a person's name or email, a token's description",
+    }),
+    actorVia: z.enum(SIGN_IN_METHODS).nullable().openapi({
+      description:
+        "How a person or token signed in: sso, access, user-token, team-token, org-token, token-session",
     }),
     action: z.string().openapi({ example: "workspace.update" }),
     targetType: z.string().openapi({ example: "workspace" }),

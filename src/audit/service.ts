@@ -1,6 +1,12 @@
 /** Audit events: who did what to which object, recorded beside the change they describe. */
 import { and, desc, eq, lt, or, type SQL, sql } from "drizzle-orm";
-import type { AuditActor } from "../authz/actor.ts";
+import {
+  ACTOR_TYPES,
+  type ActorType,
+  type AuditActor,
+  SIGN_IN_METHODS,
+  type SignInMethod,
+} from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { auditEvents } from "../db/schema.ts";
@@ -101,14 +107,19 @@ export function listAuditEvents(
     .limit(page.limit + 1);
 }
 
+const parseActorType = (value: string | null): ActorType | null =>
+  ACTOR_TYPES.find((t) => t === value) ?? null;
+const parseVia = (value: string | null): SignInMethod | null =>
+  SIGN_IN_METHODS.find((m) => m === value) ?? null;
+
 /** The public shape of an audit event. */
 export function presentAuditEvent(row: AuditEventRow) {
   return {
     id: row.id,
     actor: row.actor,
-    actorType: row.actorType,
+    actorType: parseActorType(row.actorType),
     actorName: row.actorName,
-    actorVia: row.actorVia,
+    actorVia: parseVia(row.actorVia),
     action: row.action,
     targetType: row.targetType,
     targetId: row.targetId,

@@ -58,9 +58,9 @@ export const cliLoginPages = new Hono<UiEnv>()
     );
   })
   .post("/:code", async (c) => {
+    await readForm(c, z.strictObject({}));
     const code = codeOf(c);
     const me = userOf(c);
-    await readForm(c, z.strictObject({}));
     const approved = await approveCliLogin(c.var.db, {
       code,
       orgId: me.orgId,

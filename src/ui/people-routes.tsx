@@ -79,6 +79,18 @@ async function renderTeam(c: Context<UiEnv>, teamId: string, created?: { token: 
   return c.html(page, created ? 201 : 200);
 }
 
+async function setDisabled(c: Context<UiEnv>, disabled: boolean) {
+  await readForm(c, z.strictObject({}));
+  const userId = idOf(c, "userId", "usr");
+  const result = await setUserDisabled(c.var.db, { ...ctxOf(c), userId, disabled });
+  if (!result.ok) {
+    throw result.reason === "self"
+      ? new ApiError("CONFLICT", "you cannot disable yourself")
+      : new ApiError("NOT_FOUND", `user ${userId} not found`);
+  }
+  return redirectWithNotice(c, "/ui/people", "user-saved");
+}
+
 export const peoplePages = new Hono<UiEnv>()
   .use("*", requireUiPermission("teams.manage"))
   .get("/", async (c) => {
@@ -114,21 +126,8 @@ export const peoplePages = new Hono<UiEnv>()
     await deleteSso(c.var.db, ctxOf(c));
     return redirectWithNotice(c, "/ui/people", "sso-deleted");
   })
-  .post("/users/:userId/:change{enable|disable}", async (c) => {
-    const userId = idOf(c, "userId", "usr");
-    await readForm(c, z.strictObject({}));
-    const result = await setUserDisabled(c.var.db, {
-      ...ctxOf(c),
-      userId,
-      disabled: c.req.param("change") === "disable",
-    });
-    if (!result.ok) {
-      throw result.reason === "self"
-        ? new ApiError("CONFLICT", "you cannot disable yourself")
-        : new ApiError("NOT_FOUND", `user ${userId} not found`);
-    }
-    return redirectWithNotice(c, "/ui/people", "user-saved");
-  })
+  .post("/users/:userId/disable", (c) => setDisabled(c, true))
+  .post("/users/:userId/enable", (c) => setDisabled(c, false))
   .post("/teams", async (c) => {
     const form = await readForm(
       c,
@@ -146,8 +145,8 @@ export const peoplePages = new Hono<UiEnv>()
   })
   .get("/teams/:teamId", (c) => renderTeam(c, idOf(c, "teamId", "team")))
   .post("/teams/:teamId", async (c) => {
-    const teamId = idOf(c, "teamId", "team");
     const form = await readForm(c, z.strictObject({ idpGroups: Groups, organizationRole: Role }));
+    const teamId = idOf(c, "teamId", "team");
     const result = await updateTeam(c.var.db, ctxOf(c), teamId, form);
     if (!result.ok) {
       throw new ApiError("NOT_FOUND", `team ${teamId} not found`);
@@ -155,17 +154,17 @@ export const peoplePages = new Hono<UiEnv>()
     return redirectWithNotice(c, `/ui/people/teams/${teamId}`, "team-saved");
   })
   .post("/teams/:teamId/delete", async (c) => {
-    const teamId = idOf(c, "teamId", "team");
     await readForm(c, z.strictObject({}));
+    const teamId = idOf(c, "teamId", "team");
     await deleteTeam(c.var.db, ctxOf(c), teamId);
     return redirectWithNotice(c, "/ui/people", "team-deleted");
   })
   .post("/teams/:teamId/members", async (c) => {
-    const teamId = idOf(c, "teamId", "team");
     const form = await readForm(
       c,
       z.strictObject({ userId: z.string().regex(/^usr_[a-z2-7]{26}$/) }),
     );
+    const teamId = idOf(c, "teamId", "team");
     const result = await putMember(c.var.db, ctxOf(c), { teamId, userId: form.userId });
     if (!result.ok) {
       throw new ApiError("NOT_FOUND", "team or user not found");
@@ -173,18 +172,18 @@ export const peoplePages = new Hono<UiEnv>()
     return redirectWithNotice(c, `/ui/people/teams/${teamId}`, "member-added");
   })
   .post("/teams/:teamId/members/:userId/delete", async (c) => {
+    await readForm(c, z.strictObject({}));
     const teamId = idOf(c, "teamId", "team");
     const userId = idOf(c, "userId", "usr");
-    await readForm(c, z.strictObject({}));
     await deleteMember(c.var.db, ctxOf(c), { teamId, userId });
     return redirectWithNotice(c, `/ui/people/teams/${teamId}`, "member-removed");
   })
   .post("/teams/:teamId/tokens", async (c) => {
-    const teamId = idOf(c, "teamId", "team");
     const form = await readForm(
       c,
       z.strictObject({ description: z.string().trim().min(1).max(200) }),
     );
+    const teamId = idOf(c, "teamId", "team");
     const created = await createTeamToken(c.var.db, ctxOf(c), {
       teamId,
       description: form.description,
@@ -196,9 +195,9 @@ export const peoplePages = new Hono<UiEnv>()
     return renderTeam(c, teamId, { token: created.value.token });
   })
   .post("/teams/:teamId/tokens/:tokenId/revoke", async (c) => {
+    await readForm(c, z.strictObject({}));
     const teamId = idOf(c, "teamId", "team");
     const tokenId = idOf(c, "tokenId", "ttok");
-    await readForm(c, z.strictObject({}));
     await revokeTeamToken(c.var.db, ctxOf(c), { teamId, tokenId });
     return redirectWithNotice(c, `/ui/people/teams/${teamId}`, "token-revoked");
   });

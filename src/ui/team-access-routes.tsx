@@ -17,7 +17,7 @@ const ctxOf = (c: Context<UiEnv>) => ({
 
 export const teamAccessPages = new Hono<UiEnv>()
   .post("/:workspaceId/team-access", async (c) => {
-    const { row } = await workspaceOf(c, "team_access.manage");
+    // The form (CSRF, fields) first: a bad body is 400 whatever the ids.
     const form = await readForm(
       c,
       z.strictObject({
@@ -25,6 +25,7 @@ export const teamAccessPages = new Hono<UiEnv>()
         access: z.enum(ACCESS_LEVELS),
       }),
     );
+    const { row } = await workspaceOf(c, "team_access.manage");
     const result = await putTeamAccess(c.var.db, ctxOf(c), {
       workspace: row,
       teamId: form.teamId,
@@ -36,9 +37,9 @@ export const teamAccessPages = new Hono<UiEnv>()
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "team-access-saved");
   })
   .post("/:workspaceId/team-access/:teamId/delete", async (c) => {
+    await readForm(c, z.strictObject({}));
     const { row } = await workspaceOf(c, "team_access.manage");
     const teamId = idOf(c, "teamId", "team");
-    await readForm(c, z.strictObject({}));
     const result = await deleteTeamAccess(c.var.db, ctxOf(c), { workspace: row, teamId });
     if (!result.ok) {
       throw new ApiError("NOT_FOUND", "that team has no access here");
