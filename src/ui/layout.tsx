@@ -66,7 +66,7 @@ export function Layout(props: {
             Skip to content
           </a>
           <header class="top">
-            <a href="/ui/pools">Outpost</a>
+            <a href="/ui">Outpost</a>
             {viewer ? (
               <>
                 <nav aria-label="Main">

@@ -89,7 +89,7 @@ export function ErrorPage(props: { title: string; message: string; signIn: boole
         {props.signIn ? (
           <a href="/ui/login">Sign in</a>
         ) : (
-          <a href="/ui/pools">Back to the dashboard</a>
+          <a href="/ui">Back to the dashboard</a>
         )}
       </p>
     </Layout>
