@@ -2,8 +2,8 @@
  * Cloudflare Access: assertions verified against a loopback certificate set (the team's certs
  * URL replaced, as the deployment allows only for loopback), the user they name signed in with
  * their groups, and every refusal: another audience, another issuer, expired, a key the team does
- * not publish, no email, a disabled user. Through the service with real D1; the HTTP path is in
- * test/e2e/access.test.ts.
+ * not publish, no email, a disabled user. Through the service with real D1; the HTTP path, in chromium against the real coordinator,
+ * is in test/browser/people.test.ts.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { accessSettings } from "../../src/access/model.ts";

@@ -1545,8 +1545,20 @@ export interface components {
         AuditEvent: {
             /** @example workspace.update */
             action: string;
-            /** @description Who: a token id (tok_…, atok_…), a run id, an agent id, or system */
+            /** @description Who, by id: a person (usr_…), a team (team_…), a token (tok_…, atok_…), a run, an agent, or system */
             actor: string;
+            /** @description The actor's name when it acted: a person's name or email, a token's description */
+            actorName: string | null;
+            /**
+             * @description The actor's kind
+             * @enum {string|null}
+             */
+            actorType: "user" | "team" | "org-token" | "vcs" | "schedule" | "run" | "agent" | "system" | null;
+            /**
+             * @description How a person or token signed in: sso, access, user-token, team-token, org-token, token-session
+             * @enum {string|null}
+             */
+            actorVia: "sso" | "access" | "user-token" | "team-token" | "org-token" | "token-session" | null;
             createdAt: string;
             data: {
                 [key: string]: unknown;
