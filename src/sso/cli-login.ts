@@ -11,6 +11,7 @@ import { newId } from "../db/ids.ts";
 import { cliLogins } from "../db/schema.ts";
 import { sha256Hex } from "../lib/crypto.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
+import { getUser } from "../users/queries.ts";
 import { createUserToken } from "../users/tokens.ts";
 import { randomToken } from "./model.ts";
 
@@ -103,7 +104,10 @@ export async function pollCliLogin(
     )
     .returning();
   if (taken?.orgId && taken.userId) {
-    const actor: AuditActor = { type: "user", id: taken.userId, name: taken.userId, via: "sso" };
+    const user = await getUser(db, taken.orgId, taken.userId);
+    const name = user ? user.name || user.email : taken.userId;
+    // The person approved in a signed-in browser; the token is theirs.
+    const actor: AuditActor = { type: "user", id: taken.userId, name, via: "sso" };
     const created = await createUserToken(db, {
       orgId: taken.orgId,
       userId: taken.userId,

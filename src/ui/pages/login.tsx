@@ -86,11 +86,7 @@ export function ErrorPage(props: { title: string; message: string; signIn: boole
     <Layout title={props.title} section="pools">
       <Notice kind="error">{props.message}</Notice>
       <p>
-        {props.signIn ? (
-          <a href="/ui/login">Sign in</a>
-        ) : (
-          <a href="/ui">Back to the dashboard</a>
-        )}
+        {props.signIn ? <a href="/ui/login">Sign in</a> : <a href="/ui">Back to the dashboard</a>}
       </p>
     </Layout>
   );
