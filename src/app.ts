@@ -27,6 +27,7 @@ import { stateApiRoutes } from "./state/api-routes.ts";
 import { stateRoutes } from "./state/routes.ts";
 import { teamAccessRoutes } from "./teams/access-routes.ts";
 import { teamRoutes } from "./teams/routes.ts";
+import { teamTokenRoutes } from "./teams/token-routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
 import { uiRoutes } from "./ui/routes.tsx";
 import { userRoutes } from "./users/routes.ts";
@@ -54,6 +55,7 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/api/v1", organizationRoutes);
   app.route("/api/v1", userRoutes);
   app.route("/api/v1/teams", teamRoutes);
+  app.route("/api/v1/teams", teamTokenRoutes);
   app.route("/api/v1/workspaces", teamAccessRoutes);
   // Sign-in and sign-out of browsers and the CLI: outside /api (redirects, cookies, no token).
   app.route("/auth", authRoutes);

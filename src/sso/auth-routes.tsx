@@ -16,7 +16,7 @@ import { startSession } from "../sessions/service.ts";
 import { ErrorPage } from "../ui/pages/login.tsx";
 import { CLI_POLL_INTERVAL_SECONDS, pollCliLogin, startCliLogin } from "./cli-login.ts";
 import { SSO_REQUEST_TTL_MS, SSO_STATE_COOKIE, safeNext } from "./model.ts";
-import { finishSignIn, startSignIn } from "./service.ts";
+import { finishSignIn, startSignIn } from "./sign-in.ts";
 
 const tags = ["auth"];
 

@@ -1,5 +1,5 @@
 /**
- * `/api/v1/teams`: teams, their members and their tokens. Owners manage them; anyone of the
+ * `/api/v1/teams`: teams and their members (their tokens: `token-routes.ts`). Owners manage them; anyone of the
  * organization may list them (a workspace admin picks teams to give access to).
  */
 import { createRoute, z } from "@hono/zod-openapi";
@@ -10,7 +10,6 @@ import { ApiError } from "../errors.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { ROLES } from "../tokens/model.ts";
-import { MAX_USER_TOKEN_SECONDS } from "../users/tokens.ts";
 import { CreateTeam, UpdateTeam } from "./model.ts";
 import {
   createTeam,
@@ -21,7 +20,6 @@ import {
   showTeam,
   updateTeam,
 } from "./service.ts";
-import { createTeamToken, listTeamTokens, revokeTeamToken } from "./tokens.ts";
 
 const Team = z
   .object({
@@ -57,38 +55,19 @@ const TeamDetail = Team.extend({
   ),
 }).openapi("TeamDetail");
 
-const TeamToken = z
-  .object({
-    id: z.string(),
-    teamId: z.string(),
-    description: z.string(),
-    createdAt: z.string(),
-    lastUsedAt: z.string().nullable(),
-    expiresAt: z.string().nullable(),
-  })
-  .openapi("TeamToken");
-
-const CreateTeamToken = z
-  .strictObject({
-    description: z.string().trim().min(1).max(200),
-    expiresInSeconds: z.number().int().min(60).max(MAX_USER_TOKEN_SECONDS).nullable().default(null),
-  })
-  .openapi("CreateTeamToken");
-
-const TeamParams = z.strictObject({ teamId: idParam("team", "teamId") });
+export const TeamParams = z.strictObject({ teamId: idParam("team", "teamId") });
 const MemberParams = TeamParams.extend({ userId: idParam("usr", "userId") });
-const TokenParams = TeamParams.extend({ tokenId: idParam("ttok", "tokenId") });
 
 const tags = ["teams"];
 const security = [{ bearer: [] }];
 const owners = requirePermission("teams.manage");
 
-function ctxOf(c: Context<AppEnv>) {
+export function ctxOf(c: Context<AppEnv>) {
   const principal = personOf(c);
   return { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
 }
 
-function teamNotFound(teamId: string): ApiError {
+export function teamNotFound(teamId: string): ApiError {
   return new ApiError("NOT_FOUND", `team ${teamId} not found`);
 }
 
@@ -253,82 +232,5 @@ export const teamRoutes = newRouter()
           : new ApiError("NOT_FOUND", `user ${userId} is not a member of team ${teamId}`);
       }
       return c.json(await detail(c, teamId), 200);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "post",
-      operationId: "createTeamToken",
-      path: "/{teamId}/tokens",
-      tags,
-      summary: "Create a team token (op_team_…), for CI: it acts as the team",
-      security,
-      middleware: [owners] as const,
-      request: { params: TeamParams, body: jsonBody(CreateTeamToken) },
-      responses: {
-        201: jsonResponse(
-          TeamToken.extend({ token: z.string().openapi({ description: "Shown once" }) }).openapi(
-            "CreatedTeamToken",
-          ),
-          "The token, with its secret shown this once",
-        ),
-        ...errorResponses(400, 401, 403, 404, 413, 415),
-      },
-    }),
-    async (c) => {
-      const { teamId } = c.req.valid("param");
-      const result = await createTeamToken(c.var.db, ctxOf(c), { teamId, ...c.req.valid("json") });
-      if (!result.ok) {
-        throw teamNotFound(teamId);
-      }
-      return c.json(result.value, 201);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "get",
-      operationId: "listTeamTokens",
-      path: "/{teamId}/tokens",
-      tags,
-      summary: "The team's tokens that still work (never their secrets)",
-      security,
-      middleware: [owners] as const,
-      request: { params: TeamParams },
-      responses: {
-        200: jsonResponse(z.object({ tokens: z.array(TeamToken) }), "The tokens"),
-        ...errorResponses(400, 401, 403, 404),
-      },
-    }),
-    async (c) => {
-      const { teamId } = c.req.valid("param");
-      const result = await listTeamTokens(c.var.db, personOf(c).orgId, teamId, Date.now());
-      if (!result.ok) {
-        throw teamNotFound(teamId);
-      }
-      return c.json({ tokens: result.value }, 200);
-    },
-  )
-  .openapi(
-    createRoute({
-      method: "delete",
-      operationId: "revokeTeamToken",
-      path: "/{teamId}/tokens/{tokenId}",
-      tags,
-      summary: "Revoke a team token; its next request gets 401",
-      security,
-      middleware: [owners] as const,
-      request: { params: TokenParams },
-      responses: {
-        200: jsonResponse(TeamToken, "The revoked token"),
-        ...errorResponses(400, 401, 403, 404),
-      },
-    }),
-    async (c) => {
-      const { teamId, tokenId } = c.req.valid("param");
-      const result = await revokeTeamToken(c.var.db, ctxOf(c), { teamId, tokenId });
-      if (!result.ok) {
-        throw new ApiError("NOT_FOUND", `token ${tokenId} not found`);
-      }
-      return c.json(result.value, 200);
     },
   );
