@@ -66,7 +66,10 @@ describe("terraform init / plan / apply", () => {
     const stored = await versions(ws);
     expect(stored.map((v) => v.serial)).toEqual([1, 2, 3, 4, 5]);
     expect(new Set(stored.map((v) => v.lineage))).toEqual(new Set([lineage]));
-    expect(new Set(stored.map((v) => v.created_by))).toEqual(new Set([await tokenId(org)]));
+    // Every version names the token that wrote it (an actor, with the token's description).
+    expect(new Set(stored.map((v) => JSON.parse(v.created_by).id))).toEqual(
+      new Set([await tokenId(org)]),
+    );
 
     const read = await tf.get();
     expect(read.status).toBe(200);
