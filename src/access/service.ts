@@ -4,10 +4,11 @@
  * by email signed in (created on first sight, its provider-given teams following the assertion's
  * groups) and returned as the principal. No second login.
  */
+
+import { fail, ok, type Result } from "@outpost/common";
 import { jwtVerify } from "jose";
 import type { UserPrincipal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { keySetAt } from "../oidc/discovery.ts";
 import { ALLOWED_ALGORITHMS, CLOCK_SKEW_SECONDS, refusalOf } from "../oidc/verify.ts";
 import { organizationForAccess } from "../orgs/service.ts";

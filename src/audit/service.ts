@@ -1,4 +1,6 @@
 /** Audit events: who did what to which object, recorded beside the change they describe. */
+
+import { newId } from "@outpost/common";
 import { and, desc, eq, lt, or, type SQL, sql } from "drizzle-orm";
 import {
   ACTOR_TYPES,
@@ -8,7 +10,6 @@ import {
   type SignInMethod,
 } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { auditEvents } from "../db/schema.ts";
 
 export type AuditInput = {

@@ -5,8 +5,9 @@
  * and `iat` with a 30 s clock skew; then every claim condition of a trust. Each refusal names the
  * check that failed and never carries the token.
  */
+
+import { ok } from "@outpost/common";
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from "jose";
-import { ok } from "../lib/result.ts";
 import { discover } from "./discovery.ts";
 import { audienceMatches, type TrustRow, unmetCondition } from "./trust-model.ts";
 

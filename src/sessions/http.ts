@@ -4,13 +4,14 @@
  * Cloudflare Access assertion. The API accepts either only from this site's own pages (the
  * browser's `Sec-Fetch-Site`, else `Origin`), so nothing cross-site can act with them.
  */
+
+import { fail, ok, type Result } from "@outpost/common";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { ACCESS_HEADER, accessSettings } from "../access/model.ts";
 import { accessPrincipal } from "../access/service.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { SESSION_COOKIE, type SessionSettings, sessionSettings } from "./model.ts";
 import { findSession, type LiveSession, touchSession } from "./service.ts";
 

@@ -4,12 +4,13 @@
  * principal its owner would have with a token: a user with its teams of the moment, or the org
  * token it was started with.
  */
+
+import { newId } from "@outpost/common";
 import { and, eq, isNotNull, isNull, lt, or } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { orgTokens, sessions } from "../db/schema.ts";
 import { randomBase64Url, sha256Hex } from "../lib/crypto.ts";
 import { loadUserPrincipal } from "../users/service.ts";

@@ -4,13 +4,13 @@
  * poll with its device code receives a personal token made then, once. Codes expire after ten
  * minutes; the device code is kept only as its SHA-256.
  */
+
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { and, eq, gt, isNotNull, isNull, lt } from "drizzle-orm";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { cliLogins } from "../db/schema.ts";
 import { sha256Hex } from "../lib/crypto.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { getUser } from "../users/queries.ts";
 import { createUserToken } from "../users/tokens.ts";
 import { randomToken } from "./model.ts";

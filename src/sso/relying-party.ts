@@ -5,8 +5,9 @@
  * token it returns: signature by the issuer's keys (asymmetric algorithms only), `iss`, `aud` (and
  * `azp` when several audiences), `exp`, `iat` and the `nonce` of this sign-in.
  */
+
+import { fail, ok, type Result } from "@outpost/common";
 import { errors, type JWTPayload, jwtVerify } from "jose";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { type DiscoveryDocument, FETCH_TIMEOUT_MS, type KeySet } from "../oidc/discovery.ts";
 import { ALLOWED_ALGORITHMS, CLOCK_SKEW_SECONDS, refusalOf } from "../oidc/verify.ts";
 

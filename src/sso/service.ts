@@ -3,11 +3,12 @@
  * discovery document), the client, and which claims carry the email and the groups. The client
  * secret is sealed with ENCRYPTION_KEY and never shown; `secretContext` binds it to its org.
  */
+
+import { fail, ok, type Result } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { loadKeyring, seal } from "../lib/encryption.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { discover } from "../oidc/discovery.ts";
 import { allowsLoopbackIssuers } from "../oidc/trust-service.ts";
 import { type PutSso, presentSso, ssoIssuerProblem } from "./model.ts";

@@ -4,12 +4,12 @@
  * replayed callback finds nothing), redeems the code, verifies the ID token, and signs the user
  * in. Every refusal names its check and is audited when the organization is known.
  */
+
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { sha256Hex } from "../lib/crypto.ts";
 import { loadKeyring, open } from "../lib/encryption.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { type Discovered, discover } from "../oidc/discovery.ts";
 import { allowsLoopbackIssuers } from "../oidc/trust-service.ts";
 import { getOrganizationByName } from "../orgs/service.ts";

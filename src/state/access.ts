@@ -3,6 +3,7 @@
  * that has ended is released on sight, so a dead agent never leaves a workspace locked).
  */
 
+import { ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import { SYSTEM_ACTOR } from "../authz/actor.ts";
 import { type WorkspaceAction, workspaceRefusal } from "../authz/model.ts";
@@ -10,7 +11,6 @@ import { isPerson, type PersonPrincipal, type Principal } from "../authz/princip
 import { may } from "../authz/service.ts";
 import type { Database } from "../db/client.ts";
 import type { ErrorCode } from "../errors.ts";
-import { ok } from "../lib/result.ts";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
 import { isJobLive } from "../runs/queries.ts";
 import type { HeldLock } from "./model.ts";

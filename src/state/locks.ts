@@ -4,11 +4,11 @@
  * primary key makes taking it a single atomic insert.
  */
 
+import { ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import { type AuditActor, SYSTEM_ACTOR } from "../authz/actor.ts";
 import { actorOf, type Principal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
-import { ok } from "../lib/result.ts";
 import { loadLock, mayForceState, openWorkspace, refuse, type StateResult } from "./access.ts";
 import {
   callerOf,

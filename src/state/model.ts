@@ -4,8 +4,8 @@
  * release or write past it, and who may see sensitive outputs. No I/O here.
  */
 import { z } from "@hono/zod-openapi";
+import { fail, ok, type Result } from "@outpost/common";
 import { type Principal, principalId } from "../authz/principal.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import type { FieldSpec, ScannedField } from "./json-scan.ts";
 
 /** Largest state body accepted (Cloudflare's smallest request limit is 100 MB). */

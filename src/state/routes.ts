@@ -6,10 +6,10 @@
  * that drop custom methods.
  */
 import { z } from "@hono/zod-openapi";
+import { idPattern } from "@outpost/common";
 import { type Context, Hono } from "hono";
 import type { Principal } from "../authz/principal.ts";
 import { PERSON_KINDS } from "../authz/principal.ts";
-import { idPattern } from "../db/ids.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError, zodIssues } from "../errors.ts";
 import { toHex } from "../lib/crypto.ts";

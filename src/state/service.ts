@@ -3,13 +3,12 @@
  * object and a D1 row); refused writes leave nothing behind.
  */
 
+import { newId, ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import { type Actor, plainActor, runActor } from "../authz/actor.ts";
 import { actorOf, type Principal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { toHex } from "../lib/crypto.ts";
-import { ok } from "../lib/result.ts";
 import { loadLock, openWorkspace, refuse, type StateFailure, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { type Ingested, ingestState } from "./ingest.ts";

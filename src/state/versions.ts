@@ -3,10 +3,9 @@
  * version's body again as a new version with a higher serial. Outputs are `output-reads.ts`.
  */
 
+import { newId, ok } from "@outpost/common";
 import type { Principal } from "../authz/principal.ts";
-import { newId } from "../db/ids.ts";
 import { decodeCursor, takePage } from "../lib/paging.ts";
-import { ok } from "../lib/result.ts";
 import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { ingestState } from "./ingest.ts";

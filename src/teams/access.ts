@@ -2,11 +2,12 @@
  * Team access to a workspace (`read`, `plan`, `write`, `admin`): set, listed and removed by the
  * workspace's admins, each change audited. The decision itself is `authz/`'s.
  */
+
+import { fail, ok, type Result } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { AccessLevel } from "../authz/model.ts";
 import type { Database } from "../db/client.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { presentTeamAccess } from "./model.ts";
 import {
   deleteWorkspaceAccessQuery,

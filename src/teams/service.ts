@@ -4,14 +4,13 @@
  * changes of permissions.
  */
 
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { TeamPrincipal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { teams } from "../db/schema.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import type { Role } from "../tokens/model.ts";
 import { getUser } from "../users/queries.ts";
 import { presentTeam } from "./model.ts";

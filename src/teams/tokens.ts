@@ -2,11 +2,11 @@
  * Team tokens (`op_team_…`), for CI: a token acts as its team, with the team's organization role
  * and workspace access of the moment. Deleting the team deletes its tokens.
  */
+
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { presentTeamToken } from "./model.ts";
 import {

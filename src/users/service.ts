@@ -3,12 +3,12 @@
  * made to follow the groups they arrive with), their principal at each request, and disabling,
  * which ends every session and token of theirs at once.
  */
+
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor, SignInMethod } from "../authz/actor.ts";
 import type { UserPrincipal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { isNewSignIn, normalizeEmail, presentUser, userPrincipal } from "./model.ts";
 import {
   findUserByEmail,

@@ -3,11 +3,11 @@
  * carries no permissions of its own: each request acts with its user's permissions as they are
  * then, and a disabled user's tokens are revoked with it.
  */
+
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { presentUserToken } from "./model.ts";
 import {

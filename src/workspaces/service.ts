@@ -4,12 +4,12 @@
  * `delete.ts`, the user lock in `lock.ts`.
  */
 
+import { newId } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
 import { readableWorkspaces } from "../authz/queries.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { workspaces } from "../db/schema.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {

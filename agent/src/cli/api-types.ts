@@ -1895,6 +1895,11 @@ export interface components {
                     key: string;
                     value: string;
                 }[];
+                withheldVariables?: {
+                    /** @enum {string} */
+                    category: "env" | "terraform";
+                    key: string;
+                }[];
                 workloadIdentity?: {
                     token: string;
                 } | {
