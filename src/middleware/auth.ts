@@ -17,6 +17,7 @@ import {
   type PersonPrincipal,
   type Principal,
 } from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { timingSafeEqualString } from "../lib/crypto.ts";
@@ -241,8 +242,8 @@ export function requireAuth(options: AuthOptions): MiddlewareHandler<AppEnv> {
         options.recordUse ?? true,
       ));
     if (options.permission) {
-      const role = isPerson(principal) ? principal.role : null;
-      if (decideOrganization(role, options.permission) !== "allow") {
+      const resource = { type: "organization" as const, orgId: principal.orgId };
+      if ((await may(c.var.db, principal, options.permission, resource)) !== "allow") {
         throw new ApiError("FORBIDDEN", organizationRefusal(options.permission));
       }
     }

@@ -7,12 +7,9 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
-import {
-  decideOrganization,
-  type OrganizationAction,
-  organizationRefusal,
-} from "../authz/model.ts";
+import { type OrganizationAction, organizationRefusal } from "../authz/model.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { randomBase64Url, sha256Hex, timingSafeEqualString } from "../lib/crypto.ts";
@@ -127,7 +124,9 @@ export function requireSession(): MiddlewareHandler<UiEnv> {
 /** Middleware: 403 unless `may` allows the organization action (the same rule as the API). */
 export function requireUiPermission(action: OrganizationAction): MiddlewareHandler<UiEnv> {
   return async function uiPermission(c, next) {
-    if (decideOrganization(c.var.session.principal.role, action) !== "allow") {
+    const { principal } = c.var.session;
+    const resource = { type: "organization" as const, orgId: principal.orgId };
+    if ((await may(c.var.db, principal, action, resource)) !== "allow") {
       throw new ApiError("FORBIDDEN", organizationRefusal(action));
     }
     await next();
