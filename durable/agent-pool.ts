@@ -151,6 +151,7 @@ export class AgentPool extends DurableObject<Env> {
       heartbeatIntervalSeconds: HEARTBEAT_INTERVAL_SECONDS,
       pollWaitSeconds: MAX_POLL_WAIT_SECONDS,
       leaseStartTimeoutSeconds: Math.ceil(this.settings.leaseStartTimeoutMs / 1000),
+      unknownAfterSeconds: Math.ceil(this.settings.unknownAfterMs / 1000),
     });
   }
 
