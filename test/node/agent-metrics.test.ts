@@ -115,7 +115,14 @@ describe("AgentHealth: ready while registered and in contact within the pool's u
     expect(health.lastContact()).toBe(1_000_000 + 50_000);
     expect(health.readiness().isReady).toBe(false);
     ended();
-    expect(health.lastContact()).toBe(1_000_000);
+    expect(health.lastContact()).toBe(1_000_000 + 50_000);
+    // A poll cut off early (the coordinator went away) was contact until it was cut.
+    const cut = health.pollSent(50_000);
+    c.ms += 5_000;
+    cut();
+    expect(health.lastContact()).toBe(c.ms);
+    c.ms += 30_001;
+    expect(health.readiness().isReady).toBe(false);
   });
 });
 
@@ -213,13 +220,13 @@ describe("the instruments", () => {
     const finish = observe({ method: "POST", path: "/agent/v1/jobs/j/leases/l/finish" });
     c.ms += 250;
     finish(200);
-    const down = observe({ method: "POST", path: "/agent/v1/heartbeat" });
-    c.ms += 31_000;
-    down(503);
     const abandoned = observe({ method: "POST", path: "/agent/v1/jobs/next?wait=50" });
     abandoned("aborted");
     const lost = observe({ method: "POST", path: "/agent/v1/register" });
     lost("failed");
+    const down = observe({ method: "POST", path: "/agent/v1/heartbeat" });
+    c.ms += 31_000;
+    down(503);
 
     const text = (await metrics.text()).body;
     expect(sample(text, 'outpost_agent_poll_duration_seconds_count{code="204"}')).toBe(1);

@@ -44,12 +44,17 @@ export class AgentHealth {
     this.lastContactAt = this.now();
   }
 
-  /** A long-poll asking to be held `waitMs` was sent; the function returned ends it. */
+  /**
+   * A long-poll asking to be held `waitMs` was sent; the function returned ends it. However it
+   * ends (even cut off), the coordinator held it until then, at most for its wait.
+   */
   pollSent(waitMs: number): () => void {
     const poll = { heldUntil: this.now() + waitMs };
     this.heldPolls.add(poll);
     return () => {
       this.heldPolls.delete(poll);
+      const heldTill = Math.min(this.now(), poll.heldUntil);
+      this.lastContactAt = Math.max(this.lastContactAt ?? heldTill, heldTill);
     };
   }
 
