@@ -131,6 +131,13 @@ describe("the agent's health server", () => {
       const series = `outpost_agent_request_duration_seconds_count{operation="${operation}",code="${code}"}`;
       expect(sample(text, series) ?? 0, `${series} in\n${text}`).toBeGreaterThanOrEqual(1);
     }
+    // The world's mirror served the engine: a verified download, the first time.
+    expect(
+      sample(
+        text,
+        'outpost_agent_engine_install_duration_seconds_count{engine="terraform",source="download"}',
+      ),
+    ).toBe(1);
     // The job was handed over a held long-poll.
     expect(sample(text, 'outpost_agent_poll_duration_seconds_count{code="200"}')).toBe(1);
     const lastContact = sample(text, "outpost_agent_last_contact_timestamp_seconds") ?? 0;

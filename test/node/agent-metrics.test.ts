@@ -8,7 +8,7 @@ import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { UserError } from "../../agent/src/errors.ts";
 import type { JobHandle } from "../../agent/src/job/runner.ts";
-import type { JobOutcome } from "../../agent/src/job/types.ts";
+import type { EngineReady, JobOutcome } from "../../agent/src/job/types.ts";
 import { createLogger } from "../../agent/src/logger.ts";
 import { AgentMetrics } from "../../agent/src/metrics/agent-metrics.ts";
 import { AgentHealth } from "../../agent/src/metrics/health.ts";
@@ -252,17 +252,24 @@ describe("the instruments", () => {
     expect(sample(text, "outpost_agent_ready")).toBe(0);
   });
 
-  it("counts a job while it runs, then its ending and duration by phase and outcome", async () => {
+  it("counts a job while it runs, its engine install, then its ending and duration", async () => {
     const c = clock(0);
     const health = new AgentHealth();
     const metrics = new AgentMetrics({ version: "1.0.0", capacity: 1, health });
     let end: (outcome: JobOutcome) => void = () => {};
-    const fakeStart = (): JobHandle => ({
-      done: new Promise<JobOutcome>((resolve) => {
-        end = resolve;
-      }),
-      cancel: () => {},
-    });
+    const fakeStart = (
+      _assignment: unknown,
+      _port: unknown,
+      settings: { onEngineReady?: (ready: EngineReady) => void },
+    ): JobHandle => {
+      settings.onEngineReady?.({ engine: "tofu", source: "cache", seconds: 0.02 });
+      return {
+        done: new Promise<JobOutcome>((resolve) => {
+          end = resolve;
+        }),
+        cancel: () => {},
+      };
+    };
     const start = meteredStartJob(fakeStart, metrics, c.now);
     const handle = start(
       { phase: "apply" } as Parameters<typeof start>[0],
@@ -271,6 +278,12 @@ describe("the instruments", () => {
     );
     let text = (await metrics.text()).body;
     expect(sample(text, 'outpost_agent_jobs_running{phase="apply"}')).toBe(1);
+    expect(
+      sample(
+        text,
+        'outpost_agent_engine_install_duration_seconds_bucket{le="0.05",engine="tofu",source="cache"}',
+      ),
+    ).toBe(1);
     c.ms += 90_000;
     end({ status: "failed", message: "x", exitCode: 1, planSummary: null, logLength: 0 });
     await handle.done;

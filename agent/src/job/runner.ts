@@ -221,7 +221,8 @@ class Job {
       searchPath: this.settings.hostEnv.PATH ?? "",
       onProgress: (line: string) => this.say(line),
     };
-    let engine: { path: string };
+    const installStarted = performance.now();
+    let engine: { path: string; source: "cache" | "path" | "download" };
     if (this.a.engine === "pulumi") {
       const pulumi = await ensurePulumi({ ...install, constraint: this.a.engineVersion });
       this.engineVersion = pulumi.version;
@@ -237,6 +238,11 @@ class Job {
         version: this.engineVersion,
       });
     }
+    this.settings.onEngineReady?.({
+      engine: this.a.engine,
+      source: engine.source,
+      seconds: (performance.now() - installStarted) / 1000,
+    });
     this.checkCanceled();
     const configDir = path.join(root, "config");
     await Promise.all(["home", "tmp", "scratch"].map((d) => mkdir(path.join(root, d))));

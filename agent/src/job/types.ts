@@ -136,4 +136,13 @@ export type JobSettings = {
   agent?: AgentIdentity;
   /** Sandboxes and watchdogs of job processes (`--isolation`, `--orphan-grace`). */
   isolation: JobIsolation;
+  /** Told once the job's engine binary is ready, where it came from and how long that took. */
+  onEngineReady?: (ready: EngineReady) => void;
+};
+
+/** A job's engine, ready to run: for the agent's metrics. */
+export type EngineReady = {
+  engine: string;
+  source: "cache" | "path" | "download";
+  seconds: number;
 };

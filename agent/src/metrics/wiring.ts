@@ -61,14 +61,20 @@ export function watchRegistration(api: LoopApi, health: AgentHealth): LoopApi {
   };
 }
 
-/** `start`, counting each job while it runs and its ending, duration and phase once it ends. */
+/**
+ * `start`, counting each job while it runs, its ending, duration and phase once it ends, and
+ * how long its engine took to be ready.
+ */
 export function meteredStartJob(
   start: typeof startJob,
   metrics: AgentMetrics,
   now: () => number = performance.now.bind(performance),
 ): typeof startJob {
   return (assignment, port, settings) => {
-    const handle = start(assignment, port, settings);
+    const handle = start(assignment, port, {
+      ...settings,
+      onEngineReady: (ready) => metrics.engineInstalled(ready.engine, ready.source, ready.seconds),
+    });
     const phase = assignment.phase;
     const started = now();
     metrics.jobStarted(phase);
