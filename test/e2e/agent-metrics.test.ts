@@ -1,9 +1,11 @@
 /**
  * The real agent process with `--metrics-address` against the real coordinator: `/healthz`,
  * `/readyz` through registration, a coordinator outage past the pool's unknown threshold and a
- * SIGTERM drain, and `/metrics` after a run, checked by `promtool check metrics`.
+ * SIGTERM drain, and `/metrics` after a run (from the built single-file agent, as shipped),
+ * checked by `promtool check metrics`.
  */
 import { createServer } from "node:net";
+import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../agent/src/exit-codes.ts";
 import { promtool } from "../node/helpers/promtool.ts";
@@ -55,8 +57,11 @@ afterAll(async () => {
   await world?.close();
 });
 
-function agentWith(args: string[], env: Record<string, string> = {}): AgentProcess {
-  const agent = startAgent(world, { args, env });
+/** The agent as shipped: esbuild's single file, prom-client bundled in (global setup builds it). */
+const BUILT_AGENT = path.resolve(import.meta.dirname, "../../agent/dist/outpost-agent.mjs");
+
+function agentWith(args: string[], env: Record<string, string> = {}, bin?: string): AgentProcess {
+  const agent = startAgent(world, { args, env, ...(bin ? { bin } : {}) });
   agents.push(agent);
   return agent;
 }
@@ -88,7 +93,7 @@ const resource = (name: string) => `resource "null_resource" "${name}" {}\n`;
 
 describe("the agent's health server", () => {
   it("is alive at once, ready once registered, and counts a run's job, requests and polls", async () => {
-    const agent = agentWith(["--metrics-address", "127.0.0.1:0"]);
+    const agent = agentWith(["--metrics-address", "127.0.0.1:0"], {}, BUILT_AGENT);
     const url = await healthUrl(agent);
     expect(await get(`${url}/healthz`)).toEqual({ status: 200, text: "ok\n" });
     await expect
@@ -151,7 +156,9 @@ describe("the agent's health server", () => {
     expect(checked, checked.output).toEqual({ code: 0, output: "" });
   });
 
-  it("turns unready once the coordinator is gone past the pool's unknown threshold, and ready when it is back", async () => {
+  it("turns unready once the coordinator is gone past the pool's unknown threshold, and ready when it is back", {
+    timeout: 120_000,
+  }, async () => {
     const agent = agentWith(["--metrics-address", "127.0.0.1:0"]);
     const url = await healthUrl(agent);
     await expect
