@@ -1500,6 +1500,11 @@ export interface components {
                     key: string;
                     value: string;
                 }[];
+                withheldVariables?: {
+                    /** @enum {string} */
+                    category: "env" | "terraform";
+                    key: string;
+                }[];
                 workloadIdentity?: {
                     token: string;
                 } | {
