@@ -8,7 +8,7 @@ import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { UserError } from "../../agent/src/errors.ts";
 import type { JobHandle } from "../../agent/src/job/runner.ts";
-import type { EngineReady, JobOutcome } from "../../agent/src/job/types.ts";
+import type { EngineReady, JobResult } from "../../agent/src/job/types.ts";
 import { createLogger } from "../../agent/src/logger.ts";
 import { AgentMetrics } from "../../agent/src/metrics/agent-metrics.ts";
 import { AgentHealth } from "../../agent/src/metrics/health.ts";
@@ -256,7 +256,7 @@ describe("the instruments", () => {
     const c = clock(0);
     const health = new AgentHealth();
     const metrics = new AgentMetrics({ version: "1.0.0", capacity: 1, health });
-    let end: (outcome: JobOutcome) => void = () => {};
+    let end: (outcome: JobResult) => void = () => {};
     const fakeStart = (
       _assignment: unknown,
       _port: unknown,
@@ -264,7 +264,7 @@ describe("the instruments", () => {
     ): JobHandle => {
       settings.onEngineReady?.({ engine: "tofu", source: "cache", seconds: 0.02 });
       return {
-        done: new Promise<JobOutcome>((resolve) => {
+        done: new Promise<JobResult>((resolve) => {
           end = resolve;
         }),
         cancel: () => {},
@@ -285,7 +285,7 @@ describe("the instruments", () => {
       ),
     ).toBe(1);
     c.ms += 90_000;
-    end({ status: "failed", message: "x", exitCode: 1, planSummary: null, logLength: 0 });
+    end({ outcome: "failed", message: "x", exitCode: 1, planSummary: null, logLength: 0 });
     await handle.done;
     text = (await metrics.text()).body;
     expect(sample(text, 'outpost_agent_jobs_running{phase="apply"}')).toBe(0);

@@ -80,7 +80,7 @@ export function meteredStartJob(
     metrics.jobStarted(phase);
     const seconds = () => (now() - started) / 1000;
     handle.done.then(
-      (outcome) => metrics.jobEnded(phase, outcome.status, seconds()),
+      (result) => metrics.jobEnded(phase, result.outcome, seconds()),
       () => metrics.jobEnded(phase, "errored", seconds()),
     );
     return handle;
