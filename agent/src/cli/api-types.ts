@@ -1497,6 +1497,8 @@ export interface components {
             leaseStartTimeoutSeconds: number;
             pollWaitSeconds: number;
             poolId: string;
+            /** @default 30 */
+            unknownAfterSeconds?: number;
         };
         AgentRelease: {
             dockerfile: {
