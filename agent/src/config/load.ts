@@ -7,6 +7,7 @@ import { readCaFile } from "../net/ca.ts";
 import { parseDurationSeconds } from "./duration.ts";
 import { type FileValue, readConfigFile } from "./file.ts";
 import { parseFlags } from "./flags.ts";
+import { type ListenAddress, parseListenAddress } from "./listen-address.ts";
 import {
   SETTINGS,
   type SettingFlag,
@@ -73,6 +74,8 @@ export type AgentConfig = {
   autoUpdate: boolean;
   /** Development only: let VCS jobs clone `file://` repositories. */
   allowFileRepos: boolean;
+  /** Where `/metrics`, `/healthz` and `/readyz` are served (port 0: any free port); null = off. */
+  metricsAddress: ListenAddress | null;
 };
 
 /** Where a raw value came from, to name it in an error. */
@@ -135,6 +138,7 @@ const VALIDATORS = {
   "forward-network-env": z.boolean(),
   "auto-update": z.boolean(),
   "allow-file-repos": z.boolean(),
+  "metrics-address": z.string().transform(parseListenAddress),
   config: z.string().min(1),
 } satisfies Record<SettingFlag, z.ZodType>;
 
@@ -205,6 +209,8 @@ export function loadConfig(
     forwardNetworkEnv: get("forward-network-env", true),
     autoUpdate: get("auto-update", true),
     allowFileRepos: get("allow-file-repos", false),
+    metricsAddress:
+      raw("metrics-address").value === undefined ? null : get("metrics-address", null),
   };
 }
 
