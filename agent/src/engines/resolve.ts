@@ -75,7 +75,10 @@ function mirrorSetting(options: ResolveOptions): string {
 type LocalEngine = { version: string | null; where: string };
 
 /** The engines this agent already has: cached, or on PATH (with what each reports). */
-async function localEngines(release: EngineRelease, options: ResolveOptions) {
+async function localEngines(
+  release: EngineRelease,
+  options: ResolveOptions,
+): Promise<LocalEngine[]> {
   const [cached, onPath] = await Promise.all([
     cachedVersions(release, options.dataDir),
     binariesOnPath(release, options.searchPath),
