@@ -130,7 +130,10 @@ export const agentRoutes = newRouter()
         throw agentFailure(result.reason, { agentId: "" });
       }
       const release = await shippedRelease(c.env.ASSETS).catch(() => null);
-      return c.json({ ...result.value, poolId, agentVersion: release?.version ?? null }, 201);
+      return c.json(
+        { ...result.value, poolId, agentVersion: release?.manifest.version ?? null },
+        201,
+      );
     },
   )
   .openapi(

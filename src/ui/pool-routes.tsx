@@ -7,6 +7,7 @@ import { type Context, Hono } from "hono";
 import { decideOrganization } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
+import { publicOrigin } from "../lib/public-url.ts";
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
 import { PoolName } from "../pools/model.ts";
@@ -87,7 +88,7 @@ async function renderPool(
       workspaces={workspaces}
       tokens={tokens}
       trusts={trusts}
-      address={new URL(c.req.url).origin}
+      address={publicOrigin(c.env, c.req.url)}
       created={extra.created}
       notice={noticeText(c, NOTICES)}
       error={extra.error}
