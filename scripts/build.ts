@@ -10,7 +10,7 @@ import { access } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { RELEASE_MANIFEST_PATH } from "@outpost/protocol";
+import { RELEASE_MANIFEST_PATH, RELEASE_SIGNATURE_PATH } from "@outpost/protocol";
 import { type BuiltAgent, buildAgent, DEFAULT_ASSETS_DIR } from "../agent/scripts/build.ts";
 import { buildDashboard, DASHBOARD_FILES, DASHBOARD_STATIC_PATH } from "./build-dashboard.ts";
 
@@ -31,6 +31,7 @@ export async function buildAssets(
 export async function isBuilt(assetsDir: string = DEFAULT_ASSETS_DIR): Promise<boolean> {
   const required = [
     path.join(assetsDir, RELEASE_MANIFEST_PATH),
+    path.join(assetsDir, RELEASE_SIGNATURE_PATH),
     ...DASHBOARD_FILES.map((name) => path.join(assetsDir, DASHBOARD_STATIC_PATH, name)),
   ];
   const found = await Promise.all(

@@ -8,21 +8,31 @@
  *    packed package needs nothing from npm at install time and no TypeScript at run time.
  * 2. `dist/assets/agent/v1/releases/`: what the coordinator serves as static assets under
  *    `/agent/v1/releases/<version>/` (the agent file, the npm package, the Dockerfile and the
- *    systemd unit) plus `manifest.json` naming each with its SHA-256. The rest of `dist/assets/`
- *    (the dashboard's files) is `scripts/build.ts`'s, which runs this build too.
+ *    systemd unit) plus `manifest.json` naming each with its SHA-256 and `manifest.sig`, its
+ *    Ed25519 signature by the release signing key (`release-key.ts`), whose public key (and any
+ *    next keys) the bundled agent trusts. The rest of `dist/assets/` (the dashboard's files) is
+ *    `scripts/build.ts`'s, which runs this build too.
  *
  * `--version V` stamps another version (tests build an older and a newer agent); `--dist DIR`
  * and `--assets DIR` write elsewhere. Outputs are replaced by rename, so a reader never sees a
  * half-written file.
  */
 import { execFile } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import { cp, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
-import { AgentVersion, RELEASES_PATH, type ReleaseFile, ReleaseManifest } from "@outpost/protocol";
+import {
+  AgentVersion,
+  RELEASE_SIGNATURE_PATH,
+  RELEASES_PATH,
+  type ReleaseFile,
+  ReleaseManifest,
+} from "@outpost/protocol";
 import { build } from "esbuild";
+import { releaseKeyText, signManifest } from "../src/update/release-signature.ts";
+import { nextReleaseKeys, releaseSigningKey } from "./release-key.ts";
 
 const run = promisify(execFile);
 const AGENT_DIR = path.resolve(import.meta.dirname, "..");
@@ -40,6 +50,10 @@ export type BuiltAgent = {
   /** The npm package, as `npm pack` makes it. */
   packageFile: string;
   manifest: ReleaseManifest;
+  /** The public key that signed the manifest (`ed25519:…`), what `--release-key` takes. */
+  releaseKey: string;
+  /** Where the signing key came from. */
+  releaseKeySource: string;
 };
 
 /** The version in agent/package.json, the one a plain build stamps. */
@@ -48,26 +62,54 @@ export async function sourceVersion(): Promise<string> {
   return AgentVersion.parse((json as { version?: unknown }).version);
 }
 
+export type BuildOptions = {
+  version?: string;
+  distDir?: string;
+  assetsDir?: string;
+  /** The release signing key; by default the one `release-key.ts` finds. */
+  signingKey?: KeyObject;
+  /** Keys that will sign later releases; by default `OUTPOST_RELEASE_NEXT_KEYS`. */
+  nextKeys?: string[];
+};
+
 /**
  * Bundles both bins stamped with `version` into `distDir`, packs the npm package and writes
- * the release assets into `assetsDir` (replacing any earlier build there).
+ * the signed release assets into `assetsDir` (replacing any earlier build there).
  */
-export async function buildAgent(
-  options: { version?: string; distDir?: string; assetsDir?: string } = {},
-): Promise<BuiltAgent> {
+export async function buildAgent(options: BuildOptions = {}): Promise<BuiltAgent> {
   const version = AgentVersion.parse(options.version ?? (await sourceVersion()));
   const distDir = options.distDir ?? DEFAULT_DIST_DIR;
   const assetsDir = options.assetsDir ?? DEFAULT_ASSETS_DIR;
+  const signing = options.signingKey
+    ? { key: options.signingKey, source: "the build's caller" }
+    : await releaseSigningKey();
+  const nextKeys = options.nextKeys ?? nextReleaseKeys();
+  const releaseKey = releaseKeyText(signing.key);
   await mkdir(distDir, { recursive: true });
   const work = await mkdtemp(path.join(distDir, ".build-"));
   try {
-    await bundle(version, work);
+    await bundle(version, work, [releaseKey, ...nextKeys.filter((k) => k !== releaseKey)]);
     const packageFile = await pack(version, work);
     const agentFile = await replace(path.join(work, "outpost-agent.mjs"), distDir);
     const cliFile = await replace(path.join(work, "outpost.mjs"), distDir);
-    const manifest = await writeAssets({ version, agentFile, packageFile, assetsDir });
+    const manifest = await writeAssets({
+      version,
+      agentFile,
+      packageFile,
+      assetsDir,
+      signingKey: signing.key,
+      nextKeys,
+    });
     const packed = await replace(packageFile, distDir);
-    return { version, agentFile, cliFile, packageFile: packed, manifest };
+    return {
+      version,
+      agentFile,
+      cliFile,
+      packageFile: packed,
+      manifest,
+      releaseKey,
+      releaseKeySource: signing.source,
+    };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -96,8 +138,11 @@ async function bundleWatchdog(): Promise<string> {
   return text;
 }
 
-/** esbuild: ESM for Node 22, every import bundled, `require` provided for CommonJS deps. */
-async function bundle(version: string, outDir: string): Promise<void> {
+/**
+ * esbuild: ESM for Node 22, every import bundled, `require` provided for CommonJS deps; the
+ * version and the release keys the agent trusts compiled in.
+ */
+async function bundle(version: string, outDir: string, releaseKeys: string[]): Promise<void> {
   const watchdog = await bundleWatchdog();
   await build({
     entryPoints: {
@@ -117,6 +162,7 @@ async function bundle(version: string, outDir: string): Promise<void> {
     define: {
       OUTPOST_AGENT_VERSION: JSON.stringify(version),
       OUTPOST_WATCHDOG_SOURCE: JSON.stringify(watchdog),
+      OUTPOST_RELEASE_KEYS: JSON.stringify(releaseKeys),
     },
     minifySyntax: true,
     minifyWhitespace: true,
@@ -163,14 +209,17 @@ async function pack(version: string, work: string): Promise<string> {
 }
 
 /**
- * The release tree (`agent/v1/releases/` of the assets directory) and its manifest, swapped in
- * as a whole; whatever else the assets directory holds is left as it is.
+ * The release tree (`agent/v1/releases/` of the assets directory), its manifest and the
+ * manifest's signature, swapped in as a whole; whatever else the assets directory holds is left
+ * as it is.
  */
 async function writeAssets(input: {
   version: string;
   agentFile: string;
   packageFile: string;
   assetsDir: string;
+  signingKey: KeyObject;
+  nextKeys: string[];
 }): Promise<ReleaseManifest> {
   const { version } = input;
   const releasesDir = path.join(input.assetsDir, RELEASES_PATH);
@@ -197,11 +246,15 @@ async function writeAssets(input: {
       path.join(AGENT_DIR, "packaging", "outpost-agent.service"),
       "outpost-agent.service",
     ),
+    ...(input.nextKeys.length > 0 ? { nextKeys: input.nextKeys } : {}),
   });
   const manifestText = `${JSON.stringify(manifest, null, 2)}\n`;
+  const signature = `${JSON.stringify(signManifest(manifestText, input.signingKey), null, 2)}\n`;
   await writeFile(path.join(stage, "manifest.json"), manifestText);
+  await writeFile(path.join(stage, path.basename(RELEASE_SIGNATURE_PATH)), signature);
   // The same build again (a test project, wrangler's [build] after npm test's): the manifest
-  // names every file's digest, so an equal one means equal files; leave the served tree alone.
+  // names every file's digest (the agent's compiled-in key included), so an equal one means
+  // equal files and an equal signature (Ed25519 is deterministic); leave the served tree alone.
   const current = await readFile(path.join(releasesDir, "manifest.json"), "utf8").catch(() => null);
   if (current === manifestText) {
     await rm(stage, { recursive: true, force: true });
@@ -263,7 +316,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const kib = (built.manifest.agent.sizeBytes / 1024).toFixed(0);
   process.stdout.write(
     `outpost-agent ${built.version}: ${path.relative(ROOT, built.agentFile)} (${kib} KiB), ` +
-      `${path.relative(ROOT, built.packageFile)}, assets in ${path.relative(ROOT, assetsDir)} ` +
-      `(${Date.now() - started} ms)\n`,
+      `${path.relative(ROOT, built.packageFile)}, assets in ${path.relative(ROOT, assetsDir)}, ` +
+      `signed by ${built.releaseKey} (${built.releaseKeySource}) (${Date.now() - started} ms)\n`,
   );
 }
