@@ -16,6 +16,7 @@ import { startObservability } from "./metrics/observability.ts";
 import { readCaFile, writeCaBundle } from "./net/ca.ts";
 import { configureNetwork, PROXY_VARIABLES } from "./net/fetch.ts";
 import { AgentLoop } from "./poller.ts";
+import { BUILT_RELEASE_KEYS } from "./update/release-keys.ts";
 import { Updater } from "./update/updater.ts";
 import { AGENT_VERSION, IS_BUILT } from "./version.ts";
 
@@ -43,9 +44,16 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     currentVersion: AGENT_VERSION,
     agentFile: IS_BUILT ? realpathSync(fileURLToPath(import.meta.url)) : null,
     address: config.address,
+    trustedKeys: [...new Set([...BUILT_RELEASE_KEYS, ...config.releaseKeys])],
     userAgent,
     logger,
   });
+  if (config.insecureHttp && new URL(config.address).protocol === "http:") {
+    logger.warn(
+      { address: config.address },
+      "--insecure-http: talking to the coordinator over plain http; the agent token and jobs' secrets cross the network unencrypted (agent updates are still checked against the release key)",
+    );
+  }
   // First, so a liveness probe is answered while the agent sets up and registers.
   const observability = await startObservability({
     address: config.metricsAddress,
@@ -116,6 +124,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       dataDir: config.dataDir,
       isolation: isolation.mode,
       autoUpdate: config.autoUpdate,
+      releaseKeys: [...new Set([...BUILT_RELEASE_KEYS, ...config.releaseKeys])].join(",") || "none",
       proxy: proxySummary(),
       engineKeyring: engineKeyring.map((k) => k.label).join("; ") || "none",
       login: config.oidc === null ? "agent token" : `OIDC token file for ${config.oidc.poolId}`,
