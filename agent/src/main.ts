@@ -8,6 +8,7 @@ import { jobPort } from "./client/job-port.ts";
 import type { AgentConfig } from "./config/load.ts";
 import { readEngineKeyring } from "./engines/signatures.ts";
 import { type ResolvedIsolation, resolveIsolation } from "./exec/sandbox.ts";
+import { subreaperLauncher } from "./exec/subreaper.ts";
 import type { ExitCode } from "./exit-codes.ts";
 import type { JobIsolation } from "./job/containment.ts";
 import { removeStaleJobDirs } from "./job/workdirs.ts";
@@ -166,9 +167,16 @@ function credentialsOf(
 
 /**
  * `auto` found no working bubblewrap: said once, loudly, because every job on this agent can
- * then read the agent's token and the other jobs' files.
+ * then read the agent's token and the other jobs' files. Unsandboxed without a subreaper, a job's
+ * process that leaves its session could outlive the job: said too.
  */
 function warnIfUnisolated(isolation: ResolvedIsolation, logger: Logger): void {
+  if (isolation.mode === "none" && subreaperLauncher() === null) {
+    logger.warn(
+      { isolation: "none" },
+      "no subreaper: neither perl nor python3 (with ctypes) can set PR_SET_CHILD_SUBREAPER here, so a job's process that leaves its session (setsid, a daemon) may outlive its job; install perl, or use bubblewrap (see docs/security.md)",
+    );
+  }
   if (isolation.mode === "none" && isolation.unavailable !== null) {
     logger.warn(
       { isolation: "none", reason: isolation.unavailable },

@@ -186,7 +186,10 @@ describe("startProcess", () => {
     const pids = ["session", "daemon"].map((name) =>
       Number(new RegExp(`${name}=(\\d+)`).exec(output)?.[1]),
     );
-    expect(pids.every((pid) => pid > 1), output).toBe(true);
+    expect(
+      pids.every((pid) => pid > 1),
+      output,
+    ).toBe(true);
     for (const pid of pids) {
       await expect.poll(() => isAlive(pid)).toBe(false);
     }

@@ -89,11 +89,15 @@ export function subreaperLauncher(): SubreaperLauncher | null {
     }
     const launcher = { ...candidate, command };
     // A failing prctl or exec makes the launcher exit non-zero: the answer proves both.
-    const ran = spawnSync(command, [...launcher.args, process.execPath, "-e", "console.log('ok')"], {
-      encoding: "utf8",
-      timeout: 10_000,
-      env: {},
-    });
+    const ran = spawnSync(
+      command,
+      [...launcher.args, process.execPath, "-e", "console.log('ok')"],
+      {
+        encoding: "utf8",
+        timeout: 10_000,
+        env: {},
+      },
+    );
     if (ran.status === 0 && ran.stdout === "ok\n") {
       chosen = launcher;
       break;
