@@ -11,7 +11,7 @@
  *    key of local development (`npm start`), not one to ship releases with.
  *
  * `OUTPOST_RELEASE_NEXT_KEYS` (comma-separated `ed25519:…` public keys) names the keys that will
- * sign later releases (docs/deploy.md, "Rotating the release key").
+ * sign later releases (docs/security.md, "Rotating the release key").
  *
  * `npm run release-key` prints the public key the build would sign with (what installers pass
  * as `--release-key`); `npm run release-key -- --generate FILE` makes a new key in FILE (0600).
