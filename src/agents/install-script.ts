@@ -296,6 +296,8 @@ fi
 if [ -n "$user" ]; then
   # The directory itself (never its contents): $prefix is this user's, so lib/ cannot be swapped.
   chown -h "$user" "$prefix/lib"
+  # The new file while it is still in the staging directory, which the agent user cannot reach.
+  chown -h "$user" "$stage/outpost-agent.mjs"
 fi
 helper rename "$stage/outpost-agent.mjs" "$prefix/lib/outpost-agent.mjs" || exit 1
 helper rename "$stage/launcher" "$launcher" || exit 1

@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { settingsTable } from "../../agent/scripts/settings-table.ts";
 import { normalizeArgv } from "../../agent/src/config/flags.ts";
-import { loadConfig } from "../../agent/src/config/load.ts";
+import { type AgentConfig, loadConfig } from "../../agent/src/config/load.ts";
 import { SETTINGS } from "../../agent/src/config/settings.ts";
 import { forgetToken } from "../../agent/src/config/token.ts";
 import { UserError } from "../../agent/src/errors.ts";
@@ -35,6 +35,15 @@ async function closedPort(): Promise<number> {
   const address = server.address();
   await new Promise((resolve) => server.close(resolve));
   return typeof address === "object" && address !== null ? address.port : 0;
+}
+
+/** The configuration `args` and `env` give (not a --help or --version answer). */
+function config(args: string[], env: Record<string, string>): AgentConfig {
+  const loaded = loadConfig(args, env);
+  if ("print" in loaded) {
+    throw new Error(`expected a configuration, got: ${loaded.print}`);
+  }
+  return loaded;
 }
 
 function file(name: string, text: string): string {
@@ -240,25 +249,22 @@ describe("loadConfig", () => {
       address: "http://10.0.0.5:8787",
       insecureHttp: true,
     });
-    expect(loadConfig([], { ...lan, OUTPOST_INSECURE_HTTP: "true" }).insecureHttp).toBe(true);
+    expect(config([], { ...lan, OUTPOST_INSECURE_HTTP: "true" }).insecureHttp).toBe(true);
     const yaml = file("insecure.yaml", "insecureHttp: true\n");
-    expect(loadConfig(["--config", yaml], lan).insecureHttp).toBe(true);
-    expect(loadConfig([], at("https://10.0.0.5")).insecureHttp).toBe(false);
+    expect(config(["--config", yaml], lan).insecureHttp).toBe(true);
+    expect(config([], at("https://10.0.0.5")).insecureHttp).toBe(false);
   });
 
   it("reads --release-key from flags, OUTPOST_RELEASE_KEY lists and the config file", () => {
     const a = `ed25519:${Buffer.alloc(32, 1).toString("base64")}`;
     const b = `ed25519:${Buffer.alloc(32, 2).toString("base64")}`;
-    expect(loadConfig(["--release-key", a, "--release-key", b], GOOD_ENV).releaseKeys).toEqual([
-      a,
-      b,
-    ]);
-    expect(loadConfig([], { ...GOOD_ENV, OUTPOST_RELEASE_KEY: `${a},${b}` }).releaseKeys).toEqual([
+    expect(config(["--release-key", a, "--release-key", b], GOOD_ENV).releaseKeys).toEqual([a, b]);
+    expect(config([], { ...GOOD_ENV, OUTPOST_RELEASE_KEY: `${a},${b}` }).releaseKeys).toEqual([
       a,
       b,
     ]);
     const yaml = file("keys.yaml", `releaseKey:\n  - ${a}\n`);
-    expect(loadConfig(["--config", yaml], GOOD_ENV).releaseKeys).toEqual([a]);
+    expect(config(["--config", yaml], GOOD_ENV).releaseKeys).toEqual([a]);
   });
 
   it("reads --metrics-address as HOST:PORT from a flag, its variable or the config file", () => {

@@ -42,9 +42,9 @@ let world: World;
 let mitm: Mitm;
 let marker = "";
 /** The attacker's build: it leaves {@link marker} behind if it ever runs. */
-let evil = Buffer.alloc(0);
+let evil: Buffer = Buffer.alloc(0);
 /** What the man in the middle serves at {@link EVIL_PATH} (the attacker's build unless told). */
-let served = Buffer.alloc(0);
+let served: Buffer = Buffer.alloc(0);
 const agents: AgentProcess[] = [];
 
 /** What the man in the middle answers for `GET /agent/v1/release`. */
@@ -66,7 +66,10 @@ class Mitm {
   /** Host names (`host:port`) the agent may call the coordinator by. */
   readonly coordinatorHosts = new Set<string>();
 
-  constructor(private readonly coordinator: string) {
+  private readonly coordinator: string;
+
+  constructor(coordinator: string) {
+    this.coordinator = coordinator;
     this.coordinatorHosts.add(new URL(coordinator).host);
   }
 
