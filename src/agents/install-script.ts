@@ -292,7 +292,9 @@ chmod 0755 "$stage/launcher"
 if [ ! -d "$prefix/lib" ]; then
   mkdir -m 0755 "$prefix/lib"
 fi
-[ -d "$prefix/lib" ] && [ ! -L "$prefix/lib" ] || die "$prefix/lib is not a plain directory"
+if [ ! -d "$prefix/lib" ] || [ -L "$prefix/lib" ]; then
+  die "$prefix/lib is not a plain directory"
+fi
 if [ -n "$user" ]; then
   # The directory itself (never its contents): $prefix is this user's, so lib/ cannot be swapped.
   chown -h "$user" "$prefix/lib"

@@ -99,9 +99,10 @@ describe("a checkout after npm ci", () => {
     ]);
   });
 });
+// Removing the checkout's node_modules takes a while on a loaded machine.
 afterAll(async () => {
   await world?.close();
-});
+}, 180_000);
 
 /** Runs a command, resolving with its exit code and output whatever the code. */
 async function attempt(
