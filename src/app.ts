@@ -4,7 +4,6 @@
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
-import { agentVersionHeader } from "./agents/release.ts";
 import { releaseRoutes } from "./agents/release-routes.ts";
 import { agentRoutes } from "./agents/routes.ts";
 import { auditRoutes } from "./audit/routes.ts";
@@ -12,6 +11,7 @@ import { configurationVersionRoutes } from "./configuration-versions/routes.ts";
 import { createDb } from "./db/client.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError, errorResponse, handleError } from "./errors.ts";
+import { agentVersionHeader } from "./middleware/agent-version.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
 import { exchangeRoutes } from "./oidc/exchange-routes.ts";
 import { issuerRoutes } from "./oidc/issuer-routes.ts";

@@ -3,9 +3,10 @@
  * which object), for owners and admins, newest first, paged and filterable by target.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { errorResponses, jsonResponse, newRouter } from "../router.ts";
 import { listAuditEvents, presentAuditEvent } from "./service.ts";
 
 const AuditEvent = z
@@ -64,7 +65,8 @@ export const auditRoutes = newRouter().openapi(
   }),
   async (c) => {
     const { limit, cursor, ...filter } = c.req.valid("query");
-    const after = cursor === undefined ? undefined : decodeCursor(cursor, ["number", "string"]);
+    const after =
+      cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["number", "string"]));
     const rows = await listAuditEvents(c.var.db, orgPrincipal(c).orgId, filter, { limit, after });
     const { items, nextCursor } = takePage(rows, limit, (row) => [row.createdAt, row.id]);
     return c.json({ auditEvents: items.map(presentAuditEvent), nextCursor }, 200);

@@ -4,10 +4,10 @@
  * and reads them.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
 import { requireRole } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { isUploadMediaType, UPLOAD_MEDIA_TYPES, uploadLimits } from "./model.ts";
@@ -113,16 +113,7 @@ export const configurationVersionRoutes = newRouter()
         contentLength,
         limits,
       });
-      if (!result.ok) {
-        const code =
-          result.reason === "too_large"
-            ? "PAYLOAD_TOO_LARGE"
-            : result.reason === "workspace_gone"
-              ? "NOT_FOUND"
-              : "BAD_REQUEST";
-        throw new ApiError(code, `configuration refused: ${result.message}`);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -149,7 +140,8 @@ export const configurationVersionRoutes = newRouter()
     async (c) => {
       const { workspace } = await workspaceOf(c, c.req.valid("param").workspaceId);
       const { limit, cursor } = c.req.valid("query");
-      const before = cursor === undefined ? undefined : decodeCursor(cursor, ["number", "string"]);
+      const before =
+        cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["number", "string"]));
       const rows = await listConfigurationVersionRows(c.var.db, workspace.id, { limit, before });
       const page = takePage(rows, limit, (r) => [r.createdAt, r.id]);
       return c.json(

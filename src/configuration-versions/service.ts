@@ -8,6 +8,8 @@ import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { configurationVersions } from "../db/schema.ts";
 import { toHex } from "../lib/crypto.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
+import { ok } from "../lib/result.ts";
 import { inspectTarGz, type TarRejection } from "../lib/tar.ts";
 import { configurationVersionKey, type UploadLimits } from "./model.ts";
 
@@ -32,10 +34,12 @@ export function presentConfigurationVersion(row: ConfigurationVersionRow) {
 }
 export type ConfigurationVersion = ReturnType<typeof presentConfigurationVersion>;
 
-export type UploadFailure =
-  | { reason: "too_large"; message: string }
-  | { reason: "invalid_archive"; message: string }
-  | { reason: "workspace_gone"; message: string };
+/** Why an upload was refused: `too_large`, `invalid` (not a safe tar.gz), `not_found` (the workspace went). */
+type UploadResult<T> = Outcome<T, "too_large" | "invalid" | "not_found">;
+
+function refused(kind: "too_large" | "invalid" | "not_found", why: string) {
+  return refuse(kind, `configuration refused: ${why}`);
+}
 
 /**
  * The pass-through between the request body and R2: counts the bytes (refusing past the limit),
@@ -122,7 +126,7 @@ export async function uploadConfigurationVersion(
     contentLength: number;
     limits: UploadLimits;
   },
-): Promise<{ ok: true; value: ConfigurationVersion } | ({ ok: false } & UploadFailure)> {
+): Promise<UploadResult<ConfigurationVersion>> {
   const id = newId("configurationVersion");
   const key = configurationVersionKey(input.orgId, input.workspaceId, id);
   const tap = uploadTap(input.limits);
@@ -140,8 +144,7 @@ export async function uploadConfigurationVersion(
     const verdict = await tap.verdict;
     await blobs.delete(key);
     if (tap.state.isTooLarge) {
-      const message = `the body is larger than ${input.limits.maxBytes} bytes`;
-      return { ok: false, reason: "too_large", message };
+      return refused("too_large", `the body is larger than ${input.limits.maxBytes} bytes`);
     }
     if (!verdict.ok) {
       return failure(verdict.rejection);
@@ -196,17 +199,15 @@ export async function uploadConfigurationVersion(
       err instanceof Error &&
       /FOREIGN KEY constraint failed/i.test(`${err.message} ${err.cause}`)
     ) {
-      return { ok: false, reason: "workspace_gone", message: "the workspace was deleted" };
+      return refused("not_found", "the workspace was deleted");
     }
     throw err;
   }
-  return { ok: true, value: presentConfigurationVersion(row) };
+  return ok(presentConfigurationVersion(row));
 }
 
-function failure(rejection: TarRejection): { ok: false } & UploadFailure {
-  return rejection.reason === "too_large"
-    ? { ok: false, reason: "too_large", message: rejection.message }
-    : { ok: false, reason: "invalid_archive", message: rejection.message };
+function failure(rejection: TarRejection) {
+  return refused(rejection.reason === "too_large" ? "too_large" : "invalid", rejection.message);
 }
 
 /** A configuration version of the workspace, or undefined. */

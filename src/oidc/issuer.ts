@@ -5,6 +5,7 @@
  * IAM, GCP workload identity federation and Entra ID accept.
  */
 import { SignJWT } from "jose";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { fail, ok, type Result } from "../lib/result.ts";
 import {
   KEYRING_PROBLEMS,
@@ -13,8 +14,7 @@ import {
   signingKeyring,
 } from "./signing-keys.ts";
 
-export const DISCOVERY_PATH = "/.well-known/openid-configuration";
-export const JWKS_PATH = "/.well-known/jwks";
+const JWKS_PATH = "/.well-known/jwks";
 
 /**
  * The issuer URL: `PUBLIC_URL` without a trailing slash, or null when it is unset or not an
@@ -34,17 +34,27 @@ export function issuerUrl(env: Pick<Env, "PUBLIC_URL">): string | null {
   }
 }
 
-/** Whether this deployment can issue tokens, and if not, what the deployer must set. */
-export async function issuerProblem(env: Env): Promise<string | null> {
-  if (issuerUrl(env) === null) {
-    return "PUBLIC_URL is not set to the deployment's https origin in wrangler.toml";
-  }
-  const keyring = await signingKeyring(env.OIDC_SIGNING_KEYS);
-  return keyring.ok ? null : KEYRING_PROBLEMS[keyring.reason];
+/** Workload identity is off on this deployment: what the deployer must set. */
+function notConfigured(problem: string) {
+  return refuse("unavailable", `workload identity is not configured: ${problem}`);
 }
 
-/** The OpenID Provider metadata clouds read before they trust a token. */
-export function discoveryDocument(issuer: string) {
+/**
+ * The OpenID Provider metadata clouds read before they trust a token, or `unavailable` naming
+ * what the deployer must set when this deployment cannot issue tokens.
+ */
+export async function discoveryDocument(env: Env): Promise<Outcome<Discovery, "unavailable">> {
+  const issuer = issuerUrl(env);
+  if (issuer === null) {
+    return notConfigured("PUBLIC_URL is not set to the deployment's https origin in wrangler.toml");
+  }
+  const keyring = await signingKeyring(env.OIDC_SIGNING_KEYS);
+  return keyring.ok ? ok(discoveryOf(issuer)) : notConfigured(KEYRING_PROBLEMS[keyring.reason]);
+}
+
+type Discovery = ReturnType<typeof discoveryOf>;
+
+function discoveryOf(issuer: string) {
   return {
     issuer,
     jwks_uri: `${issuer}${JWKS_PATH}`,
@@ -73,10 +83,10 @@ export const OUTPOST_CLAIMS = [
   "outpost_fork",
 ] as const;
 
-/** Every published public key, or why there are none. */
-export async function publishedKeys(env: Env): Promise<Result<PublicJwk[], string>> {
+/** Every published public key, or `unavailable` saying why there are none. */
+export async function publishedKeys(env: Env): Promise<Outcome<PublicJwk[], "unavailable">> {
   const keyring = await signingKeyring(env.OIDC_SIGNING_KEYS);
-  return keyring.ok ? ok(keyring.value.published) : fail(KEYRING_PROBLEMS[keyring.reason]);
+  return keyring.ok ? ok(keyring.value.published) : notConfigured(KEYRING_PROBLEMS[keyring.reason]);
 }
 
 /**

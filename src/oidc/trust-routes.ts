@@ -3,11 +3,11 @@
  * exchange for agent tokens. Owners manage them, like agent tokens.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
-import { ClaimConditions, MAX_TRUSTS_PER_POOL } from "./trust-model.ts";
-import { createTrust, deleteTrust, listTrusts, type TrustFailure } from "./trust-service.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { ClaimConditions } from "./trust-model.ts";
+import { createTrust, deleteTrust, listTrusts } from "./trust-service.ts";
 
 const OidcTrust = z
   .object({
@@ -39,19 +39,6 @@ const CreateOidcTrust = z
 const PoolParams = z.strictObject({ poolId: idParam("pool", "poolId") });
 const TrustParams = PoolParams.extend({ trustId: idParam("otr", "trustId") });
 
-function trustError(failure: TrustFailure, what: string): ApiError {
-  switch (failure.reason) {
-    case "not_found":
-      return new ApiError("NOT_FOUND", `${what} not found`);
-    case "invalid":
-      return new ApiError("BAD_REQUEST", `invalid request: ${failure.message}`, {
-        issues: [{ path: `json.${failure.field}`, message: failure.message }],
-      });
-    case "too_many":
-      return new ApiError("CONFLICT", `a pool holds at most ${MAX_TRUSTS_PER_POOL} OIDC trusts`);
-  }
-}
-
 export const oidcTrustRoutes = newRouter()
   .openapi(
     createRoute({
@@ -77,10 +64,7 @@ export const oidcTrustRoutes = newRouter()
         poolId,
         actor: principal.tokenId,
       });
-      if (!result.ok) {
-        throw trustError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -102,10 +86,7 @@ export const oidcTrustRoutes = newRouter()
       const principal = orgPrincipal(c);
       const { poolId } = c.req.valid("param");
       const result = await listTrusts(c.var.db, principal.orgId, poolId);
-      if (!result.ok) {
-        throw trustError(result, `pool ${poolId}`);
-      }
-      return c.json({ trusts: result.value }, 200);
+      return c.json({ trusts: valueOrThrow(result) }, 200);
     },
   )
   .openapi(
@@ -135,9 +116,6 @@ export const oidcTrustRoutes = newRouter()
         id: trustId,
         actor: principal.tokenId,
       });
-      if (!result.ok) {
-        throw trustError(result, `OIDC trust ${trustId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -3,8 +3,8 @@
  * issuer's keys come from its discovery document's `jwks_uri` (both fetched without following
  * redirects, cached per isolate with a bounded lifetime, the key set refetched on an unknown
  * `kid` at most every 30 s); only asymmetric algorithms; `iss`, `aud`, `exp` (required), `nbf`
- * and `iat` with a 30 s clock skew; then every claim condition of a trust. Each refusal names the
- * check that failed and never carries the token.
+ * and `iat` with a 30 s clock skew; then every claim condition of a trust. Each refusal is
+ * `rejected`, names the check that failed and never carries the token.
  */
 import {
   createRemoteJWKSet,
@@ -14,7 +14,8 @@ import {
   type JWTPayload,
   jwtVerify,
 } from "jose";
-import { ok } from "../lib/result.ts";
+import { type Reason, refuse } from "../lib/reason.ts";
+import { ok, type Result } from "../lib/result.ts";
 import { audienceMatches, issuerProblem, type TrustRow, unmetCondition } from "./trust-model.ts";
 
 /** Asymmetric signatures only: `none` and every HMAC algorithm are refused before jose runs. */
@@ -52,15 +53,18 @@ export const REFUSAL_REASONS = [
   "claim_mismatch",
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
-export type Refusal = { reason: RefusalReason; message: string };
-/** A verification outcome: the value, or the refusal spread beside `ok: false`. */
-export type Verified<T> = { ok: true; value: T } | ({ ok: false } & Refusal);
+/** A refused token: the check that failed (also in `details.reason`, for clients) and why. */
+export type Rejection = Reason<"rejected"> & { readonly check: RefusalReason };
+/** A verification outcome: the value, or the rejection. */
+export type Verified<T> = Result<T, Rejection>;
 
-const refuse = (reason: RefusalReason, message: string): { ok: false } & Refusal => ({
-  ok: false,
-  reason,
-  message,
-});
+/** The rejection for a failed `check`, its sentence naming the check. */
+function reject(check: RefusalReason, why: string): { ok: false; reason: Rejection } {
+  return refuse("rejected", `OIDC token refused (${check}): ${why}`, {
+    check,
+    details: { reason: check },
+  });
+}
 
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 type CachedIssuer = { keys: KeySet; discoveredAt: number };
@@ -111,44 +115,44 @@ function peek(token: string): Verified<{ alg: string; iss: string }> {
     const header = decodeProtectedHeader(token);
     const payload = decodeJwt(token);
     if (typeof payload.iss !== "string") {
-      return refuse("malformed_token", "the token has no iss claim");
+      return reject("malformed_token", "the token has no iss claim");
     }
     return ok({ alg: typeof header.alg === "string" ? header.alg : "", iss: payload.iss });
   } catch {
-    return refuse("malformed_token", "the token is not a signed JWT (header.payload.signature)");
+    return reject("malformed_token", "the token is not a signed JWT (header.payload.signature)");
   }
 }
 
 /** Maps jose's verification failures to the check that failed. */
-function refusalOf(error: unknown, issuer: string): { ok: false } & Refusal {
+function refusalOf(error: unknown, issuer: string): { ok: false; reason: Rejection } {
   if (error instanceof errors.JWTExpired) {
-    return refuse("expired", "the token has expired (exp is in the past)");
+    return reject("expired", "the token has expired (exp is in the past)");
   }
   if (error instanceof errors.JWTClaimValidationFailed) {
     if (error.claim === "exp") {
-      return refuse("missing_expiration", "the token has no valid exp claim");
+      return reject("missing_expiration", "the token has no valid exp claim");
     }
     if (error.claim === "nbf") {
-      return refuse("not_yet_valid", "the token is not valid yet (nbf is in the future)");
+      return reject("not_yet_valid", "the token is not valid yet (nbf is in the future)");
     }
-    return refuse("malformed_token", `the token's ${error.claim} claim is invalid`);
+    return reject("malformed_token", `the token's ${error.claim} claim is invalid`);
   }
   if (
     error instanceof errors.JWKSNoMatchingKey ||
     error instanceof errors.JWKSMultipleMatchingKeys
   ) {
-    return refuse("unknown_key", `no key of ${issuer} matches the token's kid and alg`);
+    return reject("unknown_key", `no key of ${issuer} matches the token's kid and alg`);
   }
   if (error instanceof errors.JWSSignatureVerificationFailed) {
-    return refuse("invalid_signature", "the token's signature does not verify");
+    return reject("invalid_signature", "the token's signature does not verify");
   }
   if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported) {
-    return refuse("unsupported_algorithm", "the token's algorithm is not accepted");
+    return reject("unsupported_algorithm", "the token's algorithm is not accepted");
   }
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) {
-    return refuse("malformed_token", "the token is not a valid signed JWT");
+    return reject("malformed_token", "the token is not a valid signed JWT");
   }
-  return refuse("issuer_unreachable", `the keys of ${issuer} could not be fetched`);
+  return reject("issuer_unreachable", `the keys of ${issuer} could not be fetched`);
 }
 
 /**
@@ -166,14 +170,14 @@ export async function verifyForTrusts(
   }
   const { alg, iss } = peeked.value;
   if (!ALLOWED_ALGORITHMS.includes(alg)) {
-    return refuse(
+    return reject(
       "unsupported_algorithm",
       `alg ${JSON.stringify(alg)} is refused: only asymmetric signatures (${ALLOWED_ALGORITHMS.join(", ")})`,
     );
   }
   const candidates = trusts.filter((trust) => trust.issuer === iss);
   if (candidates.length === 0) {
-    return refuse(
+    return reject(
       "untrusted_issuer",
       `pool ${options.poolId} trusts no issuer ${JSON.stringify(iss.slice(0, 200))}`,
     );
@@ -191,7 +195,7 @@ export async function verifyForTrusts(
     return refusalOf(error, iss);
   }
   if (typeof claims.iat === "number" && claims.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) {
-    return refuse("not_yet_valid", "the token was issued in the future (iat)");
+    return reject("not_yet_valid", "the token was issued in the future (iat)");
   }
   return matchTrust({ ...claims, iss }, candidates);
 }
@@ -200,11 +204,11 @@ function matchTrust(
   claims: JWTPayload & { iss: string },
   candidates: readonly TrustRow[],
 ): Verified<{ trust: TrustRow; claims: JWTPayload & { iss: string } }> {
-  let unmet: Refusal | null = null;
+  let unmet: { check: RefusalReason; message: string } | null = null;
   for (const trust of candidates) {
     if (!audienceMatches(claims.aud, trust.audience)) {
       unmet ??= {
-        reason: "audience_mismatch",
+        check: "audience_mismatch",
         message: `the token's aud does not name ${JSON.stringify(trust.audience)}`,
       };
       continue;
@@ -218,11 +222,11 @@ function matchTrust(
         ? "is missing or not a string"
         : `is ${JSON.stringify(condition.actual.slice(0, 200))}`;
     unmet = {
-      reason: "claim_mismatch",
+      check: "claim_mismatch",
       message: `claim ${condition.claim} ${actual}; trust ${trust.id} requires ${JSON.stringify(condition.pattern)}`,
     };
   }
   return unmet === null
-    ? refuse("claim_mismatch", "no trust matches the token")
-    : refuse(unmet.reason, unmet.message);
+    ? reject("claim_mismatch", "no trust matches the token")
+    : reject(unmet.check, unmet.message);
 }

@@ -3,10 +3,10 @@
  * `/api/v1/organizations` (further organizations, where allowed) and `/api/v1/organization`.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { timingSafeEqualString } from "../lib/crypto.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { createOrganization, getOrganization } from "./service.ts";
 
 const Organization = z
@@ -76,10 +76,7 @@ export const bootstrapRoutes = newRouter().openapi(
       actor: "bootstrap",
       onlyIfNone: true,
     });
-    if (!result.ok) {
-      throw new ApiError("CONFLICT", "this deployment is already bootstrapped");
-    }
-    return c.json(result.value, 201);
+    return c.json(valueOrThrow(result), 201);
   },
 );
 
@@ -113,10 +110,7 @@ export const organizationRoutes = newRouter()
         actor: principal.tokenId,
         onlyIfNone: false,
       });
-      if (!result.ok) {
-        throw new ApiError("CONFLICT", `an organization named ${name} exists`);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(

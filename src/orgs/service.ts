@@ -3,7 +3,8 @@ import { eq } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { organizations, orgTokens } from "../db/schema.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
+import { ok } from "../lib/result.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 
 export type CreatedOrganization = {
@@ -14,17 +15,26 @@ export type CreatedOrganization = {
 /**
  * Creates an organization with an owner token, atomically. With `onlyIfNone`, the insert is
  * conditional on no organization existing, inside the same batch, so two racing bootstraps
- * cannot both succeed.
+ * cannot both succeed. Refused `conflict`: the deployment is already bootstrapped
+ * (`onlyIfNone`), or the name is taken.
  */
 export async function createOrganization(
   db: Database,
   input: { name: string; actor: string; onlyIfNone: boolean },
-): Promise<Result<CreatedOrganization, "exists" | "name_taken">> {
+): Promise<Outcome<CreatedOrganization, "conflict">> {
+  // Bootstrapping into a deployment that has any organization is what is refused.
+  const taken = () =>
+    refuse(
+      "conflict",
+      input.onlyIfNone
+        ? "this deployment is already bootstrapped"
+        : `an organization named ${input.name} exists`,
+    );
   const existing = await db.query.organizations.findFirst({
     where: eq(organizations.name, input.name),
   });
   if (existing) {
-    return fail("name_taken");
+    return taken();
   }
   const now = Date.now();
   const orgId = newId("org");
@@ -59,7 +69,7 @@ export async function createOrganization(
   const token = await db.query.orgTokens.findFirst({ where: eq(orgTokens.id, tokenId) });
   if (!token) {
     // The guard refused the insert: someone else got there first; nothing was written.
-    return fail(input.onlyIfNone ? "exists" : "name_taken");
+    return taken();
   }
   return ok({
     organization: { id: orgId, name: input.name, createdAt: new Date(now).toISOString() },

@@ -4,10 +4,10 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
-import { poolError } from "./errors.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { livenessSetting, PoolName } from "./model.ts";
 import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
@@ -103,10 +103,7 @@ export const poolRoutes = newRouter()
         orgId: principal.orgId,
         actor: principal.tokenId,
       });
-      if (!result.ok) {
-        throw poolError(result, "pool");
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -147,10 +144,7 @@ export const poolRoutes = newRouter()
       const principal = orgPrincipal(c);
       const { poolId } = c.req.valid("param");
       const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -177,10 +171,7 @@ export const poolRoutes = newRouter()
         actor: principal.tokenId,
         patch: c.req.valid("json"),
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -206,9 +197,7 @@ export const poolRoutes = newRouter()
         id: poolId,
         actor: principal.tokenId,
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
+      valueOrThrow(result);
       return c.body(null, 204);
     },
   )

@@ -1,13 +1,15 @@
 /**
  * Agent pools and their agent tokens: each D1 change lands with its audit event in one batch, and
  * the pool's Durable Object is told what concerns it (liveness settings, revoked tokens, deletion).
- * Expected refusals come back as {@link PoolFailure}, never thrown.
+ * Expected refusals come back as {@link PoolResult} reasons, never thrown.
  */
 import { sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import type { agentPools } from "../db/schema.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
+import { ok } from "../lib/result.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import {
@@ -35,14 +37,25 @@ import {
   workspacesUsingPool,
 } from "./queries.ts";
 
-export type PoolFailure =
-  | { reason: "not_found" }
-  | { reason: "name_taken"; name: string }
-  | { reason: "in_use"; workspaces: { id: string; name: string }[] };
+/** A pool operation's outcome: `not_found` (also another org's), or `conflict` (a name, a use). */
+export type PoolResult<T> = Outcome<T, "not_found" | "conflict">;
 
-export type PoolResult<T> = { ok: true; value: T } | ({ ok: false } & PoolFailure);
+function poolNotFound(poolId: string) {
+  return refuse("not_found", `pool ${poolId} not found`);
+}
 
-const refuse = (failure: PoolFailure): { ok: false } & PoolFailure => ({ ok: false, ...failure });
+function nameTaken(name: string) {
+  return refuse("conflict", `a pool named ${JSON.stringify(name)} exists`);
+}
+
+/** A pool that workspaces use cannot be deleted; the reason names them. */
+function inUse(workspaces: { id: string; name: string }[]) {
+  return refuse(
+    "conflict",
+    `the pool is assigned to ${workspaces.map((w) => w.name).join(", ")}; assign them another pool first`,
+    { details: { workspaces } },
+  );
+}
 
 /** The pool's Durable Object; one per pool, addressed by the pool id. */
 export function poolStub(env: Env, poolId: string) {
@@ -103,10 +116,10 @@ export async function createPool(
   ]);
   const row = inserted[0];
   if (!row) {
-    return refuse({ reason: "name_taken", name: input.name });
+    return nameTaken(input.name);
   }
   await poolStub(env, id).configure(poolOverrides(row));
-  return { ok: true, value: presentPool(row) };
+  return ok(presentPool(row));
 }
 
 export async function listPools(db: Database, orgId: string) {
@@ -125,16 +138,13 @@ export async function listPoolsWithSummary(db: Database, env: Env, orgId: string
 export async function getPoolDetail(db: Database, env: Env, orgId: string, id: string) {
   const row = await getPool(db, orgId, id);
   if (!row) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(id);
   }
   const [agents, assigned] = await Promise.all([
     poolStub(env, id).listAgents(),
     workspacesUsingPool(db, id),
   ]);
-  return {
-    ok: true as const,
-    value: { ...presentPool(row), agents: agents.map(presentAgent), workspaces: assigned },
-  };
+  return ok({ ...presentPool(row), agents: agents.map(presentAgent), workspaces: assigned });
 }
 
 /** Renames, redescribes or changes liveness settings; the Durable Object applies them at once. */
@@ -145,13 +155,13 @@ export async function updatePool(
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(input.id);
   }
   const { name, description } = input.patch;
   if (name !== undefined && name !== current.name) {
     const taken = await findPoolByName(db, input.orgId, name);
     if (taken) {
-      return refuse({ reason: "name_taken", name });
+      return nameTaken(name);
     }
   }
   const now = Date.now();
@@ -178,15 +188,15 @@ export async function updatePool(
     updated = rows[0];
   } catch (err) {
     if (name !== undefined && isUniqueViolation(err)) {
-      return refuse({ reason: "name_taken", name });
+      return nameTaken(name);
     }
     throw err;
   }
   if (!updated) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(input.id);
   }
   await poolStub(env, input.id).configure(poolOverrides(updated));
-  return { ok: true, value: presentPool(updated) };
+  return ok(presentPool(updated));
 }
 
 /**
@@ -200,11 +210,11 @@ export async function deletePool(
 ): Promise<PoolResult<null>> {
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(input.id);
   }
   const assigned = await workspacesUsingPool(db, input.id);
   if (assigned.length > 0) {
-    return refuse({ reason: "in_use", workspaces: assigned });
+    return inUse(assigned);
   }
   const now = Date.now();
   try {
@@ -226,12 +236,12 @@ export async function deletePool(
     // A workspace was assigned between the check and the delete: the foreign key refused it.
     const raced = await workspacesUsingPool(db, input.id);
     if (raced.length > 0) {
-      return refuse({ reason: "in_use", workspaces: raced });
+      return inUse(raced);
     }
     throw err;
   }
   await poolStub(env, input.id).retire();
-  return { ok: true, value: null };
+  return ok(null);
 }
 
 /** Creates an agent token for a pool; the returned secret is the only copy there will be. */
@@ -241,7 +251,7 @@ export async function createAgentToken(
 ) {
   const pool = await getPool(db, input.orgId, input.poolId);
   if (!pool) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(input.poolId);
   }
   const secret = generateToken("agent");
   const now = Date.now();
@@ -273,7 +283,7 @@ export async function createAgentToken(
       now,
     }),
   ]);
-  return { ok: true as const, value: { ...presentAgentToken(row), token: secret } };
+  return ok({ ...presentAgentToken(row), token: secret });
 }
 
 /**
@@ -285,21 +295,20 @@ export async function createAgentToken(
 export async function listAgentTokens(db: Database, env: Env, orgId: string, poolId: string) {
   const pool = await getPool(db, orgId, poolId);
   if (!pool) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(poolId);
   }
   const [rows, contact] = await Promise.all([
     listAgentTokenRows(db, poolId, Date.now()),
     poolStub(env, poolId).tokenLastContact(),
   ]);
-  return {
-    ok: true as const,
-    value: rows.map((row) =>
+  return ok(
+    rows.map((row) =>
       presentAgentToken({
         ...row,
         lastUsedAt: Math.max(row.lastUsedAt ?? 0, contact[row.chainId ?? row.id] ?? 0) || null,
       }),
     ),
-  };
+  );
 }
 
 /**
@@ -315,7 +324,7 @@ export async function revokeAgentToken(
 ): Promise<PoolResult<ReturnType<typeof presentAgentToken> & { exitedAgentIds: string[] }>> {
   const token = await getAgentToken(db, input.orgId, input.poolId, input.id);
   if (!token) {
-    return refuse({ reason: "not_found" });
+    return refuse("not_found", `agent token ${input.id} not found`);
   }
   const now = token.revokedAt ?? Date.now();
   if (token.revokedAt === null) {
@@ -334,8 +343,5 @@ export async function revokeAgentToken(
   }
   // Also on a repeated revoke, so a Durable Object call lost the first time is made again.
   const { agentIds } = await poolStub(env, input.poolId).revokeToken(token.chainId ?? input.id);
-  return {
-    ok: true,
-    value: { ...presentAgentToken({ ...token, revokedAt: now }), exitedAgentIds: agentIds },
-  };
+  return ok({ ...presentAgentToken({ ...token, revokedAt: now }), exitedAgentIds: agentIds });
 }

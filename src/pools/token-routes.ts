@@ -3,9 +3,9 @@
  * create response. Revoking one makes its agents exit.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
-import { poolError } from "./errors.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { createAgentToken, listAgentTokens, revokeAgentToken } from "./service.ts";
 
 const AgentToken = z
@@ -77,10 +77,7 @@ export const poolTokenRoutes = newRouter()
         description: c.req.valid("json").description,
         actor: principal.tokenId,
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -102,10 +99,7 @@ export const poolTokenRoutes = newRouter()
       const principal = orgPrincipal(c);
       const { poolId } = c.req.valid("param");
       const result = await listAgentTokens(c.var.db, c.env, principal.orgId, poolId);
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json({ tokens: result.value }, 200);
+      return c.json({ tokens: valueOrThrow(result) }, 200);
     },
   )
   .openapi(
@@ -132,9 +126,6 @@ export const poolTokenRoutes = newRouter()
         id: tokenId,
         actor: principal.tokenId,
       });
-      if (!result.ok) {
-        throw poolError(result, `agent token ${tokenId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -11,24 +11,16 @@ import {
 } from "@outpost/protocol";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { runLog } from "./blobs.ts";
 import { listRunJobs } from "./job-records.ts";
-import {
-  type ActionFailure,
-  actionFailureMessage,
-  isPhaseOver,
-  jobId,
-  RUN_STATUSES,
-  type RunAction,
-  type RunStatus,
-} from "./model.ts";
+import { isPhaseOver, jobId, RUN_STATUSES, type RunAction, type RunStatus } from "./model.ts";
 import { presentRun } from "./present.ts";
 import { getRun, listRunsPage, type RunRow } from "./queries.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "./service.ts";
@@ -150,7 +142,7 @@ async function listPage(
   query: { limit: number; cursor?: string | undefined },
 ) {
   const after = query.cursor
-    ? decodeCursor(query.cursor, ["number", "string"] as const)
+    ? valueOrThrow(decodeCursor(query.cursor, ["number", "string"] as const))
     : undefined;
   const rows = await listRunsPage(c.var.db, filter, {
     limit: query.limit,
@@ -165,10 +157,6 @@ async function listPage(
     page.items.map(async (r) => presentRun(r, await whyWaiting(deps(c), r), jobs.get(r.id))),
   );
   return { runs, nextCursor: page.nextCursor };
-}
-
-function actionError(failure: ActionFailure, run: RunRow, action: RunAction): ApiError {
-  return new ApiError("CONFLICT", actionFailureMessage(failure, run, action));
 }
 
 const actionRoute = (action: RunAction, summary: string) =>
@@ -215,41 +203,7 @@ export const runRoutes = newRouter()
         source: c.req.header("user-agent")?.startsWith("outpost-cli") ? "cli" : "api",
         actor: principal.tokenId,
       });
-      if (!result.ok) {
-        switch (result.reason) {
-          case "local_workspace":
-            throw new ApiError(
-              "CONFLICT",
-              `workspace ${workspace.name} uses local execution: run terraform on your machine against its state backend, or set executionMode to agent`,
-            );
-          case "no_pool":
-            throw new ApiError("CONFLICT", `workspace ${workspace.name} has no agent pool`);
-          case "no_configuration":
-            throw new ApiError(
-              "CONFLICT",
-              `workspace ${workspace.name} has no configuration version; upload one first`,
-            );
-          case "configuration_not_found":
-            throw new ApiError(
-              "NOT_FOUND",
-              `configuration version ${body.configurationVersionId} not found in this workspace`,
-            );
-          case "pull_request_configuration":
-            throw new ApiError(
-              "CONFLICT",
-              `configuration version ${body.configurationVersionId} is a pull request's commit: only a speculative plan may run on it (isSpeculative true, or operation plan)`,
-            );
-          case "over_queue_limit":
-            throw new ApiError(
-              "RATE_LIMITED",
-              "too many queued runs in this organization; retry later",
-              {
-                headers: { "Retry-After": "30" },
-              },
-            );
-        }
-      }
-      const { run, wait, poolName } = result.value;
+      const { run, wait, poolName } = valueOrThrow(result);
       const waiting = await whyWaiting(deps(c), run, { workspace, wait, poolName });
       return c.json(presentRun(run, waiting), 201);
     },
@@ -326,36 +280,25 @@ export const runRoutes = newRouter()
       throw new ApiError("NOT_FOUND", `workspace ${run.workspaceId} not found`);
     }
     const result = await confirmRun(deps(c), run, workspace, principal.tokenId);
-    if (!result.ok) {
-      throw actionError(result.reason, run, "confirm");
-    }
-    return c.json(await showRun(c, result.value, await whyWaiting(deps(c), result.value)), 200);
+    const confirmed = valueOrThrow(result);
+    return c.json(await showRun(c, confirmed, await whyWaiting(deps(c), confirmed)), 200);
   })
   .openapi(actionRoute("discard", "Discard a planned run"), async (c) => {
     const run = await loadRun(c, c.req.valid("param").runId);
     const result = await discardRun(deps(c), run, orgPrincipal(c).tokenId);
-    if (!result.ok) {
-      throw actionError(result.reason, run, "discard");
-    }
-    return c.json(await showRun(c, result.value), 200);
+    return c.json(await showRun(c, valueOrThrow(result)), 200);
   })
   .openapi(actionRoute("cancel", "Cancel a run (graceful: the engine gets SIGINT)"), async (c) => {
     const run = await loadRun(c, c.req.valid("param").runId);
     const result = await cancelRun(deps(c), run, orgPrincipal(c).tokenId);
-    if (!result.ok) {
-      throw actionError(result.reason, run, "cancel");
-    }
-    return c.json(await showRun(c, result.value), 200);
+    return c.json(await showRun(c, valueOrThrow(result)), 200);
   })
   .openapi(
     actionRoute("force-cancel", "Force-cancel a canceling run (10 s after cancel; SIGKILL)"),
     async (c) => {
       const run = await loadRun(c, c.req.valid("param").runId);
       const result = await forceCancelRun(deps(c), run, orgPrincipal(c).tokenId);
-      if (!result.ok) {
-        throw actionError(result.reason, run, "force-cancel");
-      }
-      return c.json(await showRun(c, result.value), 200);
+      return c.json(await showRun(c, valueOrThrow(result)), 200);
     },
   )
   .openapi(

@@ -12,19 +12,22 @@ import {
 } from "../configuration-versions/service.ts";
 import { newId } from "../db/ids.ts";
 import type { runs } from "../db/schema.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
+import { ok } from "../lib/result.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
 import { applyEndings } from "./events.ts";
 import { cancelPoolJob, enqueueJob } from "./jobs.ts";
 import {
   type ActionFailure,
+  actionFailureMessage,
   canForceCancel,
   isOverQueueLimit,
   isSpeculativeRun,
   planCancel,
   planningContextChanged,
   queueLimit,
+  type RunAction,
   type RunOperation,
 } from "./model.ts";
 import { advanceWorkspace, endRun, queueApply } from "./progress.ts";
@@ -37,8 +40,6 @@ import {
   type RunRow,
   setCancelRequested,
 } from "./queries.ts";
-
-export type { ActionFailure } from "./model.ts";
 
 export type CreateRunInput = {
   operation: RunOperation;
@@ -58,13 +59,8 @@ export type CreateRunInput = {
   };
 };
 
-export type CreateRunFailure =
-  | "local_workspace"
-  | "no_pool"
-  | "no_configuration"
-  | "configuration_not_found"
-  | "pull_request_configuration"
-  | "over_queue_limit";
+/** How long a client told `over_limit` should wait before it queues again. */
+const QUEUE_RETRY_AFTER_SECONDS = 30;
 
 /**
  * A queued run, where its plan job waits when it was queued at once, and its pool's name (for
@@ -76,20 +72,25 @@ export type CreatedRun = { run: RunRow; wait: WaitInfo | null; poolName: string 
  * Queues a run: a speculative plan goes to its pool's queue at once (it never waits for the
  * workspace); any other run starts `pending` and plans when the workspace is free. Refuses local
  * workspaces, workspaces without a pool or a configuration, a non-speculative run on a pull
- * request's configuration, and orgs over their queue limit. A run on a fork's configuration is a
- * fork's run.
+ * request's configuration (`conflict`), a configuration version not in the workspace
+ * (`not_found`), and orgs over their queue limit (`over_limit`). A run on a fork's configuration
+ * is a fork's run.
  */
 export async function createRun(
   deps: Deps,
   workspace: WorkspaceRow,
   input: CreateRunInput,
-): Promise<Result<CreatedRun, CreateRunFailure>> {
+): Promise<Outcome<CreatedRun, "conflict" | "not_found" | "over_limit">> {
   const { db, env } = deps;
+  const name = workspace.name;
   if (workspace.executionMode === "local") {
-    return fail("local_workspace");
+    return refuse(
+      "conflict",
+      `workspace ${name} uses local execution: run terraform on your machine against its state backend, or set executionMode to agent`,
+    );
   }
   if (!workspace.poolId) {
-    return fail("no_pool");
+    return refuse("conflict", `workspace ${name} has no agent pool`);
   }
   // One round trip: the configuration, the org's queue, the pool's name.
   const [[configuration], [waiting], [pool]] = await db.batch([
@@ -100,14 +101,24 @@ export async function createRun(
     poolNameQuery(db, workspace.poolId),
   ]);
   if (!configuration) {
-    return fail(input.configurationVersionId ? "configuration_not_found" : "no_configuration");
+    return input.configurationVersionId
+      ? refuse(
+          "not_found",
+          `configuration version ${input.configurationVersionId} not found in this workspace`,
+        )
+      : refuse("conflict", `workspace ${name} has no configuration version; upload one first`);
   }
   // A pull request's code is unmerged (a fork's is untrusted): it is only ever planned.
   if (configuration.isSpeculative && !isSpeculativeRun(input)) {
-    return fail("pull_request_configuration");
+    return refuse(
+      "conflict",
+      `configuration version ${configuration.id} is a pull request's commit: only a speculative plan may run on it (isSpeculative true, or operation plan)`,
+    );
   }
   if (isOverQueueLimit(waiting?.n ?? 0, queueLimit(env))) {
-    return fail("over_queue_limit");
+    return refuse("over_limit", "too many queued runs in this organization; retry later", {
+      retryAfterSeconds: QUEUE_RETRY_AFTER_SECONDS,
+    });
   }
   const poolName = pool?.name ?? null;
   const now = Date.now();
@@ -161,6 +172,11 @@ export async function createRun(
   return ok({ run: (await getRunById(db, row.id)) ?? inserted, wait: null, poolName });
 }
 
+/** A refused user action: `conflict`, in the words the API and the dashboard both show. */
+function refused(failure: ActionFailure, run: RunRow, action: RunAction) {
+  return refuse("conflict", actionFailureMessage(failure, run, action));
+}
+
 function audit(
   deps: Deps,
   run: RunRow,
@@ -190,9 +206,9 @@ export async function confirmRun(
   run: RunRow,
   workspace: WorkspaceRow,
   actor: string,
-): Promise<Result<RunRow, ActionFailure>> {
+): Promise<Outcome<RunRow, "conflict">> {
   if (run.status !== "planned") {
-    return fail("invalid_status");
+    return refused("invalid_status", run, "confirm");
   }
   const now = Date.now();
   const changed = planningContextChanged(run, workspace);
@@ -204,11 +220,11 @@ export async function confirmRun(
       await audit(deps, errored, actor, "run.confirm", { refused: changed });
       await endRun(deps, errored);
     }
-    return fail("workspace_changed");
+    return refused("workspace_changed", run, "confirm");
   }
   const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", now);
   if (!confirmed) {
-    return fail("invalid_status");
+    return refused("invalid_status", run, "confirm");
   }
   await audit(deps, confirmed, actor, "run.confirm");
   return ok(await queueApply(deps, confirmed));
@@ -218,10 +234,10 @@ export async function discardRun(
   deps: Deps,
   run: RunRow,
   actor: string,
-): Promise<Result<RunRow, ActionFailure>> {
+): Promise<Outcome<RunRow, "conflict">> {
   const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", Date.now());
   if (!discarded) {
-    return fail("invalid_status");
+    return refused("invalid_status", run, "discard");
   }
   await audit(deps, discarded, actor, "run.discard");
   await endRun(deps, discarded);
@@ -236,21 +252,23 @@ export async function cancelRun(
   deps: Deps,
   run: RunRow,
   actor: string,
-): Promise<Result<RunRow, ActionFailure>> {
+): Promise<Outcome<RunRow, "conflict">> {
   const plan = planCancel(run.status, run.cancelRequestedAt);
   if (plan.kind === "refused") {
-    return fail(
+    return refused(
       plan.reason === "planned_use_discard"
         ? "use_discard"
         : plan.reason === "already_requested"
           ? "already_canceling"
           : "invalid_status",
+      run,
+      "cancel",
     );
   }
   const now = Date.now();
   if (plan.kind === "signal_agent") {
     if ((await setCancelRequested(deps.db, run.id, now)).length === 0) {
-      return fail("already_canceling");
+      return refused("already_canceling", run, "cancel");
     }
     await audit(deps, run, actor, "run.cancel");
     await applyEndings(deps, await cancelPoolJob(deps, run, { force: false }));
@@ -261,7 +279,7 @@ export async function cancelRun(
     statusReason: `canceled by ${actor}`,
   });
   if (!canceled) {
-    return fail("invalid_status");
+    return refused("invalid_status", run, "cancel");
   }
   await audit(deps, canceled, actor, "run.cancel");
   await applyEndings(deps, await cancelPoolJob(deps, canceled, { force: false }));
@@ -274,17 +292,18 @@ export async function forceCancelRun(
   deps: Deps,
   run: RunRow,
   actor: string,
-): Promise<Result<RunRow, ActionFailure>> {
+): Promise<Outcome<RunRow, "conflict">> {
   const now = Date.now();
   const allowed = canForceCancel(run.status, run.cancelRequestedAt, now);
   if (!allowed.ok) {
-    return fail(allowed.reason === "terminal" ? "invalid_status" : allowed.reason);
+    const failure = allowed.reason === "terminal" ? "invalid_status" : allowed.reason;
+    return refused(failure, run, "force-cancel");
   }
   const forced = await moveRun(deps.db, run.id, [run.status], "force_canceled", now, {
     statusReason: `force-canceled by ${actor}`,
   });
   if (!forced) {
-    return fail("invalid_status");
+    return refused("invalid_status", run, "force-cancel");
   }
   await audit(deps, forced, actor, "run.force_cancel");
   await applyEndings(deps, await cancelPoolJob(deps, forced, { force: true }));

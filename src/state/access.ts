@@ -5,8 +5,8 @@
 
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import type { ErrorCode } from "../errors.ts";
-import { ok } from "../lib/result.ts";
+import { type Reason, refuse } from "../lib/reason.ts";
+import { ok, type Result } from "../lib/result.ts";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
 import { isJobLive } from "../runs/queries.ts";
 import { type Principal, roleAtLeast } from "../tokens/model.ts";
@@ -22,22 +22,14 @@ import {
 } from "./queries.ts";
 import { mayWriteState, sharesOutputsWith } from "./run-access.ts";
 
-/** An expected refusal: the error code to answer with, a message, and the lock if one is at stake. */
-export type StateFailure = { code: ErrorCode; message: string; lockInfo?: string };
+/**
+ * Why a state operation was refused; when a lock is at stake, the holder's lock info (the `http`
+ * backend's clients read it from a 409 or 423 answer).
+ */
+export type StateReason = Reason & { readonly lockInfo?: string };
 
-/** A service outcome: the value, or the refusal to answer with. */
-export type StateResult<T> = { ok: true; value: T } | { ok: false; reason: StateFailure };
-
-export function refuse(
-  code: ErrorCode,
-  message: string,
-  lockInfo?: string,
-): { ok: false; reason: StateFailure } {
-  return {
-    ok: false,
-    reason: lockInfo === undefined ? { code, message } : { code, message, lockInfo },
-  };
-}
+/** A state service outcome: the value, or the refusal. */
+export type StateResult<T> = Result<T, StateReason>;
 
 /**
  * read: any org role, or any job of the workspace. outputs: also a job of a workspace it shares
@@ -51,9 +43,9 @@ function isTerminal(status: string | undefined): boolean {
 }
 
 /**
- * Finds the workspace in the caller's org (404 otherwise, also for another org's id) and checks
- * the caller may do `need` to its state. A run token whose run has ended is refused (401); a run
- * token asking for anything of another workspace but its shared outputs gets 404.
+ * Finds the workspace in the caller's org (`not_found` otherwise, also for another org's id) and
+ * checks the caller may do `need` to its state. A run token whose run has ended is `revoked`; a
+ * run token asking for anything of another workspace but its shared outputs gets `not_found`.
  */
 export async function openWorkspace(
   db: Database,
@@ -63,13 +55,13 @@ export async function openWorkspace(
 ): Promise<StateResult<StateWorkspace>> {
   const ws = await findStateWorkspace(db, principal.orgId, workspaceId);
   if (!ws) {
-    return refuse("NOT_FOUND", `workspace ${workspaceId} not found`);
+    return refuse("not_found", `workspace ${workspaceId} not found`);
   }
   if (principal.kind === "run") {
     return openForRun(db, principal, ws, need);
   }
   if (principal.kind !== "org") {
-    return refuse("FORBIDDEN", "agent tokens have no access to state");
+    return refuse("forbidden", "agent tokens have no access to state");
   }
   if (need === "read" || need === "outputs") {
     return ok(ws);
@@ -77,14 +69,14 @@ export async function openWorkspace(
   if (need === "admin") {
     return roleAtLeast(principal.role, "admin")
       ? ok(ws)
-      : refuse("FORBIDDEN", "this needs the admin role");
+      : refuse("forbidden", "this needs the admin role");
   }
   if (!roleAtLeast(principal.role, "member")) {
-    return refuse("FORBIDDEN", "writing or locking state needs the member role");
+    return refuse("forbidden", "writing or locking state needs the member role");
   }
   if (ws.executionMode !== "local") {
     return refuse(
-      "FORBIDDEN",
+      "forbidden",
       `workspace ${ws.id} runs on agents (execution mode "agent"): its state is written by its runs; set the execution mode to "local" to use it from your machine`,
     );
   }
@@ -101,17 +93,14 @@ async function openForRun(
   const run = await findRunFacts(db, principal.orgId, principal.runId);
   const job = parseJobId(principal.jobId);
   if (!run || !job || isTerminal(run.status)) {
-    return refuse(
-      "TOKEN_REVOKED",
-      `run ${principal.runId} has ended; its token is no longer valid`,
-    );
+    return refuse("revoked", `run ${principal.runId} has ended; its token is no longer valid`);
   }
   if (ws.id !== principal.workspaceId) {
     const consumer = { workspaceId: principal.workspaceId, isFork: run.isFork };
     return need === "outputs" && sharesOutputsWith(ws, consumer)
       ? ok(ws)
       : refuse(
-          "NOT_FOUND",
+          "not_found",
           `workspace ${ws.id} not found, or it does not share its state with workspace ${principal.workspaceId}`,
         );
   }
@@ -119,10 +108,10 @@ async function openForRun(
     return ok(ws);
   }
   if (need === "admin") {
-    return refuse("FORBIDDEN", "this needs an admin token");
+    return refuse("forbidden", "this needs an admin token");
   }
   const allowed = mayWriteState({ workspaceId: principal.workspaceId, phase: job.phase, ...run });
-  return allowed.ok ? ok(ws) : refuse("FORBIDDEN", allowed.reason);
+  return allowed.ok ? ok(ws) : refuse("forbidden", allowed.reason);
 }
 
 function toHeldLock(row: {

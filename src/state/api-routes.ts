@@ -6,11 +6,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
-import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
 import { requireAuth, requireRole } from "../middleware/auth.ts";
-import type { StateResult } from "./access.ts";
+import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
 import { forceUnlockState, getStateLock } from "./locks.ts";
 import { readOutputs, readVersionOutputs } from "./output-reads.ts";
 import { md5Base64 } from "./service.ts";
@@ -89,13 +88,6 @@ const RevealQuery = z.strictObject({
     }),
 });
 
-function unwrap<T>(result: StateResult<T>): T {
-  if (!result.ok) {
-    throw new ApiError(result.reason.code, result.reason.message);
-  }
-  return result.value;
-}
-
 function deps(c: Context<AppEnv>) {
   return { db: c.var.db, bucket: c.env.BLOBS };
 }
@@ -125,7 +117,10 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const page = c.req.valid("query");
-      return c.json(unwrap(await listVersions(deps(c), c.var.principal, workspaceId, page)), 200);
+      return c.json(
+        valueOrThrow(await listVersions(deps(c), c.var.principal, workspaceId, page)),
+        200,
+      );
     },
   )
   .openapi(
@@ -146,7 +141,7 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId, stateVersionId } = c.req.valid("param");
       return c.json(
-        unwrap(await getVersion(deps(c), c.var.principal, workspaceId, stateVersionId)),
+        valueOrThrow(await getVersion(deps(c), c.var.principal, workspaceId, stateVersionId)),
         200,
       );
     },
@@ -173,7 +168,7 @@ export const stateApiRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, stateVersionId } = c.req.valid("param");
-      const state = unwrap(
+      const state = valueOrThrow(
         await downloadVersion(deps(c), c.var.principal, workspaceId, stateVersionId),
       );
       return new Response(state.body, {
@@ -204,7 +199,7 @@ export const stateApiRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, stateVersionId } = c.req.valid("param");
-      const version = unwrap(
+      const version = valueOrThrow(
         await rollbackState(deps(c), { principal: c.var.principal, workspaceId, stateVersionId }),
       );
       return c.json(version, 201);
@@ -229,7 +224,10 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const reveal = c.req.valid("query").reveal === "true";
-      return c.json(unwrap(await readOutputs(deps(c), c.var.principal, workspaceId, reveal)), 200);
+      return c.json(
+        valueOrThrow(await readOutputs(deps(c), c.var.principal, workspaceId, reveal)),
+        200,
+      );
     },
   )
   .openapi(
@@ -257,7 +255,7 @@ export const stateApiRoutes = newRouter()
         stateVersionId,
         reveal,
       );
-      return c.json(unwrap(result), 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -278,7 +276,7 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       return c.json(
-        { lock: unwrap(await getStateLock(c.var.db, c.var.principal, workspaceId)) },
+        { lock: valueOrThrow(await getStateLock(c.var.db, c.var.principal, workspaceId)) },
         200,
       );
     },
@@ -309,6 +307,6 @@ export const stateApiRoutes = newRouter()
         workspaceId,
         lockId: lockId ?? null,
       });
-      return c.json(unwrap(result), 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -6,9 +6,10 @@
 
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
+import { refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
-import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
+import { loadLock, openWorkspace, type StateResult } from "./access.ts";
 import {
   callerOf,
   decideLock,
@@ -40,11 +41,9 @@ export async function lockState(
   const caller = callerOf(input.principal);
   const lockedBy = ws.value.lockedBy;
   if (lockedBy !== null && lockedBy !== caller.principalId) {
-    return refuse(
-      "LOCKED",
-      `the workspace is locked by ${lockedBy}`,
-      workspaceLockInfo({ ...ws.value, lockedBy }),
-    );
+    return refuse("locked", `the workspace is locked by ${lockedBy}`, {
+      lockInfo: workspaceLockInfo({ ...ws.value, lockedBy }),
+    });
   }
   for (let attempt = 0; attempt < 3; attempt++) {
     const lock = await loadLock(db, ws.value);
@@ -54,9 +53,9 @@ export async function lockState(
     }
     if (decision === "conflict" && lock) {
       return refuse(
-        "LOCKED",
+        "locked",
         `the state is locked by ${lock.runId ?? lock.createdBy ?? "unknown"}`,
-        lock.info,
+        { lockInfo: lock.info },
       );
     }
     const [taken] = await insertLockQuery(db, {
@@ -79,7 +78,7 @@ export async function lockState(
     }
     // Someone took it between the read and the insert: decide again against their lock.
   }
-  return refuse("LOCKED", "the state lock is contended; retry");
+  return refuse("locked", "the state lock is contended; retry");
 }
 
 export type UnlockRequest = { kind: "empty" } | { kind: "info"; id: string; text: string };
@@ -105,7 +104,7 @@ export async function unlockState(
     return ok({ released: false });
   }
   if (decision.kind === "conflict") {
-    return refuse("CONFLICT", decision.message, lock.info);
+    return refuse("conflict", decision.message, { lockInfo: lock.info });
   }
   return ok({ released: await release(db, ws.value, lock, caller.principalId, decision.isForced) });
 }
@@ -182,7 +181,7 @@ export async function forceUnlockState(
     return ok({ released: null });
   }
   if (input.lockId !== null && input.lockId !== lock.lockId) {
-    return refuse("CONFLICT", `the state is locked by lock ${lock.lockId}, not ${input.lockId}`);
+    return refuse("conflict", `the state is locked by lock ${lock.lockId}, not ${input.lockId}`);
   }
   const caller = callerOf(input.principal);
   const released = await release(db, ws.value, lock, caller.principalId, true);

@@ -4,9 +4,10 @@
  * only by asking (`reveal`), and every such reveal is audited with the names it showed.
  */
 import { auditQuery } from "../audit/service.ts";
+import { refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
-import { openWorkspace, refuse, type StateResult } from "./access.ts";
+import { openWorkspace, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { principalId } from "./model.ts";
 import {
@@ -55,7 +56,7 @@ async function checkReveal(
   target: { workspaceId: string; stateVersionId: string | null; sensitiveNames: string[] },
 ): Promise<StateResult<null>> {
   if (!maySeeSensitiveOutputs(principal)) {
-    return refuse("FORBIDDEN", "showing sensitive output values needs the admin or owner role");
+    return refuse("forbidden", "showing sensitive output values needs the admin or owner role");
   }
   if (target.sensitiveNames.length > 0) {
     await auditQuery(deps.db, {

@@ -3,8 +3,9 @@
  * an outputs-only state document, never its resources.
  */
 import { toHex } from "../lib/crypto.ts";
+import { refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
-import { refuse, type StateResult } from "./access.ts";
+import type { StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import type { StateVersionRow } from "./queries.ts";
 import { outputsOnlyState } from "./run-access.ts";
@@ -20,7 +21,7 @@ export async function sharedOutputs(
 ): Promise<StateResult<StateBody>> {
   if (version.outputsStatus === "encrypted" || version.outputsStatus === "too_large") {
     return refuse(
-      "CONFLICT",
+      "conflict",
       version.outputsStatus === "encrypted"
         ? `the state of workspace ${version.workspaceId} is encrypted client-side; its outputs cannot be shared`
         : `the outputs of workspace ${version.workspaceId} are too large to be shared`,

@@ -9,12 +9,12 @@ import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import { idPattern } from "../db/ids.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError, zodIssues } from "../errors.ts";
+import { ApiError, reasonError, zodIssues } from "../errors.ts";
 import { toHex } from "../lib/crypto.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
 import type { Principal } from "../tokens/model.ts";
-import type { StateFailure, StateResult } from "./access.ts";
+import type { StateReason, StateResult } from "./access.ts";
 import { lockState, type UnlockRequest, unlockState } from "./locks.ts";
 import { LOCK_INFO_MAX_BYTES, LockInfo, parseContentMd5, STATE_MAX_BYTES } from "./model.ts";
 import { deleteState, md5Base64, readState, writeState } from "./service.ts";
@@ -47,8 +47,8 @@ function workspaceId(c: Context<AppEnv>): string {
  * 423/409 LOCK answer as LockInfo — with the usual error envelope beside it (Go's decoder ignores
  * the extra key).
  */
-function failure(c: Context<AppEnv>, reason: StateFailure): Response {
-  const error = new ApiError(reason.code, reason.message);
+function failure(c: Context<AppEnv>, reason: StateReason): Response {
+  const error = reasonError(reason);
   if (reason.lockInfo === undefined) {
     throw error;
   }

@@ -7,9 +7,10 @@ import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { toHex } from "../lib/crypto.ts";
-import { ok } from "../lib/result.ts";
+import { refuse } from "../lib/reason.ts";
+import { fail, ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
-import { loadLock, openWorkspace, refuse, type StateFailure, type StateResult } from "./access.ts";
+import { loadLock, openWorkspace, type StateReason, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { type Ingested, ingestState } from "./ingest.ts";
 import {
@@ -114,11 +115,11 @@ export async function writeState(
   const lock = await loadLock(deps.db, ws.value);
   const lockCheck = checkWriteLock(lock, input.lockId, caller);
   if (!lockCheck.ok) {
-    return refuse("CONFLICT", lockCheck.reason, lock?.info);
+    return refuse("conflict", lockCheck.reason, lock ? { lockInfo: lock.info } : {});
   }
   const wsLock = checkWorkspaceLock(ws.value.lockedBy, caller);
   if (!wsLock.ok) {
-    return refuse("CONFLICT", wsLock.reason);
+    return refuse("conflict", wsLock.reason);
   }
   const ref = {
     orgId: ws.value.orgId,
@@ -128,15 +129,12 @@ export async function writeState(
   const key = stateBlobKey(ref, "state");
   const ingested = await ingestState(deps.bucket, key, input.body, input.contentLength);
   if (!ingested.ok) {
-    return refuse(
-      ingested.reason.kind === "too_large" ? "PAYLOAD_TOO_LARGE" : "CONFLICT",
-      ingested.reason.message,
-    );
+    return ingested;
   }
   const md5Hex = toHex(ingested.value.md5);
   if (input.contentMd5 !== null && toHex(input.contentMd5) !== md5Hex) {
     await deps.bucket.delete(key);
-    return refuse("BAD_REQUEST", "Content-MD5 does not match the body");
+    return refuse("invalid", "Content-MD5 does not match the body");
   }
   const result = await commitVersion(deps, {
     ref,
@@ -157,7 +155,7 @@ async function recheckLocks(
   db: Database,
   input: WriteInput,
   caller: ReturnType<typeof callerOf>,
-): Promise<StateFailure | null> {
+): Promise<StateReason | null> {
   const ws = await openWorkspace(db, input.principal, input.workspaceId, "write");
   if (!ws.ok) {
     return ws.reason;
@@ -165,14 +163,10 @@ async function recheckLocks(
   const lock = await loadLock(db, ws.value);
   const lockCheck = checkWriteLock(lock, input.lockId, caller);
   if (!lockCheck.ok) {
-    return {
-      code: "CONFLICT",
-      message: lockCheck.reason,
-      ...(lock ? { lockInfo: lock.info } : {}),
-    };
+    return refuse("conflict", lockCheck.reason, lock ? { lockInfo: lock.info } : {}).reason;
   }
   const wsLock = checkWorkspaceLock(ws.value.lockedBy, caller);
-  return wsLock.ok ? null : { code: "CONFLICT", message: wsLock.reason };
+  return wsLock.ok ? null : refuse("conflict", wsLock.reason).reason;
 }
 
 type Commit = {
@@ -183,7 +177,7 @@ type Commit = {
   /** Set for a rollback, which is audited. */
   restoredFromId: string | null;
   /** After a guarded insert found the state changed: why the locks now refuse it, or null. */
-  recheck: () => Promise<StateFailure | null>;
+  recheck: () => Promise<StateReason | null>;
 };
 
 function outputsStatus(header: StateHeader): StateVersionRow["outputsStatus"] {
@@ -214,7 +208,7 @@ export async function commitVersion(
       md5: md5Hex,
     });
     if (decision.kind === "refuse") {
-      return refuse("CONFLICT", decision.message);
+      return refuse("conflict", decision.message);
     }
     if (decision.kind === "noop" && current) {
       return ok({ version: current, isNoop: true });
@@ -269,11 +263,11 @@ export async function commitVersion(
     }
     const changed = await commit.recheck();
     if (changed !== null) {
-      return { ok: false, reason: changed };
+      return fail(changed);
     }
   }
   return refuse(
-    "CONFLICT",
+    "conflict",
     "the state changed while this write was checked (a concurrent write, lock or workspace lock); read the state and retry",
   );
 }
@@ -296,14 +290,14 @@ export async function deleteState(
   const lock = await loadLock(deps.db, ws.value);
   if (lock !== null && lock.createdBy !== caller.principalId) {
     return refuse(
-      "CONFLICT",
+      "conflict",
       `the state is locked by ${lock.createdBy ?? "unknown"} (lock ${lock.lockId})`,
-      lock.info,
+      { lockInfo: lock.info },
     );
   }
   const wsLock = checkWorkspaceLock(ws.value.lockedBy, caller);
   if (!wsLock.ok) {
-    return refuse("CONFLICT", wsLock.reason);
+    return refuse("conflict", wsLock.reason);
   }
   const now = Date.now();
   const [discarded] = await deps.db.batch([

@@ -4,9 +4,10 @@
  */
 import { newId } from "../db/ids.ts";
 import { decodeCursor, takePage } from "../lib/paging.ts";
+import { refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
-import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
+import { loadLock, openWorkspace, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { ingestState } from "./ingest.ts";
 import { JsonScanner } from "./json-scan.ts";
@@ -56,7 +57,13 @@ export async function listVersions(
   }
   const after =
     page.cursor === undefined ? undefined : decodeCursor(page.cursor, ["number", "string"]);
-  const rows = await listVersionRows(deps.db, workspaceId, { limit: page.limit, after });
+  if (after !== undefined && !after.ok) {
+    return after;
+  }
+  const rows = await listVersionRows(deps.db, workspaceId, {
+    limit: page.limit,
+    after: after?.value,
+  });
   const current = await findCurrentVersion(deps.db, workspaceId);
   const { items, nextCursor } = takePage(rows, page.limit, (row) => [row.createdAt, row.id]);
   return ok({
@@ -77,7 +84,7 @@ export async function readableVersion(
     return ws;
   }
   const version = await findVersion(deps.db, workspaceId, stateVersionId);
-  return version ? ok(version) : refuse("NOT_FOUND", `state version ${stateVersionId} not found`);
+  return version ? ok(version) : refuse("not_found", `state version ${stateVersionId} not found`);
 }
 
 /** One version's metadata. */
@@ -165,28 +172,28 @@ export async function rollbackState(
   }
   const version = await findVersion(deps.db, input.workspaceId, input.stateVersionId);
   if (!version) {
-    return refuse("NOT_FOUND", `state version ${input.stateVersionId} not found`);
+    return refuse("not_found", `state version ${input.stateVersionId} not found`);
   }
   const caller = callerOf(input.principal);
   const lock = await loadLock(deps.db, ws.value);
   if (lock) {
     return refuse(
-      "CONFLICT",
+      "conflict",
       `the state is locked (lock ${lock.lockId}); unlock it before a rollback`,
-      lock.info,
+      { lockInfo: lock.info },
     );
   }
   const wsLock = checkWorkspaceLock(ws.value.lockedBy, caller);
   if (!wsLock.ok) {
-    return refuse("CONFLICT", wsLock.reason);
+    return refuse("conflict", wsLock.reason);
   }
   const current = await findCurrentVersion(deps.db, input.workspaceId);
   if (current?.id === version.id) {
-    return refuse("CONFLICT", `state version ${version.id} is already the current state`);
+    return refuse("conflict", `state version ${version.id} is already the current state`);
   }
   if (current && current.lineage !== version.lineage) {
     return refuse(
-      "CONFLICT",
+      "conflict",
       `lineage mismatch: version ${version.id} has lineage ${version.lineage}, the state has ${current.lineage}`,
     );
   }

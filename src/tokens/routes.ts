@@ -1,8 +1,8 @@
 /** `/api/v1/tokens`: org tokens. Owners manage them; secrets appear only in the create response. */
 import { createRoute, z } from "@hono/zod-openapi";
-import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ROLES } from "./model.ts";
 import { createOrgToken, listTokens, revokeOrgToken } from "./service.ts";
 
@@ -100,15 +100,6 @@ export const tokenRoutes = newRouter()
         id: tokenId,
         actor: principal.tokenId,
       });
-      if (!result.ok) {
-        if (result.reason === "not_found") {
-          throw new ApiError("NOT_FOUND", `token ${tokenId} not found`);
-        }
-        throw new ApiError(
-          "CONFLICT",
-          "this is the organization's last owner token; create another owner token first",
-        );
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

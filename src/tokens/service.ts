@@ -4,7 +4,8 @@ import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { orgTokens } from "../db/schema.ts";
-import type { Result } from "../lib/result.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
+import { ok } from "../lib/result.ts";
 import { generateToken, hashToken, type Role } from "./model.ts";
 import {
   getOrgToken,
@@ -64,19 +65,19 @@ export async function listTokens(db: Database, orgId: string) {
 }
 
 /**
- * Revokes a token; the very next request with it gets 401. Refuses to revoke the org's last
- * active owner token, which would leave nobody able to manage the org.
+ * Revokes a token; the very next request with it gets 401. Refuses (`conflict`) to revoke the
+ * org's last active owner token, which would leave nobody able to manage the org.
  */
 export async function revokeOrgToken(
   db: Database,
   input: { orgId: string; id: string; actor: string },
-): Promise<Result<ReturnType<typeof presentOrgToken>, "not_found" | "last_owner">> {
+): Promise<Outcome<ReturnType<typeof presentOrgToken>, "not_found" | "conflict">> {
   const token = await getOrgToken(db, input.orgId, input.id);
   if (!token) {
-    return { ok: false, reason: "not_found" };
+    return refuse("not_found", `token ${input.id} not found`);
   }
   if (token.revokedAt !== null) {
-    return { ok: true, value: presentOrgToken(token) };
+    return ok(presentOrgToken(token));
   }
   if (token.role === "owner") {
     const [owners] = await db
@@ -90,7 +91,10 @@ export async function revokeOrgToken(
         ),
       );
     if ((owners?.n ?? 0) <= 1) {
-      return { ok: false, reason: "last_owner" };
+      return refuse(
+        "conflict",
+        "this is the organization's last owner token; create another owner token first",
+      );
     }
   }
   const now = Date.now();
@@ -105,5 +109,5 @@ export async function revokeOrgToken(
       now,
     }),
   ]);
-  return { ok: true, value: presentOrgToken({ ...token, revokedAt: now }) };
+  return ok(presentOrgToken({ ...token, revokedAt: now }));
 }

@@ -4,7 +4,8 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
-import { ApiError } from "../errors.ts";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ApiError, reasonError, reasonStatus, valueOrThrow } from "../errors.ts";
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
 import { PoolName } from "../pools/model.ts";
@@ -61,23 +62,17 @@ async function ownerData(c: Context<UiEnv>, poolId: string) {
     listAgentTokens(c.var.db, c.env, orgId, poolId),
     listTrusts(c.var.db, orgId, poolId),
   ]);
-  if (!tokens.ok || !trusts.ok) {
-    throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
-  }
-  return { tokens: tokens.value, trusts: trusts.value };
+  return { tokens: valueOrThrow(tokens), trusts: valueOrThrow(trusts) };
 }
 
 async function renderPool(
   c: Context<UiEnv>,
   poolId: string,
-  extra: { created?: CreatedToken; error?: string; status?: 200 | 400 | 409 | 201 } = {},
+  extra: { created?: CreatedToken; error?: string; status?: ContentfulStatusCode } = {},
 ) {
-  const detail = await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId);
-  if (!detail.ok) {
-    throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
-  }
+  const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
   const { tokens, trusts } = await ownerData(c, poolId);
-  const { agents, workspaces, ...pool } = detail.value;
+  const { agents, workspaces, ...pool } = detail;
   return c.html(
     <PoolPage
       viewer={viewerOf(c)}
@@ -115,12 +110,8 @@ export const poolPages = new Hono<UiEnv>()
     if (!result.ok) {
       const pools = await listPools(c.var.db, session.orgId);
       return c.html(
-        <PoolsPage
-          viewer={viewerOf(c)}
-          pools={pools}
-          error={`A pool named ${form.name} already exists.`}
-        />,
-        409,
+        <PoolsPage viewer={viewerOf(c)} pools={pools} error={`${result.reason.message}.`} />,
+        reasonStatus(result.reason),
       );
     }
     return c.redirect(`/ui/pools/${result.value.id}`, 303);
@@ -128,11 +119,8 @@ export const poolPages = new Hono<UiEnv>()
   .get("/:poolId", (c) => renderPool(c, idOf(c, "poolId", "pool")))
   .get("/:poolId/live.json", async (c) => {
     const poolId = idOf(c, "poolId", "pool");
-    const detail = await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId);
-    if (!detail.ok) {
-      throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
-    }
-    const agents = await (<AgentRows agents={detail.value.agents} />).toString();
+    const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
+    const agents = await (<AgentRows agents={detail.agents} />).toString();
     c.header("Cache-Control", "no-store");
     return c.json({ fragments: { agents } });
   })
@@ -149,12 +137,10 @@ export const poolPages = new Hono<UiEnv>()
       description: form.description,
       actor: session.tokenId,
     });
-    if (!result.ok) {
-      throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
-    }
+    const created = valueOrThrow(result);
     // Rendered in the POST answer (not redirected), so the secret never lands in a URL or history.
     return renderPool(c, poolId, {
-      created: { description: result.value.description, token: result.value.token },
+      created: { description: created.description, token: created.token },
       status: 201,
     });
   })
@@ -180,9 +166,7 @@ export const poolPages = new Hono<UiEnv>()
       id: tokenId,
       actor: session.tokenId,
     });
-    if (!result.ok) {
-      throw new ApiError("NOT_FOUND", `agent token ${tokenId} not found`);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/pools/${poolId}`, "token-revoked");
   })
   .post("/:poolId/oidc-trusts", requireUiRole("owner"), async (c) => {
@@ -198,15 +182,12 @@ export const poolPages = new Hono<UiEnv>()
     if (result.ok) {
       return redirectWithNotice(c, `/ui/pools/${poolId}`, "trust-added");
     }
-    if (result.reason === "not_found") {
-      throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
+    if (result.reason.kind === "not_found") {
+      throw reasonError(result.reason);
     }
     return renderPool(c, poolId, {
-      error:
-        result.reason === "invalid"
-          ? `The trust was not added: ${result.message}.`
-          : "The trust was not added: this pool already has as many OIDC trusts as it may hold.",
-      status: result.reason === "invalid" ? 400 : 409,
+      error: `The trust was not added: ${result.reason.message}.`,
+      status: reasonStatus(result.reason),
     });
   })
   .post("/:poolId/oidc-trusts/:trustId/delete", requireUiRole("owner"), async (c) => {
@@ -220,8 +201,6 @@ export const poolPages = new Hono<UiEnv>()
       id: trustId,
       actor: session.tokenId,
     });
-    if (!result.ok) {
-      throw new ApiError("NOT_FOUND", `OIDC trust ${trustId} not found`);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/pools/${poolId}`, "trust-removed");
   });

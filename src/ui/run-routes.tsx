@@ -4,10 +4,10 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { runLog } from "../runs/blobs.ts";
 import { listRunJobs } from "../runs/job-records.ts";
-import { actionFailureMessage, isPhaseOver, jobId, RUN_ACTIONS } from "../runs/model.ts";
+import { isPhaseOver, jobId, RUN_ACTIONS } from "../runs/model.ts";
 import { presentRun } from "../runs/present.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
 import { cancelRun, confirmRun, discardRun, forceCancelRun } from "../runs/service.ts";
@@ -177,10 +177,7 @@ export const runPages = new Hono<UiEnv>()
       const row = await runOf(c);
       await readForm(c, z.strictObject({}));
       const action = z.enum(RUN_ACTIONS).parse(c.req.param("action"));
-      const result = await actions[action](c, row);
-      if (!result.ok) {
-        throw new ApiError("CONFLICT", actionFailureMessage(result.reason, row, action));
-      }
+      valueOrThrow(await actions[action](c, row));
       return redirectWithNotice(c, `/ui/runs/${row.id}`, action);
     },
   );

@@ -5,9 +5,8 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
-import type { StateResult } from "../state/access.ts";
 import { diffVersionOutputs, readOutputs } from "../state/output-reads.ts";
 import { md5Base64 } from "../state/service.ts";
 import { downloadVersion, getVersion, listVersions, rollbackState } from "../state/versions.ts";
@@ -23,13 +22,6 @@ const VERSION_ID = /^sv_[a-z2-7]{26}$/;
 function principalOf(c: Context<UiEnv>): Principal {
   const s = c.var.session;
   return { kind: "org", orgId: s.orgId, tokenId: s.tokenId, role: s.role };
-}
-
-function unwrap<T>(result: StateResult<T>): T {
-  if (!result.ok) {
-    throw new ApiError(result.reason.code, result.reason.message);
-  }
-  return result.value;
 }
 
 async function workspaceOf(c: Context<UiEnv>) {
@@ -52,8 +44,8 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
     throw new ApiError("BAD_REQUEST", "that link to older versions is not valid");
   }
   const [outputs, versions] = await Promise.all([
-    readOutputs(deps(c), principal, ws.id, reveal).then(unwrap),
-    listVersions(deps(c), principal, ws.id, page.data).then(unwrap),
+    readOutputs(deps(c), principal, ws.id, reveal).then(valueOrThrow),
+    listVersions(deps(c), principal, ws.id, page.data).then(valueOrThrow),
   ]);
   const from = c.req.query("from");
   const to = c.req.query("to");
@@ -63,7 +55,11 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
       throw new ApiError("BAD_REQUEST", "choose two state versions to compare");
     }
     const ids = { fromId: from, toId: to };
-    diff = { from, to, changes: unwrap(await diffVersionOutputs(deps(c), principal, ws.id, ids)) };
+    diff = {
+      from,
+      to,
+      changes: valueOrThrow(await diffVersionOutputs(deps(c), principal, ws.id, ids)),
+    };
   }
   return c.html(
     <StatePage
@@ -91,7 +87,7 @@ export const statePages = new Hono<UiEnv>()
   .get("/:workspaceId/state/versions/:stateVersionId/download", async (c) => {
     const ws = await workspaceOf(c);
     const versionId = idOf(c, "stateVersionId", "sv");
-    const state = unwrap(await downloadVersion(deps(c), principalOf(c), ws.id, versionId));
+    const state = valueOrThrow(await downloadVersion(deps(c), principalOf(c), ws.id, versionId));
     return new Response(state.body, {
       status: 200,
       headers: {
@@ -110,12 +106,12 @@ export const statePages = new Hono<UiEnv>()
       const form = await readForm(c, z.strictObject({ confirm: z.string().max(100) }));
       const ws = await workspaceOf(c);
       const versionId = idOf(c, "stateVersionId", "sv");
-      const target = unwrap(await getVersion(deps(c), principalOf(c), ws.id, versionId));
+      const target = valueOrThrow(await getVersion(deps(c), principalOf(c), ws.id, versionId));
       // The typed text is checked here too, so the form works without the script.
       if (form.confirm.trim() !== `serial ${target.serial}`) {
         throw new ApiError("BAD_REQUEST", `type "serial ${target.serial}" to confirm the rollback`);
       }
-      unwrap(
+      valueOrThrow(
         await rollbackState(deps(c), {
           principal: principalOf(c),
           workspaceId: ws.id,

@@ -1,7 +1,8 @@
 /** Dashboard page for org tokens: owners only, like `/api/v1/tokens`. */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
-import { ApiError } from "../errors.ts";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ApiError, reasonError, reasonStatus } from "../errors.ts";
 import { ROLES } from "../tokens/model.ts";
 import { createOrgToken, listTokens, revokeOrgToken } from "../tokens/service.ts";
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
@@ -15,7 +16,7 @@ async function render(
   extra: {
     created?: { description: string; token: string };
     error?: string;
-    status?: 200 | 201 | 400 | 409;
+    status?: ContentfulStatusCode;
   } = {},
 ) {
   const tokens = await listTokens(c.var.db, c.var.session.orgId);
@@ -70,13 +71,10 @@ export const tokenPages = new Hono<UiEnv>()
       actor: session.tokenId,
     });
     if (!result.ok) {
-      if (result.reason === "last_owner") {
-        return render(c, {
-          error: "This is the organization's last owner token; create another owner first.",
-          status: 409,
-        });
+      if (result.reason.kind === "not_found") {
+        throw reasonError(result.reason);
       }
-      throw new ApiError("NOT_FOUND", `token ${tokenId} not found`);
+      return render(c, { error: `${result.reason.message}.`, status: reasonStatus(result.reason) });
     }
     return redirectWithNotice(c, "/ui/tokens", "token-revoked");
   });

@@ -5,7 +5,7 @@
 import { z } from "@hono/zod-openapi";
 import { RUN_OPERATIONS } from "@outpost/protocol";
 import { type Context, Hono } from "hono";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { listPools } from "../pools/service.ts";
 import { presentRun } from "../runs/present.ts";
 import { listRunsPage } from "../runs/queries.ts";
@@ -13,12 +13,7 @@ import { createRun } from "../runs/service.ts";
 import { whyWaiting } from "../runs/why.ts";
 import { roleAtLeast } from "../tokens/model.ts";
 import { CATEGORIES } from "../variables/model.ts";
-import {
-  deleteVariable,
-  listVariables,
-  putVariable,
-  type VariableFailure,
-} from "../variables/service.ts";
+import { deleteVariable, listVariables, putVariable } from "../variables/service.ts";
 import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
 import { lockHolderKind } from "../workspaces/model.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
@@ -27,7 +22,6 @@ import {
   presentWorkspace,
   resolveWorkspace,
   updateWorkspace,
-  type WorkspaceFailure,
 } from "../workspaces/service.ts";
 import { Checkbox, idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { WorkspacePage, WorkspacesPage } from "./pages/workspaces.tsx";
@@ -48,45 +42,6 @@ async function workspaceOf(c: Context<UiEnv>): Promise<WorkspaceRow> {
     throw new ApiError("NOT_FOUND", `workspace ${id} not found`);
   }
   return row;
-}
-
-function workspaceProblem(failure: WorkspaceFailure): ApiError {
-  switch (failure.reason) {
-    case "not_found":
-      return new ApiError("NOT_FOUND", "workspace not found");
-    case "invalid":
-      return new ApiError("BAD_REQUEST", failure.message);
-    case "locked":
-    case "needs_force":
-      return new ApiError("CONFLICT", `the workspace is locked by ${failure.lockedBy}`);
-    case "not_lock_holder":
-      return new ApiError("FORBIDDEN", `only ${failure.lockedBy} or an admin may unlock it`);
-    case "name_taken":
-      return new ApiError("CONFLICT", `a workspace named ${failure.name} exists`);
-    case "active_runs":
-      return new ApiError("CONFLICT", "the workspace has active runs");
-    case "state_locked":
-      return new ApiError("CONFLICT", "the workspace's state is locked");
-    case "has_state":
-      return new ApiError("CONFLICT", `the engine cannot change: ${failure.message}`);
-  }
-}
-
-function variableProblem(failure: VariableFailure): ApiError {
-  switch (failure.reason) {
-    case "not_found":
-      return new ApiError("NOT_FOUND", "variable not found");
-    case "ambiguous":
-      return new ApiError("BAD_REQUEST", "the key exists in both categories");
-    case "invalid":
-      return new ApiError("BAD_REQUEST", failure.message);
-    case "too_many":
-      return new ApiError("CONFLICT", "this workspace has the maximum number of variables");
-    case "conflict":
-      return new ApiError("CONFLICT", "the variable was changed concurrently; retry");
-    case "no_encryption_key":
-      return new ApiError("UNAVAILABLE", `sensitive variables are unavailable: ${failure.message}`);
-  }
 }
 
 export const workspacePages = new Hono<UiEnv>()
@@ -142,9 +97,7 @@ export const workspacePages = new Hono<UiEnv>()
       actor: c.var.session.tokenId,
       patch: { executionMode: form.executionMode, poolId: form.poolId === "" ? null : form.poolId },
     });
-    if (!result.ok) {
-      throw workspaceProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
   })
   .post("/:workspaceId/workload-identity", requireUiRole("admin"), async (c) => {
@@ -162,9 +115,7 @@ export const workspacePages = new Hono<UiEnv>()
         workloadIdentityAudience: form.audience === "" ? null : form.audience,
       },
     });
-    if (!result.ok) {
-      throw workspaceProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
   })
   .post("/:workspaceId/lock", requireUiRole("member"), async (c) => {
@@ -176,9 +127,7 @@ export const workspacePages = new Hono<UiEnv>()
       tokenId: c.var.session.tokenId,
       reason: "locked from the dashboard",
     });
-    if (!result.ok) {
-      throw workspaceProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "locked");
   })
   .post("/:workspaceId/unlock", requireUiRole("member"), async (c) => {
@@ -193,9 +142,7 @@ export const workspacePages = new Hono<UiEnv>()
       // Admins may release a user's lock from here; a run's lock is released by the run.
       force: isAdmin && row.lockedBy !== null && lockHolderKind(row.lockedBy) === "user",
     });
-    if (!result.ok) {
-      throw workspaceProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "unlocked");
   })
   .post("/:workspaceId/vars", requireUiRole("admin"), async (c) => {
@@ -228,9 +175,7 @@ export const workspacePages = new Hono<UiEnv>()
       actor: c.var.session.tokenId,
       encryptionKey: c.env.ENCRYPTION_KEY,
     });
-    if (!result.ok) {
-      throw variableProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "variable-saved");
   })
   .post("/:workspaceId/vars/:category/:key/delete", requireUiRole("admin"), async (c) => {
@@ -247,9 +192,7 @@ export const workspacePages = new Hono<UiEnv>()
       category: category.data,
       actor: c.var.session.tokenId,
     });
-    if (!result.ok) {
-      throw variableProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "variable-deleted");
   })
   .post("/:workspaceId/runs", requireUiRole("member"), async (c) => {
@@ -267,20 +210,6 @@ export const workspacePages = new Hono<UiEnv>()
       source: "ui",
       actor: c.var.session.tokenId,
     });
-    if (!result.ok) {
-      const messages = {
-        local_workspace: "This workspace uses local execution; runs happen on your machine.",
-        no_pool: "This workspace has no agent pool.",
-        no_configuration: "This workspace has no configuration version; upload one first.",
-        configuration_not_found: "The configuration version was not found.",
-        pull_request_configuration:
-          "That configuration is a pull request's commit: only a speculative plan may run on it.",
-        over_queue_limit: "Too many queued runs in this organization; retry later.",
-      } as const;
-      throw new ApiError(
-        result.reason === "over_queue_limit" ? "RATE_LIMITED" : "CONFLICT",
-        messages[result.reason],
-      );
-    }
-    return c.redirect(`/ui/runs/${result.value.run.id}`, 303);
+    const { run } = valueOrThrow(result);
+    return c.redirect(`/ui/runs/${run.id}`, 303);
   });

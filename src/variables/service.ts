@@ -8,7 +8,9 @@ import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { variables } from "../db/schema.ts";
-import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
+import { type Keyring, type KeyringError, loadKeyring, open, seal } from "../lib/encryption.ts";
+import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
+import { ok } from "../lib/result.ts";
 import {
   type Category,
   MAX_VARIABLES_PER_WORKSPACE,
@@ -44,30 +46,44 @@ export function presentVariable(row: VariableRow) {
 }
 export type Variable = ReturnType<typeof presentVariable>;
 
-export type VariableFailure =
-  | { reason: "not_found" }
-  | { reason: "ambiguous"; categories: Category[] }
-  | { reason: "invalid"; field: string; message: string }
-  | { reason: "too_many" }
-  | { reason: "conflict" }
-  | { reason: "no_encryption_key"; message: string };
+/**
+ * A variable operation's outcome: `not_found`, `invalid` input (also a key in both categories
+ * without `?category=`), `conflict` (the limit, a concurrent write), `unavailable` without a
+ * usable `ENCRYPTION_KEY`.
+ */
+type VariableResult<T> = Outcome<T, "not_found" | "invalid" | "conflict" | "unavailable">;
 
-type VariableResult<T> = { ok: true; value: T } | ({ ok: false } & VariableFailure);
-const refuse = (f: VariableFailure): { ok: false } & VariableFailure => ({ ok: false, ...f });
-
-async function keyringOf(secret: string | undefined): Promise<VariableResult<Keyring>> {
-  const keyring = await loadKeyring(secret);
-  if (!keyring.ok) {
-    return refuse({
-      reason: "no_encryption_key",
-      message: `ENCRYPTION_KEY is ${keyring.reason === "missing" ? "not set" : `unusable (${keyring.reason})`}`,
-    });
-  }
-  return { ok: true, value: keyring.value };
+/** What is wrong with the deployment's `ENCRYPTION_KEY`, in words. */
+function keyringProblem(problem: KeyringError): string {
+  return `ENCRYPTION_KEY is ${problem === "missing" ? "not set" : `unusable (${problem})`}`;
 }
 
-function describe(failure: VariableFailure): string {
-  return failure.reason === "no_encryption_key" ? failure.message : failure.reason;
+/** The keyring, or the deployment's key problem as a bug to throw (a job must not run without). */
+async function requireKeyring(secret: string | undefined, doing: string): Promise<Keyring> {
+  const keyring = await loadKeyring(secret);
+  if (!keyring.ok) {
+    throw new Error(`${doing}: ${keyringProblem(keyring.reason)}`);
+  }
+  return keyring.value;
+}
+
+async function keyringOf(secret: string | undefined): Promise<Outcome<Keyring, "unavailable">> {
+  const keyring = await loadKeyring(secret);
+  if (!keyring.ok) {
+    return refuse(
+      "unavailable",
+      `sensitive variables are unavailable: ${keyringProblem(keyring.reason)}`,
+    );
+  }
+  return ok(keyring.value);
+}
+
+function variableNotFound(key: string) {
+  return refuse("not_found", `variable ${key} not found`);
+}
+
+function changedConcurrently(key: string) {
+  return refuse("conflict", `variable ${key} was changed concurrently; retry`);
 }
 
 export function listVariables(db: Database, workspaceId: string): Promise<Variable[]> {
@@ -75,7 +91,8 @@ export function listVariables(db: Database, workspaceId: string): Promise<Variab
 }
 
 /**
- * The variable named `key`; with no category it must exist in exactly one, else `ambiguous`.
+ * The variable named `key`; with no category it must exist in exactly one, else `invalid`
+ * (`?category=` is needed).
  */
 export async function findVariable(
   db: Database,
@@ -86,12 +103,17 @@ export async function findVariable(
   const rows = await findVariables(db, workspaceId, key, category);
   const [row, second] = rows;
   if (!row) {
-    return refuse({ reason: "not_found" });
+    return variableNotFound(key);
   }
   if (second) {
-    return refuse({ reason: "ambiguous", categories: rows.map((r) => r.category) });
+    const categories = rows.map((r) => r.category).join(" and ");
+    return invalidInput(
+      "query.category",
+      "required for this key",
+      `${key} exists as ${categories} variables; add ?category=`,
+    );
   }
-  return { ok: true, value: row };
+  return ok(row);
 }
 
 type PutInput = {
@@ -120,10 +142,10 @@ export async function putVariable(
         : decided.problem === "hcl_env"
           ? "json.hcl"
           : "json.value";
-    return refuse({ reason: "invalid", field, message: decided.message });
+    return invalidInput(field, decided.message, `invalid request: ${decided.message}`);
   }
   if (!existing && (await countVariables(db, input.workspaceId)) >= MAX_VARIABLES_PER_WORKSPACE) {
-    return refuse({ reason: "too_many" });
+    return refuse("conflict", "this workspace has the maximum number of variables");
   }
   const id = existing?.id ?? newId("variable");
   const plan = decided.plan;
@@ -196,17 +218,17 @@ export async function putVariable(
     const row = rows[0];
     if (!row) {
       // Another write replaced the variable since it was read; the client may retry.
-      return refuse({ reason: "conflict" });
+      return changedConcurrently(input.key);
     }
-    return { ok: true, value: { variable: presentVariable(row), created: !existing } };
+    return ok({ variable: presentVariable(row), created: !existing });
   } catch (err) {
     const text = err instanceof Error ? `${err.message} ${err.cause}` : "";
     if (/UNIQUE constraint failed/i.test(text)) {
-      return refuse({ reason: "conflict" });
+      return changedConcurrently(input.key);
     }
     // The workspace was deleted between the lookup and the write.
     if (/FOREIGN KEY constraint failed/i.test(text)) {
-      return refuse({ reason: "not_found" });
+      return variableNotFound(input.key);
     }
     throw err;
   }
@@ -236,7 +258,7 @@ export async function deleteVariable(
     }),
     syncOwnBackendQuery(db, input.workspaceId),
   ]);
-  return { ok: true, value: presentVariable(row) };
+  return ok(presentVariable(row));
 }
 
 export type JobVariable = {
@@ -270,13 +292,7 @@ export async function loadVariablesForJob(
   for (const row of wanted) {
     let value = row.value ?? "";
     if (row.isSensitive) {
-      if (!keyring) {
-        const loaded = await keyringOf(env.ENCRYPTION_KEY);
-        if (!loaded.ok) {
-          throw new Error(`cannot decrypt sensitive variables: ${describe(loaded)}`);
-        }
-        keyring = loaded.value;
-      }
+      keyring ??= await requireKeyring(env.ENCRYPTION_KEY, "cannot decrypt sensitive variables");
       const opened = await open(keyring, row.ciphertext ?? "", variableAad(workspaceId, row.id));
       if (!opened.ok) {
         throw new Error(
@@ -305,11 +321,7 @@ export async function reencryptVariables(
   db: Database,
   limit = 100,
 ): Promise<number> {
-  const loaded = await keyringOf(env.ENCRYPTION_KEY);
-  if (!loaded.ok) {
-    throw new Error(`cannot rotate: ${describe(loaded)}`);
-  }
-  const keyring = loaded.value;
+  const keyring = await requireKeyring(env.ENCRYPTION_KEY, "cannot rotate");
   let count = 0;
   for (const row of await rowsSealedWithOtherKeys(db, keyring.primaryId, limit)) {
     const aad = variableAad(row.workspaceId, row.id);

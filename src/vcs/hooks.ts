@@ -9,9 +9,10 @@ import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
-import { ApiError } from "../errors.ts";
 import { randomBase64Url } from "../lib/crypto.ts";
 import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
+import { ok } from "../lib/result.ts";
 
 export type HookRow = typeof vcsHooks.$inferSelect;
 export type Provider = HookRow["provider"];
@@ -23,16 +24,20 @@ export const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
 /** Both secrets of a hook are bound to its row, so a ciphertext moved elsewhere won't open. */
 const aad = (hookId: string) => `vcs_hooks:${hookId}:secret`;
 
-/** The keyring, or 503 UNAVAILABLE naming the misconfiguration (never a 500). */
-export async function hookKeyring(env: Env): Promise<Keyring> {
+/** The keyring, or `unavailable` naming the misconfiguration (never a 500). */
+export async function hookKeyring(env: Env): Promise<Outcome<Keyring, "unavailable">> {
   const keyring = await loadKeyring(env.ENCRYPTION_KEY);
   if (!keyring.ok) {
-    throw new ApiError(
-      "UNAVAILABLE",
+    return refuse(
+      "unavailable",
       `ENCRYPTION_KEY is ${keyring.reason === "missing" ? "not set" : `unusable (${keyring.reason})`}; webhook secrets cannot be sealed or checked`,
     );
   }
-  return keyring.value;
+  return ok(keyring.value);
+}
+
+function hookNotFound(id: string) {
+  return refuse("not_found", `VCS hook ${id} not found`);
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -68,8 +73,11 @@ export async function createHook(
     description: string;
     actor: string;
   },
-): Promise<{ row: HookRow; secret: string }> {
+): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable">> {
   const keyring = await hookKeyring(env);
+  if (!keyring.ok) {
+    return keyring;
+  }
   const id = newId("vcsHook");
   const secret = newSecret();
   const now = Date.now();
@@ -79,7 +87,7 @@ export async function createHook(
     provider: input.provider,
     repoUrl: input.repoUrl,
     description: input.description,
-    secretCiphertext: (await seal(keyring, secret, aad(id))).sealed,
+    secretCiphertext: (await seal(keyring.value, secret, aad(id))).sealed,
     previousSecretCiphertext: null,
     previousSecretExpiresAt: null,
     createdAt: now,
@@ -97,22 +105,23 @@ export async function createHook(
       now,
     }),
   ]);
-  return { row, secret };
+  return ok({ row, secret });
 }
 
 export function listHooks(db: Database, orgId: string): Promise<HookRow[]> {
   return db.select().from(vcsHooks).where(eq(vcsHooks.orgId, orgId)).orderBy(vcsHooks.createdAt);
 }
 
-/** The org's hook, or 404 (another org's id is not found either). */
-export async function getHook(db: Database, orgId: string, id: string): Promise<HookRow> {
+/** The org's hook, or `not_found` (another org's id is not found either). */
+export async function getHook(
+  db: Database,
+  orgId: string,
+  id: string,
+): Promise<Outcome<HookRow, "not_found">> {
   const row = await db.query.vcsHooks.findFirst({
     where: and(eq(vcsHooks.orgId, orgId), eq(vcsHooks.id, id)),
   });
-  if (!row) {
-    throw new ApiError("NOT_FOUND", `VCS hook ${id} not found`);
-  }
-  return row;
+  return row ? ok(row) : hookNotFound(id);
 }
 
 /** A hook by id alone, for the public webhook endpoint (which has no org token). */
@@ -126,7 +135,7 @@ export async function updateHook(
   hook: HookRow,
   patch: { description?: string | undefined; repoUrl?: string | null | undefined },
   actor: string,
-): Promise<HookRow> {
+): Promise<Outcome<HookRow, "not_found">> {
   const now = Date.now();
   const values = {
     ...(patch.description === undefined ? {} : { description: patch.description }),
@@ -146,10 +155,7 @@ export async function updateHook(
     }),
   ]);
   const row = updated[0];
-  if (!row) {
-    throw new ApiError("NOT_FOUND", `VCS hook ${hook.id} not found`);
-  }
-  return row;
+  return row ? ok(row) : hookNotFound(hook.id);
 }
 
 /** Deletes the hook and its delivery records; its URL answers 404 from now on. */
@@ -179,15 +185,18 @@ export async function rotateHookSecret(
   hook: HookRow,
   graceSeconds: number,
   actor: string,
-): Promise<{ row: HookRow; secret: string }> {
+): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable" | "not_found">> {
   const keyring = await hookKeyring(env);
+  if (!keyring.ok) {
+    return keyring;
+  }
   const secret = newSecret();
   const now = Date.now();
   const [updated] = await db.batch([
     db
       .update(vcsHooks)
       .set({
-        secretCiphertext: (await seal(keyring, secret, aad(hook.id))).sealed,
+        secretCiphertext: (await seal(keyring.value, secret, aad(hook.id))).sealed,
         previousSecretCiphertext: graceSeconds > 0 ? hook.secretCiphertext : null,
         previousSecretExpiresAt: graceSeconds > 0 ? now + graceSeconds * 1000 : null,
         updatedAt: now,
@@ -205,10 +214,7 @@ export async function rotateHookSecret(
     }),
   ]);
   const row = updated[0];
-  if (!row) {
-    throw new ApiError("NOT_FOUND", `VCS hook ${hook.id} not found`);
-  }
-  return { row, secret };
+  return row ? ok({ row, secret }) : hookNotFound(hook.id);
 }
 
 /**
@@ -216,8 +222,15 @@ export async function rotateHookSecret(
  * while its grace period lasts. A secret that no longer opens (key removed from the keyring) is
  * left out rather than failing the delivery with a 500.
  */
-export async function acceptedSecrets(env: Env, hook: HookRow, now: number): Promise<string[]> {
+export async function acceptedSecrets(
+  env: Env,
+  hook: HookRow,
+  now: number,
+): Promise<Outcome<string[], "unavailable">> {
   const keyring = await hookKeyring(env);
+  if (!keyring.ok) {
+    return keyring;
+  }
   const sealed = [hook.secretCiphertext];
   if (
     hook.previousSecretCiphertext &&
@@ -228,12 +241,12 @@ export async function acceptedSecrets(env: Env, hook: HookRow, now: number): Pro
   }
   const secrets: string[] = [];
   for (const s of sealed) {
-    const opened = await open(keyring, s, aad(hook.id));
+    const opened = await open(keyring.value, s, aad(hook.id));
     if (opened.ok) {
       secrets.push(opened.value);
     }
   }
-  return secrets;
+  return ok(secrets);
 }
 
 export type DeliveryRow = typeof vcsDeliveries.$inferSelect;

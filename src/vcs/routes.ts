@@ -3,8 +3,9 @@
  * appears only in the create and rotate responses.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { RepoUrl } from "../workspaces/model.ts";
 import {
   createHook,
@@ -112,13 +113,14 @@ export const vcsHookRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const body = c.req.valid("json");
-      const { row, secret } = await createHook(c.var.db, c.env, {
+      const created = await createHook(c.var.db, c.env, {
         orgId: principal.orgId,
         provider: body.provider,
         repoUrl: body.repoUrl,
         description: body.description,
         actor: principal.tokenId,
       });
+      const { row, secret } = valueOrThrow(created);
       return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 201);
     },
   )
@@ -157,7 +159,9 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const hook = await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId);
+      const hook = valueOrThrow(
+        await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId),
+      );
       return c.json(presentHook(hook, origin(c.req.url)), 200);
     },
   )
@@ -178,8 +182,12 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const principal = orgPrincipal(c);
-      const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
-      const updated = await updateHook(c.var.db, hook, c.req.valid("json"), principal.tokenId);
+      const hook = valueOrThrow(
+        await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
+      );
+      const updated = valueOrThrow(
+        await updateHook(c.var.db, hook, c.req.valid("json"), principal.tokenId),
+      );
       return c.json(presentHook(updated, origin(c.req.url)), 200);
     },
   )
@@ -200,7 +208,9 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const principal = orgPrincipal(c);
-      const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
+      const hook = valueOrThrow(
+        await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
+      );
       await deleteHook(c.var.db, hook, principal.tokenId);
       return c.json(presentHook(hook, origin(c.req.url)), 200);
     },
@@ -222,14 +232,12 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const principal = orgPrincipal(c);
-      const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
+      const hook = valueOrThrow(
+        await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
+      );
       const { graceSeconds } = c.req.valid("json");
-      const { row, secret } = await rotateHookSecret(
-        c.var.db,
-        c.env,
-        hook,
-        graceSeconds,
-        principal.tokenId,
+      const { row, secret } = valueOrThrow(
+        await rotateHookSecret(c.var.db, c.env, hook, graceSeconds, principal.tokenId),
       );
       return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 200);
     },
@@ -250,7 +258,9 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const hook = await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId);
+      const hook = valueOrThrow(
+        await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId),
+      );
       const rows = await recentDeliveries(c.var.db, hook.id, 50);
       return c.json(
         {

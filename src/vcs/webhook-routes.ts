@@ -10,10 +10,10 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { verify } from "@octokit/webhooks-methods";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { sha256Hex, timingSafeEqualString } from "../lib/crypto.ts";
-import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
 import { limitBody } from "../middleware/body-limit.ts";
+import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
 import { parseGitHub, parseGitLab } from "./events.ts";
 import { acceptedSecrets, findHookById, type HookRow, type Provider } from "./hooks.ts";
 import { sameRepository } from "./model.ts";
@@ -48,7 +48,7 @@ async function verifyGitHub(c: Context<AppEnv>, hook: HookRow, body: string): Pr
   if (!signature) {
     throw new ApiError("UNAUTHORIZED", "missing X-Hub-Signature-256 header");
   }
-  for (const secret of await acceptedSecrets(c.env, hook, Date.now())) {
+  for (const secret of valueOrThrow(await acceptedSecrets(c.env, hook, Date.now()))) {
     try {
       if (await verify(secret, body, signature)) {
         return;
@@ -68,7 +68,7 @@ async function verifyGitLab(c: Context<AppEnv>, hook: HookRow): Promise<void> {
   }
   const presented = await sha256Hex(token);
   let matches = false;
-  for (const secret of await acceptedSecrets(c.env, hook, Date.now())) {
+  for (const secret of valueOrThrow(await acceptedSecrets(c.env, hook, Date.now()))) {
     matches = timingSafeEqualString(presented, await sha256Hex(secret)) || matches;
   }
   if (!matches) {

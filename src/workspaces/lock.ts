@@ -6,9 +6,17 @@ import { sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
+import { refuse } from "../lib/reason.ts";
+import { fail, ok } from "../lib/result.ts";
+import { lockedBy } from "./delete.ts";
 import { unlockDecision } from "./model.ts";
 import { acquireLockQuery, findWorkspace, releaseLockQuery } from "./queries.ts";
-import { presentWorkspace, refuse, type Workspace, type WorkspaceResult } from "./service.ts";
+import {
+  presentWorkspace,
+  type Workspace,
+  type WorkspaceResult,
+  workspaceNotFound,
+} from "./service.ts";
 
 /**
  * Locks the workspace for the calling token (`locked_by` = its `tok_…` id). Locking a workspace
@@ -20,13 +28,13 @@ export async function lockWorkspace(
 ): Promise<WorkspaceResult<Workspace>> {
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return workspaceNotFound(input.ref);
   }
   if (current.lockedBy === input.tokenId) {
-    return { ok: true, value: presentWorkspace(current) };
+    return ok(presentWorkspace(current));
   }
   if (current.lockedBy) {
-    return refuse({ reason: "locked", lockedBy: current.lockedBy });
+    return fail(lockedBy(input.ref, current.lockedBy));
   }
   const now = Date.now();
   const [updated] = await db.batch([
@@ -52,11 +60,9 @@ export async function lockWorkspace(
   const row = updated[0];
   if (!row) {
     const now = await findWorkspace(db, input.orgId, current.id);
-    return now?.lockedBy
-      ? refuse({ reason: "locked", lockedBy: now.lockedBy })
-      : refuse({ reason: "not_found" });
+    return now?.lockedBy ? fail(lockedBy(input.ref, now.lockedBy)) : workspaceNotFound(input.ref);
   }
-  return { ok: true, value: presentWorkspace(row) };
+  return ok(presentWorkspace(row));
 }
 
 /**
@@ -70,18 +76,26 @@ export async function unlockWorkspace(
 ): Promise<WorkspaceResult<Workspace>> {
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return workspaceNotFound(input.ref);
   }
   const holder = current.lockedBy;
   if (holder === null) {
-    return { ok: true, value: presentWorkspace(current) };
+    return ok(presentWorkspace(current));
   }
   const decision = unlockDecision(holder, input);
   if (decision === "forbidden") {
-    return refuse({ reason: "not_lock_holder", lockedBy: holder });
+    return refuse(
+      "forbidden",
+      `workspace ${input.ref} is locked by ${holder}; only the holder or an admin may unlock`,
+      { details: { lockedBy: holder } },
+    );
   }
   if (decision === "needs_force") {
-    return refuse({ reason: "needs_force", lockedBy: holder });
+    return refuse(
+      "conflict",
+      `workspace ${input.ref} is locked by ${holder}; add ?force=true to force-unlock`,
+      { details: { lockedBy: holder } },
+    );
   }
   const now = Date.now();
   const [updated] = await db.batch([
@@ -101,5 +115,5 @@ export async function unlockWorkspace(
     ),
   ]);
   const row = updated[0] ?? (await findWorkspace(db, input.orgId, current.id));
-  return row ? { ok: true, value: presentWorkspace(row) } : refuse({ reason: "not_found" });
+  return row ? ok(presentWorkspace(row)) : workspaceNotFound(input.ref);
 }

@@ -3,9 +3,10 @@
  * and unlock. `{workspaceId}` in a path is the workspace's `ws_…` id or its name.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { reasonError, valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { roleAtLeast } from "../tokens/model.ts";
 import { deleteWorkspace } from "./delete.ts";
 import { lockWorkspace, unlockWorkspace } from "./lock.ts";
@@ -16,7 +17,6 @@ import {
   UnlockQuery,
   UpdateWorkspace,
   WorkspaceSchema,
-  workspaceError,
 } from "./schemas.ts";
 import {
   createWorkspace,
@@ -24,6 +24,7 @@ import {
   presentWorkspace,
   resolveWorkspace,
   updateWorkspace,
+  workspaceNotFound,
 } from "./service.ts";
 
 const tags = ["workspaces"];
@@ -53,10 +54,7 @@ export const workspaceRoutes = newRouter()
         actor: principal.tokenId,
         settings: body,
       });
-      if (!result.ok) {
-        throw workspaceError(result, body.name);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -92,7 +90,8 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { limit, cursor, search } = c.req.valid("query");
-      const after = cursor === undefined ? undefined : decodeCursor(cursor, ["string"])[0];
+      const after =
+        cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["string"]))[0];
       const rows = await listWorkspaces(c.var.db, principal.orgId, { limit, after, search });
       const page = takePage(rows, limit, (r) => [r.row.name]);
       return c.json(
@@ -121,7 +120,7 @@ export const workspaceRoutes = newRouter()
       const { workspaceId } = c.req.valid("param");
       const row = await resolveWorkspace(c.var.db, principal.orgId, workspaceId);
       if (!row) {
-        throw workspaceError({ reason: "not_found" }, workspaceId);
+        throw reasonError(workspaceNotFound(workspaceId).reason);
       }
       return c.json(presentWorkspace(row), 200);
     },
@@ -152,10 +151,7 @@ export const workspaceRoutes = newRouter()
         actor: principal.tokenId,
         patch: c.req.valid("json"),
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -182,10 +178,7 @@ export const workspaceRoutes = newRouter()
         ref: workspaceId,
         actor: principal.tokenId,
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -213,10 +206,7 @@ export const workspaceRoutes = newRouter()
         tokenId: principal.tokenId,
         reason: c.req.valid("json").reason,
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -246,9 +236,6 @@ export const workspaceRoutes = newRouter()
         isAdmin: roleAtLeast(principal.role, "admin"),
         force: c.req.valid("query").force === "true",
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

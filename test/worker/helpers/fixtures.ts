@@ -25,7 +25,7 @@ export async function seedOrg(
 ): Promise<TestOrg> {
   const created = await createOrganization(db, { name, actor: "test", onlyIfNone: false });
   if (!created.ok) {
-    throw new Error(`seedOrg: ${created.reason}`);
+    throw new Error(`seedOrg: ${created.reason.message}`);
   }
   const orgId = created.value.organization.id;
   const owner = created.value.token;
@@ -40,7 +40,7 @@ export async function seedOrg(
   });
   const result = await revokeOrgToken(db, { orgId, id: revoked.id, actor: owner.id });
   if (!result.ok) {
-    throw new Error(`seedOrg: revoke failed: ${result.reason}`);
+    throw new Error(`seedOrg: revoke failed: ${result.reason.message}`);
   }
   return {
     orgId,

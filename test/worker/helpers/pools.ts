@@ -35,7 +35,7 @@ export async function seedPool(
     ...settings,
   });
   if (!pool.ok) {
-    throw new Error(`seedPool: ${pool.reason}`);
+    throw new Error(`seedPool: ${pool.reason.message}`);
   }
   const token = await addAgentToken(org, pool.value.id);
   return { poolId: pool.value.id, ...token };
@@ -49,7 +49,7 @@ export async function addAgentToken(org: TestOrg, poolId: string) {
     actor: org.ownerTokenId,
   });
   if (!created.ok) {
-    throw new Error(`addAgentToken: ${created.reason}`);
+    throw new Error(`addAgentToken: ${created.reason.message}`);
   }
   return { token: created.value.token, tokenId: created.value.id };
 }
@@ -64,7 +64,7 @@ export async function revokedAgentToken(org: TestOrg, poolId: string): Promise<s
     actor: org.ownerTokenId,
   });
   if (!revoked.ok) {
-    throw new Error(`revokedAgentToken: ${revoked.reason}`);
+    throw new Error(`revokedAgentToken: ${revoked.reason.message}`);
   }
   return token;
 }
