@@ -1,11 +1,15 @@
 /** The Hono environment of the Worker: bindings from wrangler.toml and per-request variables. */
 import type { Database } from "./db/client.ts";
+import type { Deps } from "./deps.ts";
 import type { Principal } from "./tokens/model.ts";
 
 export type AppEnv = {
   Bindings: Env;
   Variables: {
     requestId: string;
+    /** The request's bindings, D1 and clock (`buildDeps`). */
+    deps: Deps;
+    /** `deps.db`, which most routes need alone. */
     db: Database;
     /** Set by the auth middleware; absent on public routes. */
     principal: Principal;

@@ -77,8 +77,6 @@ function agentRef(c: Context<AppEnv>, agentId: string): { poolId: string; ref: A
 
 const common = { tags: ["agent"], security: [{ bearer: [] }] };
 
-const deps = (c: Context<AppEnv>) => ({ env: c.env, db: c.var.db });
-
 export const agentRoutes = newRouter()
   .openapi(
     createRoute({
@@ -131,7 +129,7 @@ export const agentRoutes = newRouter()
       const agentId = c.req.valid("header")["outpost-agent-id"];
       const { poolId, ref } = agentRef(c, agentId);
       const waitMs = Math.min(c.req.valid("query").wait, MAX_POLL_WAIT_SECONDS) * 1000;
-      const outcome = valueOrThrow(await nextJob(deps(c), poolId, ref, waitMs));
+      const outcome = valueOrThrow(await nextJob(c.var.deps, poolId, ref, waitMs));
       if (outcome.kind === "none") {
         return c.body(null, 204);
       }
@@ -159,7 +157,7 @@ export const agentRoutes = newRouter()
       const agentId = c.req.valid("header")["outpost-agent-id"];
       const { jobId, leaseId } = c.req.valid("param");
       const { poolId, ref } = agentRef(c, agentId);
-      valueOrThrow(await startJob(deps(c), poolId, ref, { jobId, leaseId }));
+      valueOrThrow(await startJob(c.var.deps, poolId, ref, { jobId, leaseId }));
       return c.json({ jobId, leaseId, state: "started" as const }, 200);
     },
   )
@@ -211,7 +209,7 @@ export const agentRoutes = newRouter()
       const body = c.req.valid("json");
       const { poolId, ref } = agentRef(c, agentId);
       const result = await finishJob(
-        deps(c),
+        c.var.deps,
         poolId,
         ref,
         { jobId, leaseId },

@@ -105,7 +105,7 @@ export const configurationVersionRoutes = newRouter()
       if (!body) {
         throw new ApiError("BAD_REQUEST", "the body is empty; send a tar.gz");
       }
-      const result = await uploadConfigurationVersion(c.var.db, c.env.BLOBS, {
+      const result = await uploadConfigurationVersion(c.var.deps, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         actor: principal.tokenId,

@@ -7,6 +7,7 @@ import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { configurationVersions } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { toHex } from "../lib/crypto.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
@@ -116,8 +117,7 @@ async function pump(body: ReadableStream<Uint8Array>, into: WritableStream<Uint8
  * object and the archive passed; on any failure the object is deleted again.
  */
 export async function uploadConfigurationVersion(
-  db: Database,
-  blobs: R2Bucket,
+  deps: Deps,
   input: {
     orgId: string;
     workspaceId: string;
@@ -127,6 +127,8 @@ export async function uploadConfigurationVersion(
     limits: UploadLimits;
   },
 ): Promise<UploadResult<ConfigurationVersion>> {
+  const { db } = deps;
+  const blobs = deps.env.BLOBS;
   const id = newId("configurationVersion");
   const key = configurationVersionKey(input.orgId, input.workspaceId, id);
   const tap = uploadTap(input.limits);
@@ -158,7 +160,7 @@ export async function uploadConfigurationVersion(
     return failure(verdict.rejection);
   }
   const sizeBytes = tap.state.sizeBytes;
-  const now = Date.now();
+  const now = deps.now();
   const row: ConfigurationVersionRow = {
     id,
     orgId: input.orgId,

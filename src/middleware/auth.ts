@@ -120,7 +120,7 @@ export async function authenticate(
   if (record.revokedAt !== null) {
     throw new ApiError("TOKEN_REVOKED", "this token has been revoked");
   }
-  const now = Date.now();
+  const now = c.var.deps.now();
   // Only agent tokens issued by OIDC exchange expire. A distinct code, so such an agent logs in
   // again with a fresh OIDC token instead of exiting as it does for a revoked token.
   if (record.expiresAt != null && record.expiresAt <= now) {

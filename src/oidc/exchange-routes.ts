@@ -60,7 +60,7 @@ export const exchangeRoutes = newRouter().openapi(
       );
     }
     const body = c.req.valid("json");
-    const result = await exchangeOidcToken(c.var.db, c.env, { ...body, previousToken: previous });
+    const result = await exchangeOidcToken(c.var.deps, { ...body, previousToken: previous });
     return c.json(valueOrThrow(result), 200);
   },
 );

@@ -7,6 +7,7 @@
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
+import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import { DEFAULT_MAX_TOKEN_EXPIRATION_MS } from "../pools/model.ts";
@@ -73,15 +74,16 @@ async function chainOf(
  * chain was revoked.
  */
 export async function exchangeOidcToken(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: ExchangeInput,
 ): Promise<Outcome<Exchanged, "rejected" | "revoked">> {
+  const { db, env } = deps;
   const pool = await poolById(db, input.poolId);
   const trusts = pool ? await trustsOfPool(db, pool.id) : [];
   const verified = await verifyForTrusts(input.oidcToken, trusts, {
     allowLoopbackHttp: allowsLoopbackIssuers(env),
     poolId: input.poolId,
+    now: deps.now(),
   });
   if (!pool || !verified.ok) {
     return verified.ok
@@ -104,7 +106,7 @@ export async function exchangeOidcToken(
   if (!chain.ok) {
     return chain;
   }
-  const now = Date.now();
+  const now = deps.now();
   const maxMs = pool.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS;
   const expiresAt = now + Math.min(input.tokenExpirationSeconds * 1000, maxMs);
   const secret = generateToken("agent");

@@ -91,13 +91,14 @@ export async function publishedKeys(env: Env): Promise<Outcome<PublicJwk[], "una
 
 /**
  * Signs `claims` with the first key of the ring: RS256 with its `kid`, `iss` the issuer URL,
- * `iat` and `nbf` now, a fresh `jti`, `exp` as given. Fails when the deployment cannot issue.
+ * `iat` and `nbf` at `nowMs`, a fresh `jti`, `exp` as given. Fails when the deployment cannot
+ * issue.
  */
 export async function signToken(
   env: Env,
   claims: Record<string, unknown> & { sub: string; aud: string },
   expiresAtMs: number,
-  nowMs = Date.now(),
+  nowMs: number,
 ): Promise<Result<string, string>> {
   const issuer = issuerUrl(env);
   if (issuer === null) {

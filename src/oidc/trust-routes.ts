@@ -58,7 +58,7 @@ export const oidcTrustRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { poolId } = c.req.valid("param");
-      const result = await createTrust(c.var.db, c.env, {
+      const result = await createTrust(c.var.deps, {
         ...c.req.valid("json"),
         orgId: principal.orgId,
         poolId,
@@ -110,7 +110,7 @@ export const oidcTrustRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { poolId, trustId } = c.req.valid("param");
-      const result = await deleteTrust(c.var.db, c.env, {
+      const result = await deleteTrust(c.var.deps, {
         orgId: principal.orgId,
         poolId,
         id: trustId,

@@ -8,6 +8,7 @@ import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { agentTokens } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import { getPool } from "../pools/queries.ts";
@@ -38,10 +39,10 @@ export function allowsLoopbackIssuers(env: Pick<Env, "OIDC_ALLOW_LOOPBACK_ISSUER
  * that is not an https URL, `conflict` past {@link MAX_TRUSTS_PER_POOL}.
  */
 export async function createTrust(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; poolId: string; actor: string } & TrustInput,
 ): Promise<Outcome<ReturnType<typeof presentTrust>, "not_found" | "invalid" | "conflict">> {
+  const { db, env } = deps;
   if (!(await getPool(db, input.orgId, input.poolId))) {
     return refuse("not_found", `pool ${input.poolId} not found`);
   }
@@ -52,7 +53,7 @@ export async function createTrust(
   if ((await countTrusts(db, input.poolId)) >= MAX_TRUSTS_PER_POOL) {
     return refuse("conflict", `a pool holds at most ${MAX_TRUSTS_PER_POOL} OIDC trusts`);
   }
-  const now = Date.now();
+  const now = deps.now();
   const row = {
     id: newId("oidcTrust"),
     orgId: input.orgId,
@@ -101,10 +102,10 @@ export async function listTrusts(
  * Returns the ids of the revoked tokens.
  */
 export async function deleteTrust(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; poolId: string; id: string; actor: string },
 ): Promise<Outcome<{ revokedTokenIds: string[] }, "not_found">> {
+  const { db, env } = deps;
   const trust = await getTrust(db, input.orgId, input.poolId, input.id);
   if (!trust) {
     return refuse("not_found", `OIDC trust ${input.id} not found`);
@@ -113,7 +114,7 @@ export async function deleteTrust(
     .select({ id: agentTokens.id, chainId: agentTokens.chainId })
     .from(agentTokens)
     .where(and(eq(agentTokens.oidcTrustId, trust.id), isNull(agentTokens.revokedAt)));
-  const now = Date.now();
+  const now = deps.now();
   await db.batch([
     deleteTrustQuery(db, trust.id),
     db

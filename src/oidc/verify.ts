@@ -70,10 +70,10 @@ type KeySet = ReturnType<typeof createRemoteJWKSet>;
 type CachedIssuer = { keys: KeySet; discoveredAt: number };
 const issuers = new Map<string, CachedIssuer>();
 
-/** The issuer's key set, discovered (again) when not cached or older than an hour. */
-async function keySetOf(issuer: string, allowLoopbackHttp: boolean): Promise<KeySet> {
+/** The issuer's key set, discovered (again) when not cached or older than an hour at `now`. */
+async function keySetOf(issuer: string, allowLoopbackHttp: boolean, now: number): Promise<KeySet> {
   const cached = issuers.get(issuer);
-  if (cached && Date.now() - cached.discoveredAt < DISCOVERY_TTL_MS) {
+  if (cached && now - cached.discoveredAt < DISCOVERY_TTL_MS) {
     return cached.keys;
   }
   const url = `${issuer.replace(/\/+$/, "")}/.well-known/openid-configuration`;
@@ -105,7 +105,7 @@ async function keySetOf(issuer: string, allowLoopbackHttp: boolean): Promise<Key
     }
   }
   issuers.delete(issuer);
-  issuers.set(issuer, { keys, discoveredAt: Date.now() });
+  issuers.set(issuer, { keys, discoveredAt: now });
   return keys;
 }
 
@@ -158,11 +158,12 @@ function refusalOf(error: unknown, issuer: string): { ok: false; reason: Rejecti
 /**
  * The trust of `trusts` the token satisfies and its verified claims, or the refusal. Trusts are
  * tried in order; when none matches, the refusal names the first failing check of the closest.
+ * Times (`exp`, `nbf`, `iat`) are checked against `options.now`.
  */
 export async function verifyForTrusts(
   token: string,
   trusts: readonly TrustRow[],
-  options: { allowLoopbackHttp: boolean; poolId: string },
+  options: { allowLoopbackHttp: boolean; poolId: string; now: number },
 ): Promise<Verified<{ trust: TrustRow; claims: JWTPayload & { iss: string } }>> {
   const peeked = peek(token);
   if (!peeked.ok) {
@@ -184,8 +185,9 @@ export async function verifyForTrusts(
   }
   let claims: JWTPayload;
   try {
-    const keys = await keySetOf(iss, options.allowLoopbackHttp);
+    const keys = await keySetOf(iss, options.allowLoopbackHttp, options.now);
     ({ payload: claims } = await jwtVerify(token, keys, {
+      currentDate: new Date(options.now),
       issuer: iss,
       algorithms: ALLOWED_ALGORITHMS,
       clockTolerance: CLOCK_SKEW_SECONDS,
@@ -194,7 +196,7 @@ export async function verifyForTrusts(
   } catch (error) {
     return refusalOf(error, iss);
   }
-  if (typeof claims.iat === "number" && claims.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) {
+  if (typeof claims.iat === "number" && claims.iat > options.now / 1000 + CLOCK_SKEW_SECONDS) {
     return reject("not_yet_valid", "the token was issued in the future (iat)");
   }
   return matchTrust({ ...claims, iss }, candidates);

@@ -71,7 +71,7 @@ export const bootstrapRoutes = newRouter().openapi(
   }),
   async (c) => {
     const { name } = c.req.valid("json");
-    const result = await createOrganization(c.var.db, {
+    const result = await createOrganization(c.var.deps, {
       name,
       actor: "bootstrap",
       onlyIfNone: true,
@@ -105,7 +105,7 @@ export const organizationRoutes = newRouter()
         );
       }
       const { name } = c.req.valid("json");
-      const result = await createOrganization(c.var.db, {
+      const result = await createOrganization(c.var.deps, {
         name,
         actor: principal.tokenId,
         onlyIfNone: false,

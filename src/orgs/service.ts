@@ -3,6 +3,7 @@ import { eq } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { organizations, orgTokens } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
@@ -19,9 +20,10 @@ export type CreatedOrganization = {
  * (`onlyIfNone`), or the name is taken.
  */
 export async function createOrganization(
-  db: Database,
+  deps: Deps,
   input: { name: string; actor: string; onlyIfNone: boolean },
 ): Promise<Outcome<CreatedOrganization, "conflict">> {
+  const { db } = deps;
   // Bootstrapping into a deployment that has any organization is what is refused.
   const taken = () =>
     refuse(
@@ -36,7 +38,7 @@ export async function createOrganization(
   if (existing) {
     return taken();
   }
-  const now = Date.now();
+  const now = deps.now();
   const orgId = newId("org");
   const tokenId = newId("orgToken");
   const secret = generateToken("org");

@@ -98,7 +98,7 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const body = c.req.valid("json");
-      const result = await createPool(c.var.db, c.env, {
+      const result = await createPool(c.var.deps, {
         ...body,
         orgId: principal.orgId,
         actor: principal.tokenId,
@@ -165,7 +165,7 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { poolId } = c.req.valid("param");
-      const result = await updatePool(c.var.db, c.env, {
+      const result = await updatePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: principal.tokenId,
@@ -192,7 +192,7 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { poolId } = c.req.valid("param");
-      const result = await deletePool(c.var.db, c.env, {
+      const result = await deletePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: principal.tokenId,

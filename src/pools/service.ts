@@ -8,6 +8,7 @@ import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import type { agentPools } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
@@ -84,11 +85,11 @@ function isUniqueViolation(err: unknown): boolean {
 
 /** Creates a pool; its name is unique in the org. */
 export async function createPool(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; actor: string; name: string } & PoolInput,
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
-  const now = Date.now();
+  const { db, env } = deps;
+  const now = deps.now();
   const id = newId("pool");
   const [inserted] = await db.batch([
     insertPoolQuery(db, {
@@ -149,10 +150,10 @@ export async function getPoolDetail(db: Database, env: Env, orgId: string, id: s
 
 /** Renames, redescribes or changes liveness settings; the Durable Object applies them at once. */
 export async function updatePool(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; id: string; actor: string; patch: PoolInput },
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
+  const { db, env } = deps;
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
     return poolNotFound(input.id);
@@ -164,7 +165,7 @@ export async function updatePool(
       return nameTaken(name);
     }
   }
-  const now = Date.now();
+  const now = deps.now();
   const set = {
     ...(name === undefined ? {} : { name }),
     ...(description === undefined ? {} : { description }),
@@ -204,10 +205,10 @@ export async function updatePool(
  * go with it, its agents are told to exit and its Durable Object is emptied.
  */
 export async function deletePool(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; id: string; actor: string },
 ): Promise<PoolResult<null>> {
+  const { db, env } = deps;
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
     return poolNotFound(input.id);
@@ -216,7 +217,7 @@ export async function deletePool(
   if (assigned.length > 0) {
     return inUse(assigned);
   }
-  const now = Date.now();
+  const now = deps.now();
   try {
     await db.batch([
       deletePoolTokensQuery(db, input.id),
@@ -246,15 +247,16 @@ export async function deletePool(
 
 /** Creates an agent token for a pool; the returned secret is the only copy there will be. */
 export async function createAgentToken(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; poolId: string; description: string; actor: string },
 ) {
+  const { db } = deps;
   const pool = await getPool(db, input.orgId, input.poolId);
   if (!pool) {
     return poolNotFound(input.poolId);
   }
   const secret = generateToken("agent");
-  const now = Date.now();
+  const now = deps.now();
   const row = {
     id: newId("agentToken"),
     orgId: input.orgId,
@@ -292,13 +294,14 @@ export async function createAgentToken(
  * last contact in the pool (polls and heartbeats, which write nothing to D1), which the pool keeps
  * per chain for OIDC agents.
  */
-export async function listAgentTokens(db: Database, env: Env, orgId: string, poolId: string) {
+export async function listAgentTokens(deps: Deps, orgId: string, poolId: string) {
+  const { db, env } = deps;
   const pool = await getPool(db, orgId, poolId);
   if (!pool) {
     return poolNotFound(poolId);
   }
   const [rows, contact] = await Promise.all([
-    listAgentTokenRows(db, poolId, Date.now()),
+    listAgentTokenRows(db, poolId, deps.now()),
     poolStub(env, poolId).tokenLastContact(),
   ]);
   return ok(
@@ -318,15 +321,15 @@ export async function listAgentTokens(db: Database, env: Env, orgId: string, poo
  * renewed.
  */
 export async function revokeAgentToken(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; poolId: string; id: string; actor: string },
 ): Promise<PoolResult<ReturnType<typeof presentAgentToken> & { exitedAgentIds: string[] }>> {
+  const { db, env } = deps;
   const token = await getAgentToken(db, input.orgId, input.poolId, input.id);
   if (!token) {
     return refuse("not_found", `agent token ${input.id} not found`);
   }
-  const now = token.revokedAt ?? Date.now();
+  const now = token.revokedAt ?? deps.now();
   if (token.revokedAt === null) {
     await db.batch([
       revokeAgentTokenQuery(db, token, now),

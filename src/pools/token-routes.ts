@@ -71,7 +71,7 @@ export const poolTokenRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { poolId } = c.req.valid("param");
-      const result = await createAgentToken(c.var.db, {
+      const result = await createAgentToken(c.var.deps, {
         orgId: principal.orgId,
         poolId,
         description: c.req.valid("json").description,
@@ -98,7 +98,7 @@ export const poolTokenRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { poolId } = c.req.valid("param");
-      const result = await listAgentTokens(c.var.db, c.env, principal.orgId, poolId);
+      const result = await listAgentTokens(c.var.deps, principal.orgId, poolId);
       return c.json({ tokens: valueOrThrow(result) }, 200);
     },
   )
@@ -120,7 +120,7 @@ export const poolTokenRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { poolId, tokenId } = c.req.valid("param");
-      const result = await revokeAgentToken(c.var.db, c.env, {
+      const result = await revokeAgentToken(c.var.deps, {
         orgId: principal.orgId,
         poolId,
         id: tokenId,

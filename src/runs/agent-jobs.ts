@@ -6,10 +6,10 @@
 import type { ExitInstruction, JobAssignment } from "@outpost/protocol";
 import type { AgentRef, FinishReport } from "../../durable/pool-types.ts";
 import { poolRefusal } from "../agents/service.ts";
+import type { Deps } from "../deps.ts";
 import type { Outcome } from "../lib/reason.ts";
 import { fail, ok } from "../lib/result.ts";
 import { poolStub } from "../pools/service.ts";
-import type { Deps } from "./deps.ts";
 import { handleJobEnded, handleJobStarted, prepareLease } from "./events.ts";
 import { recordEngineVersionQuery } from "./job-records.ts";
 

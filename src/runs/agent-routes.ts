@@ -14,7 +14,6 @@ import { limitBody } from "../middleware/body-limit.ts";
 import { errorResponses, jsonResponse, newRouter } from "../router.ts";
 import { appendJobLog, storeArtifact } from "./artifacts.ts";
 import { artifactKey } from "./blobs.ts";
-import type { Deps } from "./deps.ts";
 import { parseJobId } from "./model.ts";
 import { getRunById } from "./queries.ts";
 
@@ -35,8 +34,6 @@ const ArtifactParams = JobParams.extend({
 });
 
 const runToken = requireAuth({ kinds: ["run"] });
-
-const deps = (c: Context<AppEnv>): Deps => ({ env: c.env, db: c.var.db });
 
 /** The run token's principal, checked to belong to `jobId` (or, with `sameRun`, to its run). */
 function scopedJob(c: Context<AppEnv>, id: string, sameRun = false) {
@@ -82,7 +79,7 @@ export const jobDataRoutes = newRouter()
       const { offset } = c.req.valid("query");
       const { principal } = scopedJob(c, jobId);
       const data = new Uint8Array(await c.req.arrayBuffer());
-      const result = await appendJobLog(deps(c), principal, { leaseId, offset, data });
+      const result = await appendJobLog(c.var.deps, principal, { leaseId, offset, data });
       if (!result.ok && result.reason.kind === "out_of_range") {
         // The agent resumes from the length the coordinator holds.
         const held = { [LOG_LENGTH_HEADER]: String(result.reason.received) };
@@ -174,7 +171,7 @@ export const jobDataRoutes = newRouter()
       if (!body || !Number.isInteger(length)) {
         throw new ApiError("BAD_REQUEST", "a body with Content-Length is required");
       }
-      const result = await storeArtifact(deps(c), principal, { name, sha256, body });
+      const result = await storeArtifact(c.var.deps, principal, { name, sha256, body });
       return c.json({ name, sizeBytes: valueOrThrow(result).sizeBytes, sha256 }, 200);
     },
   )

@@ -4,11 +4,11 @@
  * metadata), so the plan that is confirmed is exactly the plan that is applied.
  */
 import { SHA256_HEADER } from "@outpost/protocol";
+import type { Deps } from "../deps.ts";
 import { type Outcome, type Reason, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
 import { artifactKey, runLog, SHA256_METADATA } from "./blobs.ts";
-import type { Deps } from "./deps.ts";
 import { getRunById } from "./queries.ts";
 
 /** R2 refuses a body whose SHA-256 differs from the one given (error 10037, BadDigest). */

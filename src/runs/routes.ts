@@ -120,8 +120,6 @@ const RunList = z
   .object({ runs: z.array(Run), nextCursor: z.string().nullable() })
   .openapi("RunList");
 
-const deps = (c: Context<AppEnv>) => ({ env: c.env, db: c.var.db });
-
 async function loadRun(c: Context<AppEnv>, runId: string): Promise<RunRow> {
   const run = await getRun(c.var.db, orgPrincipal(c).orgId, runId);
   if (!run) {
@@ -154,7 +152,7 @@ async function listPage(
     page.items.map((r) => r.id),
   );
   const runs = await Promise.all(
-    page.items.map(async (r) => presentRun(r, await whyWaiting(deps(c), r), jobs.get(r.id))),
+    page.items.map(async (r) => presentRun(r, await whyWaiting(c.var.deps, r), jobs.get(r.id))),
   );
   return { runs, nextCursor: page.nextCursor };
 }
@@ -195,7 +193,7 @@ export const runRoutes = newRouter()
       const { workspaceId } = c.req.valid("param");
       const body = c.req.valid("json");
       const { principal, workspace } = await workspaceOf(c, workspaceId);
-      const result = await createRun(deps(c), workspace, {
+      const result = await createRun(c.var.deps, workspace, {
         operation: body.operation,
         isSpeculative: body.isSpeculative,
         message: body.message,
@@ -204,7 +202,7 @@ export const runRoutes = newRouter()
         actor: principal.tokenId,
       });
       const { run, wait, poolName } = valueOrThrow(result);
-      const waiting = await whyWaiting(deps(c), run, { workspace, wait, poolName });
+      const waiting = await whyWaiting(c.var.deps, run, { workspace, wait, poolName });
       return c.json(presentRun(run, waiting), 201);
     },
   )
@@ -269,7 +267,7 @@ export const runRoutes = newRouter()
     }),
     async (c) => {
       const run = await loadRun(c, c.req.valid("param").runId);
-      return c.json(await showRun(c, run, await whyWaiting(deps(c), run)), 200);
+      return c.json(await showRun(c, run, await whyWaiting(c.var.deps, run)), 200);
     },
   )
   .openapi(actionRoute("confirm", "Confirm a planned run: its apply is queued"), async (c) => {
@@ -279,25 +277,25 @@ export const runRoutes = newRouter()
     if (!workspace) {
       throw new ApiError("NOT_FOUND", `workspace ${run.workspaceId} not found`);
     }
-    const result = await confirmRun(deps(c), run, workspace, principal.tokenId);
+    const result = await confirmRun(c.var.deps, run, workspace, principal.tokenId);
     const confirmed = valueOrThrow(result);
-    return c.json(await showRun(c, confirmed, await whyWaiting(deps(c), confirmed)), 200);
+    return c.json(await showRun(c, confirmed, await whyWaiting(c.var.deps, confirmed)), 200);
   })
   .openapi(actionRoute("discard", "Discard a planned run"), async (c) => {
     const run = await loadRun(c, c.req.valid("param").runId);
-    const result = await discardRun(deps(c), run, orgPrincipal(c).tokenId);
+    const result = await discardRun(c.var.deps, run, orgPrincipal(c).tokenId);
     return c.json(await showRun(c, valueOrThrow(result)), 200);
   })
   .openapi(actionRoute("cancel", "Cancel a run (graceful: the engine gets SIGINT)"), async (c) => {
     const run = await loadRun(c, c.req.valid("param").runId);
-    const result = await cancelRun(deps(c), run, orgPrincipal(c).tokenId);
+    const result = await cancelRun(c.var.deps, run, orgPrincipal(c).tokenId);
     return c.json(await showRun(c, valueOrThrow(result)), 200);
   })
   .openapi(
     actionRoute("force-cancel", "Force-cancel a canceling run (10 s after cancel; SIGKILL)"),
     async (c) => {
       const run = await loadRun(c, c.req.valid("param").runId);
-      const result = await forceCancelRun(deps(c), run, orgPrincipal(c).tokenId);
+      const result = await forceCancelRun(c.var.deps, run, orgPrincipal(c).tokenId);
       return c.json(await showRun(c, valueOrThrow(result)), 200);
     },
   )

@@ -12,10 +12,10 @@ import {
 } from "../configuration-versions/service.ts";
 import { newId } from "../db/ids.ts";
 import type { runs } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
-import type { Deps } from "./deps.ts";
 import { applyEndings } from "./events.ts";
 import { cancelPoolJob, enqueueJob } from "./jobs.ts";
 import {
@@ -121,7 +121,7 @@ export async function createRun(
     });
   }
   const poolName = pool?.name ?? null;
-  const now = Date.now();
+  const now = deps.now();
   const isSpeculative = isSpeculativeRun(input);
   const row = {
     id: newId("run"),
@@ -192,7 +192,7 @@ function audit(
       targetType: "run",
       targetId: run.id,
       data: { workspaceId: run.workspaceId, ...data },
-      now: Date.now(),
+      now: deps.now(),
     }),
   ]);
 }
@@ -210,7 +210,7 @@ export async function confirmRun(
   if (run.status !== "planned") {
     return refused("invalid_status", run, "confirm");
   }
-  const now = Date.now();
+  const now = deps.now();
   const changed = planningContextChanged(run, workspace);
   if (changed) {
     const errored = await moveRun(deps.db, run.id, ["planned"], "errored", now, {
@@ -235,7 +235,7 @@ export async function discardRun(
   run: RunRow,
   actor: string,
 ): Promise<Outcome<RunRow, "conflict">> {
-  const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", Date.now());
+  const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", deps.now());
   if (!discarded) {
     return refused("invalid_status", run, "discard");
   }
@@ -265,7 +265,7 @@ export async function cancelRun(
       "cancel",
     );
   }
-  const now = Date.now();
+  const now = deps.now();
   if (plan.kind === "signal_agent") {
     if ((await setCancelRequested(deps.db, run.id, now)).length === 0) {
       return refused("already_canceling", run, "cancel");
@@ -293,7 +293,7 @@ export async function forceCancelRun(
   run: RunRow,
   actor: string,
 ): Promise<Outcome<RunRow, "conflict">> {
-  const now = Date.now();
+  const now = deps.now();
   const allowed = canForceCancel(run.status, run.cancelRequestedAt, now);
   if (!allowed.ok) {
     const failure = allowed.reason === "terminal" ? "invalid_status" : allowed.reason;

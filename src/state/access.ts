@@ -5,6 +5,7 @@
 
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
+import type { Deps } from "../deps.ts";
 import { type Reason, refuse } from "../lib/reason.ts";
 import { ok, type Result } from "../lib/result.ts";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
@@ -145,14 +146,15 @@ async function deadHolder(
  * The workspace's state lock, or null. A lock whose job or run has ended (its agent died, or
  * nobody called `releaseJobStateLocks`) is released here, audited as done by the system.
  */
-export async function loadLock(db: Database, ws: StateWorkspace): Promise<HeldLock | null> {
+export async function loadLock(deps: Deps, ws: StateWorkspace): Promise<HeldLock | null> {
+  const { db } = deps;
   const row = await findLock(db, ws.id);
   if (!row) {
     return null;
   }
   const reason = await deadHolder(db, ws.orgId, row);
   if (reason !== null) {
-    const now = Date.now();
+    const now = deps.now();
     await db.batch([
       deleteLockQuery(db, ws.id, row.lockId),
       auditWhereQuery(

@@ -4,8 +4,6 @@
  * the org read; admins roll back and force-unlock.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
-import type { AppEnv } from "../env.ts";
 import { valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
 import { requireAuth, requireRole } from "../middleware/auth.ts";
@@ -88,10 +86,6 @@ const RevealQuery = z.strictObject({
     }),
 });
 
-function deps(c: Context<AppEnv>) {
-  return { db: c.var.db, bucket: c.env.BLOBS };
-}
-
 const tags = ["state"];
 const security = [{ bearer: [] }];
 
@@ -118,7 +112,7 @@ export const stateApiRoutes = newRouter()
       const { workspaceId } = c.req.valid("param");
       const page = c.req.valid("query");
       return c.json(
-        valueOrThrow(await listVersions(deps(c), c.var.principal, workspaceId, page)),
+        valueOrThrow(await listVersions(c.var.deps, c.var.principal, workspaceId, page)),
         200,
       );
     },
@@ -141,7 +135,7 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId, stateVersionId } = c.req.valid("param");
       return c.json(
-        valueOrThrow(await getVersion(deps(c), c.var.principal, workspaceId, stateVersionId)),
+        valueOrThrow(await getVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId)),
         200,
       );
     },
@@ -169,7 +163,7 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId, stateVersionId } = c.req.valid("param");
       const state = valueOrThrow(
-        await downloadVersion(deps(c), c.var.principal, workspaceId, stateVersionId),
+        await downloadVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId),
       );
       return new Response(state.body, {
         status: 200,
@@ -200,7 +194,11 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId, stateVersionId } = c.req.valid("param");
       const version = valueOrThrow(
-        await rollbackState(deps(c), { principal: c.var.principal, workspaceId, stateVersionId }),
+        await rollbackState(c.var.deps, {
+          principal: c.var.principal,
+          workspaceId,
+          stateVersionId,
+        }),
       );
       return c.json(version, 201);
     },
@@ -225,7 +223,7 @@ export const stateApiRoutes = newRouter()
       const { workspaceId } = c.req.valid("param");
       const reveal = c.req.valid("query").reveal === "true";
       return c.json(
-        valueOrThrow(await readOutputs(deps(c), c.var.principal, workspaceId, reveal)),
+        valueOrThrow(await readOutputs(c.var.deps, c.var.principal, workspaceId, reveal)),
         200,
       );
     },
@@ -249,7 +247,7 @@ export const stateApiRoutes = newRouter()
       const { workspaceId, stateVersionId } = c.req.valid("param");
       const reveal = c.req.valid("query").reveal === "true";
       const result = await readVersionOutputs(
-        deps(c),
+        c.var.deps,
         c.var.principal,
         workspaceId,
         stateVersionId,
@@ -276,7 +274,7 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       return c.json(
-        { lock: valueOrThrow(await getStateLock(c.var.db, c.var.principal, workspaceId)) },
+        { lock: valueOrThrow(await getStateLock(c.var.deps, c.var.principal, workspaceId)) },
         200,
       );
     },
@@ -302,7 +300,7 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { lockId } = c.req.valid("query");
-      const result = await forceUnlockState(c.var.db, {
+      const result = await forceUnlockState(c.var.deps, {
         principal: c.var.principal,
         workspaceId,
         lockId: lockId ?? null,

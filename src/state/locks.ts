@@ -5,7 +5,7 @@
  */
 
 import { auditWhereQuery } from "../audit/service.ts";
-import type { Database } from "../db/client.ts";
+import type { Deps } from "../deps.ts";
 import { refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
@@ -31,10 +31,10 @@ import {
  * someone else, or the workspace user-locked by someone else → LOCKED with that holder's info.
  */
 export async function lockState(
-  db: Database,
+  deps: Deps,
   input: { principal: Principal; workspaceId: string; info: LockInfo; infoText: string },
 ): Promise<StateResult<HeldLock>> {
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, "lock");
+  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "lock");
   if (!ws.ok) {
     return ws;
   }
@@ -46,7 +46,7 @@ export async function lockState(
     });
   }
   for (let attempt = 0; attempt < 3; attempt++) {
-    const lock = await loadLock(db, ws.value);
+    const lock = await loadLock(deps, ws.value);
     const decision = decideLock(lock, input.info.ID, caller);
     if (decision === "already_held" && lock) {
       return ok(lock);
@@ -58,7 +58,7 @@ export async function lockState(
         { lockInfo: lock.info },
       );
     }
-    const [taken] = await insertLockQuery(db, {
+    const [taken] = await insertLockQuery(deps.db, {
       workspaceId: ws.value.id,
       orgId: ws.value.orgId,
       lockId: input.info.ID,
@@ -66,7 +66,7 @@ export async function lockState(
       runId: caller.runId,
       jobId: caller.jobId,
       createdBy: caller.principalId,
-      createdAt: Date.now(),
+      createdAt: deps.now(),
     });
     if (taken) {
       return ok({
@@ -88,17 +88,17 @@ export type UnlockRequest = { kind: "empty" } | { kind: "info"; id: string; text
  * body, OpenTofu's force-unlock by ID, an admin releasing someone else's lock) is audited.
  */
 export async function unlockState(
-  db: Database,
+  deps: Deps,
   input: { principal: Principal; workspaceId: string; request: UnlockRequest },
 ): Promise<StateResult<{ released: boolean }>> {
   const caller = callerOf(input.principal);
   // Who may force is decided with the lock in hand; releasing one's own lock needs lock access.
   const need = input.request.kind === "empty" || caller.isAdmin ? "read" : "lock";
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, need);
+  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, need);
   if (!ws.ok) {
     return ws;
   }
-  const lock = await loadLock(db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   const decision = decideUnlock(lock, input.request, caller);
   if (decision.kind === "none_held" || lock === null) {
     return ok({ released: false });
@@ -106,16 +106,18 @@ export async function unlockState(
   if (decision.kind === "conflict") {
     return refuse("conflict", decision.message, { lockInfo: lock.info });
   }
-  return ok({ released: await release(db, ws.value, lock, caller.principalId, decision.isForced) });
+  const released = await release(deps, ws.value, lock, caller.principalId, decision.isForced);
+  return ok({ released });
 }
 
 async function release(
-  db: Database,
+  deps: Deps,
   ws: { id: string; orgId: string },
   lock: HeldLock,
   actor: string,
   isForced: boolean,
 ): Promise<boolean> {
+  const { db } = deps;
   const remove = deleteLockQuery(db, ws.id, lock.lockId);
   if (!isForced) {
     return (await remove).length > 0;
@@ -131,7 +133,7 @@ async function release(
         targetType: "workspace",
         targetId: ws.id,
         data: { lockId: lock.lockId, heldBy: lock.runId ?? lock.createdBy, info: lock.info },
-        now: Date.now(),
+        now: deps.now(),
       },
       PREVIOUS_STATEMENT_CHANGED,
     ),
@@ -152,15 +154,15 @@ export function presentLock(lock: HeldLock & { createdAt?: number }) {
 
 /** The workspace's state lock, for any reader. */
 export async function getStateLock(
-  db: Database,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
 ): Promise<StateResult<ReturnType<typeof presentLock> | null>> {
-  const ws = await openWorkspace(db, principal, workspaceId, "read");
+  const ws = await openWorkspace(deps.db, principal, workspaceId, "read");
   if (!ws.ok) {
     return ws;
   }
-  const lock = await loadLock(db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   return ok(lock ? presentLock(lock) : null);
 }
 
@@ -169,14 +171,14 @@ export async function getStateLock(
  * admin never breaks a lock taken after they looked.
  */
 export async function forceUnlockState(
-  db: Database,
+  deps: Deps,
   input: { principal: Principal; workspaceId: string; lockId: string | null },
 ): Promise<StateResult<{ released: ReturnType<typeof presentLock> | null }>> {
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, "admin");
+  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "admin");
   if (!ws.ok) {
     return ws;
   }
-  const lock = await loadLock(db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   if (lock === null) {
     return ok({ released: null });
   }
@@ -184,7 +186,7 @@ export async function forceUnlockState(
     return refuse("conflict", `the state is locked by lock ${lock.lockId}, not ${input.lockId}`);
   }
   const caller = callerOf(input.principal);
-  const released = await release(db, ws.value, lock, caller.principalId, true);
+  const released = await release(deps, ws.value, lock, caller.principalId, true);
   return ok({ released: released ? presentLock(lock) : null });
 }
 
@@ -192,8 +194,8 @@ export async function forceUnlockState(
  * Releases every state lock a run holds; called when the run reaches a terminal status.
  * Idempotent: a second call finds nothing. Audited per lock.
  */
-export function releaseRunStateLocks(db: Database, runId: string): Promise<number> {
-  return releaseLocks(db, findRunLocks(db, runId), { runId, reason: "the run ended" });
+export function releaseRunStateLocks(deps: Deps, runId: string): Promise<number> {
+  return releaseLocks(deps, findRunLocks(deps.db, runId), { runId, reason: "the run ended" });
 }
 
 /**
@@ -201,15 +203,16 @@ export function releaseRunStateLocks(db: Database, runId: string): Promise<numbe
  * canceled, errored, agent lost). Idempotent. Locks of ended jobs are also released on sight by
  * the next LOCK or write, as a safety net.
  */
-export function releaseJobStateLocks(db: Database, jobId: string): Promise<number> {
-  return releaseLocks(db, findJobLocks(db, jobId), { jobId, reason: "the job ended" });
+export function releaseJobStateLocks(deps: Deps, jobId: string): Promise<number> {
+  return releaseLocks(deps, findJobLocks(deps.db, jobId), { jobId, reason: "the job ended" });
 }
 
 async function releaseLocks(
-  db: Database,
+  deps: Deps,
   found: Promise<{ workspaceId: string; orgId: string; lockId: string; runId: string | null }[]>,
   why: { runId?: string; jobId?: string; reason: string },
 ): Promise<number> {
+  const { db } = deps;
   let released = 0;
   for (const lock of await found) {
     const [removed] = await db.batch([
@@ -223,7 +226,7 @@ async function releaseLocks(
           targetType: "workspace",
           targetId: lock.workspaceId,
           data: { lockId: lock.lockId, runId: lock.runId, ...why },
-          now: Date.now(),
+          now: deps.now(),
         },
         PREVIOUS_STATEMENT_CHANGED,
       ),

@@ -4,6 +4,7 @@
  * only by asking (`reveal`), and every such reveal is audited with the names it showed.
  */
 import { auditQuery } from "../audit/service.ts";
+import type { Deps } from "../deps.ts";
 import { refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
@@ -20,7 +21,6 @@ import {
   storedOutputs,
 } from "./outputs.ts";
 import { findCurrentVersion, type StateVersionRow } from "./queries.ts";
-import type { StateDeps } from "./service.ts";
 import { readableVersion } from "./versions.ts";
 
 export type VersionOutputs = {
@@ -34,13 +34,13 @@ export type VersionOutputs = {
 
 /** The outputs stored with a version, with every value (callers present them). */
 async function loadStored(
-  deps: StateDeps,
+  deps: Deps,
   version: StateVersionRow,
 ): Promise<Record<string, StoredOutput>> {
   if (version.outputsStatus !== "stored") {
     return {};
   }
-  const object = await deps.bucket.get(
+  const object = await deps.env.BLOBS.get(
     stateBlobKey({ ...version, stateVersionId: version.id }, "outputs"),
   );
   if (!object) {
@@ -51,7 +51,7 @@ async function loadStored(
 
 /** Refuses a reveal below admin; records one that is allowed (with the names it shows). */
 async function checkReveal(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   target: { workspaceId: string; stateVersionId: string | null; sensitiveNames: string[] },
 ): Promise<StateResult<null>> {
@@ -66,7 +66,7 @@ async function checkReveal(
       targetType: "workspace",
       targetId: target.workspaceId,
       data: { stateVersionId: target.stateVersionId, outputs: target.sensitiveNames },
-      now: Date.now(),
+      now: deps.now(),
     });
   }
   return ok(null);
@@ -77,7 +77,7 @@ function sensitiveNames(stored: Record<string, StoredOutput>): string[] {
 }
 
 async function present(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   version: StateVersionRow,
   reveal: boolean,
@@ -108,7 +108,7 @@ async function present(
  * `outputsStatus`.
  */
 export async function readOutputs(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   reveal = false,
@@ -137,7 +137,7 @@ export async function readOutputs(
 
 /** One version's outputs, with the same rules as {@link readOutputs}. */
 export async function readVersionOutputs(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   stateVersionId: string,
@@ -152,7 +152,7 @@ export async function readVersionOutputs(
  * full, so a sensitive output that changed says so without showing either value.
  */
 export async function diffVersionOutputs(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   ids: { fromId: string; toId: string },

@@ -92,17 +92,14 @@ async function handleWrite(c: Context<AppEnv>): Promise<Response> {
   if (body === null) {
     throw new Error("no body stream");
   }
-  const result = await writeState(
-    { db: c.var.db, bucket: c.env.BLOBS },
-    {
-      principal: principal(c),
-      workspaceId: id,
-      lockId: query.data.ID ?? null,
-      body,
-      contentLength: c.req.raw.body === null ? 0 : contentLength,
-      contentMd5,
-    },
-  );
+  const result = await writeState(c.var.deps, {
+    principal: principal(c),
+    workspaceId: id,
+    lockId: query.data.ID ?? null,
+    body,
+    contentLength: c.req.raw.body === null ? 0 : contentLength,
+    contentMd5,
+  });
   const outcome = unwrap(c, result);
   if (outcome instanceof Response) {
     return outcome;
@@ -151,7 +148,7 @@ async function handleLock(c: Context<AppEnv>): Promise<Response> {
   if (body.kind === "empty") {
     throw new ApiError("BAD_REQUEST", "LOCK needs the lock info as its body");
   }
-  const result = await lockState(c.var.db, {
+  const result = await lockState(c.var.deps, {
     principal: principal(c),
     workspaceId: id,
     info: body.info,
@@ -168,7 +165,11 @@ async function handleUnlock(c: Context<AppEnv>): Promise<Response> {
   const body = await lockBody(c);
   const request: UnlockRequest =
     body.kind === "empty" ? body : { kind: "info", id: body.info.ID, text: body.text };
-  const result = await unlockState(c.var.db, { principal: principal(c), workspaceId: id, request });
+  const result = await unlockState(c.var.deps, {
+    principal: principal(c),
+    workspaceId: id,
+    request,
+  });
   const outcome = unwrap(c, result);
   return outcome instanceof Response ? outcome : c.json(outcome, 200);
 }
@@ -189,11 +190,7 @@ const lockLimit = limitBody(LOCK_INFO_MAX_BYTES);
 
 export const stateRoutes = new Hono<AppEnv>()
   .get("/:workspaceId", read, async (c) => {
-    const result = await readState(
-      { db: c.var.db, bucket: c.env.BLOBS },
-      principal(c),
-      workspaceId(c),
-    );
+    const result = await readState(c.var.deps, principal(c), workspaceId(c));
     const state = unwrap(c, result);
     if (state instanceof Response) {
       return state;
@@ -210,11 +207,7 @@ export const stateRoutes = new Hono<AppEnv>()
   })
   .on(["POST", "PUT"], "/:workspaceId", write, handleWrite)
   .delete("/:workspaceId", admin, async (c) => {
-    const result = await deleteState(
-      { db: c.var.db, bucket: c.env.BLOBS },
-      principal(c),
-      workspaceId(c),
-    );
+    const result = await deleteState(c.var.deps, principal(c), workspaceId(c));
     const outcome = unwrap(c, result);
     return outcome instanceof Response ? outcome : c.json(outcome, 200);
   })

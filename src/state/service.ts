@@ -4,8 +4,8 @@
  */
 
 import { auditWhereQuery } from "../audit/service.ts";
-import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
+import type { Deps } from "../deps.ts";
 import { toHex } from "../lib/crypto.ts";
 import { refuse } from "../lib/reason.ts";
 import { fail, ok } from "../lib/result.ts";
@@ -32,8 +32,6 @@ import {
 } from "./queries.ts";
 import { sharedOutputs } from "./remote-state.ts";
 
-export type StateDeps = { db: Database; bucket: R2Bucket };
-
 export type StateBody = {
   body: ReadableStream<Uint8Array>;
   sizeBytes: number;
@@ -51,11 +49,8 @@ export function md5Base64(md5Hex: string): string {
 }
 
 /** Opens a version's body as a stream from R2. Throws if the object is missing (data loss). */
-export async function openVersionBody(
-  deps: StateDeps,
-  version: StateVersionRow,
-): Promise<StateBody> {
-  const object = await deps.bucket.get(version.r2Key);
+export async function openVersionBody(deps: Deps, version: StateVersionRow): Promise<StateBody> {
+  const object = await deps.env.BLOBS.get(version.r2Key);
   if (!object) {
     throw new Error(`state object ${version.r2Key} of ${version.id} is missing from R2`);
   }
@@ -68,7 +63,7 @@ export async function openVersionBody(
  * it shares them with the job's workspace.
  */
 export async function readState(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
 ): Promise<StateResult<StateBody | null>> {
@@ -104,7 +99,7 @@ export type WriteOutcome = { version: StateVersionRow; isNoop: boolean };
  * the same statement, so a concurrent writer cannot slip between check and write.
  */
 export async function writeState(
-  deps: StateDeps,
+  deps: Deps,
   input: WriteInput,
 ): Promise<StateResult<WriteOutcome>> {
   const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "write");
@@ -112,7 +107,7 @@ export async function writeState(
     return ws;
   }
   const caller = callerOf(input.principal);
-  const lock = await loadLock(deps.db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   const lockCheck = checkWriteLock(lock, input.lockId, caller);
   if (!lockCheck.ok) {
     return refuse("conflict", lockCheck.reason, lock ? { lockInfo: lock.info } : {});
@@ -127,13 +122,13 @@ export async function writeState(
     stateVersionId: newId("stateVersion"),
   };
   const key = stateBlobKey(ref, "state");
-  const ingested = await ingestState(deps.bucket, key, input.body, input.contentLength);
+  const ingested = await ingestState(deps.env.BLOBS, key, input.body, input.contentLength);
   if (!ingested.ok) {
     return ingested;
   }
   const md5Hex = toHex(ingested.value.md5);
   if (input.contentMd5 !== null && toHex(input.contentMd5) !== md5Hex) {
-    await deps.bucket.delete(key);
+    await deps.env.BLOBS.delete(key);
     return refuse("invalid", "Content-MD5 does not match the body");
   }
   const result = await commitVersion(deps, {
@@ -142,25 +137,25 @@ export async function writeState(
     guard: { lockId: lockCheck.value, principalId: caller.principalId },
     principal: input.principal,
     restoredFromId: null,
-    recheck: () => recheckLocks(deps.db, input, caller),
+    recheck: () => recheckLocks(deps, input, caller),
   });
   if (!result.ok || result.value.isNoop) {
-    await deps.bucket.delete([key, stateBlobKey(ref, "outputs")]);
+    await deps.env.BLOBS.delete([key, stateBlobKey(ref, "outputs")]);
   }
   return result;
 }
 
 /** Re-reads the state lock and the workspace lock after a guarded insert failed. */
 async function recheckLocks(
-  db: Database,
+  deps: Deps,
   input: WriteInput,
   caller: ReturnType<typeof callerOf>,
 ): Promise<StateReason | null> {
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, "write");
+  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "write");
   if (!ws.ok) {
     return ws.reason;
   }
-  const lock = await loadLock(db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   const lockCheck = checkWriteLock(lock, input.lockId, caller);
   if (!lockCheck.ok) {
     return refuse("conflict", lockCheck.reason, lock ? { lockInfo: lock.info } : {}).reason;
@@ -190,13 +185,13 @@ function outputsStatus(header: StateHeader): StateVersionRow["outputsStatus"] {
  * changed the state between the read and the guarded insert.
  */
 export async function commitVersion(
-  deps: StateDeps,
+  deps: Deps,
   commit: Commit,
 ): Promise<StateResult<WriteOutcome>> {
   const { header, md5, sizeBytes } = commit.ingested;
   const md5Hex = toHex(md5);
   if (header.outputs.status === "stored") {
-    await deps.bucket.put(stateBlobKey(commit.ref, "outputs"), header.outputs.json, {
+    await deps.env.BLOBS.put(stateBlobKey(commit.ref, "outputs"), header.outputs.json, {
       httpMetadata: { contentType: "application/json" },
     });
   }
@@ -213,7 +208,7 @@ export async function commitVersion(
     if (decision.kind === "noop" && current) {
       return ok({ version: current, isNoop: true });
     }
-    const now = Date.now();
+    const now = deps.now();
     const row: StateVersionRow = {
       id: commit.ref.stateVersionId,
       orgId: commit.ref.orgId,
@@ -278,7 +273,7 @@ export async function commitVersion(
  * user lock. Audited when something was deleted.
  */
 export async function deleteState(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
 ): Promise<StateResult<{ discarded: number }>> {
@@ -287,7 +282,7 @@ export async function deleteState(
     return ws;
   }
   const caller = callerOf(principal);
-  const lock = await loadLock(deps.db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   if (lock !== null && lock.createdBy !== caller.principalId) {
     return refuse(
       "conflict",
@@ -299,7 +294,7 @@ export async function deleteState(
   if (!wsLock.ok) {
     return refuse("conflict", wsLock.reason);
   }
-  const now = Date.now();
+  const now = deps.now();
   const [discarded] = await deps.db.batch([
     discardLiveVersionsQuery(deps.db, workspaceId, now),
     auditWhereQuery(

@@ -3,6 +3,7 @@
  * version's body again as a new version with a higher serial. Outputs are `output-reads.ts`.
  */
 import { newId } from "../db/ids.ts";
+import type { Deps } from "../deps.ts";
 import { decodeCursor, takePage } from "../lib/paging.ts";
 import { refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
@@ -18,7 +19,7 @@ import {
   listVersionRows,
   type StateVersionRow,
 } from "./queries.ts";
-import { commitVersion, openVersionBody, type StateBody, type StateDeps } from "./service.ts";
+import { commitVersion, openVersionBody, type StateBody } from "./service.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -46,7 +47,7 @@ export type PresentedVersion = ReturnType<typeof presentVersion>;
 
 /** A page of the workspace's versions, newest first. */
 export async function listVersions(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   page: { limit: number; cursor?: string | undefined },
@@ -74,7 +75,7 @@ export async function listVersions(
 
 /** A version of a workspace the caller may read, or the refusal. */
 export async function readableVersion(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   stateVersionId: string,
@@ -89,7 +90,7 @@ export async function readableVersion(
 
 /** One version's metadata. */
 export async function getVersion(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   stateVersionId: string,
@@ -104,7 +105,7 @@ export async function getVersion(
 
 /** One version's body, streamed from R2. */
 export async function downloadVersion(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   stateVersionId: string,
@@ -163,7 +164,7 @@ function splice(
  * or user-locked by someone else, for the current version itself, and across lineages.
  */
 export async function rollbackState(
-  deps: StateDeps,
+  deps: Deps,
   input: { principal: Principal; workspaceId: string; stateVersionId: string },
 ): Promise<StateResult<PresentedVersion>> {
   const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "admin");
@@ -175,7 +176,7 @@ export async function rollbackState(
     return refuse("not_found", `state version ${input.stateVersionId} not found`);
   }
   const caller = callerOf(input.principal);
-  const lock = await loadLock(deps.db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   if (lock) {
     return refuse(
       "conflict",
@@ -197,7 +198,7 @@ export async function rollbackState(
       `lineage mismatch: version ${version.id} has lineage ${version.lineage}, the state has ${current.lineage}`,
     );
   }
-  const span = await serialSpan(deps.bucket, version.r2Key);
+  const span = await serialSpan(deps.env.BLOBS, version.r2Key);
   if (!span) {
     throw new Error(`stored state ${version.id} has no serial`);
   }
@@ -208,10 +209,10 @@ export async function rollbackState(
     workspaceId: ws.value.id,
     stateVersionId: newId("stateVersion"),
   };
-  const spliced = splice(deps.bucket, version.r2Key, span, replacement);
+  const spliced = splice(deps.env.BLOBS, version.r2Key, span, replacement);
   const length = version.sizeBytes - (span.end - span.start) + replacement.length;
   const [ingested] = await Promise.all([
-    ingestState(deps.bucket, stateBlobKey(ref, "state"), spliced.body, length),
+    ingestState(deps.env.BLOBS, stateBlobKey(ref, "state"), spliced.body, length),
     spliced.done,
   ]);
   if (!ingested.ok) {
@@ -228,7 +229,7 @@ export async function rollbackState(
     recheck: async () => null,
   });
   if (!result.ok) {
-    await deps.bucket.delete([stateBlobKey(ref, "state"), stateBlobKey(ref, "outputs")]);
+    await deps.env.BLOBS.delete([stateBlobKey(ref, "state"), stateBlobKey(ref, "outputs")]);
     return result;
   }
   return ok(presentVersion(result.value.version, result.value.version.id));

@@ -49,7 +49,7 @@ export const tokenRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const body = c.req.valid("json");
-      const created = await createOrgToken(c.var.db, {
+      const created = await createOrgToken(c.var.deps, {
         orgId: principal.orgId,
         role: body.role,
         description: body.description,
@@ -95,7 +95,7 @@ export const tokenRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { tokenId } = c.req.valid("param");
-      const result = await revokeOrgToken(c.var.db, {
+      const result = await revokeOrgToken(c.var.deps, {
         orgId: principal.orgId,
         id: tokenId,
         actor: principal.tokenId,

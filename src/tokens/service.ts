@@ -4,6 +4,7 @@ import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { orgTokens } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 import { generateToken, hashToken, type Role } from "./model.ts";
@@ -29,11 +30,12 @@ export function presentOrgToken(row: OrgTokenRow) {
 
 /** Creates an org token; the returned secret is the only copy that will ever exist. */
 export async function createOrgToken(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; role: Role; description: string; actor: string },
 ) {
+  const { db } = deps;
   const secret = generateToken("org");
-  const now = Date.now();
+  const now = deps.now();
   const row = {
     id: newId("orgToken"),
     orgId: input.orgId,
@@ -69,9 +71,10 @@ export async function listTokens(db: Database, orgId: string) {
  * org's last active owner token, which would leave nobody able to manage the org.
  */
 export async function revokeOrgToken(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; id: string; actor: string },
 ): Promise<Outcome<ReturnType<typeof presentOrgToken>, "not_found" | "conflict">> {
+  const { db } = deps;
   const token = await getOrgToken(db, input.orgId, input.id);
   if (!token) {
     return refuse("not_found", `token ${input.id} not found`);
@@ -97,7 +100,7 @@ export async function revokeOrgToken(
       );
     }
   }
-  const now = Date.now();
+  const now = deps.now();
   await db.batch([
     revokeOrgTokenQuery(db, input.orgId, input.id, now),
     auditQuery(db, {

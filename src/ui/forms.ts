@@ -67,7 +67,12 @@ export async function readForm<T extends z.ZodType>(
 /** What the layout needs to know about the signed-in token. */
 export function viewerOf(c: Context<UiEnv>): Viewer {
   const s = c.var.session;
-  return { role: s.role, tokenDescription: s.tokenDescription, csrf: s.csrf };
+  return {
+    role: s.role,
+    tokenDescription: s.tokenDescription,
+    csrf: s.csrf,
+    now: c.var.deps.now(),
+  };
 }
 
 /** Post/redirect/get: a fixed notice key, never free text, so no message can be reflected. */

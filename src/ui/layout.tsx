@@ -7,7 +7,8 @@ import type { Child } from "hono/jsx";
 import { type Role, roleAtLeast } from "../tokens/model.ts";
 import { CSRF_FIELD } from "./session.ts";
 
-export type Viewer = { role: Role; tokenDescription: string; csrf: string };
+/** Who is looking, and when the page is rendered (the request's clock, for relative times). */
+export type Viewer = { role: Role; tokenDescription: string; csrf: string; now: number };
 
 const NAV = [
   { href: "/ui/pools", label: "Agent pools", key: "pools", role: "reader" },
@@ -147,15 +148,16 @@ export function relativeTime(iso: string, nowMs: number): string {
 
 /**
  * A time as people read it: relative ("12 s ago", kept current by the page script) with the
- * absolute UTC time on hover and in `datetime`; "never" for null.
+ * absolute UTC time on hover and in `datetime`; "never" for null. `now` is when the page is
+ * rendered.
  */
-export function Time(props: { iso: string | null | undefined }) {
+export function Time(props: { iso: string | null | undefined; now: number }) {
   if (!props.iso) {
     return <span class="muted">never</span>;
   }
   return (
     <time datetime={props.iso} title={absoluteTime(props.iso)} data-relative="">
-      {relativeTime(props.iso, Date.now())}
+      {relativeTime(props.iso, props.now)}
     </time>
   );
 }

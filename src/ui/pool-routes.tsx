@@ -59,7 +59,7 @@ async function ownerData(c: Context<UiEnv>, poolId: string) {
     return { tokens: null, trusts: null };
   }
   const [tokens, trusts] = await Promise.all([
-    listAgentTokens(c.var.db, c.env, orgId, poolId),
+    listAgentTokens(c.var.deps, orgId, poolId),
     listTrusts(c.var.db, orgId, poolId),
   ]);
   return { tokens: valueOrThrow(tokens), trusts: valueOrThrow(trusts) };
@@ -101,7 +101,7 @@ export const poolPages = new Hono<UiEnv>()
       z.strictObject({ name: PoolName, description: z.string().max(500).default("") }),
     );
     const { session } = c.var;
-    const result = await createPool(c.var.db, c.env, {
+    const result = await createPool(c.var.deps, {
       orgId: session.orgId,
       actor: session.tokenId,
       name: form.name,
@@ -120,7 +120,8 @@ export const poolPages = new Hono<UiEnv>()
   .get("/:poolId/live.json", async (c) => {
     const poolId = idOf(c, "poolId", "pool");
     const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
-    const agents = await (<AgentRows agents={detail.agents} />).toString();
+    const now = c.var.deps.now();
+    const agents = await (<AgentRows agents={detail.agents} now={now} />).toString();
     c.header("Cache-Control", "no-store");
     return c.json({ fragments: { agents } });
   })
@@ -131,7 +132,7 @@ export const poolPages = new Hono<UiEnv>()
       z.strictObject({ description: z.string().trim().min(1).max(200) }),
     );
     const { session } = c.var;
-    const result = await createAgentToken(c.var.db, {
+    const result = await createAgentToken(c.var.deps, {
       orgId: session.orgId,
       poolId,
       description: form.description,
@@ -149,7 +150,7 @@ export const poolPages = new Hono<UiEnv>()
     const tokenId = idOf(c, "tokenId", "atok");
     const form = await readForm(c, z.strictObject({ confirm: z.string().max(200) }));
     const { session } = c.var;
-    const tokens = await listAgentTokens(c.var.db, c.env, session.orgId, poolId);
+    const tokens = await listAgentTokens(c.var.deps, session.orgId, poolId);
     const token = tokens.ok ? tokens.value.find((t) => t.id === tokenId) : undefined;
     if (!token) {
       throw new ApiError("NOT_FOUND", `agent token ${tokenId} not found`);
@@ -160,7 +161,7 @@ export const poolPages = new Hono<UiEnv>()
         status: 400,
       });
     }
-    const result = await revokeAgentToken(c.var.db, c.env, {
+    const result = await revokeAgentToken(c.var.deps, {
       orgId: session.orgId,
       poolId,
       id: tokenId,
@@ -173,7 +174,7 @@ export const poolPages = new Hono<UiEnv>()
     const poolId = idOf(c, "poolId", "pool");
     const form = await readForm(c, TrustForm);
     const { session } = c.var;
-    const result = await createTrust(c.var.db, c.env, {
+    const result = await createTrust(c.var.deps, {
       ...form,
       orgId: session.orgId,
       poolId,
@@ -195,7 +196,7 @@ export const poolPages = new Hono<UiEnv>()
     const trustId = idOf(c, "trustId", "otr");
     await readForm(c, z.strictObject({}));
     const { session } = c.var;
-    const result = await deleteTrust(c.var.db, c.env, {
+    const result = await deleteTrust(c.var.deps, {
       orgId: session.orgId,
       poolId,
       id: trustId,

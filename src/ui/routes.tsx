@@ -84,7 +84,7 @@ function renderError(err: Error, c: Context<UiEnv>) {
 const loginPages = new Hono<AppEnv>()
   .get("/login", async (c) => {
     const secret = getCookie(c, SESSION_COOKIE);
-    if (secret && (await findSession(c.var.db, secret))) {
+    if (secret && (await findSession(c.var.deps, secret))) {
       return c.redirect(safeNext(c.req.query("next")), 303);
     }
     return c.html(<LoginPage csrf={issueLoginCsrf(c)} next={safeNext(c.req.query("next"))} />);
@@ -112,7 +112,7 @@ const loginPages = new Hono<AppEnv>()
           : "That is not a valid org token (op_org_…).";
       return c.html(<LoginPage csrf={issueLoginCsrf(c)} next={next} error={message} />, 401);
     }
-    await startSession(c, c.var.db, principal);
+    await startSession(c, c.var.deps, principal);
     return c.redirect(next, 303);
   });
 

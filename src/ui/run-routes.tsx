@@ -74,27 +74,25 @@ async function readTail(
   };
 }
 
-const deps = (c: Context<UiEnv>) => ({ db: c.var.db, env: c.env });
-
 const actions = {
   confirm: async (c: Context<UiEnv>, run: RunRow) => {
     const workspace = await resolveWorkspace(c.var.db, c.var.session.orgId, run.workspaceId);
     if (!workspace) {
       throw new ApiError("NOT_FOUND", "workspace not found");
     }
-    return confirmRun(deps(c), run, workspace, c.var.session.tokenId);
+    return confirmRun(c.var.deps, run, workspace, c.var.session.tokenId);
   },
-  discard: (c: Context<UiEnv>, run: RunRow) => discardRun(deps(c), run, c.var.session.tokenId),
-  cancel: (c: Context<UiEnv>, run: RunRow) => cancelRun(deps(c), run, c.var.session.tokenId),
+  discard: (c: Context<UiEnv>, run: RunRow) => discardRun(c.var.deps, run, c.var.session.tokenId),
+  cancel: (c: Context<UiEnv>, run: RunRow) => cancelRun(c.var.deps, run, c.var.session.tokenId),
   "force-cancel": (c: Context<UiEnv>, run: RunRow) =>
-    forceCancelRun(deps(c), run, c.var.session.tokenId),
+    forceCancelRun(c.var.deps, run, c.var.session.tokenId),
 } as const;
 
 export const runPages = new Hono<UiEnv>()
   .get("/:runId", async (c) => {
     const row = await runOf(c);
     const [waiting, workspace, logs, jobs] = await Promise.all([
-      whyWaiting(deps(c), row),
+      whyWaiting(c.var.deps, row),
       resolveWorkspace(c.var.db, c.var.session.orgId, row.workspaceId),
       Promise.all(phasesOf(row).map((phase) => readTail(c, row, phase, 0))),
       listRunJobs(c.var.db, [row.id]),
@@ -122,7 +120,7 @@ export const runPages = new Hono<UiEnv>()
       throw new ApiError("BAD_REQUEST", "planOffset and applyOffset must be whole byte offsets");
     }
     const [waiting, jobs] = await Promise.all([
-      whyWaiting(deps(c), row),
+      whyWaiting(c.var.deps, row),
       listRunJobs(c.var.db, [row.id]),
     ]);
     const run = presentRun(row, waiting, jobs.get(row.id));
@@ -138,9 +136,9 @@ export const runPages = new Hono<UiEnv>()
       ),
     );
     const [summary, actionsHtml, timeline, ...logHtml] = await Promise.all([
-      (<RunSummary run={run} />).toString(),
+      (<RunSummary run={run} now={viewer.now} />).toString(),
       (<RunActions viewer={viewer} row={row} />).toString(),
-      (<Timeline run={run} />).toString(),
+      (<Timeline run={run} now={viewer.now} />).toString(),
       ...logs.map((log) => (<LogText text={log.text} />).toString()),
     ]);
     // While a log is still empty its placeholder follows the run (queued → waiting → started);

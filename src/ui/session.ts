@@ -8,9 +8,9 @@
 import { and, eq, gt, isNotNull, isNull, lt, or } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { orgTokens, sessions } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { randomBase64Url, sha256Hex, timingSafeEqualString } from "../lib/crypto.ts";
@@ -63,11 +63,12 @@ function csrfFor(secret: string): Promise<string> {
 /** Starts a session for an authenticated org token and sets its cookie. */
 export async function startSession(
   c: Context,
-  db: Database,
+  deps: Pick<Deps, "db" | "now">,
   principal: { orgId: string; tokenId: string },
 ): Promise<void> {
+  const { db } = deps;
   const secret = randomBase64Url(32);
-  const now = Date.now();
+  const now = deps.now();
   await db.batch([
     db.insert(sessions).values({
       id: newId("session"),
@@ -92,9 +93,12 @@ export async function startSession(
 }
 
 /** The live session of a cookie secret, or null when unknown, expired, signed out or revoked. */
-export async function findSession(db: Database, secret: string): Promise<UiSession | null> {
-  const now = Date.now();
-  const [row] = await db
+export async function findSession(
+  deps: Pick<Deps, "db" | "now">,
+  secret: string,
+): Promise<UiSession | null> {
+  const now = deps.now();
+  const [row] = await deps.db
     .select({
       id: sessions.id,
       orgId: sessions.orgId,
@@ -126,7 +130,7 @@ export async function findSession(db: Database, secret: string): Promise<UiSessi
 export async function endSession(c: Context<UiEnv>): Promise<void> {
   await c.var.db
     .update(sessions)
-    .set({ revokedAt: Date.now() })
+    .set({ revokedAt: c.var.deps.now() })
     .where(eq(sessions.id, c.var.session.id));
   deleteCookie(c, SESSION_COOKIE, { path: "/ui", secure: !isLoopback(c) });
 }
@@ -138,7 +142,7 @@ export async function endSession(c: Context<UiEnv>): Promise<void> {
 export function requireSession(): MiddlewareHandler<UiEnv> {
   return async function session(c, next) {
     const secret = getCookie(c, SESSION_COOKIE);
-    const found = secret ? await findSession(c.var.db, secret) : null;
+    const found = secret ? await findSession(c.var.deps, secret) : null;
     if (!found) {
       if (c.req.method === "GET" && !c.req.path.endsWith(".json")) {
         const back = new URL(c.req.url);
@@ -148,7 +152,7 @@ export function requireSession(): MiddlewareHandler<UiEnv> {
     }
     c.set("session", found);
     // Using the dashboard is using the token: record it like the API does, at most once a minute.
-    const now = Date.now();
+    const now = c.var.deps.now();
     if (found.tokenLastUsedAt === null || found.tokenLastUsedAt < now - LAST_USED_RESOLUTION_MS) {
       c.executionCtx.waitUntil(
         touchToken(c.var.db, "org", found.tokenId, now, LAST_USED_RESOLUTION_MS).catch(

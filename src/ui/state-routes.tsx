@@ -33,8 +33,6 @@ async function workspaceOf(c: Context<UiEnv>) {
   return row;
 }
 
-const deps = (c: Context<UiEnv>) => ({ db: c.var.db, bucket: c.env.BLOBS });
-
 /** The page, with outputs revealed when an admin asked for them (by POST, so it is audited). */
 async function renderState(c: Context<UiEnv>, reveal: boolean) {
   const ws = await workspaceOf(c);
@@ -44,8 +42,8 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
     throw new ApiError("BAD_REQUEST", "that link to older versions is not valid");
   }
   const [outputs, versions] = await Promise.all([
-    readOutputs(deps(c), principal, ws.id, reveal).then(valueOrThrow),
-    listVersions(deps(c), principal, ws.id, page.data).then(valueOrThrow),
+    readOutputs(c.var.deps, principal, ws.id, reveal).then(valueOrThrow),
+    listVersions(c.var.deps, principal, ws.id, page.data).then(valueOrThrow),
   ]);
   const from = c.req.query("from");
   const to = c.req.query("to");
@@ -58,7 +56,7 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
     diff = {
       from,
       to,
-      changes: valueOrThrow(await diffVersionOutputs(deps(c), principal, ws.id, ids)),
+      changes: valueOrThrow(await diffVersionOutputs(c.var.deps, principal, ws.id, ids)),
     };
   }
   return c.html(
@@ -87,7 +85,7 @@ export const statePages = new Hono<UiEnv>()
   .get("/:workspaceId/state/versions/:stateVersionId/download", async (c) => {
     const ws = await workspaceOf(c);
     const versionId = idOf(c, "stateVersionId", "sv");
-    const state = valueOrThrow(await downloadVersion(deps(c), principalOf(c), ws.id, versionId));
+    const state = valueOrThrow(await downloadVersion(c.var.deps, principalOf(c), ws.id, versionId));
     return new Response(state.body, {
       status: 200,
       headers: {
@@ -106,13 +104,13 @@ export const statePages = new Hono<UiEnv>()
       const form = await readForm(c, z.strictObject({ confirm: z.string().max(100) }));
       const ws = await workspaceOf(c);
       const versionId = idOf(c, "stateVersionId", "sv");
-      const target = valueOrThrow(await getVersion(deps(c), principalOf(c), ws.id, versionId));
+      const target = valueOrThrow(await getVersion(c.var.deps, principalOf(c), ws.id, versionId));
       // The typed text is checked here too, so the form works without the script.
       if (form.confirm.trim() !== `serial ${target.serial}`) {
         throw new ApiError("BAD_REQUEST", `type "serial ${target.serial}" to confirm the rollback`);
       }
       valueOrThrow(
-        await rollbackState(deps(c), {
+        await rollbackState(c.var.deps, {
           principal: principalOf(c),
           workspaceId: ws.id,
           stateVersionId: versionId,

@@ -40,7 +40,7 @@ export const tokenPages = new Hono<UiEnv>()
       c,
       z.strictObject({ description: z.string().trim().min(1).max(200), role: z.enum(ROLES) }),
     );
-    const created = await createOrgToken(c.var.db, {
+    const created = await createOrgToken(c.var.deps, {
       orgId: c.var.session.orgId,
       role: form.role,
       description: form.description,
@@ -65,7 +65,7 @@ export const tokenPages = new Hono<UiEnv>()
         status: 400,
       });
     }
-    const result = await revokeOrgToken(c.var.db, {
+    const result = await revokeOrgToken(c.var.deps, {
       orgId: session.orgId,
       id: tokenId,
       actor: session.tokenId,

@@ -62,7 +62,7 @@ export const workspacePages = new Hono<UiEnv>()
   .get("/:workspaceId", async (c) => {
     const row = await workspaceOf(c);
     const { orgId } = c.var.session;
-    const deps = { db: c.var.db, env: c.env };
+    const { deps } = c.var;
     const [pools, runRows, variables] = await Promise.all([
       listPools(c.var.db, orgId),
       listRunsPage(c.var.db, { orgId, workspaceId: row.id }, { limit: 20 }),
@@ -91,7 +91,7 @@ export const workspacePages = new Hono<UiEnv>()
         poolId: z.union([z.literal(""), z.string().regex(/^pool_[a-z2-7]{26}$/)]),
       }),
     );
-    const result = await updateWorkspace(c.var.db, {
+    const result = await updateWorkspace(c.var.deps, {
       orgId: c.var.session.orgId,
       ref: row.id,
       actor: c.var.session.tokenId,
@@ -106,7 +106,7 @@ export const workspacePages = new Hono<UiEnv>()
       c,
       z.strictObject({ enabled: Checkbox, audience: z.string().trim().max(500).default("") }),
     );
-    const result = await updateWorkspace(c.var.db, {
+    const result = await updateWorkspace(c.var.deps, {
       orgId: c.var.session.orgId,
       ref: row.id,
       actor: c.var.session.tokenId,
@@ -121,7 +121,7 @@ export const workspacePages = new Hono<UiEnv>()
   .post("/:workspaceId/lock", requireUiRole("member"), async (c) => {
     const row = await workspaceOf(c);
     await readForm(c, z.strictObject({}));
-    const result = await lockWorkspace(c.var.db, {
+    const result = await lockWorkspace(c.var.deps, {
       orgId: c.var.session.orgId,
       ref: row.id,
       tokenId: c.var.session.tokenId,
@@ -134,7 +134,7 @@ export const workspacePages = new Hono<UiEnv>()
     const row = await workspaceOf(c);
     await readForm(c, z.strictObject({}));
     const isAdmin = roleAtLeast(c.var.session.role, "admin");
-    const result = await unlockWorkspace(c.var.db, {
+    const result = await unlockWorkspace(c.var.deps, {
       orgId: c.var.session.orgId,
       ref: row.id,
       tokenId: c.var.session.tokenId,
@@ -161,7 +161,7 @@ export const workspacePages = new Hono<UiEnv>()
         hcl: Checkbox,
       }),
     );
-    const result = await putVariable(c.var.db, {
+    const result = await putVariable(c.var.deps, {
       orgId: c.var.session.orgId,
       workspaceId: row.id,
       key: form.key,
@@ -185,7 +185,7 @@ export const workspacePages = new Hono<UiEnv>()
     if (!category.success) {
       throw new ApiError("NOT_FOUND", "variable not found");
     }
-    const result = await deleteVariable(c.var.db, {
+    const result = await deleteVariable(c.var.deps, {
       orgId: c.var.session.orgId,
       workspaceId: row.id,
       key: c.req.param("key"),
@@ -204,7 +204,7 @@ export const workspacePages = new Hono<UiEnv>()
         message: z.string().max(2000).default(""),
       }),
     );
-    const result = await createRun({ db: c.var.db, env: c.env }, row, {
+    const result = await createRun(c.var.deps, row, {
       operation: form.operation,
       message: form.message,
       source: "ui",

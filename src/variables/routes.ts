@@ -139,7 +139,7 @@ export const variableRoutes = newRouter()
         });
       }
       const { principal, workspace } = await workspaceOf(c, workspaceId);
-      const result = await putVariable(c.var.db, {
+      const result = await putVariable(c.var.deps, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         key,
@@ -169,7 +169,7 @@ export const variableRoutes = newRouter()
     async (c) => {
       const { workspaceId, key } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId);
-      const result = await deleteVariable(c.var.db, {
+      const result = await deleteVariable(c.var.deps, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         key,

@@ -8,6 +8,7 @@ import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { variables } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { type Keyring, type KeyringError, loadKeyring, open, seal } from "../lib/encryption.ts";
 import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
@@ -130,9 +131,10 @@ type PutInput = {
  * (replace semantics); an omitted value keeps the stored one. Returns whether it was created.
  */
 export async function putVariable(
-  db: Database,
+  deps: Deps,
   input: PutInput,
 ): Promise<VariableResult<{ variable: Variable; created: boolean }>> {
+  const { db } = deps;
   const [existing] = await findVariables(db, input.workspaceId, input.key, input.write.category);
   const decided = planWrite(existing, input.key, input.write);
   if (!decided.ok) {
@@ -165,7 +167,7 @@ export async function putVariable(
       stored = { value: plaintext, ciphertext: null, keyId: null };
     }
   }
-  const now = Math.max(Date.now(), (existing?.updatedAt ?? 0) + 1);
+  const now = Math.max(deps.now(), (existing?.updatedAt ?? 0) + 1);
   const fields = {
     ...stored,
     isHcl: input.write.hcl,
@@ -236,15 +238,16 @@ export async function putVariable(
 
 /** Deletes the variable; the category is needed only when the key exists in both. */
 export async function deleteVariable(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; workspaceId: string; key: string; category?: Category; actor: string },
 ): Promise<VariableResult<Variable>> {
+  const { db } = deps;
   const found = await findVariable(db, input.workspaceId, input.key, input.category);
   if (!found.ok) {
     return found;
   }
   const row = found.value;
-  const now = Date.now();
+  const now = deps.now();
   await db.batch([
     deleteVariableQuery(db, row.id),
     auditQuery(db, {
@@ -316,11 +319,8 @@ export async function loadVariablesForJob(
  * Re-encrypts up to `limit` sensitive values sealed with a key other than the primary one, so an
  * old key can be dropped from `ENCRYPTION_KEY`. Returns how many were re-sealed; run until 0.
  */
-export async function reencryptVariables(
-  env: { ENCRYPTION_KEY?: string },
-  db: Database,
-  limit = 100,
-): Promise<number> {
+export async function reencryptVariables(deps: Deps, limit = 100): Promise<number> {
+  const { db, env } = deps;
   const keyring = await requireKeyring(env.ENCRYPTION_KEY, "cannot rotate");
   let count = 0;
   for (const row of await rowsSealedWithOtherKeys(db, keyring.primaryId, limit)) {

@@ -9,6 +9,7 @@ import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { randomBase64Url } from "../lib/crypto.ts";
 import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
@@ -43,7 +44,7 @@ function hookNotFound(id: string) {
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** The public shape of a hook: its webhook URL, never its secrets. */
-export function presentHook(row: HookRow, origin: string, now = Date.now()) {
+export function presentHook(row: HookRow, origin: string, now: number) {
   const graceActive = row.previousSecretExpiresAt !== null && row.previousSecretExpiresAt > now;
   return {
     id: row.id,
@@ -64,8 +65,7 @@ function newSecret(): string {
 
 /** Creates a hook; the returned secret is the only copy in clear that will ever exist. */
 export async function createHook(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: {
     orgId: string;
     provider: Provider;
@@ -74,13 +74,14 @@ export async function createHook(
     actor: string;
   },
 ): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable">> {
+  const { db, env } = deps;
   const keyring = await hookKeyring(env);
   if (!keyring.ok) {
     return keyring;
   }
   const id = newId("vcsHook");
   const secret = newSecret();
-  const now = Date.now();
+  const now = deps.now();
   const row: HookRow = {
     id,
     orgId: input.orgId,
@@ -131,12 +132,13 @@ export function findHookById(db: Database, id: string): Promise<HookRow | undefi
 
 /** Changes description and/or repository scope. */
 export async function updateHook(
-  db: Database,
+  deps: Deps,
   hook: HookRow,
   patch: { description?: string | undefined; repoUrl?: string | null | undefined },
   actor: string,
 ): Promise<Outcome<HookRow, "not_found">> {
-  const now = Date.now();
+  const { db } = deps;
+  const now = deps.now();
   const values = {
     ...(patch.description === undefined ? {} : { description: patch.description }),
     ...(patch.repoUrl === undefined ? {} : { repoUrl: patch.repoUrl }),
@@ -159,7 +161,8 @@ export async function updateHook(
 }
 
 /** Deletes the hook and its delivery records; its URL answers 404 from now on. */
-export async function deleteHook(db: Database, hook: HookRow, actor: string): Promise<void> {
+export async function deleteHook(deps: Deps, hook: HookRow, actor: string): Promise<void> {
+  const { db } = deps;
   await db.batch([
     db.delete(vcsDeliveries).where(eq(vcsDeliveries.hookId, hook.id)),
     db.delete(vcsHooks).where(eq(vcsHooks.id, hook.id)),
@@ -169,7 +172,7 @@ export async function deleteHook(db: Database, hook: HookRow, actor: string): Pr
       action: "vcs_hook.delete",
       targetType: "vcs_hook",
       targetId: hook.id,
-      now: Date.now(),
+      now: deps.now(),
     }),
   ]);
 }
@@ -180,18 +183,18 @@ export async function deleteHook(db: Database, hook: HookRow, actor: string): Pr
  * is ever kept.
  */
 export async function rotateHookSecret(
-  db: Database,
-  env: Env,
+  deps: Deps,
   hook: HookRow,
   graceSeconds: number,
   actor: string,
 ): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable" | "not_found">> {
+  const { db, env } = deps;
   const keyring = await hookKeyring(env);
   if (!keyring.ok) {
     return keyring;
   }
   const secret = newSecret();
-  const now = Date.now();
+  const now = deps.now();
   const [updated] = await db.batch([
     db
       .update(vcsHooks)
@@ -223,11 +226,11 @@ export async function rotateHookSecret(
  * left out rather than failing the delivery with a 500.
  */
 export async function acceptedSecrets(
-  env: Env,
+  deps: Deps,
   hook: HookRow,
-  now: number,
 ): Promise<Outcome<string[], "unavailable">> {
-  const keyring = await hookKeyring(env);
+  const now = deps.now();
+  const keyring = await hookKeyring(deps.env);
   if (!keyring.ok) {
     return keyring;
   }

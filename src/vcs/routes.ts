@@ -113,7 +113,7 @@ export const vcsHookRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const body = c.req.valid("json");
-      const created = await createHook(c.var.db, c.env, {
+      const created = await createHook(c.var.deps, {
         orgId: principal.orgId,
         provider: body.provider,
         repoUrl: body.repoUrl,
@@ -121,7 +121,7 @@ export const vcsHookRoutes = newRouter()
         actor: principal.tokenId,
       });
       const { row, secret } = valueOrThrow(created);
-      return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 201);
+      return c.json({ ...presentHook(row, origin(c.req.url), c.var.deps.now()), secret }, 201);
     },
   )
   .openapi(
@@ -140,7 +140,10 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const rows = await listHooks(c.var.db, orgPrincipal(c).orgId);
-      return c.json({ hooks: rows.map((r) => presentHook(r, origin(c.req.url))) }, 200);
+      return c.json(
+        { hooks: rows.map((r) => presentHook(r, origin(c.req.url), c.var.deps.now())) },
+        200,
+      );
     },
   )
   .openapi(
@@ -162,7 +165,7 @@ export const vcsHookRoutes = newRouter()
       const hook = valueOrThrow(
         await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId),
       );
-      return c.json(presentHook(hook, origin(c.req.url)), 200);
+      return c.json(presentHook(hook, origin(c.req.url), c.var.deps.now()), 200);
     },
   )
   .openapi(
@@ -186,9 +189,9 @@ export const vcsHookRoutes = newRouter()
         await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
       );
       const updated = valueOrThrow(
-        await updateHook(c.var.db, hook, c.req.valid("json"), principal.tokenId),
+        await updateHook(c.var.deps, hook, c.req.valid("json"), principal.tokenId),
       );
-      return c.json(presentHook(updated, origin(c.req.url)), 200);
+      return c.json(presentHook(updated, origin(c.req.url), c.var.deps.now()), 200);
     },
   )
   .openapi(
@@ -211,8 +214,8 @@ export const vcsHookRoutes = newRouter()
       const hook = valueOrThrow(
         await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
       );
-      await deleteHook(c.var.db, hook, principal.tokenId);
-      return c.json(presentHook(hook, origin(c.req.url)), 200);
+      await deleteHook(c.var.deps, hook, principal.tokenId);
+      return c.json(presentHook(hook, origin(c.req.url), c.var.deps.now()), 200);
     },
   )
   .openapi(
@@ -237,9 +240,9 @@ export const vcsHookRoutes = newRouter()
       );
       const { graceSeconds } = c.req.valid("json");
       const { row, secret } = valueOrThrow(
-        await rotateHookSecret(c.var.db, c.env, hook, graceSeconds, principal.tokenId),
+        await rotateHookSecret(c.var.deps, hook, graceSeconds, principal.tokenId),
       );
-      return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 200);
+      return c.json({ ...presentHook(row, origin(c.req.url), c.var.deps.now()), secret }, 200);
     },
   )
   .openapi(

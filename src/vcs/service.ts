@@ -9,7 +9,7 @@
 import { and, eq, inArray, isNotNull, isNull, lt, ne } from "drizzle-orm";
 import { newId } from "../db/ids.ts";
 import { configurationVersions, runs, vcsDeliveries, workspaces } from "../db/schema.ts";
-import type { Deps } from "../runs/deps.ts";
+import type { Deps } from "../deps.ts";
 import { ACTIVE_STATUSES } from "../runs/model.ts";
 import { cancelRun, createRun } from "../runs/service.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
@@ -43,7 +43,7 @@ export async function recordDelivery(
 ): Promise<{ isNew: boolean; id: string; replayOf?: string }> {
   const { deliveryId, event, bodySha256 } = delivery;
   const id = newId("delivery");
-  const now = Date.now();
+  const now = deps.now();
   const inserted = await deps.db
     .insert(vcsDeliveries)
     .values({
@@ -136,7 +136,7 @@ async function queueFor(
     isSpeculative: event.kind === "pull_request",
     isFork,
     createdBy: hook.id,
-    createdAt: Date.now(),
+    createdAt: deps.now(),
   });
   const message =
     event.kind === "push"

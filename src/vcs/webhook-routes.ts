@@ -48,7 +48,7 @@ async function verifyGitHub(c: Context<AppEnv>, hook: HookRow, body: string): Pr
   if (!signature) {
     throw new ApiError("UNAUTHORIZED", "missing X-Hub-Signature-256 header");
   }
-  for (const secret of valueOrThrow(await acceptedSecrets(c.env, hook, Date.now()))) {
+  for (const secret of valueOrThrow(await acceptedSecrets(c.var.deps, hook))) {
     try {
       if (await verify(secret, body, signature)) {
         return;
@@ -68,7 +68,7 @@ async function verifyGitLab(c: Context<AppEnv>, hook: HookRow): Promise<void> {
   }
   const presented = await sha256Hex(token);
   let matches = false;
-  for (const secret of valueOrThrow(await acceptedSecrets(c.env, hook, Date.now()))) {
+  for (const secret of valueOrThrow(await acceptedSecrets(c.var.deps, hook))) {
     matches = timingSafeEqualString(presented, await sha256Hex(secret)) || matches;
   }
   if (!matches) {
@@ -125,7 +125,7 @@ async function handle(
   if (hook.repoUrl && !sameRepository(hook.repoUrl, event.repoUrls)) {
     return c.json({ ignored: `this hook serves ${hook.repoUrl} only`, deliveryId }, 202);
   }
-  const deps = { env: c.env, db: c.var.db };
+  const { deps } = c.var;
   const recorded = await recordDelivery(deps, hook, {
     deliveryId,
     event: eventName,

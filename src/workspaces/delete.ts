@@ -5,6 +5,7 @@ import { eq, sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { type Reason, refuse } from "../lib/reason.ts";
 import { fail, ok } from "../lib/result.ts";
 import { deleteWorkspaceStateBlobs } from "../state/blobs.ts";
@@ -23,16 +24,17 @@ import {
  * locked; the check and the delete are one statement, so no run can slip in between.
  */
 export async function deleteWorkspace(
-  db: Database,
-  blobs: R2Bucket,
+  deps: Deps,
   input: { orgId: string; ref: string; actor: string },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
+  const blobs = deps.env.BLOBS;
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
   }
   const blobKeys = await blobKeysOf(db, current.id);
-  const now = Date.now();
+  const now = deps.now();
   const [deleted] = await db.batch([
     deleteIdleWorkspaceQuery(db, input.orgId, current.id),
     auditWhereQuery(

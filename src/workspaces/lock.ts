@@ -4,8 +4,8 @@
  */
 import { sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
-import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { refuse } from "../lib/reason.ts";
 import { fail, ok } from "../lib/result.ts";
 import { lockedBy } from "./delete.ts";
@@ -23,9 +23,10 @@ import {
  * the caller already holds changes nothing and succeeds, so a retried request is harmless.
  */
 export async function lockWorkspace(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; ref: string; tokenId: string; reason: string },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
@@ -36,7 +37,7 @@ export async function lockWorkspace(
   if (current.lockedBy) {
     return fail(lockedBy(input.ref, current.lockedBy));
   }
-  const now = Date.now();
+  const now = deps.now();
   const [updated] = await db.batch([
     acquireLockQuery(db, input.orgId, current.id, {
       lockedBy: input.tokenId,
@@ -71,9 +72,10 @@ export async function lockWorkspace(
  * succeeds and changes nothing.
  */
 export async function unlockWorkspace(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; ref: string; tokenId: string; isAdmin: boolean; force: boolean },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
@@ -97,7 +99,7 @@ export async function unlockWorkspace(
       { details: { lockedBy: holder } },
     );
   }
-  const now = Date.now();
+  const now = deps.now();
   const [updated] = await db.batch([
     releaseLockQuery(db, input.orgId, current.id, holder),
     auditWhereQuery(

@@ -49,7 +49,7 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const body = c.req.valid("json");
-      const result = await createWorkspace(c.var.db, {
+      const result = await createWorkspace(c.var.deps, {
         orgId: principal.orgId,
         actor: principal.tokenId,
         settings: body,
@@ -145,7 +145,7 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
-      const result = await updateWorkspace(c.var.db, {
+      const result = await updateWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspaceId,
         actor: principal.tokenId,
@@ -173,7 +173,7 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
-      const result = await deleteWorkspace(c.var.db, c.env.BLOBS, {
+      const result = await deleteWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspaceId,
         actor: principal.tokenId,
@@ -200,7 +200,7 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
-      const result = await lockWorkspace(c.var.db, {
+      const result = await lockWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspaceId,
         tokenId: principal.tokenId,
@@ -229,7 +229,7 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
-      const result = await unlockWorkspace(c.var.db, {
+      const result = await unlockWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspaceId,
         tokenId: principal.tokenId,

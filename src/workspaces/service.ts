@@ -7,6 +7,7 @@ import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
 import { fail, ok } from "../lib/result.ts";
 import { findCurrentVersion } from "../state/queries.ts";
@@ -166,13 +167,14 @@ async function checkReferences(
 
 /** Creates a workspace after checking its settings, its pool and its name's uniqueness. */
 export async function createWorkspace(
-  db: Database,
+  deps: Deps,
   input: {
     orgId: string;
     actor: string;
     settings: SettingsInput & { name: string };
   },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const resolved = settingsForCreate(input.settings);
   if (!resolved.ok) {
     return invalidInput(`json.${resolved.problem.field}`, resolved.problem.message);
@@ -181,7 +183,7 @@ export async function createWorkspace(
   if (problem) {
     return fail(problem);
   }
-  const now = Date.now();
+  const now = deps.now();
   const row: WorkspaceRow = {
     ...resolved.value,
     id: newId("workspace"),
@@ -233,9 +235,10 @@ export async function listWorkspaces(
  * with their old and new values. An update that changes nothing writes nothing.
  */
 export async function updateWorkspace(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; ref: string; actor: string; patch: SettingsInput },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
@@ -263,7 +266,7 @@ export async function updateWorkspace(
   if (problem) {
     return fail(problem);
   }
-  const now = Date.now();
+  const now = deps.now();
   try {
     const [[updated]] = await db.batch([
       updateWorkspaceQuery(db, input.orgId, current.id, { ...resolved.value, updatedAt: now }),

@@ -21,10 +21,9 @@ import {
   phaseTimeoutReason,
   servedRound,
 } from "../../durable/queue.ts";
-import { createDb } from "../../src/db/client.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import { handleJobEnded } from "../../src/runs/events.ts";
-import { seedOrg } from "./helpers/fixtures.ts";
+import { deps, seedOrg } from "./helpers/fixtures.ts";
 import {
   advancePoolClock,
   enqueue,
@@ -471,7 +470,6 @@ describe("job endings the pool creates on its own", () => {
       operation: "plan",
       isSpeculative: true,
     };
-    const deps = { env, db: createDb(env.DB) };
     await handleJobEnded(deps, event);
     await handleJobEnded(deps, event);
     const rows = await env.DB.prepare(

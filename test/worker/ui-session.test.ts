@@ -3,8 +3,10 @@ import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { orgTokens, sessions } from "../../src/db/schema.ts";
 import { createOrgToken, revokeOrgToken } from "../../src/tokens/service.ts";
+import { SESSION_TTL_MS } from "../../src/ui/session.ts";
+import { useTestClock } from "./helpers/clock.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, deps, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { setCookieValue, signIn, submitLogin, uiFetch } from "./helpers/ui.ts";
 import { tokenIdOf } from "./helpers/workspaces.ts";
 
@@ -102,11 +104,14 @@ describe("CSRF", () => {
 });
 
 describe("using a session", () => {
+  const clock = useTestClock();
+
   it("records the token's last use, as the API does", async () => {
     const session = await signIn(org.tokens.member);
     const tokenId = await tokenIdOf(org.tokens.member);
-    const stale = Date.now() - 5 * 60_000;
-    await db.update(orgTokens).set({ lastUsedAt: stale }).where(eq(orgTokens.id, tokenId));
+    // Five minutes on, past the once-a-minute resolution of last use.
+    const stale = clock.now();
+    clock.advance(5 * 60_000);
     expect((await session.get("/ui/workspaces")).status).toBe(200);
     const row = await db.query.orgTokens.findFirst({ where: eq(orgTokens.id, tokenId) });
     expect(row?.lastUsedAt).toBeGreaterThan(stale);
@@ -114,6 +119,8 @@ describe("using a session", () => {
 });
 
 describe("ending a session", () => {
+  const clock = useTestClock();
+
   it("signs out: the same cookie no longer works", async () => {
     const session = await signIn(org.tokens.member);
     const res = await session.post("/ui/logout");
@@ -126,7 +133,7 @@ describe("ending a session", () => {
   });
 
   it("ends every session of a token when the token is revoked", async () => {
-    const created = await createOrgToken(db, {
+    const created = await createOrgToken(deps, {
       orgId: org.orgId,
       role: "admin",
       description: "short-lived",
@@ -134,7 +141,7 @@ describe("ending a session", () => {
     });
     const session = await signIn(created.token);
     expect((await session.get("/ui/workspaces")).status).toBe(200);
-    const revoked = await revokeOrgToken(db, {
+    const revoked = await revokeOrgToken(deps, {
       orgId: org.orgId,
       id: created.id,
       actor: org.ownerTokenId,
@@ -146,7 +153,7 @@ describe("ending a session", () => {
   });
 
   it("forgets a token's dead sessions when it signs in again", async () => {
-    const created = await createOrgToken(db, {
+    const created = await createOrgToken(deps, {
       orgId: org.orgId,
       role: "reader",
       description: "housekeeping",
@@ -162,11 +169,8 @@ describe("ending a session", () => {
 
   it("expires", async () => {
     const session = await signIn(org.tokens.reader);
-    const tokenId = await tokenIdOf(org.tokens.reader);
-    await db
-      .update(sessions)
-      .set({ expiresAt: Date.now() - 1 })
-      .where(eq(sessions.tokenId, tokenId));
+    expect((await session.get("/ui/pools")).status).toBe(200);
+    clock.advance(SESSION_TTL_MS + 1);
     expect((await session.get("/ui/pools")).status).toBe(303);
     const live = await session.get("/ui/pools/pool_aaaaaaaaaaaaaaaaaaaaaaaaaa/live.json");
     expect(live.status).toBe(401);

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
 import { newId } from "../../src/db/ids.ts";
 import { variables } from "../../src/db/schema.ts";
+import { systemClock } from "../../src/deps.ts";
 import { MAX_VARIABLES_PER_WORKSPACE } from "../../src/variables/model.ts";
 import {
   loadVariablesForJob,
@@ -17,7 +18,7 @@ import {
 } from "../../src/variables/service.ts";
 import type { ErrorBody } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, deps, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { createWorkspace } from "./helpers/workspaces.ts";
 
 const OLD = env.ENCRYPTION_KEY;
@@ -30,7 +31,7 @@ async function putWith(
   key: string,
   body: unknown,
 ): Promise<{ status: number; body: ErrorBody & { id: string } }> {
-  const res = await newApp().request(
+  const res = await newApp(systemClock).request(
     `/api/v1/workspaces/${ws}/vars/${key}`,
     {
       method: "PUT",
@@ -113,8 +114,10 @@ describe("sensitive variables and the encryption key", () => {
       "SELECT count(*) AS n FROM variables WHERE key_id = 'k1'",
     ).first<{ n: number }>();
     expect(sealedWithK1?.n).toBeGreaterThanOrEqual(1);
-    expect(await reencryptVariables({ ENCRYPTION_KEY: rotated }, db)).toBe(sealedWithK1?.n);
-    expect(await reencryptVariables({ ENCRYPTION_KEY: rotated }, db)).toBe(0);
+    expect(await reencryptVariables({ ...deps, env: { ...env, ENCRYPTION_KEY: rotated } })).toBe(
+      sealedWithK1?.n,
+    );
+    expect(await reencryptVariables({ ...deps, env: { ...env, ENCRYPTION_KEY: rotated } })).toBe(0);
     expect(await keyIds()).toEqual({ OLD_SECRET: "k2", NEW_SECRET: "k2" });
     expect(await values(NEW_KEY)).toEqual([
       "NEW_SECRET=sealed-with-k2",
@@ -126,7 +129,7 @@ describe("sensitive variables and the encryption key", () => {
 
   it("a write racing a workspace delete answers not_found, not a 500", async () => {
     const org = await seedOrg();
-    const result = await putVariable(db, {
+    const result = await putVariable(deps, {
       orgId: org.orgId,
       workspaceId: `ws_${"z".repeat(26)}`,
       key: "X",
@@ -134,7 +137,10 @@ describe("sensitive variables and the encryption key", () => {
       actor: "test",
       encryptionKey: OLD,
     });
-    expect(result).toEqual({ ok: false, reason: "not_found" });
+    expect(result).toEqual({
+      ok: false,
+      reason: { kind: "not_found", message: "variable X not found" },
+    });
   });
 
   it("a ciphertext copied onto another variable does not decrypt", async () => {

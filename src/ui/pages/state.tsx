@@ -90,6 +90,7 @@ function VersionsTable(props: {
   versions: PresentedVersion[];
   isAdmin: boolean;
   csrf: string;
+  now: number;
 }) {
   if (props.versions.length === 0) {
     return <p class="muted">No state has been written yet.</p>;
@@ -118,7 +119,7 @@ function VersionsTable(props: {
                 {v.lineage.slice(0, 8)}
               </td>
               <td>
-                <Time iso={v.createdAt} />
+                <Time iso={v.createdAt} now={props.now} />
               </td>
               <td>{writer(v)}</td>
               <td>{`${v.sizeBytes.toLocaleString("en")} B`}</td>
@@ -252,6 +253,7 @@ export function StatePage(props: StatePageProps) {
         versions={props.versions}
         isAdmin={isAdmin}
         csrf={props.viewer.csrf}
+        now={props.viewer.now}
       />
       {props.nextCursor ? (
         <p>

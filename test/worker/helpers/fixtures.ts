@@ -1,11 +1,14 @@
 /** Seeds organizations and tokens through the real services (no HTTP, no mocks). */
 import { env } from "cloudflare:workers";
 import { createDb } from "../../../src/db/client.ts";
+import { buildDeps, type Deps, systemClock } from "../../../src/deps.ts";
 import { createOrganization } from "../../../src/orgs/service.ts";
 import type { Role } from "../../../src/tokens/model.ts";
 import { createOrgToken, revokeOrgToken } from "../../../src/tokens/service.ts";
 
 export const db = createDb(env.DB);
+/** Deps on the real clock, for calling services directly. */
+export const deps: Deps = buildDeps(env, systemClock);
 
 let counter = 0;
 
@@ -23,22 +26,22 @@ export type TestOrg = {
 export async function seedOrg(
   name = `org-${Date.now().toString(36)}-${counter++}`,
 ): Promise<TestOrg> {
-  const created = await createOrganization(db, { name, actor: "test", onlyIfNone: false });
+  const created = await createOrganization(deps, { name, actor: "test", onlyIfNone: false });
   if (!created.ok) {
     throw new Error(`seedOrg: ${created.reason.message}`);
   }
   const orgId = created.value.organization.id;
   const owner = created.value.token;
   const make = async (role: Role) =>
-    (await createOrgToken(db, { orgId, role, description: `${role} token`, actor: owner.id }))
+    (await createOrgToken(deps, { orgId, role, description: `${role} token`, actor: owner.id }))
       .token;
-  const revoked = await createOrgToken(db, {
+  const revoked = await createOrgToken(deps, {
     orgId,
     role: "owner",
     description: "revoked owner",
     actor: owner.id,
   });
-  const result = await revokeOrgToken(db, { orgId, id: revoked.id, actor: owner.id });
+  const result = await revokeOrgToken(deps, { orgId, id: revoked.id, actor: owner.id });
   if (!result.ok) {
     throw new Error(`seedOrg: revoke failed: ${result.reason.message}`);
   }

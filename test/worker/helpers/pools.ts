@@ -15,7 +15,7 @@ import {
   revokeAgentToken,
 } from "../../../src/pools/service.ts";
 import { requestJson } from "./api.ts";
-import { db, type TestOrg } from "./fixtures.ts";
+import { deps, type TestOrg } from "./fixtures.ts";
 
 let counter = 0;
 
@@ -28,7 +28,7 @@ export async function seedPool(
     retentionSeconds?: number;
   } = {},
 ): Promise<{ poolId: string; token: string; tokenId: string }> {
-  const pool = await createPool(db, env, {
+  const pool = await createPool(deps, {
     orgId: org.orgId,
     actor: org.ownerTokenId,
     name: `pool-${counter++}-${Date.now().toString(36)}`,
@@ -42,7 +42,7 @@ export async function seedPool(
 }
 
 export async function addAgentToken(org: TestOrg, poolId: string) {
-  const created = await createAgentToken(db, {
+  const created = await createAgentToken(deps, {
     orgId: org.orgId,
     poolId,
     description: "test agents",
@@ -57,7 +57,7 @@ export async function addAgentToken(org: TestOrg, poolId: string) {
 /** An agent token of the pool that has been revoked. */
 export async function revokedAgentToken(org: TestOrg, poolId: string): Promise<string> {
   const { token, tokenId } = await addAgentToken(org, poolId);
-  const revoked = await revokeAgentToken(db, env, {
+  const revoked = await revokeAgentToken(deps, {
     orgId: org.orgId,
     poolId,
     id: tokenId,
