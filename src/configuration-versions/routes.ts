@@ -11,12 +11,8 @@ import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { isUploadMediaType, UPLOAD_MEDIA_TYPES, uploadLimits } from "./model.ts";
-import {
-  getConfigurationVersion,
-  listConfigurationVersionRows,
-  presentConfigurationVersion,
-  uploadConfigurationVersion,
-} from "./service.ts";
+import { getConfigurationVersion, listConfigurationVersionRows } from "./queries.ts";
+import { presentConfigurationVersion, uploadConfigurationVersion } from "./service.ts";
 
 export const ConfigurationVersionSchema = z
   .object({

@@ -2,9 +2,7 @@
  * Configuration versions: a tar.gz uploaded once, streamed to R2 while its sha256, size and tar
  * structure are checked in the same pass. A refused upload leaves nothing in R2 or D1.
  */
-import { and, desc, eq, lt, or } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
-import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
 import { configurationVersions } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
@@ -14,7 +12,9 @@ import { ok } from "../lib/result.ts";
 import { inspectTarGz, type TarRejection } from "../lib/tar.ts";
 import { configurationVersionKey, type UploadLimits } from "./model.ts";
 
-export type ConfigurationVersionRow = typeof configurationVersions.$inferSelect;
+import type { ConfigurationVersionRow } from "./queries.ts";
+
+export type { ConfigurationVersionRow } from "./queries.ts";
 
 /** The public shape of a configuration version. */
 export function presentConfigurationVersion(row: ConfigurationVersionRow) {
@@ -212,79 +212,40 @@ function failure(rejection: TarRejection) {
   return refused(rejection.reason === "too_large" ? "too_large" : "invalid", rejection.message);
 }
 
-/** A configuration version of the workspace, or undefined. */
-export function getConfigurationVersion(
-  db: Database,
-  workspaceId: string,
-  id: string,
-): Promise<ConfigurationVersionRow | undefined> {
-  return configurationVersionQuery(db, workspaceId, id).get();
-}
-
-/** {@link getConfigurationVersion} as a query to put in a batch: zero or one row. */
-export function configurationVersionQuery(db: Database, workspaceId: string, id: string) {
-  return db
-    .select()
-    .from(configurationVersions)
-    .where(
-      and(eq(configurationVersions.workspaceId, workspaceId), eq(configurationVersions.id, id)),
-    )
-    .limit(1);
-}
-
 /**
- * The workspace's newest configuration version (the default of a new run), or undefined when it
- * has none. Ties on the creation time break by id, so the answer is stable.
+ * A configuration version for a VCS commit: no tarball, the agent clones the repository at the
+ * commit inside the private network. A pull request's commit is speculative (only ever planned);
+ * a fork's is marked so its runs get no secrets and write no state.
  */
-export function latestConfigurationVersion(
-  db: Database,
-  workspaceId: string,
-): Promise<ConfigurationVersionRow | undefined> {
-  return latestConfigurationVersionQuery(db, workspaceId).get();
-}
-
-/** {@link latestConfigurationVersion} as a query to put in a batch: zero or one row. */
-export function latestConfigurationVersionQuery(db: Database, workspaceId: string) {
-  return (
-    db
-      .select()
-      .from(configurationVersions)
-      // A pull request's commit is not the workspace's code until it is merged.
-      .where(
-        and(
-          eq(configurationVersions.workspaceId, workspaceId),
-          eq(configurationVersions.isSpeculative, false),
-        ),
-      )
-      .orderBy(desc(configurationVersions.createdAt), desc(configurationVersions.id))
-      .limit(1)
-  );
-}
-
-/** One page of the workspace's versions, newest first, `limit + 1` rows to detect a next page. */
-export function listConfigurationVersionRows(
-  db: Database,
-  workspaceId: string,
-  page: { limit: number; before?: readonly [number, string] },
-): Promise<ConfigurationVersionRow[]> {
-  const before = page.before;
-  return db
-    .select()
-    .from(configurationVersions)
-    .where(
-      and(
-        eq(configurationVersions.workspaceId, workspaceId),
-        before === undefined
-          ? undefined
-          : or(
-              lt(configurationVersions.createdAt, before[0]),
-              and(
-                eq(configurationVersions.createdAt, before[0]),
-                lt(configurationVersions.id, before[1]),
-              ),
-            ),
-      ),
-    )
-    .orderBy(desc(configurationVersions.createdAt), desc(configurationVersions.id))
-    .limit(page.limit + 1);
+export async function createVcsConfigurationVersion(
+  deps: Deps,
+  input: {
+    orgId: string;
+    workspaceId: string;
+    repoUrl: string;
+    commitSha: string;
+    branch: string;
+    isSpeculative: boolean;
+    isFork: boolean;
+    actor: string;
+  },
+): Promise<ConfigurationVersionRow> {
+  const row: ConfigurationVersionRow = {
+    id: newId("configurationVersion"),
+    orgId: input.orgId,
+    workspaceId: input.workspaceId,
+    source: "vcs",
+    r2Key: null,
+    sha256: null,
+    sizeBytes: null,
+    repoUrl: input.repoUrl,
+    commitSha: input.commitSha,
+    branch: input.branch,
+    isSpeculative: input.isSpeculative,
+    isFork: input.isFork,
+    createdBy: input.actor,
+    createdAt: deps.now(),
+  };
+  await deps.db.insert(configurationVersions).values(row);
+  return row;
 }

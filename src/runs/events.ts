@@ -34,16 +34,14 @@ import { isLostApply, isTerminal, moveForEnding, planningContextChanged } from "
 import { afterRunEnded, endRun, endRunQueries, queueApply } from "./progress.ts";
 import {
   getRunById,
-  insertRunTokenQuery,
   jobEndedAuditQuery,
   jobHoldsStateLockQuery,
   moveRun,
   moveRunQuery,
-  revokeRunTokensQuery,
   runByIdQuery,
   startPlanningQuery,
-  startRunTokenQuery,
 } from "./queries.ts";
+import { insertRunTokenQuery, revokeRunTokensQuery, startRunTokenQuery } from "./token-queries.ts";
 
 /**
  * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of

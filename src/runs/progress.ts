@@ -13,9 +13,9 @@ import {
   nextPendingRun,
   type RunRow,
   releaseWorkspaceQuery,
-  revokeEndedRunTokensQuery,
   runHoldsStateLockQuery,
 } from "./queries.ts";
+import { revokeEndedRunTokensQuery } from "./token-queries.ts";
 
 /** Moves a pending run to `plan_queued` and puts its plan job in the pool's queue. */
 export async function startPlan(deps: Deps, runId: string): Promise<void> {

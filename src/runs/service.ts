@@ -9,7 +9,7 @@ import { auditQuery } from "../audit/service.ts";
 import {
   configurationVersionQuery,
   latestConfigurationVersionQuery,
-} from "../configuration-versions/service.ts";
+} from "../configuration-versions/queries.ts";
 import { newId } from "../db/ids.ts";
 import type { runs } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";

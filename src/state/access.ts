@@ -9,7 +9,7 @@ import type { Deps } from "../deps.ts";
 import { type Reason, refuse } from "../lib/reason.ts";
 import { ok, type Result } from "../lib/result.ts";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
-import { isJobLive } from "../runs/queries.ts";
+import { isJobLive } from "../runs/token-queries.ts";
 import { type Principal, roleAtLeast } from "../tokens/model.ts";
 import type { HeldLock } from "./model.ts";
 import {

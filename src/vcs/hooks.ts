@@ -4,7 +4,7 @@
  * rotation keeps the previous secret valid until a deadline so the VCS side can be updated
  * without dropping deliveries.
  */
-import { and, desc, eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { newId } from "../db/ids.ts";
@@ -26,7 +26,7 @@ export const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
 const aad = (hookId: string) => `vcs_hooks:${hookId}:secret`;
 
 /** The keyring, or `unavailable` naming the misconfiguration (never a 500). */
-export async function hookKeyring(env: Env): Promise<Outcome<Keyring, "unavailable">> {
+async function hookKeyring(env: Env): Promise<Outcome<Keyring, "unavailable">> {
   const keyring = await loadKeyring(env.ENCRYPTION_KEY);
   if (!keyring.ok) {
     return refuse(
@@ -250,16 +250,4 @@ export async function acceptedSecrets(
     }
   }
   return ok(secrets);
-}
-
-export type DeliveryRow = typeof vcsDeliveries.$inferSelect;
-
-/** The hook's most recent deliveries, newest first. */
-export function recentDeliveries(db: Database, hookId: string, limit: number) {
-  return db
-    .select()
-    .from(vcsDeliveries)
-    .where(eq(vcsDeliveries.hookId, hookId))
-    .orderBy(desc(vcsDeliveries.receivedAt))
-    .limit(limit);
 }

@@ -15,10 +15,10 @@ import {
   listHooks,
   MAX_ROTATION_GRACE_SECONDS,
   presentHook,
-  recentDeliveries,
   rotateHookSecret,
   updateHook,
 } from "./hooks.ts";
+import { recentDeliveries } from "./queries.ts";
 
 const VcsHook = z
   .object({

@@ -16,8 +16,7 @@ import { limitBody } from "../middleware/body-limit.ts";
 import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
 import { parseGitHub, parseGitLab } from "./events.ts";
 import { acceptedSecrets, findHookById, type HookRow, type Provider } from "./hooks.ts";
-import { sameRepository } from "./model.ts";
-import { processDelivery, pushAlreadyRun, recordDelivery, recordOutcome } from "./service.ts";
+import { receiveDelivery } from "./service.ts";
 
 /** Webhook bodies above this are refused with 413 before they are read. */
 export const WEBHOOK_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -103,52 +102,33 @@ function requiredHeader(c: Context<AppEnv>, name: string): string {
   return value;
 }
 
-/** Verified, parsed delivery → answer; queues the work itself in `waitUntil`. */
+/** Verified delivery → the service's receipt → the answer; the deferred work goes to `waitUntil`. */
 async function handle(
   c: Context<AppEnv>,
   hook: HookRow,
   received: { eventName: string; deliveryId: string; body: string },
   parsed: ReturnType<typeof parseGitHub>,
 ) {
-  const { eventName, deliveryId, body } = received;
   if (!parsed.ok) {
     throw new ApiError("BAD_REQUEST", parsed.message);
   }
-  const delivery = parsed.value;
-  if (delivery.kind === "ping") {
-    return c.json({ accepted: true, deliveryId }, 200);
+  const { deliveryId } = received;
+  const receipt = await receiveDelivery(c.var.deps, hook, received, parsed.value);
+  switch (receipt.kind) {
+    case "ping":
+      return c.json({ accepted: true, deliveryId }, 200);
+    case "ignored":
+      return c.json({ ignored: receipt.reason, deliveryId }, 202);
+    case "duplicate": {
+      const replay = receipt.replayOf
+        ? { ignored: `the same body was already delivered as ${receipt.replayOf}` }
+        : {};
+      return c.json({ duplicate: true, deliveryId, ...replay }, 200);
+    }
+    case "accepted":
+      c.executionCtx.waitUntil(receipt.process());
+      return c.json({ accepted: true, deliveryId }, 202);
   }
-  if (delivery.kind === "ignored") {
-    return c.json({ ignored: delivery.reason, deliveryId }, 202);
-  }
-  const event = delivery.event;
-  if (hook.repoUrl && !sameRepository(hook.repoUrl, event.repoUrls)) {
-    return c.json({ ignored: `this hook serves ${hook.repoUrl} only`, deliveryId }, 202);
-  }
-  const { deps } = c.var;
-  const recorded = await recordDelivery(deps, hook, {
-    deliveryId,
-    event: eventName,
-    bodySha256: await sha256Hex(body),
-  });
-  if (!recorded.isNew) {
-    const replay = recorded.replayOf
-      ? { ignored: `the same body was already delivered as ${recorded.replayOf}` }
-      : {};
-    return c.json({ duplicate: true, deliveryId, ...replay }, 200);
-  }
-  const repeat = await pushAlreadyRun(deps, hook, event);
-  if (repeat) {
-    await recordOutcome(deps, recorded.id, {
-      status: "processed",
-      runs: [],
-      canceled: [],
-      skipped: repeat.skipped,
-    });
-    return c.json({ ignored: repeat.reason, deliveryId }, 202);
-  }
-  c.executionCtx.waitUntil(processDelivery(deps, hook, recorded.id, event));
-  return c.json({ accepted: true, deliveryId }, 202);
 }
 
 const route = (provider: Provider, summary: string) =>

@@ -1,5 +1,16 @@
 /** D1 access for workspaces. Every query is scoped by org id: nothing crosses organizations. */
-import { and, asc, eq, gt, inArray, isNull, notExists, notInArray, sql } from "drizzle-orm";
+import {
+  and,
+  asc,
+  eq,
+  gt,
+  inArray,
+  isNotNull,
+  isNull,
+  notExists,
+  notInArray,
+  sql,
+} from "drizzle-orm";
 import { type Database, prepared } from "../db/client.ts";
 import { agentPools, runs, stateLocks, workspaces } from "../db/schema.ts";
 import { TERMINAL_STATUSES } from "../runs/model.ts";
@@ -76,8 +87,12 @@ export async function poolExists(db: Database, orgId: string, poolId: string): P
   return pool !== undefined;
 }
 
-export function insertWorkspaceQuery(db: Database, row: typeof workspaces.$inferInsert) {
-  return db.insert(workspaces).values(row);
+/** The org's workspaces connected to a repository; which ones an event reaches is the VCS model's. */
+export function listVcsWorkspaces(db: Database, orgId: string): Promise<WorkspaceRow[]> {
+  return db
+    .select()
+    .from(workspaces)
+    .where(and(eq(workspaces.orgId, orgId), isNotNull(workspaces.vcsRepoUrl)));
 }
 
 export function updateWorkspaceQuery(
