@@ -101,7 +101,7 @@ const REASON_CODES: Record<ReasonKind, ErrorCode> = {
 };
 
 /** The error code of a refusal. */
-export function reasonCode(reason: Pick<Reason, "kind">): ErrorCode {
+function reasonCode(reason: Pick<Reason, "kind">): ErrorCode {
   return REASON_CODES[reason.kind];
 }
 

@@ -1,7 +1,7 @@
 /** D1 access for variables. Callers resolve the workspace in their org first. */
-import { and, asc, count, eq, isNotNull, ne, sql } from "drizzle-orm";
+import { and, asc, count, eq, isNotNull, ne } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { variables, workspaces } from "../db/schema.ts";
+import { variables } from "../db/schema.ts";
 import type { Category } from "./model.ts";
 
 export type VariableRow = typeof variables.$inferSelect;
@@ -80,28 +80,4 @@ export function rowsSealedWithOtherKeys(db: Database, primaryId: string, limit: 
       ),
     )
     .limit(limit);
-}
-
-/** The env variable through which a Pulumi workspace names its own state backend. */
-export const OWN_BACKEND_VARIABLE = "PULUMI_BACKEND_URL";
-
-/**
- * Recomputes the workspace's `hasOwnStateBackend` from its variables; put in the same batch as
- * any write of {@link OWN_BACKEND_VARIABLE}, so the flag is always what the variables say.
- */
-export function syncOwnBackendQuery(db: Database, workspaceId: string) {
-  const named = db
-    .select({ id: variables.id })
-    .from(variables)
-    .where(
-      and(
-        eq(variables.workspaceId, workspaceId),
-        eq(variables.key, OWN_BACKEND_VARIABLE),
-        eq(variables.category, "env"),
-      ),
-    );
-  return db
-    .update(workspaces)
-    .set({ hasOwnStateBackend: sql<boolean>`EXISTS ${named}` })
-    .where(eq(workspaces.id, workspaceId));
 }

@@ -27,7 +27,6 @@ import {
   listVariableRows,
   replaceVariableQuery,
   rowsSealedWithOtherKeys,
-  syncOwnBackendQuery,
   type VariableRow,
 } from "./queries.ts";
 
@@ -200,10 +199,9 @@ export async function putVariable(
     },
     sql`EXISTS ${landed}`,
   );
-  const sync = syncOwnBackendQuery(db, input.workspaceId);
   try {
     const [rows] = existing
-      ? await db.batch([replaceVariableQuery(db, existing, fields), audit, sync])
+      ? await db.batch([replaceVariableQuery(db, existing, fields), audit])
       : await db.batch([
           insertVariableQuery(db, {
             id,
@@ -215,7 +213,6 @@ export async function putVariable(
             ...fields,
           }),
           audit,
-          sync,
         ]);
     const row = rows[0];
     if (!row) {
@@ -259,7 +256,6 @@ export async function deleteVariable(
       data: { workspaceId: input.workspaceId, key: row.key, category: row.category },
       now,
     }),
-    syncOwnBackendQuery(db, input.workspaceId),
   ]);
   return ok(presentVariable(row));
 }

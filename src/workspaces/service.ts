@@ -184,12 +184,10 @@ export async function createWorkspace(
     return fail(problem);
   }
   const now = deps.now();
-  const row: WorkspaceRow = {
+  const columns = {
     ...resolved.value,
     id: newId("workspace"),
     orgId: input.orgId,
-    // Set by the variables service once a PULUMI_BACKEND_URL variable exists.
-    hasOwnStateBackend: false,
     lockedBy: null,
     lockReason: null,
     lockedAt: null,
@@ -197,9 +195,11 @@ export async function createWorkspace(
     createdAt: now,
     updatedAt: now,
   };
+  // A new workspace has no variables, so no PULUMI_BACKEND_URL of its own.
+  const row: WorkspaceRow = { ...columns, hasOwnStateBackend: false };
   try {
     await db.batch([
-      db.insert(workspaces).values(row),
+      db.insert(workspaces).values(columns),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,

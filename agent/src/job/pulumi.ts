@@ -8,6 +8,7 @@
 
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { PULUMI_BACKEND_URL as BACKEND_URL_VARIABLE } from "@outpost/protocol";
 import { jobVariables } from "./environment.ts";
 import type { HookName } from "./hooks.ts";
 import { describePreview, summarizePreview } from "./pulumi-preview.ts";
@@ -20,8 +21,6 @@ import {
 } from "./pulumi-state.ts";
 import type { CoordinatorPort, JobAssignment, PlanSummary } from "./types.ts";
 
-/** The variable that names a workspace's own backend; Outpost then keeps no checkpoint. */
-export const BACKEND_URL_VARIABLE = "PULUMI_BACKEND_URL";
 const PASSPHRASE_VARIABLES = ["PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE"];
 const CONFIG_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.:-]*$/;
 
