@@ -1,5 +1,5 @@
 /** D1 access for variables. Callers resolve the workspace in their org first. */
-import { and, asc, count, eq, isNotNull, ne } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNotNull, ne } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { variables } from "../db/schema.ts";
 import type { Category } from "./model.ts";
@@ -67,17 +67,48 @@ export function deleteVariableQuery(db: Database, id: string) {
   return db.delete(variables).where(eq(variables.id, id)).returning({ id: variables.id });
 }
 
-/** Sensitive variables sealed with another key than `primaryId` (for rotation). */
-export function rowsSealedWithOtherKeys(db: Database, primaryId: string, limit: number) {
+/**
+ * Up to `limit` sensitive values of the org sealed with one of the keys in `readable` (the ring's
+ * keys but its primary one): what a rotation re-encrypts next. Values sealed with a key no longer
+ * in the ring cannot be opened and are left out.
+ */
+export function rowsSealedWithOtherKeys(
+  db: Database,
+  orgId: string,
+  readable: readonly string[],
+  limit: number,
+) {
   return db
     .select()
     .from(variables)
     .where(
       and(
+        eq(variables.orgId, orgId),
+        eq(variables.isSensitive, true),
+        isNotNull(variables.ciphertext),
+        inArray(variables.keyId, [...readable]),
+      ),
+    )
+    .orderBy(asc(variables.id))
+    .limit(limit);
+}
+
+/** How many sensitive values of the org are sealed with a key other than `primaryId`. */
+export async function countSealedWithOtherKeys(
+  db: Database,
+  orgId: string,
+  primaryId: string,
+): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(variables)
+    .where(
+      and(
+        eq(variables.orgId, orgId),
         eq(variables.isSensitive, true),
         isNotNull(variables.ciphertext),
         ne(variables.keyId, primaryId),
       ),
-    )
-    .limit(limit);
+    );
+  return row?.n ?? 0;
 }

@@ -26,7 +26,6 @@ import {
   insertVariableQuery,
   listVariableRows,
   replaceVariableQuery,
-  rowsSealedWithOtherKeys,
   type VariableRow,
 } from "./queries.ts";
 
@@ -67,7 +66,10 @@ async function requireKeyring(secret: string | undefined, doing: string): Promis
   return keyring.value;
 }
 
-async function keyringOf(secret: string | undefined): Promise<Outcome<Keyring, "unavailable">> {
+/** The keyring, or `unavailable` naming what is wrong with `ENCRYPTION_KEY`. */
+export async function keyringOf(
+  secret: string | undefined,
+): Promise<Outcome<Keyring, "unavailable">> {
   const keyring = await loadKeyring(secret);
   if (!keyring.ok) {
     return refuse(
@@ -309,29 +311,4 @@ export async function loadVariablesForJob(
     });
   }
   return out;
-}
-
-/**
- * Re-encrypts up to `limit` sensitive values sealed with a key other than the primary one, so an
- * old key can be dropped from `ENCRYPTION_KEY`. Returns how many were re-sealed; run until 0.
- */
-export async function reencryptVariables(deps: Deps, limit = 100): Promise<number> {
-  const { db, env } = deps;
-  const keyring = await requireKeyring(env.ENCRYPTION_KEY, "cannot rotate");
-  let count = 0;
-  for (const row of await rowsSealedWithOtherKeys(db, keyring.primaryId, limit)) {
-    const aad = variableAad(row.workspaceId, row.id);
-    const opened = await open(keyring, row.ciphertext ?? "", aad);
-    if (!opened.ok) {
-      continue;
-    }
-    const sealed = await seal(keyring, opened.value, aad);
-    // Same updatedAt: a rotation is not a change of the variable, and loses to a concurrent write.
-    const [done] = await replaceVariableQuery(db, row, {
-      ciphertext: sealed.sealed,
-      keyId: sealed.keyId,
-    });
-    count += done ? 1 : 0;
-  }
-  return count;
 }

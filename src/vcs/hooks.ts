@@ -11,7 +11,7 @@ import { newId } from "../db/ids.ts";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { randomBase64Url } from "../lib/crypto.ts";
-import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
+import { type Keyring, loadKeyring, open, seal, sealedKeyId } from "../lib/encryption.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { ok } from "../lib/result.ts";
 
@@ -250,4 +250,56 @@ export async function acceptedSecrets(
     }
   }
   return ok(secrets);
+}
+
+/** Whether a sealed secret was sealed with a key other than the ring's primary one. */
+function isSealedWithOtherKey(sealed: string | null, keyring: Keyring): boolean {
+  return sealed !== null && sealedKeyId(sealed) !== keyring.primaryId;
+}
+
+/** `sealed` opened and sealed again with the primary key; null when it does not open. */
+async function resealed(keyring: Keyring, sealed: string, hookId: string): Promise<string | null> {
+  const opened = await open(keyring, sealed, aad(hookId));
+  return opened.ok ? (await seal(keyring, opened.value, aad(hookId))).sealed : null;
+}
+
+/**
+ * Key rotation for webhook secrets: re-seals with the primary key the secrets (current and
+ * previous) of up to `limit` hooks of the org sealed with an older key. `remaining` counts the
+ * org's hooks still holding a secret under another key afterwards (including any that do not
+ * open): run until it is 0, then drop the old key. A rotation of the hook's secret meanwhile
+ * wins (compare-and-set on the secret as read).
+ */
+export async function reencryptHookSecrets(
+  deps: Deps,
+  orgId: string,
+  limit: number,
+): Promise<Outcome<{ reencrypted: number; remaining: number }, "unavailable">> {
+  const keyring = await hookKeyring(deps.env);
+  if (!keyring.ok) {
+    return keyring;
+  }
+  const ring = keyring.value;
+  const isStale = (hook: HookRow) =>
+    isSealedWithOtherKey(hook.secretCiphertext, ring) ||
+    isSealedWithOtherKey(hook.previousSecretCiphertext, ring);
+  let reencrypted = 0;
+  for (const hook of (await listHooks(deps.db, orgId)).filter(isStale).slice(0, limit)) {
+    const current = await resealed(ring, hook.secretCiphertext, hook.id);
+    const previous =
+      hook.previousSecretCiphertext === null
+        ? null
+        : await resealed(ring, hook.previousSecretCiphertext, hook.id);
+    if (current === null || (hook.previousSecretCiphertext !== null && previous === null)) {
+      continue;
+    }
+    const done = await deps.db
+      .update(vcsHooks)
+      .set({ secretCiphertext: current, previousSecretCiphertext: previous })
+      .where(and(eq(vcsHooks.id, hook.id), eq(vcsHooks.secretCiphertext, hook.secretCiphertext)))
+      .returning({ id: vcsHooks.id });
+    reencrypted += done.length;
+  }
+  const remaining = (await listHooks(deps.db, orgId)).filter(isStale).length;
+  return ok({ reencrypted, remaining });
 }
