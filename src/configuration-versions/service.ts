@@ -38,7 +38,7 @@ export type ConfigurationVersion = ReturnType<typeof presentConfigurationVersion
 /** Why an upload was refused: `too_large`, `invalid` (not a safe tar.gz), `not_found` (the workspace went). */
 type UploadResult<T> = Outcome<T, "too_large" | "invalid" | "not_found">;
 
-function refused(kind: "too_large" | "invalid" | "not_found", why: string) {
+function uploadRefused(kind: "too_large" | "invalid" | "not_found", why: string) {
   return refuse(kind, `configuration refused: ${why}`);
 }
 
@@ -146,7 +146,7 @@ export async function uploadConfigurationVersion(
     const verdict = await tap.verdict;
     await blobs.delete(key);
     if (tap.state.isTooLarge) {
-      return refused("too_large", `the body is larger than ${input.limits.maxBytes} bytes`);
+      return uploadRefused("too_large", `the body is larger than ${input.limits.maxBytes} bytes`);
     }
     if (!verdict.ok) {
       return failure(verdict.rejection);
@@ -201,7 +201,7 @@ export async function uploadConfigurationVersion(
       err instanceof Error &&
       /FOREIGN KEY constraint failed/i.test(`${err.message} ${err.cause}`)
     ) {
-      return refused("not_found", "the workspace was deleted");
+      return uploadRefused("not_found", "the workspace was deleted");
     }
     throw err;
   }
@@ -209,7 +209,10 @@ export async function uploadConfigurationVersion(
 }
 
 function failure(rejection: TarRejection) {
-  return refused(rejection.reason === "too_large" ? "too_large" : "invalid", rejection.message);
+  return uploadRefused(
+    rejection.reason === "too_large" ? "too_large" : "invalid",
+    rejection.message,
+  );
 }
 
 /**

@@ -173,7 +173,7 @@ export async function createRun(
 }
 
 /** A refused user action: `conflict`, in the words the API and the dashboard both show. */
-function refused(failure: ActionFailure, run: RunRow, action: RunAction) {
+function actionRefused(failure: ActionFailure, run: RunRow, action: RunAction) {
   return refuse("conflict", actionFailureMessage(failure, run, action));
 }
 
@@ -208,7 +208,7 @@ export async function confirmRun(
   actor: string,
 ): Promise<Outcome<RunRow, "conflict">> {
   if (run.status !== "planned") {
-    return refused("invalid_status", run, "confirm");
+    return actionRefused("invalid_status", run, "confirm");
   }
   const now = deps.now();
   const changed = planningContextChanged(run, workspace);
@@ -220,11 +220,11 @@ export async function confirmRun(
       await audit(deps, errored, actor, "run.confirm", { refused: changed });
       await endRun(deps, errored);
     }
-    return refused("workspace_changed", run, "confirm");
+    return actionRefused("workspace_changed", run, "confirm");
   }
   const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", now);
   if (!confirmed) {
-    return refused("invalid_status", run, "confirm");
+    return actionRefused("invalid_status", run, "confirm");
   }
   await audit(deps, confirmed, actor, "run.confirm");
   return ok(await queueApply(deps, confirmed));
@@ -237,7 +237,7 @@ export async function discardRun(
 ): Promise<Outcome<RunRow, "conflict">> {
   const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", deps.now());
   if (!discarded) {
-    return refused("invalid_status", run, "discard");
+    return actionRefused("invalid_status", run, "discard");
   }
   await audit(deps, discarded, actor, "run.discard");
   await endRun(deps, discarded);
@@ -255,7 +255,7 @@ export async function cancelRun(
 ): Promise<Outcome<RunRow, "conflict">> {
   const plan = planCancel(run.status, run.cancelRequestedAt);
   if (plan.kind === "refused") {
-    return refused(
+    return actionRefused(
       plan.reason === "planned_use_discard"
         ? "use_discard"
         : plan.reason === "already_requested"
@@ -268,7 +268,7 @@ export async function cancelRun(
   const now = deps.now();
   if (plan.kind === "signal_agent") {
     if ((await setCancelRequested(deps.db, run.id, now)).length === 0) {
-      return refused("already_canceling", run, "cancel");
+      return actionRefused("already_canceling", run, "cancel");
     }
     await audit(deps, run, actor, "run.cancel");
     await applyEndings(deps, await cancelPoolJob(deps, run, { force: false }));
@@ -279,7 +279,7 @@ export async function cancelRun(
     statusReason: `canceled by ${actor}`,
   });
   if (!canceled) {
-    return refused("invalid_status", run, "cancel");
+    return actionRefused("invalid_status", run, "cancel");
   }
   await audit(deps, canceled, actor, "run.cancel");
   await applyEndings(deps, await cancelPoolJob(deps, canceled, { force: false }));
@@ -297,13 +297,13 @@ export async function forceCancelRun(
   const allowed = canForceCancel(run.status, run.cancelRequestedAt, now);
   if (!allowed.ok) {
     const failure = allowed.reason === "terminal" ? "invalid_status" : allowed.reason;
-    return refused(failure, run, "force-cancel");
+    return actionRefused(failure, run, "force-cancel");
   }
   const forced = await moveRun(deps.db, run.id, [run.status], "force_canceled", now, {
     statusReason: `force-canceled by ${actor}`,
   });
   if (!forced) {
-    return refused("invalid_status", run, "force-cancel");
+    return actionRefused("invalid_status", run, "force-cancel");
   }
   await audit(deps, forced, actor, "run.force_cancel");
   await applyEndings(deps, await cancelPoolJob(deps, forced, { force: true }));

@@ -14,17 +14,18 @@ import {
   sql,
 } from "drizzle-orm";
 import { type Database, prepared } from "../db/client.ts";
-import { agentPools, runs, stateLocks, variables, workspaces } from "../db/schema.ts";
+import { agentPools, runs, stateLocks, workspaces } from "../db/schema.ts";
 import { TERMINAL_STATUSES } from "../runs/model.ts";
 import { WORKSPACE_ID_PATTERN } from "./model.ts";
 
 /**
  * Whether the workspace names its own state backend (a Pulumi stack kept outside Outpost):
  * derived on every read from its variables, an EXISTS over their (workspace, category, key)
- * index, so it can never disagree with them.
+ * index, so it can never disagree with them. Spelled out with table-qualified names: drizzle
+ * renders a column inside `sql` unqualified, which the subquery would resolve to its own table.
  */
 const hasOwnStateBackend =
-  sql<boolean>`EXISTS (SELECT 1 FROM ${variables} WHERE ${variables.workspaceId} = ${workspaces.id} AND ${variables.category} = 'env' AND ${variables.key} = ${PULUMI_BACKEND_URL})`
+  sql<boolean>`EXISTS (SELECT 1 FROM "variables" WHERE "variables"."workspace_id" = "workspaces"."id" AND "variables"."category" = 'env' AND "variables"."key" = ${PULUMI_BACKEND_URL})`
     .mapWith(Boolean)
     .as("has_own_state_backend");
 

@@ -131,6 +131,9 @@ it("rotates ENCRYPTION_KEY with `outpost admin reencrypt`, so the old key can be
 
   // k2 put first, k1 kept: the step moves this organization's secrets, one value per request.
   c = await deployWith(`${K2},${K1}`);
+  const misuse = await reencrypt(c, owner, ["--batch", "0"]);
+  expect(misuse.code).toBe(CLI_EXIT.usage);
+  expect(misuse.stderr).toBe("outpost: --batch must be a whole number from 1 to 500\n");
   const rotated = await reencrypt(c, owner, ["--batch", "1", "--json"]);
   expect(rotated.code, rotated.stderr).toBe(CLI_EXIT.ok);
   expect(JSON.parse(rotated.stdout)).toEqual({
