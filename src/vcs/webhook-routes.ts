@@ -4,7 +4,8 @@
  * body (401) → payload (400) → dedupe by delivery id and by the body's SHA-256 (200 duplicate) →
  * a push whose commit already ran everywhere it triggers (202 with the reason) → 202, with the
  * runs created in `waitUntil` so a slow path never times the VCS out (GitHub and GitLab give up
- * after 10 s and do not retry by themselves).
+ * after 10 s and do not retry by themselves). This file verifies, parses and answers; what a
+ * delivery does from the dedupe on is `receiveDelivery`'s (`service.ts`).
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { verify } from "@octokit/webhooks-methods";
