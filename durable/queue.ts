@@ -3,6 +3,7 @@
  * deadline. No storage and no clock: the Durable Object passes `now` in. The object and the
  * reference model in the tests both follow these rules (docs/queue.md says them in words).
  */
+
 import type { AgentStatus, JobPhase } from "@outpost/protocol";
 
 /** Liveness and lease settings of one pool (the phase timeout travels with each job). */

@@ -4,6 +4,7 @@
  */
 
 import type { z } from "@hono/zod-openapi";
+import type { Result } from "@outpost/common";
 import {
   type ErrorCode,
   type ErrorEnvelope as ErrorEnvelopeBody,
@@ -13,7 +14,6 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Reason, ReasonKind } from "./lib/reason.ts";
-import type { Result } from "./lib/result.ts";
 
 /** Maps every code to its HTTP status; exhaustive, so a new code cannot be forgotten. */
 export function codeToStatus(code: ErrorCode): ContentfulStatusCode {

@@ -3,10 +3,11 @@
  * its pool's Durable Object, and the one translation of the pool's answers into refusals; the
  * calls about jobs are the run service's (`runs/agent-jobs.ts`).
  */
+
+import { fail, ok } from "@outpost/common";
 import type { RunningJob } from "@outpost/protocol";
 import type { AgentRef, RegisterInput } from "../../durable/pool-types.ts";
 import { type Reason, refuse } from "../lib/reason.ts";
-import { fail, ok } from "../lib/result.ts";
 import { poolStub } from "../pools/service.ts";
 
 /** What a pool answers an agent's call it refuses. */

@@ -2,13 +2,13 @@
  * Configuration versions: a tar.gz uploaded once, streamed to R2 while its sha256, size and tar
  * structure are checked in the same pass. A refused upload leaves nothing in R2 or D1.
  */
+
+import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
-import { newId } from "../db/ids.ts";
 import { configurationVersions } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { toHex } from "../lib/crypto.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import { inspectTarGz, type TarRejection } from "../lib/tar.ts";
 import { configurationVersionKey, type UploadLimits } from "./model.ts";
 

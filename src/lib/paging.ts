@@ -4,8 +4,8 @@
  * repeats or skips rows when others are inserted meanwhile.
  */
 import { z } from "@hono/zod-openapi";
+import { ok } from "@outpost/common";
 import { invalidInput, type Outcome } from "./reason.ts";
-import { ok } from "./result.ts";
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;

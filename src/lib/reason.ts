@@ -3,7 +3,7 @@
  * and a sentence a person reads. Services never know HTTP: only the edge (`src/errors.ts`) turns
  * a kind into an error code and a status, through one table.
  */
-import type { Result } from "./result.ts";
+import type { Result } from "@outpost/common";
 
 /**
  * Every kind of expected refusal. `invalid`: the input breaks a rule. `not_found`: no such thing

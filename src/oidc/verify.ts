@@ -6,6 +6,8 @@
  * and `iat` with a 30 s clock skew; then every claim condition of a trust. Each refusal is
  * `rejected`, names the check that failed and never carries the token.
  */
+
+import { ok, type Result } from "@outpost/common";
 import {
   createRemoteJWKSet,
   decodeJwt,
@@ -15,7 +17,6 @@ import {
   jwtVerify,
 } from "jose";
 import { type Reason, refuse } from "../lib/reason.ts";
-import { ok, type Result } from "../lib/result.ts";
 import { audienceMatches, issuerProblem, type TrustRow, unmetCondition } from "./trust-model.ts";
 
 /** Asymmetric signatures only: `none` and every HMAC algorithm are refused before jose runs. */

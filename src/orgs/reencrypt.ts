@@ -4,10 +4,11 @@
  * a bounded batch per call, so the old key can be dropped when nothing remains under it.
  * Scoped to the caller's organization, like everything an org token does.
  */
+
+import { ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { Deps } from "../deps.ts";
 import type { Outcome } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import { reencryptVariables } from "../variables/rotation.ts";
 import { reencryptHookSecrets } from "../vcs/hooks.ts";
 

@@ -1,11 +1,11 @@
 /** Organizations: the first one via bootstrap, further ones only where the deployment allows. */
+
+import { newId, ok } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { organizations, orgTokens } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 
 export type CreatedOrganization = {

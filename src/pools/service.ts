@@ -3,14 +3,14 @@
  * the pool's Durable Object is told what concerns it (liveness settings, revoked tokens, deletion).
  * Expected refusals come back as {@link PoolResult} reasons, never thrown.
  */
+
+import { newId, ok } from "@outpost/common";
 import { sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import type { agentPools } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import {

@@ -3,12 +3,13 @@
  * then applies what the pool answered to D1 (`events.ts`), so the pool never calls back into
  * the Worker. A lost application is repeated by the agent's retry or by the reconciler.
  */
+
+import { fail, ok } from "@outpost/common";
 import type { ExitInstruction, JobAssignment } from "@outpost/protocol";
 import type { AgentRef, FinishReport } from "../../durable/pool-types.ts";
 import { poolRefusal } from "../agents/service.ts";
 import type { Deps } from "../deps.ts";
 import type { Outcome } from "../lib/reason.ts";
-import { fail, ok } from "../lib/result.ts";
 import { poolStub } from "../pools/service.ts";
 import { handleJobEnded, handleJobStarted, prepareLease } from "./events.ts";
 import { recordEngineVersionQuery } from "./job-records.ts";

@@ -3,10 +3,11 @@
  * SHA-256 the agent computed (checked by R2 as the bytes arrive and kept as the object's
  * metadata), so the plan that is confirmed is exactly the plan that is applied.
  */
+
+import { ok } from "@outpost/common";
 import { SHA256_HEADER } from "@outpost/protocol";
 import type { Deps } from "../deps.ts";
 import { type Outcome, type Reason, refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
 import { artifactKey, runLog, SHA256_METADATA } from "./blobs.ts";
 import { getRunById } from "./queries.ts";

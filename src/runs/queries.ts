@@ -2,6 +2,8 @@
  * D1 access for runs (the per-run tokens are in `token-queries.ts`). Status changes are
  * compare-and-set on the status.
  */
+
+import { base32 } from "@outpost/common";
 import {
   and,
   asc,
@@ -19,7 +21,6 @@ import {
 } from "drizzle-orm";
 import type { JobEndedEvent } from "../../durable/pool-types.ts";
 import { type Database, prepared } from "../db/client.ts";
-import { base32 } from "../db/ids.ts";
 import { agentPools, auditEvents, runs, stateLocks, workspaces } from "../db/schema.ts";
 import {
   ACTIVE_STATUSES,

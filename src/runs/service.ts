@@ -4,17 +4,17 @@
  * after D1 changed, so a lost message is repaired by the reconciler (`reconcile.ts`) and never
  * loses or double-applies a run. The rules themselves are in `model.ts`.
  */
+
+import { newId, ok } from "@outpost/common";
 import type { WaitInfo } from "../../durable/pool-types.ts";
 import { auditQuery } from "../audit/service.ts";
 import {
   configurationVersionQuery,
   latestConfigurationVersionQuery,
 } from "../configuration-versions/queries.ts";
-import { newId } from "../db/ids.ts";
 import type { runs } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { applyEndings } from "./events.ts";
 import { cancelPoolJob, enqueueJob } from "./jobs.ts";

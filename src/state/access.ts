@@ -3,11 +3,11 @@
  * that has ended is released on sight, so a dead agent never leaves a workspace locked).
  */
 
+import { ok, type Result } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import type { Deps } from "../deps.ts";
 import { type Reason, refuse } from "../lib/reason.ts";
-import { ok, type Result } from "../lib/result.ts";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
 import { isJobLive } from "../runs/token-queries.ts";
 import { type Principal, roleAtLeast } from "../tokens/model.ts";

@@ -4,10 +4,10 @@
  * primary key makes taking it a single atomic insert.
  */
 
+import { ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Deps } from "../deps.ts";
 import { refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
 import { loadLock, openWorkspace, type StateResult } from "./access.ts";
 import {

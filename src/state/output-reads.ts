@@ -3,10 +3,11 @@
  * between two versions. Sensitive values are hidden from everyone by default; an admin sees them
  * only by asking (`reveal`), and every such reveal is audited with the names it showed.
  */
+
+import { ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { Deps } from "../deps.ts";
 import { refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
 import { openWorkspace, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";

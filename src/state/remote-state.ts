@@ -3,10 +3,10 @@
  * an outputs-only state document, never its resources.
  */
 
+import { ok } from "@outpost/common";
 import type { Deps } from "../deps.ts";
 import { toHex } from "../lib/crypto.ts";
 import { refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import type { StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import type { StateVersionRow } from "./queries.ts";

@@ -3,12 +3,11 @@
  * object and a D1 row); refused writes leave nothing behind.
  */
 
+import { fail, newId, ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
-import { newId } from "../db/ids.ts";
 import type { Deps } from "../deps.ts";
 import { toHex } from "../lib/crypto.ts";
 import { refuse } from "../lib/reason.ts";
-import { fail, ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
 import { loadLock, openWorkspace, type StateReason, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";

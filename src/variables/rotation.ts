@@ -4,10 +4,11 @@
  * be dropped. A re-encryption is not a change of the variable: `updated_at` stays, and a
  * concurrent write of the same variable wins.
  */
+
+import { ok } from "@outpost/common";
 import type { Deps } from "../deps.ts";
 import { open, seal } from "../lib/encryption.ts";
 import type { Outcome } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import { variableAad } from "./model.ts";
 import {
   countSealedWithOtherKeys,

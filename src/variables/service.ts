@@ -3,15 +3,15 @@
  * ({@link loadVariablesForJob}). A sensitive value is stored only as AES-GCM ciphertext under the
  * `ENCRYPTION_KEY` keyring and no function here but that one ever returns it.
  */
+
+import { newId, ok } from "@outpost/common";
 import { and, eq, sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { variables } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Keyring, type KeyringError, loadKeyring, open, seal } from "../lib/encryption.ts";
 import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 import {
   type Category,
   MAX_VARIABLES_PER_WORKSPACE,

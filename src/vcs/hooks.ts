@@ -4,16 +4,16 @@
  * rotation keeps the previous secret valid until a deadline so the VCS side can be updated
  * without dropping deliveries.
  */
+
+import { newId, ok } from "@outpost/common";
 import { and, eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { randomBase64Url } from "../lib/crypto.ts";
 import { type Keyring, loadKeyring, open, seal, sealedKeyId } from "../lib/encryption.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
-import { ok } from "../lib/result.ts";
 
 export type HookRow = typeof vcsHooks.$inferSelect;
 export type Provider = HookRow["provider"];

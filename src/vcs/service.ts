@@ -7,7 +7,7 @@
  * pull request plans canceled, and what happened written back on the delivery row so an admin
  * can see why a push did or did not run. A push never runs a commit twice on a workspace.
  */
-import { newId } from "../db/ids.ts";
+import { newId } from "@outpost/common";
 import type { Deps } from "../deps.ts";
 import { sha256Hex } from "../lib/crypto.ts";
 import { listVcsWorkspaces } from "../workspaces/queries.ts";

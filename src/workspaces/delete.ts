@@ -1,13 +1,14 @@
 /**
  * Deleting a workspace: refused while anything still uses it, then D1 (cascading) and R2.
  */
+
+import { fail, ok } from "@outpost/common";
 import { eq, sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Reason, refuse } from "../lib/reason.ts";
-import { fail, ok } from "../lib/result.ts";
 import { deleteWorkspaceStateBlobs } from "../state/blobs.ts";
 import { workspaceBlobPrefix } from "./model.ts";
 import { activeRunIds, deleteIdleWorkspaceQuery, findWorkspace } from "./queries.ts";

@@ -2,12 +2,13 @@
  * The user lock of a workspace. `locked_by` holds the holder's id: a user's token (`tok_…`) or,
  * set by the runs feature, a run (`run_…`); the state backend relies on that format.
  */
+
+import { fail, ok } from "@outpost/common";
 import { sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
 import { workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { refuse } from "../lib/reason.ts";
-import { fail, ok } from "../lib/result.ts";
 import { lockedBy } from "./delete.ts";
 import { unlockDecision } from "./model.ts";
 import { acquireLockQuery, findWorkspace, releaseLockQuery } from "./queries.ts";

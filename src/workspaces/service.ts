@@ -3,13 +3,13 @@
  * Expected refusals come back as {@link WorkspaceResult} reasons, never thrown. Deleting is in
  * `delete.ts`, the user lock in `lock.ts`.
  */
+
+import { fail, newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
-import { fail, ok } from "../lib/result.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {
   engineSwitchProblem,

@@ -1,10 +1,11 @@
 /**
- * Vitest global setup: builds the agent (bundles, npm package, release assets) once before a
- * project's tests, exactly as `npm run build:agent` does, so the coordinator under test ships
- * the current agent and a single test file can run on a fresh checkout.
+ * Vitest global setup: builds the static assets (the dashboard's files and the agent's bundles,
+ * npm package and release files) once before a project's tests, exactly as `npm run build`
+ * does, so the coordinator under test serves the current dashboard and ships the current agent,
+ * and a single test file can run on a fresh checkout.
  */
-import { buildAgent } from "../../agent/scripts/build.ts";
+import { buildAssets } from "../../scripts/build.ts";
 
 export default async function setup(): Promise<void> {
-  await buildAgent();
+  await buildAssets();
 }

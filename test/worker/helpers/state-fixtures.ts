@@ -4,8 +4,8 @@
  * client that sends exactly the requests Terraform's and OpenTofu's `http` backend send
  * (hashicorp/terraform internal/backend/remote-state/http/client.go; protocols.md §1.2–1.4).
  */
+import { newId } from "@outpost/common";
 import type { RunStatus } from "@outpost/protocol";
-import { newId } from "../../../src/db/ids.ts";
 import { runs, runTokens, workspaces } from "../../../src/db/schema.ts";
 import { generateToken, hashToken } from "../../../src/tokens/model.ts";
 import { BASE, workerFetch } from "./api.ts";
