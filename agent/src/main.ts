@@ -11,6 +11,7 @@ import type { ExitCode } from "./exit-codes.ts";
 import type { JobIsolation } from "./job/containment.ts";
 import { removeStaleJobDirs } from "./job/workdirs.ts";
 import type { Logger } from "./logger.ts";
+import { startObservability } from "./metrics/observability.ts";
 import { readCaFile, writeCaBundle } from "./net/ca.ts";
 import { configureNetwork, PROXY_VARIABLES } from "./net/fetch.ts";
 import { AgentLoop } from "./poller.ts";
@@ -31,11 +32,6 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
   const userAgent = `outpost-agent/${AGENT_VERSION} (${process.platform}; ${process.arch}; node ${process.version})`;
   const extraCas = config.caCertFile === null ? [] : readCaFile(config.caCertFile, "--ca-cert");
   configureNetwork({ extraCas });
-  const target = { address: config.address, userAgent };
-  const isolation = await resolveIsolation(config.isolation);
-  warnIfUnisolated(isolation, logger);
-  await cleanUpAfterDeadAgents(config.dataDir, logger);
-  const contact = new ContactMonitor(logger);
   const updater = new Updater({
     enabled: config.autoUpdate,
     currentVersion: AGENT_VERSION,
@@ -44,15 +40,32 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     userAgent,
     logger,
   });
+  // First, so a liveness probe is answered while the agent sets up and registers.
+  const observability = await startObservability({
+    address: config.metricsAddress,
+    version: AGENT_VERSION,
+    capacity: config.single ? 1 : config.concurrency,
+    updateState: () => updater.state,
+    logger,
+  });
+  const observe = observability?.observe;
+  const target = { address: config.address, userAgent, ...(observe ? { observe } : {}) };
+  const isolation = await resolveIsolation(config.isolation);
+  warnIfUnisolated(isolation, logger);
+  await cleanUpAfterDeadAgents(config.dataDir, logger);
+  const contact = new ContactMonitor(logger);
   const credentials = credentialsOf(config, target, logger);
+  const api = new AgentApi({
+    address: config.address,
+    credentials,
+    userAgent,
+    contact,
+    onAgentVersion: (version) => updater.offer(version),
+    ...(observe ? { observe } : {}),
+  });
   const loop = new AgentLoop({
-    api: new AgentApi({
-      address: config.address,
-      credentials,
-      userAgent,
-      contact,
-      onAgentVersion: (version) => updater.offer(version),
-    }),
+    api: observability ? observability.loopApi(api) : api,
+    ...(observability ? { startJob: observability.startJob } : {}),
     logger,
     address: config.address,
     name: config.name,
@@ -98,11 +111,13 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       autoUpdate: config.autoUpdate,
       proxy: proxySummary(),
       login: config.oidc === null ? "agent token" : `OIDC token file for ${config.oidc.poolId}`,
+      metrics: observability?.url ?? "off",
     },
     "outpost-agent starting",
   );
   const onSignal = (signal: NodeJS.Signals) => {
     logger.info({ signal }, "signal received");
+    observability?.stopping();
     loop.stop();
   };
   process.on("SIGTERM", onSignal);
@@ -113,6 +128,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     credentials.stop();
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
+    await observability?.close();
   }
 }
 

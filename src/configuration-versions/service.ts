@@ -5,6 +5,7 @@
 
 import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import { configurationVersions } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { toHex } from "../lib/crypto.ts";
@@ -121,7 +122,7 @@ export async function uploadConfigurationVersion(
   input: {
     orgId: string;
     workspaceId: string;
-    actor: string;
+    actor: AuditActor;
     body: ReadableStream<Uint8Array>;
     contentLength: number;
     limits: UploadLimits;
@@ -174,7 +175,7 @@ export async function uploadConfigurationVersion(
     branch: null,
     isSpeculative: false,
     isFork: false,
-    createdBy: input.actor,
+    createdBy: input.actor.id,
     createdAt: now,
   };
   try {

@@ -3,8 +3,9 @@
  * exchange for agent tokens. Owners manage them, like agent tokens.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ClaimConditions } from "./trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "./trust-service.ts";
@@ -48,7 +49,7 @@ export const oidcTrustRoutes = newRouter()
       tags: ["pools"],
       summary: "Trust an OIDC issuer: its tokens that meet every condition log agents in",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("oidc_trusts.manage")] as const,
       request: { params: PoolParams, body: jsonBody(CreateOidcTrust) },
       responses: {
         201: jsonResponse(OidcTrust, "The trust"),
@@ -56,13 +57,13 @@ export const oidcTrustRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await createTrust(c.var.deps, {
         ...c.req.valid("json"),
         orgId: principal.orgId,
         poolId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       return c.json(valueOrThrow(result), 201);
     },
@@ -75,7 +76,7 @@ export const oidcTrustRoutes = newRouter()
       tags: ["pools"],
       summary: "List the pool's OIDC trusts",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("oidc_trusts.manage")] as const,
       request: { params: PoolParams },
       responses: {
         200: jsonResponse(z.object({ trusts: z.array(OidcTrust) }), "Trusts, oldest first"),
@@ -83,7 +84,7 @@ export const oidcTrustRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await listTrusts(c.var.db, principal.orgId, poolId);
       return c.json({ trusts: valueOrThrow(result) }, 200);
@@ -97,7 +98,7 @@ export const oidcTrustRoutes = newRouter()
       tags: ["pools"],
       summary: "Remove a trust; the agent tokens issued under it are revoked and their agents exit",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("oidc_trusts.manage")] as const,
       request: { params: TrustParams },
       responses: {
         200: jsonResponse(
@@ -108,13 +109,13 @@ export const oidcTrustRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId, trustId } = c.req.valid("param");
       const result = await deleteTrust(c.var.deps, {
         orgId: principal.orgId,
         poolId,
         id: trustId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       return c.json(valueOrThrow(result), 200);
     },

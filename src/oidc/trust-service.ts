@@ -7,6 +7,7 @@
 import { newId, ok } from "@outpost/common";
 import { and, eq, isNull } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { agentTokens } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
@@ -40,7 +41,7 @@ export function allowsLoopbackIssuers(env: Pick<Env, "OIDC_ALLOW_LOOPBACK_ISSUER
  */
 export async function createTrust(
   deps: Deps,
-  input: { orgId: string; poolId: string; actor: string } & TrustInput,
+  input: { orgId: string; poolId: string; actor: AuditActor } & TrustInput,
 ): Promise<Outcome<ReturnType<typeof presentTrust>, "not_found" | "invalid" | "conflict">> {
   const { db, env } = deps;
   if (!(await getPool(db, input.orgId, input.poolId))) {
@@ -62,7 +63,7 @@ export async function createTrust(
     audience: input.audience,
     claims: input.claims,
     description: input.description ?? "",
-    createdBy: input.actor,
+    createdBy: input.actor.id,
     createdAt: now,
   };
   await db.batch([
@@ -103,7 +104,7 @@ export async function listTrusts(
  */
 export async function deleteTrust(
   deps: Deps,
-  input: { orgId: string; poolId: string; id: string; actor: string },
+  input: { orgId: string; poolId: string; id: string; actor: AuditActor },
 ): Promise<Outcome<{ revokedTokenIds: string[] }, "not_found">> {
   const { db, env } = deps;
   const trust = await getTrust(db, input.orgId, input.poolId, input.id);

@@ -1,23 +1,16 @@
 /**
  * Verifies an OIDC token presented for exchange against the trusts of a pool, with jose: the
- * issuer's keys come from its discovery document's `jwks_uri` (both fetched without following
- * redirects, cached per isolate with a bounded lifetime, the key set refetched on an unknown
- * `kid` at most every 30 s); only asymmetric algorithms; `iss`, `aud`, `exp` (required), `nbf`
- * and `iat` with a 30 s clock skew; then every claim condition of a trust. Each refusal is
- * `rejected`, names the check that failed and never carries the token.
+ * issuer's keys come from its discovery document's `jwks_uri` (`discovery.ts`: fetched without
+ * following redirects, cached per isolate); only asymmetric algorithms; `iss`, `aud`, `exp`
+ * (required), `nbf` and `iat` with a 30 s clock skew; then every claim condition of a trust. Each
+ * refusal is `rejected`, names the check that failed and never carries the token.
  */
 
 import { ok, type Result } from "@outpost/common";
-import {
-  createRemoteJWKSet,
-  decodeJwt,
-  decodeProtectedHeader,
-  errors,
-  type JWTPayload,
-  jwtVerify,
-} from "jose";
+import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from "jose";
 import { type Reason, refuse } from "../lib/reason.ts";
-import { audienceMatches, issuerProblem, type TrustRow, unmetCondition } from "./trust-model.ts";
+import { discover } from "./discovery.ts";
+import { audienceMatches, type TrustRow, unmetCondition } from "./trust-model.ts";
 
 /** Asymmetric signatures only: `none` and every HMAC algorithm are refused before jose runs. */
 export const ALLOWED_ALGORITHMS = [
@@ -34,11 +27,6 @@ export const ALLOWED_ALGORITHMS = [
   "Ed25519",
 ];
 export const CLOCK_SKEW_SECONDS = 30;
-const DISCOVERY_TTL_MS = 60 * 60_000;
-const JWKS_MAX_AGE_MS = 10 * 60_000;
-const JWKS_COOLDOWN_MS = 30_000;
-const FETCH_TIMEOUT_MS = 5_000;
-const MAX_CACHED_ISSUERS = 64;
 
 export const REFUSAL_REASONS = [
   "malformed_token",
@@ -67,48 +55,7 @@ function reject(check: RefusalReason, why: string): { ok: false; reason: Rejecti
   });
 }
 
-type KeySet = ReturnType<typeof createRemoteJWKSet>;
-type CachedIssuer = { keys: KeySet; discoveredAt: number };
-const issuers = new Map<string, CachedIssuer>();
-
-/** The issuer's key set, discovered (again) when not cached or older than an hour at `now`. */
-async function keySetOf(issuer: string, allowLoopbackHttp: boolean, now: number): Promise<KeySet> {
-  const cached = issuers.get(issuer);
-  if (cached && now - cached.discoveredAt < DISCOVERY_TTL_MS) {
-    return cached.keys;
-  }
-  const url = `${issuer.replace(/\/+$/, "")}/.well-known/openid-configuration`;
-  const res = await fetch(url, {
-    redirect: "manual",
-    headers: { accept: "application/json" },
-    signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-  });
-  if (res.status !== 200) {
-    await res.body?.cancel();
-    throw new Error(`its discovery document answered ${res.status}`);
-  }
-  const doc = (await res.json().catch(() => null)) as { issuer?: unknown; jwks_uri?: unknown };
-  if (doc?.issuer !== issuer) {
-    throw new Error("its discovery document names another issuer");
-  }
-  if (typeof doc.jwks_uri !== "string" || issuerProblem(doc.jwks_uri, allowLoopbackHttp)) {
-    throw new Error("its discovery document has no usable https jwks_uri");
-  }
-  const keys = createRemoteJWKSet(new URL(doc.jwks_uri), {
-    timeoutDuration: FETCH_TIMEOUT_MS,
-    cooldownDuration: JWKS_COOLDOWN_MS,
-    cacheMaxAge: JWKS_MAX_AGE_MS,
-  });
-  if (issuers.size >= MAX_CACHED_ISSUERS) {
-    const oldest = issuers.keys().next().value;
-    if (oldest !== undefined) {
-      issuers.delete(oldest);
-    }
-  }
-  issuers.delete(issuer);
-  issuers.set(issuer, { keys, discoveredAt: now });
-  return keys;
-}
+const refused = (check: RefusalReason, why: string) => ({ check, why });
 
 /** The token's header and claims, read without trusting them, only to route it to a trust. */
 function peek(token: string): Verified<{ alg: string; iss: string }> {
@@ -124,36 +71,39 @@ function peek(token: string): Verified<{ alg: string; iss: string }> {
   }
 }
 
-/** Maps jose's verification failures to the check that failed. */
-function refusalOf(error: unknown, issuer: string): { ok: false; reason: Rejection } {
+/**
+ * Maps jose's verification failures to the check that failed and why, in words (also for SSO
+ * and Access, which word their own refusals).
+ */
+export function refusalOf(error: unknown, issuer: string): { check: RefusalReason; why: string } {
   if (error instanceof errors.JWTExpired) {
-    return reject("expired", "the token has expired (exp is in the past)");
+    return refused("expired", "the token has expired (exp is in the past)");
   }
   if (error instanceof errors.JWTClaimValidationFailed) {
     if (error.claim === "exp") {
-      return reject("missing_expiration", "the token has no valid exp claim");
+      return refused("missing_expiration", "the token has no valid exp claim");
     }
     if (error.claim === "nbf") {
-      return reject("not_yet_valid", "the token is not valid yet (nbf is in the future)");
+      return refused("not_yet_valid", "the token is not valid yet (nbf is in the future)");
     }
-    return reject("malformed_token", `the token's ${error.claim} claim is invalid`);
+    return refused("malformed_token", `the token's ${error.claim} claim is invalid`);
   }
   if (
     error instanceof errors.JWKSNoMatchingKey ||
     error instanceof errors.JWKSMultipleMatchingKeys
   ) {
-    return reject("unknown_key", `no key of ${issuer} matches the token's kid and alg`);
+    return refused("unknown_key", `no key of ${issuer} matches the token's kid and alg`);
   }
   if (error instanceof errors.JWSSignatureVerificationFailed) {
-    return reject("invalid_signature", "the token's signature does not verify");
+    return refused("invalid_signature", "the token's signature does not verify");
   }
   if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported) {
-    return reject("unsupported_algorithm", "the token's algorithm is not accepted");
+    return refused("unsupported_algorithm", "the token's algorithm is not accepted");
   }
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) {
-    return reject("malformed_token", "the token is not a valid signed JWT");
+    return refused("malformed_token", "the token is not a valid signed JWT");
   }
-  return reject("issuer_unreachable", `the keys of ${issuer} could not be fetched`);
+  return refused("issuer_unreachable", `the keys of ${issuer} could not be fetched`);
 }
 
 /**
@@ -186,7 +136,7 @@ export async function verifyForTrusts(
   }
   let claims: JWTPayload;
   try {
-    const keys = await keySetOf(iss, options.allowLoopbackHttp, options.now);
+    const { keys } = await discover(iss, options.allowLoopbackHttp, options.now);
     ({ payload: claims } = await jwtVerify(token, keys, {
       currentDate: new Date(options.now),
       issuer: iss,
@@ -195,7 +145,8 @@ export async function verifyForTrusts(
       requiredClaims: ["exp"],
     }));
   } catch (error) {
-    return refusalOf(error, iss);
+    const { check, why } = refusalOf(error, iss);
+    return reject(check, why);
   }
   if (typeof claims.iat === "number" && claims.iat > options.now / 1000 + CLOCK_SKEW_SECONDS) {
     return reject("not_yet_valid", "the token was issued in the future (iat)");

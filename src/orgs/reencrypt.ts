@@ -7,6 +7,7 @@
 
 import { ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Deps } from "../deps.ts";
 import type { Outcome } from "../lib/reason.ts";
 import { reencryptVariables } from "../variables/rotation.ts";
@@ -28,7 +29,7 @@ export type Reencryption = {
  */
 export async function reencryptSecrets(
   deps: Deps,
-  input: { orgId: string; actor: string; limit: number },
+  input: { orgId: string; actor: AuditActor; limit: number },
 ): Promise<Outcome<Reencryption, "unavailable">> {
   const variables = await reencryptVariables(deps, input.orgId, input.limit);
   if (!variables.ok) {

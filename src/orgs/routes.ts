@@ -4,10 +4,12 @@
  * its key rotation step, `/api/v1/organization/reencrypt` (owners).
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
 import { timingSafeEqualString } from "../lib/crypto.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { ROLES } from "../tokens/model.ts";
 import { MAX_REENCRYPT_BATCH, reencryptSecrets } from "./reencrypt.ts";
 import { createOrganization, getOrganization } from "./service.ts";
 
@@ -94,7 +96,7 @@ export const bootstrapRoutes = newRouter().openapi(
     const { name } = c.req.valid("json");
     const result = await createOrganization(c.var.deps, {
       name,
-      actor: "bootstrap",
+      actor: { type: "system", id: "bootstrap", name: "bootstrap" },
       onlyIfNone: true,
     });
     return c.json(valueOrThrow(result), 201);
@@ -110,7 +112,7 @@ export const organizationRoutes = newRouter()
       tags: ["organizations"],
       summary: "Create a further organization (only where ALLOW_MULTIPLE_ORGS is true)",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("organization.create")] as const,
       request: { body: jsonBody(CreateOrganization) },
       responses: {
         201: jsonResponse(CreatedOrganization, "The organization and its owner token"),
@@ -118,7 +120,7 @@ export const organizationRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       if (c.env.ALLOW_MULTIPLE_ORGS !== "true") {
         throw new ApiError(
           "FORBIDDEN",
@@ -128,7 +130,7 @@ export const organizationRoutes = newRouter()
       const { name } = c.req.valid("json");
       const result = await createOrganization(c.var.deps, {
         name,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         onlyIfNone: false,
       });
       return c.json(valueOrThrow(result), 201);
@@ -140,19 +142,23 @@ export const organizationRoutes = newRouter()
       operationId: "getOrganization",
       path: "/organization",
       tags: ["organizations"],
-      summary: "The organization of the calling token",
+      summary: "The organization of the caller, and the caller's organization role",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePermission("organization.read")] as const,
       responses: {
         200: jsonResponse(
-          Organization.extend({ role: z.string() }),
+          Organization.extend({
+            role: z.enum(ROLES).nullable().openapi({
+              description: "The caller's organization role; null for a person or team without one",
+            }),
+          }),
           "The organization and the caller's role",
         ),
         ...errorResponses(401),
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const org = await getOrganization(c.var.db, principal.orgId);
       if (!org) {
         throw new ApiError("NOT_FOUND", "organization not found");
@@ -178,7 +184,7 @@ export const organizationRoutes = newRouter()
       description:
         "Re-encrypts a batch of sensitive variables and webhook secrets sealed with an older key of the ring; call again until both remaining counts are 0, then drop the old key (docs/workspaces.md).",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("secrets.reencrypt")] as const,
       request: { body: jsonBody(ReencryptRequest) },
       responses: {
         200: jsonResponse(Reencryption, "What this call re-encrypted, and what remains"),
@@ -186,10 +192,10 @@ export const organizationRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const result = await reencryptSecrets(c.var.deps, {
         orgId: principal.orgId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         limit: c.req.valid("json").limit,
       });
       return c.json(valueOrThrow(result), 200);

@@ -4,8 +4,9 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
+import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { livenessSetting, PoolName } from "./model.ts";
@@ -88,7 +89,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "Create an agent pool",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { body: jsonBody(CreatePool) },
       responses: {
         201: jsonResponse(AgentPoolSchema, "The pool"),
@@ -96,12 +97,12 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const body = c.req.valid("json");
       const result = await createPool(c.var.deps, {
         ...body,
         orgId: principal.orgId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       return c.json(valueOrThrow(result), 201);
     },
@@ -114,14 +115,14 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "List the org's agent pools",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePermission("pools.read")] as const,
       responses: {
         200: jsonResponse(z.object({ pools: z.array(AgentPoolSchema) }), "Pools by name"),
         ...errorResponses(401, 403),
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       return c.json({ pools: await listPools(c.var.db, principal.orgId) }, 200);
     },
   )
@@ -133,7 +134,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "A pool with its agents, their status and jobs, and the workspaces using it",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePermission("pools.read")] as const,
       request: { params: PoolIdParams },
       responses: {
         200: jsonResponse(AgentPoolDetail, "The pool"),
@@ -141,7 +142,7 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
       return c.json(valueOrThrow(result), 200);
@@ -155,7 +156,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "Rename a pool or change its liveness settings",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolIdParams, body: jsonBody(UpdatePool) },
       responses: {
         200: jsonResponse(AgentPoolSchema, "The pool"),
@@ -163,12 +164,12 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await updatePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         patch: c.req.valid("json"),
       });
       return c.json(valueOrThrow(result), 200);
@@ -182,7 +183,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "Delete a pool that no workspace uses (409 names the workspaces that do)",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolIdParams },
       responses: {
         204: { description: "Deleted; its tokens are gone and its agents told to exit" },
@@ -190,12 +191,12 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await deletePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       valueOrThrow(result);
       return c.body(null, 204);

@@ -7,6 +7,7 @@
 import { newId, ok } from "@outpost/common";
 import { sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import type { agentPools } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
@@ -86,7 +87,7 @@ function isUniqueViolation(err: unknown): boolean {
 /** Creates a pool; its name is unique in the org. */
 export async function createPool(
   deps: Deps,
-  input: { orgId: string; actor: string; name: string } & PoolInput,
+  input: { orgId: string; actor: AuditActor; name: string } & PoolInput,
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
   const { db, env } = deps;
   const now = deps.now();
@@ -151,7 +152,7 @@ export async function getPoolDetail(db: Database, env: Env, orgId: string, id: s
 /** Renames, redescribes or changes liveness settings; the Durable Object applies them at once. */
 export async function updatePool(
   deps: Deps,
-  input: { orgId: string; id: string; actor: string; patch: PoolInput },
+  input: { orgId: string; id: string; actor: AuditActor; patch: PoolInput },
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
   const { db, env } = deps;
   const current = await getPool(db, input.orgId, input.id);
@@ -206,7 +207,7 @@ export async function updatePool(
  */
 export async function deletePool(
   deps: Deps,
-  input: { orgId: string; id: string; actor: string },
+  input: { orgId: string; id: string; actor: AuditActor },
 ): Promise<PoolResult<null>> {
   const { db, env } = deps;
   const current = await getPool(db, input.orgId, input.id);
@@ -248,7 +249,7 @@ export async function deletePool(
 /** Creates an agent token for a pool; the returned secret is the only copy there will be. */
 export async function createAgentToken(
   deps: Deps,
-  input: { orgId: string; poolId: string; description: string; actor: string },
+  input: { orgId: string; poolId: string; description: string; actor: AuditActor },
 ) {
   const { db } = deps;
   const pool = await getPool(db, input.orgId, input.poolId);
@@ -263,7 +264,7 @@ export async function createAgentToken(
     poolId: input.poolId,
     description: input.description,
     tokenHash: await hashToken(secret),
-    createdBy: input.actor,
+    createdBy: input.actor.id,
     createdAt: now,
     lastUsedAt: null,
     revokedAt: null,
@@ -322,7 +323,7 @@ export async function listAgentTokens(deps: Deps, orgId: string, poolId: string)
  */
 export async function revokeAgentToken(
   deps: Deps,
-  input: { orgId: string; poolId: string; id: string; actor: string },
+  input: { orgId: string; poolId: string; id: string; actor: AuditActor },
 ): Promise<PoolResult<ReturnType<typeof presentAgentToken> & { exitedAgentIds: string[] }>> {
   const { db, env } = deps;
   const token = await getAgentToken(db, input.orgId, input.poolId, input.id);

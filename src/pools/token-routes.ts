@@ -3,8 +3,9 @@
  * create response. Revoking one makes its agents exit.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { createAgentToken, listAgentTokens, revokeAgentToken } from "./service.ts";
 
@@ -61,7 +62,7 @@ export const poolTokenRoutes = newRouter()
       tags: ["pools"],
       summary: "Create an agent token for the pool",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolParams, body: jsonBody(CreateAgentToken) },
       responses: {
         201: jsonResponse(CreatedAgentToken, "The token, with its secret shown this once"),
@@ -69,13 +70,13 @@ export const poolTokenRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await createAgentToken(c.var.deps, {
         orgId: principal.orgId,
         poolId,
         description: c.req.valid("json").description,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       return c.json(valueOrThrow(result), 201);
     },
@@ -88,7 +89,7 @@ export const poolTokenRoutes = newRouter()
       tags: ["pools"],
       summary: "List the pool's active agent tokens with created and last-used times",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolParams },
       responses: {
         200: jsonResponse(z.object({ tokens: z.array(AgentToken) }), "Active tokens"),
@@ -96,7 +97,7 @@ export const poolTokenRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await listAgentTokens(c.var.deps, principal.orgId, poolId);
       return c.json({ tokens: valueOrThrow(result) }, 200);
@@ -110,7 +111,7 @@ export const poolTokenRoutes = newRouter()
       tags: ["pools"],
       summary: "Revoke an agent token: its next request gets 401 and its agents are told to exit",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: TokenParams },
       responses: {
         200: jsonResponse(RevokedAgentToken, "The revoked token"),
@@ -118,13 +119,13 @@ export const poolTokenRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId, tokenId } = c.req.valid("param");
       const result = await revokeAgentToken(c.var.deps, {
         orgId: principal.orgId,
         poolId,
         id: tokenId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       return c.json(valueOrThrow(result), 200);
     },

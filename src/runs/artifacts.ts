@@ -6,9 +6,9 @@
 
 import { ok } from "@outpost/common";
 import { SHA256_HEADER } from "@outpost/protocol";
+import type { Principal } from "../authz/principal.ts";
 import type { Deps } from "../deps.ts";
 import { type Outcome, type Reason, refuse } from "../lib/reason.ts";
-import type { Principal } from "../tokens/model.ts";
 import { artifactKey, runLog, SHA256_METADATA } from "./blobs.ts";
 import { getRunById } from "./queries.ts";
 

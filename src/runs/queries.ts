@@ -20,6 +20,8 @@ import {
   sql,
 } from "drizzle-orm";
 import type { JobEndedEvent } from "../../durable/pool-types.ts";
+import { actorColumns } from "../audit/service.ts";
+import { type Actor, agentActor, SYSTEM_ACTOR } from "../authz/actor.ts";
 import { type Database, prepared } from "../db/client.ts";
 import { agentPools, auditEvents, runs, stateLocks, workspaces } from "../db/schema.ts";
 import {
@@ -65,7 +67,14 @@ export function runByIdQuery(db: Database, id: string) {
 /** A page of runs, newest first, after the keyset `after` ([createdAt, id]) when given. */
 export function listRunsPage(
   db: Database,
-  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: RunStatus },
+  filter: {
+    orgId: string;
+    workspaceId?: string;
+    commitSha?: string;
+    status?: RunStatus;
+    /** Keeps the runs of workspaces the caller may see (`authz/queries.ts`). */
+    visible?: SQL | undefined;
+  },
   page: { limit: number; after?: readonly [number, string] },
 ) {
   return db
@@ -77,6 +86,7 @@ export function listRunsPage(
         filter.workspaceId ? eq(runs.workspaceId, filter.workspaceId) : undefined,
         filter.commitSha ? eq(runs.commitSha, filter.commitSha) : undefined,
         filter.status ? eq(runs.status, filter.status) : undefined,
+        filter.visible,
         page.after
           ? or(
               lt(runs.createdAt, page.after[0]),
@@ -154,7 +164,16 @@ export async function moveRun(
   to: RunStatus,
   now: number,
   extra: Partial<
-    Pick<RunRow, "statusReason" | "planSummary" | "cancelRequestedAt" | "planSha256">
+    Pick<
+      RunRow,
+      | "statusReason"
+      | "planSummary"
+      | "cancelRequestedAt"
+      | "planSha256"
+      | "confirmedBy"
+      | "discardedBy"
+      | "canceledBy"
+    >
   > & {
     plannedExecutionMode?: RunRow["plannedExecutionMode"] | SQL;
     plannedPoolId?: RunRow["plannedPoolId"] | SQL;
@@ -225,7 +244,7 @@ export async function jobEndedAuditQuery(db: Database, event: JobEndedEvent) {
     .values({
       id: `evt_${base32(new Uint8Array(digest).slice(0, 16))}`,
       orgId: event.orgId,
-      actor: event.actor,
+      ...actorColumns(event.actor === "system" ? SYSTEM_ACTOR : agentActor(event.actor)),
       action: event.action,
       targetType: "job",
       targetId: event.jobId,
@@ -246,10 +265,10 @@ export async function jobEndedAuditQuery(db: Database, event: JobEndedEvent) {
   return { query };
 }
 
-export function setCancelRequested(db: Database, id: string, now: number) {
+export function setCancelRequested(db: Database, id: string, now: number, by: Actor) {
   return db
     .update(runs)
-    .set({ cancelRequestedAt: now, updatedAt: now })
+    .set({ cancelRequestedAt: now, canceledBy: by, updatedAt: now })
     .where(and(eq(runs.id, id), isNull(runs.cancelRequestedAt)))
     .returning({ id: runs.id });
 }
@@ -325,7 +344,11 @@ export async function vcsRunForCommit(
         eq(runs.isSpeculative, !isPush),
         isPush
           ? inArray(runs.source, [...VCS_SOURCES])
-          : and(eq(runs.createdBy, target.hookId), inArray(runs.status, [...ACTIVE_STATUSES])),
+          : and(
+              // Runs name their actor as JSON; a webhook's is the hook.
+              sql`json_extract(${runs.createdBy}, '$.id') = ${target.hookId}`,
+              inArray(runs.status, [...ACTIVE_STATUSES]),
+            ),
       ),
     )
     .limit(1);

@@ -8,6 +8,7 @@
 import { newId, ok } from "@outpost/common";
 import type { WaitInfo } from "../../durable/pool-types.ts";
 import { auditQuery } from "../audit/service.ts";
+import { type AuditActor, plainActor } from "../authz/actor.ts";
 import {
   configurationVersionQuery,
   latestConfigurationVersionQuery,
@@ -48,7 +49,7 @@ export type CreateRunInput = {
   message: string;
   configurationVersionId?: string | undefined;
   source: RunRow["source"];
-  actor: string;
+  actor: AuditActor;
   vcs?: {
     commitSha?: string | null;
     branch?: string | null;
@@ -145,7 +146,7 @@ export async function createRun(
     statusTimestamps: (isSpeculative
       ? { pending: now, plan_queued: now }
       : { pending: now }) as Record<string, number>,
-    createdBy: input.actor,
+    createdBy: plainActor(input.actor),
     createdAt: now,
     updatedAt: now,
   } satisfies typeof runs.$inferInsert;
@@ -180,7 +181,7 @@ function actionRefused(failure: ActionFailure, run: RunRow, action: RunAction) {
 function audit(
   deps: Deps,
   run: RunRow,
-  actor: string,
+  actor: AuditActor,
   action: string,
   data?: Record<string, unknown>,
 ) {
@@ -205,7 +206,7 @@ export async function confirmRun(
   deps: Deps,
   run: RunRow,
   workspace: WorkspaceRow,
-  actor: string,
+  actor: AuditActor,
 ): Promise<Outcome<RunRow, "conflict">> {
   if (run.status !== "planned") {
     return actionRefused("invalid_status", run, "confirm");
@@ -215,6 +216,7 @@ export async function confirmRun(
   if (changed) {
     const errored = await moveRun(deps.db, run.id, ["planned"], "errored", now, {
       statusReason: changed,
+      confirmedBy: plainActor(actor),
     });
     if (errored) {
       await audit(deps, errored, actor, "run.confirm", { refused: changed });
@@ -222,7 +224,9 @@ export async function confirmRun(
     }
     return actionRefused("workspace_changed", run, "confirm");
   }
-  const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", now);
+  const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", now, {
+    confirmedBy: plainActor(actor),
+  });
   if (!confirmed) {
     return actionRefused("invalid_status", run, "confirm");
   }
@@ -233,9 +237,11 @@ export async function confirmRun(
 export async function discardRun(
   deps: Deps,
   run: RunRow,
-  actor: string,
+  actor: AuditActor,
 ): Promise<Outcome<RunRow, "conflict">> {
-  const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", deps.now());
+  const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", deps.now(), {
+    discardedBy: plainActor(actor),
+  });
   if (!discarded) {
     return actionRefused("invalid_status", run, "discard");
   }
@@ -251,7 +257,7 @@ export async function discardRun(
 export async function cancelRun(
   deps: Deps,
   run: RunRow,
-  actor: string,
+  actor: AuditActor,
 ): Promise<Outcome<RunRow, "conflict">> {
   const plan = planCancel(run.status, run.cancelRequestedAt);
   if (plan.kind === "refused") {
@@ -267,7 +273,7 @@ export async function cancelRun(
   }
   const now = deps.now();
   if (plan.kind === "signal_agent") {
-    if ((await setCancelRequested(deps.db, run.id, now)).length === 0) {
+    if ((await setCancelRequested(deps.db, run.id, now, plainActor(actor))).length === 0) {
       return actionRefused("already_canceling", run, "cancel");
     }
     await audit(deps, run, actor, "run.cancel");
@@ -276,7 +282,8 @@ export async function cancelRun(
   }
   const canceled = await moveRun(deps.db, run.id, [run.status], "canceled", now, {
     cancelRequestedAt: now,
-    statusReason: `canceled by ${actor}`,
+    canceledBy: plainActor(actor),
+    statusReason: `canceled by ${actor.name}`,
   });
   if (!canceled) {
     return actionRefused("invalid_status", run, "cancel");
@@ -291,7 +298,7 @@ export async function cancelRun(
 export async function forceCancelRun(
   deps: Deps,
   run: RunRow,
-  actor: string,
+  actor: AuditActor,
 ): Promise<Outcome<RunRow, "conflict">> {
   const now = deps.now();
   const allowed = canForceCancel(run.status, run.cancelRequestedAt, now);
@@ -300,7 +307,8 @@ export async function forceCancelRun(
     return actionRefused(failure, run, "force-cancel");
   }
   const forced = await moveRun(deps.db, run.id, [run.status], "force_canceled", now, {
-    statusReason: `force-canceled by ${actor}`,
+    canceledBy: plainActor(actor),
+    statusReason: `force-canceled by ${actor.name}`,
   });
   if (!forced) {
     return actionRefused("invalid_status", run, "force-cancel");

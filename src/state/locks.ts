@@ -6,10 +6,11 @@
 
 import { ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
+import { type AuditActor, SYSTEM_ACTOR } from "../authz/actor.ts";
+import { actorOf, type Principal } from "../authz/principal.ts";
 import type { Deps } from "../deps.ts";
 import { refuse } from "../lib/reason.ts";
-import type { Principal } from "../tokens/model.ts";
-import { loadLock, openWorkspace, type StateResult } from "./access.ts";
+import { loadLock, mayForceState, openWorkspace, type StateResult } from "./access.ts";
 import {
   callerOf,
   decideLock,
@@ -91,10 +92,19 @@ export async function unlockState(
   deps: Deps,
   input: { principal: Principal; workspaceId: string; request: UnlockRequest },
 ): Promise<StateResult<{ released: boolean }>> {
-  const caller = callerOf(input.principal);
+  const seen = await openWorkspace(deps.db, input.principal, input.workspaceId, "read");
+  if (!seen.ok) {
+    return seen;
+  }
+  const caller = callerOf(
+    input.principal,
+    await mayForceState(deps.db, input.principal, seen.value),
+  );
   // Who may force is decided with the lock in hand; releasing one's own lock needs lock access.
-  const need = input.request.kind === "empty" || caller.isAdmin ? "read" : "lock";
-  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, need);
+  const need = input.request.kind === "empty" ? "unlock" : "lock";
+  const ws = caller.isAdmin
+    ? seen
+    : await openWorkspace(deps.db, input.principal, input.workspaceId, need);
   if (!ws.ok) {
     return ws;
   }
@@ -106,15 +116,15 @@ export async function unlockState(
   if (decision.kind === "conflict") {
     return refuse("conflict", decision.message, { lockInfo: lock.info });
   }
-  const released = await release(deps, ws.value, lock, caller.principalId, decision.isForced);
-  return ok({ released });
+  const actor = actorOf(input.principal);
+  return ok({ released: await release(deps, ws.value, lock, actor, decision.isForced) });
 }
 
 async function release(
   deps: Deps,
   ws: { id: string; orgId: string },
   lock: HeldLock,
-  actor: string,
+  actor: AuditActor,
   isForced: boolean,
 ): Promise<boolean> {
   const { db } = deps;
@@ -174,7 +184,7 @@ export async function forceUnlockState(
   deps: Deps,
   input: { principal: Principal; workspaceId: string; lockId: string | null },
 ): Promise<StateResult<{ released: ReturnType<typeof presentLock> | null }>> {
-  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "admin");
+  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "force_unlock");
   if (!ws.ok) {
     return ws;
   }
@@ -185,8 +195,7 @@ export async function forceUnlockState(
   if (input.lockId !== null && input.lockId !== lock.lockId) {
     return refuse("conflict", `the state is locked by lock ${lock.lockId}, not ${input.lockId}`);
   }
-  const caller = callerOf(input.principal);
-  const released = await release(deps, ws.value, lock, caller.principalId, true);
+  const released = await release(deps, ws.value, lock, actorOf(input.principal), true);
   return ok({ released: released ? presentLock(lock) : null });
 }
 
@@ -221,7 +230,7 @@ async function releaseLocks(
         db,
         {
           orgId: lock.orgId,
-          actor: "system",
+          actor: SYSTEM_ACTOR,
           action: "state.lock.release",
           targetType: "workspace",
           targetId: lock.workspaceId,

@@ -3,6 +3,7 @@
 import { newId, ok } from "@outpost/common";
 import { and, count, eq, isNull } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { orgTokens } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
@@ -31,7 +32,7 @@ export function presentOrgToken(row: OrgTokenRow) {
 /** Creates an org token; the returned secret is the only copy that will ever exist. */
 export async function createOrgToken(
   deps: Deps,
-  input: { orgId: string; role: Role; description: string; actor: string },
+  input: { orgId: string; role: Role; description: string; actor: AuditActor },
 ) {
   const { db } = deps;
   const secret = generateToken("org");
@@ -42,7 +43,7 @@ export async function createOrgToken(
     role: input.role,
     description: input.description,
     tokenHash: await hashToken(secret),
-    createdBy: input.actor,
+    createdBy: input.actor.id,
     createdAt: now,
     lastUsedAt: null,
     revokedAt: null,
@@ -72,7 +73,7 @@ export async function listTokens(db: Database, orgId: string) {
  */
 export async function revokeOrgToken(
   deps: Deps,
-  input: { orgId: string; id: string; actor: string },
+  input: { orgId: string; id: string; actor: AuditActor },
 ): Promise<Outcome<ReturnType<typeof presentOrgToken>, "not_found" | "conflict">> {
   const { db } = deps;
   const token = await getOrgToken(db, input.orgId, input.id);

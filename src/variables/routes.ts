@@ -4,8 +4,9 @@
  * Sensitive values are write-only: they read back as `sensitive: true, value: null`.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
-import { requireRole } from "../middleware/auth.ts";
+import { requirePerson } from "../middleware/auth.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
@@ -72,7 +73,7 @@ export const variableRoutes = newRouter()
       tags,
       summary: "List a workspace's variables (sensitive values never included)",
       security,
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: WorkspaceParams, query: CategoryQuery },
       responses: {
         200: jsonResponse(z.object({ variables: z.array(VariableSchema) }), "The variables"),
@@ -80,7 +81,11 @@ export const variableRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspace } = await workspaceOf(c, c.req.valid("param").workspaceId);
+      const { workspace } = await workspaceOf(
+        c,
+        c.req.valid("param").workspaceId,
+        "workspace.read",
+      );
       const { category } = c.req.valid("query");
       const variables = await listVariables(c.var.db, workspace.id);
       return c.json(
@@ -97,7 +102,7 @@ export const variableRoutes = newRouter()
       tags,
       summary: "Get one variable",
       security,
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: VariableParams, query: CategoryQuery },
       responses: {
         200: jsonResponse(VariableSchema, "The variable"),
@@ -106,7 +111,7 @@ export const variableRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, key } = c.req.valid("param");
-      const { workspace } = await workspaceOf(c, workspaceId);
+      const { workspace } = await workspaceOf(c, workspaceId, "workspace.read");
       const found = await findVariable(c.var.db, workspace.id, key, c.req.valid("query").category);
       return c.json(presentVariable(valueOrThrow(found)), 200);
     },
@@ -121,7 +126,7 @@ export const variableRoutes = newRouter()
       description:
         "Replace semantics: omitted flags take their defaults; an omitted value keeps the stored one. A sensitive variable becomes non-sensitive only with a new value.",
       security,
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: VariableParams, query: CategoryQuery, body: jsonBody(PutVariable) },
       responses: {
         200: jsonResponse(VariableSchema, "The replaced variable"),
@@ -131,6 +136,7 @@ export const variableRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, key } = c.req.valid("param");
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "variables.write");
       const write = c.req.valid("json");
       const query = c.req.valid("query");
       if (query.category !== undefined && query.category !== write.category) {
@@ -138,13 +144,12 @@ export const variableRoutes = newRouter()
           issues: [{ path: "query.category", message: "must match json.category" }],
         });
       }
-      const { principal, workspace } = await workspaceOf(c, workspaceId);
       const result = await putVariable(c.var.deps, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         key,
         write,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         encryptionKey: c.env.ENCRYPTION_KEY,
       });
       const { variable, created } = valueOrThrow(result);
@@ -159,7 +164,7 @@ export const variableRoutes = newRouter()
       tags,
       summary: "Delete a variable",
       security,
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: VariableParams, query: CategoryQuery },
       responses: {
         200: jsonResponse(VariableSchema, "The deleted variable"),
@@ -168,13 +173,13 @@ export const variableRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, key } = c.req.valid("param");
-      const { principal, workspace } = await workspaceOf(c, workspaceId);
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "variables.write");
       const result = await deleteVariable(c.var.deps, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         key,
         category: c.req.valid("query").category,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       return c.json(valueOrThrow(result), 200);
     },

@@ -7,6 +7,7 @@
 import { newId, ok } from "@outpost/common";
 import { and, eq, sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { variables } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
@@ -123,7 +124,7 @@ type PutInput = {
   workspaceId: string;
   key: string;
   write: VariableWrite;
-  actor: string;
+  actor: AuditActor;
   encryptionKey: string | undefined;
 };
 
@@ -238,7 +239,13 @@ export async function putVariable(
 /** Deletes the variable; the category is needed only when the key exists in both. */
 export async function deleteVariable(
   deps: Deps,
-  input: { orgId: string; workspaceId: string; key: string; category?: Category; actor: string },
+  input: {
+    orgId: string;
+    workspaceId: string;
+    key: string;
+    category?: Category;
+    actor: AuditActor;
+  },
 ): Promise<VariableResult<Variable>> {
   const { db } = deps;
   const found = await findVariable(db, input.workspaceId, input.key, input.category);

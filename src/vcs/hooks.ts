@@ -8,6 +8,7 @@
 import { newId, ok } from "@outpost/common";
 import { and, eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
@@ -71,7 +72,7 @@ export async function createHook(
     provider: Provider;
     repoUrl: string | null;
     description: string;
-    actor: string;
+    actor: AuditActor;
   },
 ): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable">> {
   const { db, env } = deps;
@@ -135,7 +136,7 @@ export async function updateHook(
   deps: Deps,
   hook: HookRow,
   patch: { description?: string | undefined; repoUrl?: string | null | undefined },
-  actor: string,
+  actor: AuditActor,
 ): Promise<Outcome<HookRow, "not_found">> {
   const { db } = deps;
   const now = deps.now();
@@ -161,7 +162,7 @@ export async function updateHook(
 }
 
 /** Deletes the hook and its delivery records; its URL answers 404 from now on. */
-export async function deleteHook(deps: Deps, hook: HookRow, actor: string): Promise<void> {
+export async function deleteHook(deps: Deps, hook: HookRow, actor: AuditActor): Promise<void> {
   const { db } = deps;
   await db.batch([
     db.delete(vcsDeliveries).where(eq(vcsDeliveries.hookId, hook.id)),
@@ -186,7 +187,7 @@ export async function rotateHookSecret(
   deps: Deps,
   hook: HookRow,
   graceSeconds: number,
-  actor: string,
+  actor: AuditActor,
 ): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable" | "not_found">> {
   const { db, env } = deps;
   const keyring = await hookKeyring(env);

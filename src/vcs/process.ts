@@ -3,6 +3,7 @@
  * request made, a VCS configuration version and a run on each workspace to run on, superseded
  * pull request plans canceled, and the outcome written on the delivery row.
  */
+import { vcsActor } from "../authz/actor.ts";
 import { createVcsConfigurationVersion } from "../configuration-versions/service.ts";
 import type { Deps } from "../deps.ts";
 import { activePullRequestPlans, vcsRunForCommit } from "../runs/queries.ts";
@@ -59,7 +60,10 @@ async function queueFor(
       : summaryLine(`#${event.number}: ${event.title ?? event.headBranch}`),
     configurationVersionId: configuration.id,
     source: hook.provider,
-    actor: hook.id,
+    actor: vcsActor(
+      hook.id,
+      `${hook.provider} ${isPush ? "push" : "pull request"}${event.author ? ` by ${event.author}` : ""}`,
+    ),
     vcs: {
       commitSha: event.commitSha,
       branch,
@@ -93,8 +97,9 @@ async function applyTo(
       number: event.number,
       otherThan: event.action === "close" ? null : event.commitSha,
     });
+    const canceler = vcsActor(hook.id, `${hook.provider} pull request #${event.number} superseded`);
     for (const old of superseded) {
-      if ((await cancelRun(deps, old, hook.id)).ok) {
+      if ((await cancelRun(deps, old, canceler)).ok) {
         outcome.canceled.push({ workspaceId: ws.id, runId: old.id });
       }
     }

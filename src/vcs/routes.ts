@@ -3,8 +3,9 @@
  * appears only in the create and rotate responses.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { RepoUrl } from "../workspaces/model.ts";
 import {
@@ -103,7 +104,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Create a GitHub or GitLab webhook endpoint",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { body: jsonBody(CreateVcsHook) },
       responses: {
         201: jsonResponse(VcsHookWithSecret, "The hook, with its secret shown this once"),
@@ -111,14 +112,14 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const body = c.req.valid("json");
       const created = await createHook(c.var.deps, {
         orgId: principal.orgId,
         provider: body.provider,
         repoUrl: body.repoUrl,
         description: body.description,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       const { row, secret } = valueOrThrow(created);
       return c.json({ ...presentHook(row, origin(c.req.url), c.var.deps.now()), secret }, 201);
@@ -132,14 +133,14 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "List the org's VCS hooks (never their secrets)",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       responses: {
         200: jsonResponse(z.object({ hooks: z.array(VcsHook) }), "The hooks"),
         ...errorResponses(401, 403),
       },
     }),
     async (c) => {
-      const rows = await listHooks(c.var.db, orgPrincipal(c).orgId);
+      const rows = await listHooks(c.var.db, personOf(c).orgId);
       return c.json(
         { hooks: rows.map((r) => presentHook(r, origin(c.req.url), c.var.deps.now())) },
         200,
@@ -154,7 +155,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Show a VCS hook",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams },
       responses: {
         200: jsonResponse(VcsHook, "The hook"),
@@ -163,7 +164,7 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const hook = valueOrThrow(
-        await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId),
+        await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId),
       );
       return c.json(presentHook(hook, origin(c.req.url), c.var.deps.now()), 200);
     },
@@ -176,7 +177,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Change a hook's description or the repository it serves",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams, body: jsonBody(UpdateVcsHook) },
       responses: {
         200: jsonResponse(VcsHook, "The updated hook"),
@@ -184,12 +185,12 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const hook = valueOrThrow(
         await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
       );
       const updated = valueOrThrow(
-        await updateHook(c.var.deps, hook, c.req.valid("json"), principal.tokenId),
+        await updateHook(c.var.deps, hook, c.req.valid("json"), actorOf(principal)),
       );
       return c.json(presentHook(updated, origin(c.req.url), c.var.deps.now()), 200);
     },
@@ -202,7 +203,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Delete a hook; its URL answers 404 from then on",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams },
       responses: {
         200: jsonResponse(VcsHook, "The deleted hook"),
@@ -210,11 +211,11 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const hook = valueOrThrow(
         await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
       );
-      await deleteHook(c.var.deps, hook, principal.tokenId);
+      await deleteHook(c.var.deps, hook, actorOf(principal));
       return c.json(presentHook(hook, origin(c.req.url), c.var.deps.now()), 200);
     },
   )
@@ -226,7 +227,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Replace the secret; the old one stays valid for graceSeconds",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams, body: jsonBody(RotateVcsHookSecret) },
       responses: {
         200: jsonResponse(VcsHookWithSecret, "The hook, with its new secret shown this once"),
@@ -234,13 +235,13 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const hook = valueOrThrow(
         await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
       );
       const { graceSeconds } = c.req.valid("json");
       const { row, secret } = valueOrThrow(
-        await rotateHookSecret(c.var.deps, hook, graceSeconds, principal.tokenId),
+        await rotateHookSecret(c.var.deps, hook, graceSeconds, actorOf(principal)),
       );
       return c.json({ ...presentHook(row, origin(c.req.url), c.var.deps.now()), secret }, 200);
     },
@@ -253,7 +254,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "The hook's 50 most recent deliveries and what each one did",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams },
       responses: {
         200: jsonResponse(z.object({ deliveries: z.array(Delivery) }), "Recent deliveries"),
@@ -262,7 +263,7 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const hook = valueOrThrow(
-        await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId),
+        await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId),
       );
       const rows = await recentDeliveries(c.var.db, hook.id, 50);
       return c.json(

@@ -5,6 +5,7 @@
 import { fail, ok } from "@outpost/common";
 import { eq, sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
@@ -26,7 +27,7 @@ import {
  */
 export async function deleteWorkspace(
   deps: Deps,
-  input: { orgId: string; ref: string; actor: string },
+  input: { orgId: string; ref: string; actor: AuditActor },
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
   const blobs = deps.env.BLOBS;

@@ -11,6 +11,7 @@ import {
   isNull,
   notExists,
   notInArray,
+  type SQL,
   sql,
 } from "drizzle-orm";
 import { type Database, prepared } from "../db/client.ts";
@@ -81,12 +82,18 @@ export function findWorkspaceByName(db: Database, orgId: string, name: string) {
 
 /**
  * One page of the org's workspaces in name order, `limit + 1` rows to detect a next page;
- * `search` keeps names containing it (literally: no wildcards).
+ * `search` keeps names containing it (literally: no wildcards); `visible` keeps the workspaces a
+ * caller may see (`authz/queries.ts`).
  */
 export function listWorkspaceRows(
   db: Database,
   orgId: string,
-  page: { limit: number; after?: string; search?: string },
+  page: {
+    limit: number;
+    after?: string | undefined;
+    search?: string | undefined;
+    visible?: SQL | undefined;
+  },
 ): Promise<WorkspaceRow[]> {
   return db
     .select(workspaceColumns)
@@ -96,6 +103,7 @@ export function listWorkspaceRows(
         eq(workspaces.orgId, orgId),
         page.after === undefined ? undefined : gt(workspaces.name, page.after),
         page.search === undefined ? undefined : sql`instr(${workspaces.name}, ${page.search}) > 0`,
+        page.visible,
       ),
     )
     .orderBy(asc(workspaces.name))

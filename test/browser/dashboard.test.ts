@@ -66,7 +66,7 @@ describe("the dashboard in chromium", () => {
     await page.waitForURL(/\/ui\/pools$/);
     const cookies = await browser.context.cookies(`${world.coordinator.url}/ui/`);
     const session = cookies.find((c) => c.name === "outpost_session");
-    expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/ui" });
+    expect(session).toMatchObject({ httpOnly: true, sameSite: "Lax", path: "/" });
     expect(await page.evaluate<string>("document.cookie")).not.toContain("outpost_session");
     await page.close();
   });

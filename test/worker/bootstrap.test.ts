@@ -6,7 +6,7 @@ import { systemClock } from "../../src/deps.ts";
 import { createOrgToken } from "../../src/tokens/service.ts";
 import { BASE, type ErrorBody, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { deps } from "./helpers/fixtures.ts";
+import { deps, tokenActor } from "./helpers/fixtures.ts";
 
 type Created = {
   organization: { id: string; name: string };
@@ -87,7 +87,7 @@ describe("POST /api/v1/organizations", () => {
         orgId: row?.id ?? "",
         role: "owner",
         description: "t",
-        actor: "test",
+        actor: tokenActor("test"),
       })
     ).token;
   }
@@ -138,7 +138,7 @@ describe("POST /api/v1/organizations", () => {
       orgId: row?.id ?? "",
       role: "admin",
       description: "a",
-      actor: "t",
+      actor: tokenActor("t"),
     });
     const res = await requestJson<ErrorBody>("/api/v1/organizations", {
       method: "POST",

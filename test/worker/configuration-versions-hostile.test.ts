@@ -10,7 +10,7 @@ import { systemClock } from "../../src/deps.ts";
 import type { ErrorBody } from "./helpers/api.ts";
 import { upload } from "./helpers/configuration-versions.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { deps, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { deps, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import {
   GNU_ABSOLUTE_TAR_GZ,
   GNU_DOTDOT_TAR_GZ,
@@ -280,7 +280,7 @@ describe("configured upload limits", () => {
     uploadConfigurationVersion(deps, {
       orgId: org.orgId,
       workspaceId,
-      actor: "test",
+      actor: tokenActor("test"),
       body: new Blob([bytes]).stream(),
       contentLength: bytes.byteLength,
       limits: { maxBytes: 1 << 20, maxUnpackedBytes: 1 << 30, maxEntries: 10, ...limits },

@@ -14,7 +14,7 @@ import { MAX_VARIABLES_PER_WORKSPACE } from "../../src/variables/model.ts";
 import { loadVariablesForJob, putVariable } from "../../src/variables/service.ts";
 import type { ErrorBody } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, deps, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, deps, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import { reencryptWith } from "./helpers/keys.ts";
 import { createWorkspace } from "./helpers/workspaces.ts";
 
@@ -149,7 +149,7 @@ describe("sensitive variables and the encryption key", () => {
       workspaceId: `ws_${"z".repeat(26)}`,
       key: "X",
       write: { category: "env", value: "v", hcl: false, sensitive: false, description: "" },
-      actor: "test",
+      actor: tokenActor("test"),
       encryptionKey: OLD,
     });
     expect(result).toEqual({

@@ -7,6 +7,7 @@ import { readCaFile } from "../net/ca.ts";
 import { parseDurationSeconds } from "./duration.ts";
 import { type FileValue, readConfigFile } from "./file.ts";
 import { parseFlags } from "./flags.ts";
+import { type ListenAddress, parseListenAddress } from "./listen-address.ts";
 import {
   SETTINGS,
   type SettingFlag,
@@ -68,6 +69,8 @@ export type AgentConfig = {
   autoUpdate: boolean;
   /** Development only: let VCS jobs clone `file://` repositories. */
   allowFileRepos: boolean;
+  /** Where `/metrics`, `/healthz` and `/readyz` are served (port 0: any free port); null = off. */
+  metricsAddress: ListenAddress | null;
 };
 
 /** Where a raw value came from, to name it in an error. */
@@ -129,6 +132,7 @@ const VALIDATORS = {
   "forward-network-env": z.boolean(),
   "auto-update": z.boolean(),
   "allow-file-repos": z.boolean(),
+  "metrics-address": z.string().transform(parseListenAddress),
   config: z.string().min(1),
 } satisfies Record<SettingFlag, z.ZodType>;
 
@@ -197,6 +201,8 @@ export function loadConfig(
     forwardNetworkEnv: get("forward-network-env", true),
     autoUpdate: get("auto-update", true),
     allowFileRepos: get("allow-file-repos", false),
+    metricsAddress:
+      raw("metrics-address").value === undefined ? null : get("metrics-address", null),
   };
 }
 

@@ -250,6 +250,16 @@ export const SETTINGS = [
     description: "development only: VCS jobs may clone file:// repositories",
   },
   {
+    flag: "metrics-address",
+    arg: "HOST:PORT",
+    kind: "string",
+    env: "OUTPOST_METRICS_ADDRESS",
+    fileKey: "metricsAddress",
+    defaultText: "off",
+    description:
+      "serve /metrics (Prometheus), /healthz and /readyz on HOST:PORT, e.g. 0.0.0.0:9464 (no auth: keep it private)",
+  },
+  {
     flag: "config",
     arg: "FILE",
     kind: "string",

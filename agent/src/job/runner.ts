@@ -192,10 +192,17 @@ class Job {
       searchPath: settings.hostEnv.PATH ?? "",
       onProgress: (line: string) => this.say(line),
     };
+    const installStarted = performance.now();
     const release = driver.release(job.engine);
     this.engineVersion = await resolveEngineVersion(release, job.engineVersion, install);
     processes.checkCanceled();
-    this.enginePath = (await installEngine(release, this.engineVersion, install)).path;
+    const installed = await installEngine(release, this.engineVersion, install);
+    this.enginePath = installed.path;
+    settings.onEngineReady?.({
+      engine: job.engine,
+      source: installed.source,
+      seconds: (performance.now() - installStarted) / 1000,
+    });
     processes.checkCanceled();
     await Promise.all(["home", "tmp", "scratch"].map((d) => mkdir(path.join(root, d))));
     const workDir = await fetchConfiguration({

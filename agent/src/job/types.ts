@@ -149,4 +149,13 @@ export type JobSettings = {
   isolation: JobIsolation;
   /** The engines this agent runs; `DRIVERS` (`engines/drivers.ts`) unless a test adds one. */
   drivers?: readonly EngineDriver[];
+  /** Told once the job's engine binary is ready, where it came from and how long that took. */
+  onEngineReady?: (ready: EngineReady) => void;
+};
+
+/** A job's engine, ready to run: for the agent's metrics. */
+export type EngineReady = {
+  engine: string;
+  source: "cache" | "path" | "download";
+  seconds: number;
 };
