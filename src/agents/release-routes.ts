@@ -12,7 +12,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { PUBLIC_URL_UNSET, publicOrigin } from "../lib/public-url.ts";
-import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
+import { errorResponses, jsonResponse, newRouter } from "../router.ts";
 import { installScript } from "./install-script.ts";
 import { type ShippedRelease, shippedRelease } from "./release.ts";
 

@@ -5,14 +5,11 @@
  * signature: it holds no release key and verifies nothing (agents and the installer do).
  */
 import {
-  AGENT_VERSION_HEADER,
   RELEASE_MANIFEST_PATH,
   RELEASE_SIGNATURE_PATH,
   ReleaseManifest,
   ReleaseSignature,
 } from "@outpost/protocol";
-import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env.ts";
 
 /** What the manifest read needs of the ASSETS binding. */
 export type AssetFetcher = { fetch(request: Request): Promise<Response> };
@@ -90,25 +87,4 @@ async function readManifest(assets: AssetFetcher): Promise<ShippedRelease | null
 
 function logUnreadable(msg: string, issues: unknown): void {
   console.error(JSON.stringify({ level: "error", msg, issues }));
-}
-
-/**
- * Adds {@link AGENT_VERSION_HEADER} to every agent API answer, so running agents learn of a
- * newer build between jobs. A manifest that cannot be read leaves the header out.
- */
-export function agentVersionHeader(): MiddlewareHandler<AppEnv> {
-  return async function agentVersion(c, next) {
-    await next();
-    const release = await shippedRelease(c.env.ASSETS).catch(() => null);
-    if (release === null) {
-      return;
-    }
-    try {
-      c.res.headers.set(AGENT_VERSION_HEADER, release.manifest.version);
-    } catch {
-      // A passed-through response has immutable headers: answer with a copy.
-      c.res = new Response(c.res.body, c.res);
-      c.res.headers.set(AGENT_VERSION_HEADER, release.manifest.version);
-    }
-  };
 }

@@ -6,11 +6,7 @@
  * {@link requirePermission} for organization actions and by the route for workspace ones.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import {
-  decideOrganization,
-  type OrganizationAction,
-  organizationRefusal,
-} from "../authz/model.ts";
+import { type OrganizationAction, organizationRefusal } from "../authz/model.ts";
 import {
   isPerson,
   PERSON_KINDS,
@@ -168,7 +164,7 @@ export async function authenticate(
   if (record.revokedAt !== null) {
     throw new ApiError("TOKEN_REVOKED", "this token has been revoked");
   }
-  const now = Date.now();
+  const now = c.var.deps.now();
   // A distinct code, so an OIDC agent logs in again with a fresh OIDC token instead of exiting
   // as it does for a revoked token.
   if (record.expiresAt != null && record.expiresAt <= now) {
@@ -213,12 +209,12 @@ async function fromBrowser(c: Context<AppEnv>): Promise<PersonPrincipal | null> 
       "a browser session is accepted only from this site's own pages; send a token in the Authorization header",
     );
   }
-  const identity = await browserIdentity(c, Date.now());
+  const identity = await browserIdentity(c, c.var.deps.now());
   if (identity === null) {
     return null;
   }
   if (!identity.ok) {
-    throw new ApiError("UNAUTHORIZED", identity.reason);
+    throw new ApiError("UNAUTHORIZED", identity.reason.message);
   }
   return identity.value.principal;
 }

@@ -6,9 +6,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { ACCESS_LEVELS } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { requirePerson } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { deleteTeamAccess, listTeamAccess, putTeamAccess } from "./access.ts";
@@ -79,13 +79,10 @@ export const teamAccessRoutes = newRouter()
       const { principal, workspace } = await workspaceOf(c, workspaceId, "team_access.manage");
       const result = await putTeamAccess(
         c.var.db,
-        { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() },
+        { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() },
         { workspace, teamId, access: c.req.valid("json").access },
       );
-      if (!result.ok) {
-        throw new ApiError("NOT_FOUND", `team ${teamId} not found`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -108,15 +105,9 @@ export const teamAccessRoutes = newRouter()
       const { principal, workspace } = await workspaceOf(c, workspaceId, "team_access.manage");
       const result = await deleteTeamAccess(
         c.var.db,
-        { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() },
+        { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() },
         { workspace, teamId },
       );
-      if (!result.ok) {
-        throw new ApiError(
-          "NOT_FOUND",
-          `team ${teamId} has no access to workspace ${workspace.name}`,
-        );
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -5,7 +5,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { approveCliLogin, pendingCliLogin } from "../sso/cli-login.ts";
 import { readForm, viewerOf } from "./forms.ts";
 import { Csrf, Layout, Notice } from "./layout.tsx";
@@ -36,7 +36,7 @@ export const cliLoginPages = new Hono<UiEnv>()
   .get("/:code", async (c) => {
     const code = codeOf(c);
     userOf(c);
-    const login = await pendingCliLogin(c.var.db, code, Date.now());
+    const login = await pendingCliLogin(c.var.db, code, c.var.deps.now());
     if (!login) {
       throw new ApiError("NOT_FOUND", "this CLI login is unknown, expired or already approved");
     }
@@ -65,11 +65,9 @@ export const cliLoginPages = new Hono<UiEnv>()
       code,
       orgId: me.orgId,
       userId: me.userId,
-      now: Date.now(),
+      now: c.var.deps.now(),
     });
-    if (!approved.ok) {
-      throw new ApiError("NOT_FOUND", "this CLI login is unknown, expired or already approved");
-    }
+    valueOrThrow(approved);
     return c.html(
       <Layout title="CLI login approved" section="account" viewer={viewerOf(c)}>
         <Notice kind="ok">Approved. Return to your terminal: the CLI is signed in as you.</Notice>

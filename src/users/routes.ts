@@ -7,9 +7,9 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { actorOf, type UserPrincipal } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ROLES } from "../tokens/model.ts";
 import { listUsers, setUserDisabled, showUser } from "./service.ts";
 import {
@@ -146,14 +146,9 @@ export const userRoutes = newRouter()
         userId,
         disabled: c.req.valid("json").disabled,
         actor: actorOf(principal),
-        now: Date.now(),
+        now: c.var.deps.now(),
       });
-      if (!result.ok) {
-        throw result.reason === "self"
-          ? new ApiError("CONFLICT", "you cannot disable yourself")
-          : new ApiError("NOT_FOUND", `user ${userId} not found`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -180,7 +175,7 @@ export const userRoutes = newRouter()
         description: body.description,
         expiresInSeconds: body.expiresInSeconds,
         actor: actorOf(me),
-        now: Date.now(),
+        now: c.var.deps.now(),
       });
       return c.json(created, 201);
     },
@@ -201,7 +196,7 @@ export const userRoutes = newRouter()
     }),
     async (c) => {
       const me = userOf(c);
-      return c.json({ tokens: await listUserTokens(c.var.db, me.userId, Date.now()) }, 200);
+      return c.json({ tokens: await listUserTokens(c.var.db, me.userId, c.var.deps.now()) }, 200);
     },
   )
   .openapi(
@@ -227,11 +222,8 @@ export const userRoutes = newRouter()
         userId: me.userId,
         tokenId,
         actor: actorOf(me),
-        now: Date.now(),
+        now: c.var.deps.now(),
       });
-      if (!result.ok) {
-        throw new ApiError("NOT_FOUND", `token ${tokenId} not found`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -19,6 +19,7 @@ import {
 import { describe, expect, it } from "vitest";
 import agentPackage from "../../agent/package.json";
 import { newApp } from "../../src/app.ts";
+import { systemClock } from "../../src/deps.ts";
 import { BASE, type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
 import { registerAgent, revokedAgentToken, seedPool } from "./helpers/pools.ts";
@@ -55,7 +56,11 @@ async function fetchWith(
   init: RequestInit = {},
 ): Promise<Response> {
   const ctx = createExecutionContext();
-  const res = await newApp().fetch(new Request(url, init), { ...env, ...overrides } as Env, ctx);
+  const res = await newApp(systemClock).fetch(
+    new Request(url, init),
+    { ...env, ...overrides } as Env,
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   return res;
 }
@@ -247,7 +252,7 @@ describe("the shipped agent version on agent answers", () => {
       ASSETS: { fetch: async () => new Response("not found", { status: 404 }) },
     } as unknown as Env;
     const ctx = createExecutionContext();
-    const res = await newApp().fetch(
+    const res = await newApp(systemClock).fetch(
       new Request(`${BASE}/agent/v1/register`, {
         method: "POST",
         headers: { authorization: `Bearer ${pool.token}`, "content-type": "application/json" },
