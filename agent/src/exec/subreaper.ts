@@ -54,13 +54,19 @@ function candidates(): SubreaperLauncher[] {
   return found;
 }
 
-/** `name`'s absolute path on the agent's PATH, or null. */
+/**
+ * `name` in the agent's PATH, or null. Relative entries (an empty one means the working
+ * directory) are skipped: the launcher must not be whatever a directory happens to hold.
+ */
 function onPath(name: string): string | null {
   for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(":")) {
-    const file = path.join(dir || ".", name);
+    if (!path.isAbsolute(dir)) {
+      continue;
+    }
+    const file = path.join(dir, name);
     try {
       accessSync(file, constants.X_OK);
-      return path.resolve(file);
+      return file;
     } catch {
       // Not here.
     }
