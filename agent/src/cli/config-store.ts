@@ -82,7 +82,11 @@ export async function loadCredentials(env: NodeJS.ProcessEnv): Promise<Credentia
     );
   }
   const insecureHttp = insecureHttpFromEnv(env) || saved.insecureHttp === true;
-  const parsed = Credentials.safeParse({ address, token, insecureHttp });
+  const parsed = Credentials.safeParse({
+    address,
+    token,
+    ...(insecureHttp ? { insecureHttp } : {}),
+  });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const name = issue?.path[0] === "token" ? "the token" : "the address";
