@@ -18,6 +18,8 @@ import { issuerRoutes } from "./oidc/issuer-routes.ts";
 import { mountOpenApi } from "./openapi.ts";
 import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
 import { poolRoutes } from "./pools/routes.ts";
+import { projectRoutes } from "./projects/routes.ts";
+import { projectTeamAccessRoutes } from "./projects/team-access-routes.ts";
 import { jobDataRoutes } from "./runs/agent-routes.ts";
 import { runRoutes } from "./runs/routes.ts";
 import { logoutRoutes } from "./sessions/routes.ts";
@@ -57,6 +59,8 @@ export function newApp(): OpenAPIHono<AppEnv> {
   app.route("/api/v1/teams", teamRoutes);
   app.route("/api/v1/teams", teamTokenRoutes);
   app.route("/api/v1/workspaces", teamAccessRoutes);
+  app.route("/api/v1/projects", projectRoutes);
+  app.route("/api/v1/projects", projectTeamAccessRoutes);
   // Sign-in and sign-out of browsers and the CLI: outside /api (redirects, cookies, no token).
   app.route("/auth", authRoutes);
   app.route("/auth", logoutRoutes);

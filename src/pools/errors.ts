@@ -15,5 +15,9 @@ export function poolError(failure: PoolFailure, what: string): ApiError {
         `the pool is assigned to ${failure.workspaces.map((w) => w.name).join(", ")}; assign them another pool first`,
         { details: { workspaces: failure.workspaces } },
       );
+    case "invalid":
+      return new ApiError("BAD_REQUEST", failure.message, {
+        issues: [{ path: `json.${failure.field}`, message: failure.message }],
+      });
   }
 }

@@ -11,13 +11,18 @@ import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import type { agentPools } from "../db/schema.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
+import { missingProjects } from "../projects/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
+import { missingWorkspaces } from "../workspaces/queries.ts";
 import {
   LIVENESS_FIELDS,
   LIVENESS_LIMITS,
   type LivenessField,
+  normalizeScope,
   type PoolRow,
+  type PoolScope,
   poolOverrides,
+  poolScopeRefusal,
   presentAgent,
   presentAgentToken,
   presentPool,
@@ -40,7 +45,8 @@ import {
 export type PoolFailure =
   | { reason: "not_found" }
   | { reason: "name_taken"; name: string }
-  | { reason: "in_use"; workspaces: { id: string; name: string }[] };
+  | { reason: "in_use"; workspaces: { id: string; name: string }[] }
+  | { reason: "invalid"; field: string; message: string };
 
 export type PoolResult<T> = { ok: true; value: T } | ({ ok: false } & PoolFailure);
 
@@ -54,7 +60,57 @@ export function poolStub(env: Env, poolId: string) {
 export type PoolInput = {
   name?: string;
   description?: string;
-} & Partial<Record<LivenessField, number | null>>;
+} & Partial<Record<LivenessField, number | null>> &
+  Partial<PoolScope>;
+
+/** The scope `input` sets over `current` (the default scope for a new pool), stored form. */
+function scopeOf(input: PoolInput, current: PoolScope = DEFAULT_SCOPE): PoolScope {
+  return normalizeScope({
+    organizationScoped: input.organizationScoped ?? current.organizationScoped,
+    allowedWorkspaceIds: input.allowedWorkspaceIds ?? current.allowedWorkspaceIds,
+    allowedProjectIds: input.allowedProjectIds ?? current.allowedProjectIds,
+  });
+}
+
+const DEFAULT_SCOPE: PoolScope = {
+  organizationScoped: true,
+  allowedWorkspaceIds: [],
+  allowedProjectIds: [],
+};
+
+/** Why the scope names something not in the org, or null; only what `before` lacked is checked. */
+async function scopeProblem(
+  db: Database,
+  orgId: string,
+  scope: PoolScope,
+  before: PoolScope = DEFAULT_SCOPE,
+): Promise<PoolFailure | null> {
+  const added = (now: readonly string[], was: readonly string[]) =>
+    now.filter((id) => !was.includes(id));
+  const workspaces = await missingWorkspaces(
+    db,
+    orgId,
+    added(scope.allowedWorkspaceIds, before.allowedWorkspaceIds),
+  );
+  if (workspaces.length > 0) {
+    const message = `workspace ${workspaces.join(", ")} not found in this organization`;
+    return { reason: "invalid", field: "allowedWorkspaceIds", message };
+  }
+  const projects = await missingProjects(
+    db,
+    orgId,
+    added(scope.allowedProjectIds, before.allowedProjectIds),
+  );
+  if (projects.length > 0) {
+    const message = `project ${projects.join(", ")} not found in this organization`;
+    return { reason: "invalid", field: "allowedProjectIds", message };
+  }
+  return null;
+}
+
+function sameScope(a: PoolScope, b: PoolScope): boolean {
+  return JSON.stringify(normalizeScope(a)) === JSON.stringify(normalizeScope(b));
+}
 
 function livenessColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
   const out: Partial<typeof agentPools.$inferInsert> = {};
@@ -77,6 +133,11 @@ export async function createPool(
   env: Env,
   input: { orgId: string; actor: AuditActor; name: string } & PoolInput,
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
+  const scope = scopeOf(input);
+  const problem = await scopeProblem(db, input.orgId, scope);
+  if (problem) {
+    return refuse(problem);
+  }
   const now = Date.now();
   const id = newId("pool");
   const [inserted] = await db.batch([
@@ -86,6 +147,7 @@ export async function createPool(
       name: input.name,
       description: input.description ?? "",
       ...livenessColumns(input),
+      ...scope,
       createdAt: now,
       updatedAt: now,
     }),
@@ -97,7 +159,7 @@ export async function createPool(
         action: "pool.create",
         targetType: "pool",
         targetId: id,
-        data: { name: input.name },
+        data: { name: input.name, ...(scope.organizationScoped ? {} : { scope }) },
         now,
       },
       sql`EXISTS (SELECT 1 FROM agent_pools WHERE id = ${id})`,
@@ -133,21 +195,36 @@ export async function getPoolDetail(db: Database, env: Env, orgId: string, id: s
     poolStub(env, id).listAgents(),
     workspacesUsingPool(db, id),
   ]);
+  const workspaces = assigned.map((w) => ({
+    id: w.id,
+    name: w.name,
+    allowed: poolScopeRefusal(row, w) === null,
+  }));
   return {
     ok: true as const,
-    value: { ...presentPool(row), agents: agents.map(presentAgent), workspaces: assigned },
+    value: { ...presentPool(row), agents: agents.map(presentAgent), workspaces },
   };
 }
 
-/** Renames, redescribes or changes liveness settings; the Durable Object applies them at once. */
+/**
+ * Renames, redescribes, rescopes or changes liveness settings; the Durable Object applies the
+ * liveness settings at once. Answers the updated row and whether its scope changed (the caller
+ * then errors the queued runs the new scope leaves out: `scope-service.ts`).
+ */
 export async function updatePool(
   db: Database,
   env: Env,
   input: { orgId: string; id: string; actor: AuditActor; patch: PoolInput },
-): Promise<PoolResult<ReturnType<typeof presentPool>>> {
+): Promise<PoolResult<{ row: PoolRow; scopeChanged: boolean }>> {
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
     return refuse({ reason: "not_found" });
+  }
+  const scope = scopeOf(input.patch, current);
+  const scopeChanged = !sameScope(scope, current);
+  const problem = scopeChanged ? await scopeProblem(db, input.orgId, scope, current) : null;
+  if (problem) {
+    return refuse(problem);
   }
   const { name, description } = input.patch;
   if (name !== undefined && name !== current.name) {
@@ -161,6 +238,7 @@ export async function updatePool(
     ...(name === undefined ? {} : { name }),
     ...(description === undefined ? {} : { description }),
     ...livenessColumns(input.patch),
+    ...(scopeChanged ? scope : {}),
     updatedAt: now,
   };
   let updated: PoolRow | undefined;
@@ -173,7 +251,10 @@ export async function updatePool(
         action: "pool.update",
         targetType: "pool",
         targetId: input.id,
-        data: { ...input.patch },
+        data: {
+          ...input.patch,
+          ...(scopeChanged ? { scope: { from: normalizeScope(current), to: scope } } : {}),
+        },
         now,
       }),
     ]);
@@ -188,7 +269,7 @@ export async function updatePool(
     return refuse({ reason: "not_found" });
   }
   await poolStub(env, input.id).configure(poolOverrides(updated));
-  return { ok: true, value: presentPool(updated) };
+  return { ok: true, value: { row: updated, scopeChanged } };
 }
 
 /**

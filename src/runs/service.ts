@@ -14,10 +14,11 @@ import {
   latestConfigurationVersionQuery,
 } from "../configuration-versions/service.ts";
 import type { runs } from "../db/schema.ts";
+import { poolScopeQuery } from "../pools/queries.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
 import { applyEndings } from "./events.ts";
-import { cancelPoolJob, enqueueJob } from "./jobs.ts";
+import { cancelPoolJob } from "./jobs.ts";
 import {
   type ActionFailure,
   canForceCancel,
@@ -28,13 +29,12 @@ import {
   queueLimit,
   type RunOperation,
 } from "./model.ts";
-import { advanceWorkspace, endRun, queueApply } from "./progress.ts";
+import { advanceWorkspace, endRun, queueApply, scheduleJob } from "./progress.ts";
 import {
   countQueuedRunsQuery,
   getRunById,
   insertRunQuery,
   moveRun,
-  poolNameQuery,
   type RunRow,
   setCancelRequested,
 } from "./queries.ts";
@@ -92,13 +92,13 @@ export async function createRun(
   if (!workspace.poolId) {
     return fail("no_pool");
   }
-  // One round trip: the configuration, the org's queue, the pool's name.
+  // One round trip: the configuration, the org's queue, the pool's name and scope.
   const [[configuration], [waiting], [pool]] = await db.batch([
     input.configurationVersionId
       ? configurationVersionQuery(db, workspace.id, input.configurationVersionId)
       : latestConfigurationVersionQuery(db, workspace.id),
     countQueuedRunsQuery(db, workspace.orgId),
-    poolNameQuery(db, workspace.poolId),
+    poolScopeQuery(db, workspace.poolId),
   ]);
   if (!configuration) {
     return fail(input.configurationVersionId ? "configuration_not_found" : "no_configuration");
@@ -155,8 +155,9 @@ export async function createRun(
     throw new Error(`run ${row.id} vanished after insert`);
   }
   if (isSpeculative) {
-    const wait = await enqueueJob(deps, inserted, "plan", { workspace, configuration });
-    return ok({ run: inserted, wait, poolName });
+    const known = { workspace, configuration, ...(pool ? { pool } : {}) };
+    const { run, wait } = await scheduleJob(deps, inserted, "plan", known);
+    return ok({ run, wait, poolName });
   }
   await advanceWorkspace(deps, workspace.id);
   return ok({ run: (await getRunById(db, row.id)) ?? inserted, wait: null, poolName });

@@ -85,6 +85,8 @@ function workspaceProblem(failure: WorkspaceFailure): ApiError {
       return new ApiError("CONFLICT", "the workspace's state is locked");
     case "has_state":
       return new ApiError("CONFLICT", `the engine cannot change: ${failure.message}`);
+    case "pool_not_allowed":
+      return new ApiError("CONFLICT", failure.message);
   }
 }
 

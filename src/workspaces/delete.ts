@@ -6,6 +6,7 @@ import { auditWhereQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
+import { forgetInPoolScopesQuery } from "../pools/queries.ts";
 import { deleteWorkspaceStateBlobs } from "../state/blobs.ts";
 import { workspaceBlobPrefix } from "./model.ts";
 import { activeRunIds, deleteIdleWorkspaceQuery, findWorkspace } from "./queries.ts";
@@ -48,6 +49,7 @@ export async function deleteWorkspace(
       },
       sql`NOT EXISTS (SELECT 1 FROM ${workspaces} WHERE ${workspaces.id} = ${current.id})`,
     ),
+    forgetInPoolScopesQuery(db, input.orgId, "workspace", current.id),
   ]);
   if (deleted.length === 0) {
     return refuse(await whyNotDeleted(db, input.orgId, current.id));

@@ -16,6 +16,7 @@ import {
   WorkspaceName,
   WorkspaceRef,
 } from "./model.ts";
+import { ProjectRef } from "../projects/model.ts";
 import type { WorkspaceFailure } from "./service.ts";
 
 const PoolId = z.string().regex(/^pool_[a-z2-7]{26}$/, "must be a pool_ id");
@@ -25,6 +26,7 @@ export const WorkspaceSchema = z
     id: z.string(),
     name: z.string(),
     description: z.string(),
+    projectId: z.string().openapi({ description: "The project the workspace belongs to" }),
     executionMode: z.enum(EXECUTION_MODES),
     poolId: z.string().nullable(),
     engine: z.enum(ENGINES),
@@ -69,6 +71,10 @@ export const WorkspaceSchema = z
 
 const settingsFields = {
   description: z.string().max(1000).optional(),
+  projectId: ProjectRef.optional().openapi({
+    description:
+      "The project (its prj_ id or its name); on create, the organization's default project when omitted; on update, moves the workspace (admin access to the project needed)",
+  }),
   executionMode: z.enum(EXECUTION_MODES).optional().openapi({
     description: "Defaults to agent when poolId is given, else local; agent needs a pool",
   }),
@@ -163,5 +169,7 @@ export function workspaceError(failure: WorkspaceFailure, ref: string): ApiError
         `workspace ${ref} is locked by ${failure.lockedBy}; add ?force=true to force-unlock`,
         { details: { lockedBy: failure.lockedBy } },
       );
+    case "pool_not_allowed":
+      return new ApiError("CONFLICT", failure.message);
   }
 }

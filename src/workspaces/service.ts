@@ -11,6 +11,7 @@ import type { PersonPrincipal } from "../authz/principal.ts";
 import { readableWorkspaces } from "../authz/queries.ts";
 import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
+import { poolScopeRefusal } from "../pools/model.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {
   engineSwitchProblem,
@@ -25,7 +26,7 @@ import {
   findWorkspaceByName,
   listWorkspaceRows,
   missingWorkspaces,
-  poolExists,
+  findPoolScope,
   updateWorkspaceQuery,
   type WorkspaceRow,
 } from "./queries.ts";
@@ -39,7 +40,8 @@ export type WorkspaceFailure =
   | { reason: "state_locked" }
   | { reason: "has_state"; message: string }
   | { reason: "not_lock_holder"; lockedBy: string }
-  | { reason: "needs_force"; lockedBy: string };
+  | { reason: "needs_force"; lockedBy: string }
+  | { reason: "pool_not_allowed"; message: string };
 
 export type WorkspaceResult<T> = { ok: true; value: T } | ({ ok: false } & WorkspaceFailure);
 
@@ -56,6 +58,7 @@ export function presentWorkspace(row: WorkspaceRow) {
     id: row.id,
     name: row.name,
     description: row.description,
+    projectId: row.projectId ?? "",
     executionMode: row.executionMode,
     poolId: row.poolId,
     engine: row.engine,
@@ -136,19 +139,30 @@ function raceFailure(err: unknown, settings: WorkspaceSettings): WorkspaceFailur
   return undefined;
 }
 
+/** Where a workspace is, for the references a write checks: its id, its project, its pool. */
+type Placement = { id: string; projectId: string; before?: { projectId: string | null } };
+
 async function checkReferences(
   db: Database,
   orgId: string,
   settings: WorkspaceSettings,
+  placement: Placement,
   before?: WorkspaceSettings,
 ): Promise<WorkspaceFailure | null> {
-  if (settings.poolId && settings.poolId !== before?.poolId) {
-    if (!(await poolExists(db, orgId, settings.poolId))) {
+  const moved = placement.projectId !== placement.before?.projectId;
+  if (settings.poolId && (settings.poolId !== before?.poolId || moved)) {
+    const pool = await findPoolScope(db, orgId, settings.poolId);
+    if (!pool) {
       return {
         reason: "invalid",
         field: "poolId",
         message: `agent pool ${settings.poolId} not found in this organization`,
       };
+    }
+    const workspace = { id: placement.id, name: settings.name, projectId: placement.projectId };
+    const refusal = poolScopeRefusal(pool, workspace);
+    if (refusal !== null) {
+      return { reason: "pool_not_allowed", message: refusal };
     }
   }
   if (settings.name !== before?.name && (await findWorkspaceByName(db, orgId, settings.name))) {
@@ -168,12 +182,16 @@ async function checkReferences(
   return null;
 }
 
-/** Creates a workspace after checking its settings, its pool and its name's uniqueness. */
+/**
+ * Creates a workspace in `projectId` (a project of the org the caller resolved) after checking
+ * its settings, that its pool exists and allows it, and its name's uniqueness.
+ */
 export async function createWorkspace(
   db: Database,
   input: {
     orgId: string;
     actor: AuditActor;
+    projectId: string;
     settings: SettingsInput & { name: string };
   },
 ): Promise<WorkspaceResult<Workspace>> {
@@ -181,15 +199,18 @@ export async function createWorkspace(
   if (!resolved.ok) {
     return refuse({ reason: "invalid", ...resolved.problem });
   }
-  const problem = await checkReferences(db, input.orgId, resolved.value);
+  const id = newId("workspace");
+  const placement = { id, projectId: input.projectId };
+  const problem = await checkReferences(db, input.orgId, resolved.value, placement);
   if (problem) {
     return refuse(problem);
   }
   const now = Date.now();
   const row: WorkspaceRow = {
     ...resolved.value,
-    id: newId("workspace"),
+    id,
     orgId: input.orgId,
+    projectId: input.projectId,
     // Set by the variables service once a PULUMI_BACKEND_URL variable exists.
     hasOwnStateBackend: false,
     lockedBy: null,
@@ -208,7 +229,7 @@ export async function createWorkspace(
         action: "workspace.create",
         targetType: "workspace",
         targetId: row.id,
-        data: { settings: resolved.value },
+        data: { settings: resolved.value, projectId: input.projectId },
         now,
       }),
     ]);
@@ -226,7 +247,12 @@ export async function createWorkspace(
 export async function listWorkspaces(
   db: Database,
   viewer: PersonPrincipal,
-  page: { limit: number; after?: string | undefined; search?: string | undefined },
+  page: {
+    limit: number;
+    after?: string | undefined;
+    search?: string | undefined;
+    projectId?: string | undefined;
+  },
 ) {
   const rows = await listWorkspaceRows(db, viewer.orgId, {
     ...page,
@@ -236,12 +262,20 @@ export async function listWorkspaces(
 }
 
 /**
- * Applies a partial update. Only fields present in `patch` change; the audit event lists them
- * with their old and new values. An update that changes nothing writes nothing.
+ * Applies a partial update; `projectId` (a project of the org the caller resolved) moves the
+ * workspace. Only fields present change; the audit event lists them with their old and new
+ * values. An update that changes nothing writes nothing. A pool that does not allow the
+ * workspace where it ends up (`poolScopeRefusal`) refuses the change.
  */
 export async function updateWorkspace(
   db: Database,
-  input: { orgId: string; ref: string; actor: AuditActor; patch: SettingsInput },
+  input: {
+    orgId: string;
+    ref: string;
+    actor: AuditActor;
+    patch: SettingsInput;
+    projectId?: string | undefined;
+  },
 ): Promise<WorkspaceResult<Workspace>> {
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
@@ -259,6 +293,10 @@ export async function updateWorkspace(
       changes[field] = { from, to };
     }
   }
+  const projectId = input.projectId ?? current.projectId ?? "";
+  if (projectId !== current.projectId) {
+    changes.projectId = { from: current.projectId, to: projectId };
+  }
   if (Object.keys(changes).length === 0) {
     return { ok: true, value: presentWorkspace(current) };
   }
@@ -266,14 +304,19 @@ export async function updateWorkspace(
   if (switchProblem !== null && (await findCurrentVersion(db, current.id))) {
     return refuse({ reason: "has_state", message: switchProblem });
   }
-  const problem = await checkReferences(db, input.orgId, resolved.value, before);
+  const placement = { id: current.id, projectId, before: { projectId: current.projectId } };
+  const problem = await checkReferences(db, input.orgId, resolved.value, placement, before);
   if (problem) {
     return refuse(problem);
   }
   const now = Date.now();
   try {
     const [[updated]] = await db.batch([
-      updateWorkspaceQuery(db, input.orgId, current.id, { ...resolved.value, updatedAt: now }),
+      updateWorkspaceQuery(db, input.orgId, current.id, {
+        ...resolved.value,
+        projectId,
+        updatedAt: now,
+      }),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,
