@@ -156,9 +156,7 @@ export const projects = sqliteTable(
   (t) => [
     uniqueIndex("projects_org_name_idx").on(t.orgId, t.name),
     // One default project per organization.
-    uniqueIndex("projects_org_default_idx")
-      .on(t.orgId)
-      .where(sql`is_default = 1`),
+    uniqueIndex("projects_org_default_idx").on(t.orgId).where(sql`is_default = 1`),
   ],
 );
 

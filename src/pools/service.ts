@@ -287,7 +287,7 @@ export async function deletePool(
   }
   const assigned = await workspacesUsingPool(db, input.id);
   if (assigned.length > 0) {
-    return refuse({ reason: "in_use", workspaces: assigned });
+    return refuse({ reason: "in_use", workspaces: assigned.map(({ id, name }) => ({ id, name })) });
   }
   const now = Date.now();
   try {
@@ -309,7 +309,7 @@ export async function deletePool(
     // A workspace was assigned between the check and the delete: the foreign key refused it.
     const raced = await workspacesUsingPool(db, input.id);
     if (raced.length > 0) {
-      return refuse({ reason: "in_use", workspaces: raced });
+      return refuse({ reason: "in_use", workspaces: raced.map(({ id, name }) => ({ id, name })) });
     }
     throw err;
   }

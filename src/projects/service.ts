@@ -70,7 +70,9 @@ export async function defaultProject(db: Database, orgId: string, now: number) {
   });
   const made = inserted ?? (await findDefaultProject(db, orgId));
   if (!made) {
-    throw new Error(`organization ${orgId} has no default project, and ${DEFAULT_PROJECT_NAME} names another`);
+    throw new Error(
+      `organization ${orgId} has no default project, and ${DEFAULT_PROJECT_NAME} names another`,
+    );
   }
   return made;
 }
@@ -122,7 +124,10 @@ export async function listProjects(
     ...page,
     visible: readableProjects(db, viewer, projects.id),
   });
-  return rows.map((r) => ({ row: r.project, project: presentProject(r.project, r.workspaceCount) }));
+  return rows.map((r) => ({
+    row: r.project,
+    project: presentProject(r.project, r.workspaceCount),
+  }));
 }
 
 /** The project as the API shows it. */

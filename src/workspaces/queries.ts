@@ -48,6 +48,15 @@ export function getWorkspaceById(db: Database, id: string): Promise<WorkspaceRow
   ).get({ id });
 }
 
+/** A workspace's id, name and project, by id: what a pool's scope is checked against. */
+export function workspacePlacementQuery(db: Database, id: string) {
+  return db
+    .select({ id: workspaces.id, name: workspaces.name, projectId: workspaces.projectId })
+    .from(workspaces)
+    .where(eq(workspaces.id, id))
+    .limit(1);
+}
+
 export function findWorkspaceByName(db: Database, orgId: string, name: string) {
   return db.query.workspaces.findFirst({
     where: and(eq(workspaces.orgId, orgId), eq(workspaces.name, name)),

@@ -1,6 +1,7 @@
 /** Request and response shapes of the workspace routes, and how refusals map to HTTP errors. */
 import { z } from "@hono/zod-openapi";
 import { ApiError } from "../errors.ts";
+import { ProjectRef } from "../projects/model.ts";
 import {
   Branch,
   ENGINES,
@@ -16,7 +17,6 @@ import {
   WorkspaceName,
   WorkspaceRef,
 } from "./model.ts";
-import { ProjectRef } from "../projects/model.ts";
 import type { WorkspaceFailure } from "./service.ts";
 
 const PoolId = z.string().regex(/^pool_[a-z2-7]{26}$/, "must be a pool_ id");

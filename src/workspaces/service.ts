@@ -22,11 +22,11 @@ import {
   type WorkspaceSettings,
 } from "./model.ts";
 import {
+  findPoolScope,
   findWorkspace,
   findWorkspaceByName,
   listWorkspaceRows,
   missingWorkspaces,
-  findPoolScope,
   updateWorkspaceQuery,
   type WorkspaceRow,
 } from "./queries.ts";
