@@ -17,8 +17,7 @@ import { poolScopeQuery } from "../pools/queries.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
 import { latestSerialWrittenBy } from "../state/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
-import { listVariableRows } from "../variables/queries.ts";
-import { loadVariablesForJob } from "../variables/service.ts";
+import { loadVariablesForJob, variableInputQueries } from "../variables/effective.ts";
 import { getWorkspaceById, workspacePlacementQuery } from "../workspaces/queries.ts";
 import {
   artifactKey,
@@ -69,7 +68,8 @@ export type PreparedLease =
 /**
  * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
  * the same job die, since only this lease may act; this one grants nothing until the lease is
- * started) and the workspace variables, sensitive ones decrypted only into this answer (never
+ * started) and the variables a run of the workspace gets (its own merged with the variable sets
+ * that reach it, `variables/effective.ts`), sensitive ones decrypted only into this answer (never
  * for a pull request from a fork, whose job hears only the names of those it lacks, so its
  * engine can say what it cannot do without them), and the job's workload identity token when
  * its workspace has one enabled (never for a fork). Opens the job's log for the lease. First,
@@ -90,7 +90,7 @@ export async function prepareLease(
     runByIdQuery(deps.db, leased.runId),
     poolScopeQuery(deps.db, poolId),
     workspacePlacementQuery(deps.db, leased.workspaceId),
-    listVariableRows(deps.db, leased.workspaceId),
+    ...variableInputQueries(deps.db, { id: leased.workspaceId, orgId: leased.orgId }),
     workloadSubjectQuery(deps.db, leased.workspaceId),
     revokeRunTokensQuery(deps.db, leased.runId, now, leased.jobId),
     insertRunTokenQuery(deps.db, {
@@ -115,26 +115,25 @@ export async function prepareLease(
     }),
     runLog(deps.env, leased.workspaceId).open(leased.jobId, leased.leaseId),
   ]);
-  const [[run], [pool], [placement], rows, [subject]] = batch ?? [[], [], [], [], []];
+  const [[run], [pool], [placement], own, sets, [subject]] = batch ?? [[], [], [], [], [], []];
   const refusal = pool && placement ? poolScopeRefusal(pool, placement) : null;
   if (!run || run.status.endsWith("canceled") || run.status === "errored" || refusal !== null) {
     // The run ended meanwhile, or may not run here: the token just minted must not outlive it.
     await revokeRunTokensQuery(deps.db, leased.runId, now);
     return run && refusal !== null ? { kind: "refused", run, reason: refusal } : { kind: "ended" };
   }
-  const variables = await loadVariablesForJob(deps.env, deps.db, run.workspaceId, {
-    includeSensitive: !run.isFork,
-    rows,
-  });
+  const { variables, withheld } = await loadVariablesForJob(
+    deps.env,
+    deps.db,
+    { id: run.workspaceId, orgId: run.orgId },
+    { includeSensitive: !run.isFork, inputs: { own, sets } },
+  );
   const workloadIdentity = await workloadIdentityFor(deps.env, subject, run, leased);
-  const withheld = run.isFork ? rows.filter((r) => r.isSensitive) : [];
   return {
     kind: "ready",
     extras: {
       ...(workloadIdentity ? { workloadIdentity } : {}),
-      ...(withheld.length > 0
-        ? { withheldVariables: withheld.map((r) => ({ key: r.key, category: r.category })) }
-        : {}),
+      ...(withheld.length > 0 ? { withheldVariables: withheld } : {}),
       runToken: secret,
       variables: variables.map((v) => ({
         key: v.key,
