@@ -43,20 +43,27 @@ type Owned = OwnedVariable & { key: string; category: Category };
 
 /** Every candidate value, with its source, whose sealed value names its owner. */
 function candidatesOf(inputs: VariableInputs): Candidate<Owned>[] {
+  const workspace: VariableSource = { type: "workspace" };
   const own = inputs.own.map((row) => ({
     variable: { ownerId: row.workspaceId, row, key: row.key, category: row.category },
-    source: { type: "workspace" } as VariableSource,
+    source: workspace,
   }));
-  const sets = inputs.sets.map(({ variable, set, scope }) => ({
-    variable: { ownerId: set.id, row: variable, key: variable.key, category: variable.category },
-    source: {
+  const sets = inputs.sets.map(({ variable, set, scope }) => {
+    const source: VariableSource = {
       type: "variable_set",
       id: set.id,
       name: set.name,
       scope,
       priority: set.priority,
-    } as VariableSource,
-  }));
+    };
+    const owned = {
+      ownerId: set.id,
+      row: variable,
+      key: variable.key,
+      category: variable.category,
+    };
+    return { variable: owned, source };
+  });
   return [...own, ...sets];
 }
 

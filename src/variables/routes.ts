@@ -20,6 +20,7 @@ import {
   type VariableFailure,
 } from "./service.ts";
 
+/** The variable routes' shapes, shared by a workspace's and a variable set's variables. */
 export const VariableSchema = z
   .object({
     id: z.string(),
@@ -34,7 +35,7 @@ export const VariableSchema = z
   })
   .openapi("Variable");
 
-const PutVariable = z
+export const PutVariable = z
   .strictObject({
     value: z.string().max(MAX_VALUE_LENGTH).optional().openapi({
       description: "Required for a new variable; omitted, the stored value is kept",
@@ -46,13 +47,13 @@ const PutVariable = z
   })
   .openapi("PutVariable");
 
-const Key = z
+export const Key = z
   .string()
   .regex(ANY_KEY_PATTERN, "must be a variable name (letters, digits, '_', '-'; at most 128)")
   .openapi({ param: { name: "key", in: "path" }, example: "TF_LOG" });
 const WorkspaceParams = z.strictObject({ workspaceId: WorkspaceRef });
 const VariableParams = z.strictObject({ workspaceId: WorkspaceRef, key: Key });
-const CategoryQuery = z.strictObject({
+export const CategoryQuery = z.strictObject({
   category: z
     .enum(CATEGORIES)
     .optional()
@@ -62,7 +63,12 @@ const CategoryQuery = z.strictObject({
     }),
 });
 
-function variableError(failure: VariableFailure, key: string): ApiError {
+/** A refused variable operation as the HTTP error; `owner` names whose limit was reached. */
+export function variableError(
+  failure: VariableFailure,
+  key: string,
+  owner = "this workspace",
+): ApiError {
   switch (failure.reason) {
     case "not_found":
       return new ApiError("NOT_FOUND", `variable ${key} not found`);
@@ -77,7 +83,7 @@ function variableError(failure: VariableFailure, key: string): ApiError {
         issues: [{ path: failure.field, message: failure.message }],
       });
     case "too_many":
-      return new ApiError("CONFLICT", "this workspace has the maximum number of variables");
+      return new ApiError("CONFLICT", `${owner} has the maximum number of variables`);
     case "conflict":
       return new ApiError("CONFLICT", `variable ${key} was changed concurrently; retry`);
     case "no_encryption_key":

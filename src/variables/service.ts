@@ -11,6 +11,7 @@ import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
+import { setSealedRows } from "../varsets/queries.ts";
 import {
   type Category,
   MAX_VARIABLES_PER_WORKSPACE,
@@ -318,20 +319,19 @@ export async function decryptVariables(
 /**
  * Re-encrypts up to `limit` sensitive values sealed with a key other than the primary one, so an
  * old key can be dropped from `ENCRYPTION_KEY`. Returns how many were re-sealed; run until 0.
- * Workspaces' variables and variable sets' alike (`sealedElsewhere` gives each owner's rows).
+ * Workspaces' variables and variable sets' alike.
  */
 export async function reencryptVariables(
   env: { ENCRYPTION_KEY?: string },
   db: Database,
   limit = 100,
-  sealedElsewhere: readonly SealedRows[] = [],
 ): Promise<number> {
   const loaded = await keyringOf(env.ENCRYPTION_KEY);
   if (!loaded.ok) {
     throw new Error(`cannot rotate: ${describe(loaded)}`);
   }
   const keyring = loaded.value;
-  const sources: SealedRows[] = [workspaceSealedRows(db), ...sealedElsewhere];
+  const sources: SealedRows[] = [workspaceSealedRows(db), setSealedRows(db)];
   let count = 0;
   for (const source of sources) {
     for (const { ownerId, row } of await source.read(keyring.primaryId, limit - count)) {

@@ -12,7 +12,7 @@ import {
 import type { Category } from "../variables/model.ts";
 import type { SealedRows } from "../variables/service.ts";
 import type { VariableStore } from "../variables/store.ts";
-import { VARSET_ID_PATTERN, type VariableSetRow } from "./model.ts";
+import { type SetLinks, VARSET_ID_PATTERN, type VariableSetRow } from "./model.ts";
 
 export type SetVariableRow = typeof variableSetVariables.$inferSelect;
 
@@ -69,23 +69,46 @@ export function deleteVariableSetQuery(db: Database, orgId: string, id: string) 
   return db.delete(variableSets).where(and(eq(variableSets.orgId, orgId), eq(variableSets.id, id)));
 }
 
-/** The projects and workspaces the set is applied to, by name. */
-export async function setLinks(db: Database, varsetId: string) {
+/** The projects and workspaces each of `varsetIds` is applied to, by name; one round trip. */
+export async function linksOf(
+  db: Database,
+  varsetIds: readonly string[],
+): Promise<Map<string, SetLinks>> {
+  const out = new Map<string, SetLinks>();
+  if (varsetIds.length === 0) {
+    return out;
+  }
+  const ids = [...varsetIds];
   const [linkedProjects, linkedWorkspaces] = await db.batch([
     db
-      .select({ id: projects.id, name: projects.name })
+      .select({ varsetId: variableSetProjects.varsetId, id: projects.id, name: projects.name })
       .from(variableSetProjects)
       .innerJoin(projects, eq(projects.id, variableSetProjects.projectId))
-      .where(eq(variableSetProjects.varsetId, varsetId))
+      .where(inArray(variableSetProjects.varsetId, ids))
       .orderBy(asc(projects.name)),
     db
-      .select({ id: workspaces.id, name: workspaces.name })
+      .select({
+        varsetId: variableSetWorkspaces.varsetId,
+        id: workspaces.id,
+        name: workspaces.name,
+      })
       .from(variableSetWorkspaces)
       .innerJoin(workspaces, eq(workspaces.id, variableSetWorkspaces.workspaceId))
-      .where(eq(variableSetWorkspaces.varsetId, varsetId))
+      .where(inArray(variableSetWorkspaces.varsetId, ids))
       .orderBy(asc(workspaces.name)),
   ]);
-  return { projects: linkedProjects, workspaces: linkedWorkspaces };
+  const entry = (id: string) => {
+    const links = out.get(id) ?? { projects: [], workspaces: [] };
+    out.set(id, links);
+    return links;
+  };
+  for (const { varsetId, id, name } of linkedProjects) {
+    entry(varsetId).projects.push({ id, name });
+  }
+  for (const { varsetId, id, name } of linkedWorkspaces) {
+    entry(varsetId).workspaces.push({ id, name });
+  }
+  return out;
 }
 
 /** How many variables each of `varsetIds` holds. */
