@@ -6,10 +6,10 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { idPattern } from "@outpost/common";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { actorOf } from "../authz/principal.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
-import { poolError } from "./errors.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { livenessSetting, MAX_POOL_SCOPE_ENTRIES, PoolName } from "./model.ts";
 import { changePool } from "./scope-service.ts";
 import { createPool, deletePool, getPoolDetail, listPools } from "./service.ts";
@@ -139,15 +139,12 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const body = c.req.valid("json");
-      const result = await createPool(c.var.db, c.env, {
+      const result = await createPool(c.var.deps, {
         ...body,
         orgId: principal.orgId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw poolError(result, "pool");
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -188,10 +185,7 @@ export const poolRoutes = newRouter()
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -219,16 +213,13 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await changePool(c.var.db, c.env, {
+      const result = await changePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: actorOf(principal),
         patch: c.req.valid("json"),
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -249,14 +240,12 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await deletePool(c.var.db, c.env, {
+      const result = await deletePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
+      valueOrThrow(result);
       return c.body(null, 204);
     },
   )

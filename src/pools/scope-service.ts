@@ -2,8 +2,9 @@
  * A pool's change as the API and the dashboard make it: the pool service writes it, and when its
  * scope changed the runs it no longer allows error at once (`runs/pool-scope.ts`).
  */
+import { ok } from "@outpost/common";
 import type { AuditActor } from "../authz/actor.ts";
-import type { Database } from "../db/client.ts";
+import type { Deps } from "../deps.ts";
 import { enforcePoolScope } from "../runs/pool-scope.ts";
 import { presentPool } from "./model.ts";
 import { type PoolInput, type PoolResult, updatePool } from "./service.ts";
@@ -13,15 +14,14 @@ import { type PoolInput, type PoolResult, updatePool } from "./service.ts";
  * errored with the sentence naming the pool and the workspace, and their jobs leave its queue.
  */
 export async function changePool(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; id: string; actor: AuditActor; patch: PoolInput },
 ): Promise<PoolResult<ReturnType<typeof presentPool> & { erroredRunIds: string[] }>> {
-  const result = await updatePool(db, env, input);
+  const result = await updatePool(deps, input);
   if (!result.ok) {
     return result;
   }
   const { row, scopeChanged } = result.value;
-  const erroredRunIds = scopeChanged ? await enforcePoolScope({ db, env }, row) : [];
-  return { ok: true, value: { ...presentPool(row), erroredRunIds } };
+  const erroredRunIds = scopeChanged ? await enforcePoolScope(deps, row) : [];
+  return ok({ ...presentPool(row), erroredRunIds });
 }

@@ -7,8 +7,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { projectOf } from "./http.ts";
 import { CreateProject, ProjectParams, ProjectSchema, UpdateProject } from "./schemas.ts";
 import {
@@ -40,7 +40,7 @@ export const projectRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
       const project = valueOrThrow(await createProject(c.var.db, ctx, c.req.valid("json")));
       return c.json(project, 201);
     },
@@ -65,7 +65,8 @@ export const projectRoutes = newRouter()
     }),
     async (c) => {
       const { limit, cursor } = c.req.valid("query");
-      const after = cursor === undefined ? undefined : decodeCursor(cursor, ["string"])[0];
+      const after =
+        cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["string"]))[0];
       const rows = await listProjects(c.var.db, personOf(c), { limit, after });
       const page = takePage(rows, limit, (r) => [r.row.name]);
       return c.json(
@@ -115,7 +116,7 @@ export const projectRoutes = newRouter()
         c.req.valid("param").projectId,
         "project.update",
       );
-      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
       const updated = await updateProject(c.var.db, ctx, project, c.req.valid("json"));
       return c.json(valueOrThrow(updated), 200);
     },
@@ -143,7 +144,7 @@ export const projectRoutes = newRouter()
         c.req.valid("param").projectId,
         "project.delete",
       );
-      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
       return c.json(valueOrThrow(await deleteProject(c.var.db, ctx, project)), 200);
     },
   );

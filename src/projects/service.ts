@@ -12,6 +12,7 @@ import type { PersonPrincipal } from "../authz/principal.ts";
 import { readableProjects } from "../authz/queries.ts";
 import type { Database } from "../db/client.ts";
 import { projects } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { forgetInPoolScopesQuery } from "../pools/queries.ts";
 import {
@@ -50,11 +51,13 @@ export function resolveProject(
 
 /**
  * The organization's default project, where a workspace created without a project goes. Every
- * organization has one from its creation (migration 0009 gave older ones theirs); should one be
+ * organization has one from its creation (migration 0010 gave older ones theirs); should one be
  * missing it is made here, and two concurrent makers make one (a unique index allows one default
  * per organization).
  */
-export async function defaultProject(db: Database, orgId: string, now: number) {
+export async function defaultProject(deps: Deps, orgId: string) {
+  const { db } = deps;
+  const now = deps.now();
   const found = await findDefaultProject(db, orgId);
   if (found) {
     return found;

@@ -7,8 +7,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { ACCESS_LEVELS } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { requirePerson } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { projectOf } from "./http.ts";
 import { ProjectParams, ProjectTeamAccessSchema } from "./schemas.ts";
 import {
@@ -69,7 +69,7 @@ export const projectTeamAccessRoutes = newRouter()
     async (c) => {
       const { projectId, teamId } = c.req.valid("param");
       const { principal, project } = await projectOf(c, projectId, "project.team_access.manage");
-      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
       const access = c.req.valid("json").access;
       return c.json(
         valueOrThrow(await putProjectTeamAccess(c.var.db, ctx, { project, teamId, access })),
@@ -95,7 +95,7 @@ export const projectTeamAccessRoutes = newRouter()
     async (c) => {
       const { projectId, teamId } = c.req.valid("param");
       const { principal, project } = await projectOf(c, projectId, "project.team_access.manage");
-      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
       return c.json(
         valueOrThrow(await deleteProjectTeamAccess(c.var.db, ctx, { project, teamId })),
         200,

@@ -4,11 +4,13 @@
  * the Worker. A lost application is repeated by the agent's retry or by the reconciler.
  */
 
-import { ok, type Result } from "@outpost/common";
+import { fail, ok } from "@outpost/common";
 import type { ExitInstruction, JobAssignment } from "@outpost/protocol";
 import type { AgentRef, FinishReport } from "../../durable/pool-types.ts";
+import { poolRefusal } from "../agents/service.ts";
+import type { Deps } from "../deps.ts";
+import type { Outcome } from "../lib/reason.ts";
 import { poolStub } from "../pools/service.ts";
-import type { Deps } from "./deps.ts";
 import { handleJobEnded, handleJobStarted, prepareLease } from "./events.ts";
 import { recordEngineVersionQuery } from "./job-records.ts";
 import { errorRunOutsideScope } from "./pool-scope.ts";
@@ -25,17 +27,18 @@ export type NextJob =
  * per-run token and the workspace's variables. A lease whose run has ended meanwhile is handed
  * out without token and variables; the agent refuses it and the job ends. A lease the pool's
  * scope no longer allows never reaches the agent: the run errors saying so, its job ends in the
- * pool, and the agent hears that there is nothing for it (it polls again).
+ * pool, and the agent hears that there is nothing for it (it polls again). An agent the pool
+ * does not know is refused `not_found`.
  */
 export async function nextJob(
   deps: Deps,
   poolId: string,
   ref: AgentRef,
   waitMs: number,
-): Promise<Result<NextJob, "agent_not_found">> {
+): Promise<Outcome<NextJob>> {
   const polled = await poolStub(deps.env, poolId).pollJob(ref, waitMs);
   if (!polled.ok) {
-    return polled;
+    return fail(poolRefusal(polled.reason, { agentId: ref.agentId }));
   }
   if (polled.value.kind !== "job") {
     return ok(polled.value);
@@ -59,7 +62,10 @@ export async function nextJob(
   return ok({ kind: "job", job });
 }
 
-/** The agent acknowledged its lease: the pool starts the job, then the run moves on in D1. */
+/**
+ * The agent acknowledged its lease: the pool starts the job, then the run moves on in D1. A
+ * lease the agent no longer holds is `lease_lost`.
+ */
 export async function startJob(
   deps: Deps,
   poolId: string,
@@ -67,18 +73,19 @@ export async function startJob(
   target: { jobId: string; leaseId: string },
 ) {
   const result = await poolStub(deps.env, poolId).startJob(ref, target.jobId, target.leaseId);
-  if (result.ok) {
-    await handleJobStarted(deps, {
-      runId: result.value.runId,
-      orgId: result.value.orgId,
-      jobId: target.jobId,
-      leaseId: target.leaseId,
-      phase: result.value.phase,
-      poolId,
-      agent: result.value.agent,
-    });
+  if (!result.ok) {
+    return fail(poolRefusal(result.reason, { agentId: ref.agentId, ...target }));
   }
-  return result;
+  await handleJobStarted(deps, {
+    runId: result.value.runId,
+    orgId: result.value.orgId,
+    jobId: target.jobId,
+    leaseId: target.leaseId,
+    phase: result.value.phase,
+    poolId,
+    agent: result.value.agent,
+  });
+  return ok(result.value);
 }
 
 /**
@@ -101,11 +108,12 @@ export async function finishJob(
     target.leaseId,
     report,
   );
-  if (result.ok) {
-    if (engineVersion !== null) {
-      await recordEngineVersionQuery(deps.db, target.jobId, engineVersion);
-    }
-    await handleJobEnded(deps, result.value.ending);
+  if (!result.ok) {
+    return fail(poolRefusal(result.reason, { agentId: ref.agentId, ...target }));
   }
-  return result;
+  if (engineVersion !== null) {
+    await recordEngineVersionQuery(deps.db, target.jobId, engineVersion);
+  }
+  await handleJobEnded(deps, result.value.ending);
+  return ok(result.value);
 }

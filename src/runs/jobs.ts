@@ -7,13 +7,13 @@
 import { fail, ok, type Result } from "@outpost/common";
 import type { JobSpec } from "@outpost/protocol";
 import type { JobEndedEvent, QueuedJob, WaitInfo } from "../../durable/pool-types.ts";
-import { getConfigurationVersion } from "../configuration-versions/service.ts";
+import { getConfigurationVersion } from "../configuration-versions/queries.ts";
 import type { configurationVersions } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { type PoolScope, poolScopeRefusal } from "../pools/model.ts";
 import { poolScopeQuery } from "../pools/queries.ts";
 import { poolStub } from "../pools/service.ts";
 import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
-import type { Deps } from "./deps.ts";
 import { plannedEngineVersion } from "./job-records.ts";
 import { jobId, phaseTimeoutMs, priorityClass } from "./model.ts";
 import type { RunRow } from "./queries.ts";

@@ -7,8 +7,8 @@
  */
 import { and, eq, inArray, isNull, or } from "drizzle-orm";
 import { runs, workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { type PoolRow, poolScopeRefusal } from "../pools/model.ts";
-import type { Deps } from "./deps.ts";
 import { applyEndings } from "./events.ts";
 import { cancelPoolJob } from "./jobs.ts";
 import type { RunStatus } from "./model.ts";
@@ -28,7 +28,7 @@ export async function errorRunOutsideScope(
   run: RunRow,
   reason: string,
 ): Promise<RunRow | undefined> {
-  const errored = await moveRun(deps.db, run.id, [run.status], "errored", Date.now(), {
+  const errored = await moveRun(deps.db, run.id, [run.status], "errored", deps.now(), {
     statusReason: reason,
   });
   if (errored) {

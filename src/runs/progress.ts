@@ -4,8 +4,8 @@
  */
 import type { BatchItem } from "drizzle-orm/batch";
 import type { WaitInfo } from "../../durable/pool-types.ts";
+import type { Deps } from "../deps.ts";
 import { releaseRunStateLocks } from "../state/locks.ts";
-import type { Deps } from "./deps.ts";
 import { enqueueJob, type Known } from "./jobs.ts";
 import {
   claimWorkspace,
@@ -14,9 +14,9 @@ import {
   nextPendingRun,
   type RunRow,
   releaseWorkspaceQuery,
-  revokeEndedRunTokensQuery,
   runHoldsStateLockQuery,
 } from "./queries.ts";
+import { revokeEndedRunTokensQuery } from "./token-queries.ts";
 
 /**
  * Puts the run's job for `phase` in its pool's queue. When the pool does not allow the
@@ -33,7 +33,7 @@ export async function scheduleJob(
   if (queued.ok) {
     return { run, wait: queued.value };
   }
-  const errored = await moveRun(deps.db, run.id, [run.status], "errored", Date.now(), {
+  const errored = await moveRun(deps.db, run.id, [run.status], "errored", deps.now(), {
     statusReason: queued.reason,
   });
   if (errored) {
@@ -44,7 +44,7 @@ export async function scheduleJob(
 
 /** Moves a pending run to `plan_queued` and puts its plan job in the pool's queue. */
 export async function startPlan(deps: Deps, runId: string): Promise<void> {
-  const run = await moveRun(deps.db, runId, ["pending"], "plan_queued", Date.now());
+  const run = await moveRun(deps.db, runId, ["pending"], "plan_queued", deps.now());
   if (run) {
     await scheduleJob(deps, run, "plan");
   }
@@ -59,14 +59,14 @@ export async function advanceWorkspace(deps: Deps, workspaceId: string): Promise
   if (!next) {
     return;
   }
-  if (await claimWorkspace(deps.db, workspaceId, next.id, Date.now())) {
+  if (await claimWorkspace(deps.db, workspaceId, next.id, deps.now())) {
     await startPlan(deps, next.id);
   }
 }
 
 /** confirmed → apply_queued, with the apply job enqueued. */
 export async function queueApply(deps: Deps, run: RunRow): Promise<RunRow> {
-  const queued = await moveRun(deps.db, run.id, ["confirmed"], "apply_queued", Date.now());
+  const queued = await moveRun(deps.db, run.id, ["confirmed"], "apply_queued", deps.now());
   if (queued) {
     return (await scheduleJob(deps, queued, "apply")).run;
   }
@@ -84,7 +84,7 @@ export async function endRun(
   alongside: readonly BatchItem<"sqlite">[] = [],
 ): Promise<void> {
   const [, , locks] = await deps.db.batch([
-    ...endRunQueries(deps.db, run, Date.now()),
+    ...endRunQueries(deps.db, run, deps.now()),
     ...alongside,
   ]);
   await afterRunEnded(deps, run, locks.length > 0);
@@ -109,7 +109,7 @@ export function endRunQueries(
 /** What follows {@link endRunQueries}: the run's state locks, then the workspace's next run. */
 export async function afterRunEnded(deps: Deps, run: RunRow, holdsLock: boolean): Promise<void> {
   if (holdsLock) {
-    await releaseRunStateLocks(deps.db, run.id);
+    await releaseRunStateLocks(deps, run.id);
   }
   if (!run.isSpeculative) {
     await advanceWorkspace(deps, run.workspaceId);

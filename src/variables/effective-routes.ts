@@ -3,8 +3,8 @@
  * get, each variable with its source, computed by the same merge the job lease uses.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
 import { requirePerson } from "../middleware/auth.ts";
+import { errorResponses, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { showEffectiveVariables } from "./effective.ts";

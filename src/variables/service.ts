@@ -2,16 +2,17 @@
  * Variables: create-or-replace, read and delete, written once for every owner of variables (a
  * workspace's own, a variable set's: `store.ts`), and the one place sensitive values are
  * decrypted ({@link decryptVariables}). A sensitive value is stored only as AES-GCM ciphertext
- * under the `ENCRYPTION_KEY` keyring, bound to its row and owner, and no function here but that
- * one ever returns it.
+ * under the `ENCRYPTION_KEY` keyring, bound to its row and its owner, and no function here but
+ * that one ever returns it.
  */
 
-import { newId } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
-import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
-import { setSealedRows } from "../varsets/queries.ts";
+import type { Deps } from "../deps.ts";
+import { type Keyring, type KeyringError, loadKeyring, open, seal } from "../lib/encryption.ts";
+import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
 import {
   type Category,
   MAX_VARIABLES_PER_WORKSPACE,
@@ -20,7 +21,6 @@ import {
   type VariableWrite,
   variableAad,
 } from "./model.ts";
-import { replaceVariableQuery, rowsSealedWithOtherKeys, type VariableRow } from "./queries.ts";
 import { type VariableStore, workspaceVariables } from "./store.ts";
 
 /** The public shape: a sensitive variable reads back with `value: null`, always. */
@@ -39,30 +39,47 @@ export function presentVariable(row: StoredVariable) {
 }
 export type Variable = ReturnType<typeof presentVariable>;
 
-export type VariableFailure =
-  | { reason: "not_found" }
-  | { reason: "ambiguous"; categories: Category[] }
-  | { reason: "invalid"; field: string; message: string }
-  | { reason: "too_many" }
-  | { reason: "conflict" }
-  | { reason: "no_encryption_key"; message: string };
+/**
+ * A variable operation's outcome: `not_found`, `invalid` input (also a key in both categories
+ * without `?category=`), `conflict` (the limit, a concurrent write), `unavailable` without a
+ * usable `ENCRYPTION_KEY`.
+ */
+export type VariableResult<T> = Outcome<T, "not_found" | "invalid" | "conflict" | "unavailable">;
 
-type VariableResult<T> = { ok: true; value: T } | ({ ok: false } & VariableFailure);
-const refuse = (f: VariableFailure): { ok: false } & VariableFailure => ({ ok: false, ...f });
-
-async function keyringOf(secret: string | undefined): Promise<VariableResult<Keyring>> {
-  const keyring = await loadKeyring(secret);
-  if (!keyring.ok) {
-    return refuse({
-      reason: "no_encryption_key",
-      message: `ENCRYPTION_KEY is ${keyring.reason === "missing" ? "not set" : `unusable (${keyring.reason})`}`,
-    });
-  }
-  return { ok: true, value: keyring.value };
+/** What is wrong with the deployment's `ENCRYPTION_KEY`, in words. */
+function keyringProblem(problem: KeyringError): string {
+  return `ENCRYPTION_KEY is ${problem === "missing" ? "not set" : `unusable (${problem})`}`;
 }
 
-function describe(failure: VariableFailure): string {
-  return failure.reason === "no_encryption_key" ? failure.message : failure.reason;
+/** The keyring, or the deployment's key problem as a bug to throw (a job must not run without). */
+async function requireKeyring(secret: string | undefined, doing: string): Promise<Keyring> {
+  const keyring = await loadKeyring(secret);
+  if (!keyring.ok) {
+    throw new Error(`${doing}: ${keyringProblem(keyring.reason)}`);
+  }
+  return keyring.value;
+}
+
+/** The keyring, or `unavailable` naming what is wrong with `ENCRYPTION_KEY`. */
+export async function keyringOf(
+  secret: string | undefined,
+): Promise<Outcome<Keyring, "unavailable">> {
+  const keyring = await loadKeyring(secret);
+  if (!keyring.ok) {
+    return refuse(
+      "unavailable",
+      `sensitive variables are unavailable: ${keyringProblem(keyring.reason)}`,
+    );
+  }
+  return ok(keyring.value);
+}
+
+function variableNotFound(key: string) {
+  return refuse("not_found", `variable ${key} not found`);
+}
+
+function changedConcurrently(key: string) {
+  return refuse("conflict", `variable ${key} was changed concurrently; retry`);
 }
 
 /** The owner's variables by category and key, as the API shows them. */
@@ -77,7 +94,7 @@ export function listVariables(db: Database, workspaceId: string): Promise<Variab
 
 /**
  * The owner's variable named `key`; with no category it must exist in exactly one, else
- * `ambiguous`.
+ * `invalid` (`?category=` is needed).
  */
 export async function findStoredVariable(
   store: VariableStore,
@@ -87,12 +104,17 @@ export async function findStoredVariable(
   const rows = await store.find(key, category);
   const [row, second] = rows;
   if (!row) {
-    return refuse({ reason: "not_found" });
+    return variableNotFound(key);
   }
   if (second) {
-    return refuse({ reason: "ambiguous", categories: rows.map((r) => r.category) });
+    const categories = rows.map((r) => r.category).join(" and ");
+    return invalidInput(
+      "query.category",
+      "required for this key",
+      `${key} exists as ${categories} variables; add ?category=`,
+    );
   }
-  return { ok: true, value: row };
+  return ok(row);
 }
 
 /** {@link findStoredVariable} among a workspace's own variables. */
@@ -113,39 +135,41 @@ export type PutInput = {
   encryptionKey: string | undefined;
 };
 
-/** Where the value of a write ends up: kept as stored, or sealed, or in plain text. */
+type Stored = Pick<StoredVariable, "value" | "ciphertext" | "keyId">;
+
+/** Where the value of a write ends up: kept as stored, sealed for the owner, or in plain text. */
 async function storedValue(
   store: VariableStore,
   id: string,
   existing: StoredVariable | undefined,
   input: PutInput,
   plan: ReturnType<typeof planWrite> & { ok: true },
-): Promise<VariableResult<Pick<StoredVariable, "value" | "ciphertext" | "keyId">>> {
+): Promise<Outcome<Stored, "unavailable">> {
   if (plan.plan.kind === "keep" && existing) {
-    const { value, ciphertext, keyId } = existing;
-    return { ok: true, value: { value, ciphertext, keyId } };
+    return ok({ value: existing.value, ciphertext: existing.ciphertext, keyId: existing.keyId });
   }
   const plaintext = plan.plan.kind === "new" ? plan.plan.value : (existing?.value ?? "");
   if (!input.write.sensitive) {
-    return { ok: true, value: { value: plaintext, ciphertext: null, keyId: null } };
+    return ok({ value: plaintext, ciphertext: null, keyId: null });
   }
   const keyring = await keyringOf(input.encryptionKey);
   if (!keyring.ok) {
     return keyring;
   }
   const sealed = await seal(keyring.value, plaintext, variableAad(store.ownerId, id));
-  return { ok: true, value: { value: null, ciphertext: sealed.sealed, keyId: sealed.keyId } };
+  return ok({ value: null, ciphertext: sealed.sealed, keyId: sealed.keyId });
 }
 
 /**
  * Creates or replaces the owner's variable (category, key). Omitted flags take their defaults
  * (replace semantics); an omitted value keeps the stored one. Returns whether it was created.
  * The replace is compare-and-set, and the audit event is recorded only if this write landed.
+ * `limitMessage` says whose limit a new variable would pass.
  */
 export async function putStoredVariable(
+  deps: Deps,
   store: VariableStore,
-  db: Database,
-  input: PutInput,
+  input: PutInput & { limitMessage?: string },
 ): Promise<VariableResult<{ variable: Variable; created: boolean }>> {
   const [existing] = await store.find(input.key, input.write.category);
   const decided = planWrite(existing, input.key, input.write);
@@ -156,19 +180,20 @@ export async function putStoredVariable(
         : decided.problem === "hcl_env"
           ? "json.hcl"
           : "json.value";
-    return refuse({ reason: "invalid", field, message: decided.message });
+    return invalidInput(field, decided.message, `invalid request: ${decided.message}`);
   }
   if (!existing && (await store.count()) >= MAX_VARIABLES_PER_WORKSPACE) {
-    return refuse({ reason: "too_many" });
+    const limit = input.limitMessage ?? "this workspace has the maximum number of variables";
+    return refuse("conflict", limit);
   }
   const id = existing?.id ?? newId("variable");
   const stored = await storedValue(store, id, existing, input, decided);
   if (!stored.ok) {
     return stored;
   }
-  const now = Math.max(Date.now(), (existing?.updatedAt ?? 0) + 1);
+  const now = Math.max(deps.now(), (existing?.updatedAt ?? 0) + 1);
   const audit = auditWhereQuery(
-    db,
+    deps.db,
     {
       orgId: store.orgId,
       actor: input.actor,
@@ -202,17 +227,17 @@ export async function putStoredVariable(
     const written = await store.write(existing, row, [audit]);
     if (!written) {
       // Another write replaced the variable since it was read; the client may retry.
-      return refuse({ reason: "conflict" });
+      return changedConcurrently(input.key);
     }
-    return { ok: true, value: { variable: presentVariable(written), created: !existing } };
+    return ok({ variable: presentVariable(written), created: !existing });
   } catch (err) {
     const text = err instanceof Error ? `${err.message} ${err.cause}` : "";
     if (/UNIQUE constraint failed/i.test(text)) {
-      return refuse({ reason: "conflict" });
+      return changedConcurrently(input.key);
     }
     // The owner was deleted between the lookup and the write.
     if (/FOREIGN KEY constraint failed/i.test(text)) {
-      return refuse({ reason: "not_found" });
+      return variableNotFound(input.key);
     }
     throw err;
   }
@@ -220,17 +245,21 @@ export async function putStoredVariable(
 
 /** {@link putStoredVariable} for a workspace's own variable. */
 export function putVariable(
-  db: Database,
+  deps: Deps,
   input: PutInput & { orgId: string; workspaceId: string },
 ): Promise<VariableResult<{ variable: Variable; created: boolean }>> {
-  return putStoredVariable(workspaceVariables(db, input.orgId, input.workspaceId), db, input);
+  return putStoredVariable(
+    deps,
+    workspaceVariables(deps.db, input.orgId, input.workspaceId),
+    input,
+  );
 }
 
 /** Deletes the owner's variable; the category is needed only when the key exists in both. */
 export async function deleteStoredVariable(
+  deps: Deps,
   store: VariableStore,
-  db: Database,
-  input: { key: string; category?: Category; actor: AuditActor },
+  input: { key: string; category?: Category | undefined; actor: AuditActor },
 ): Promise<VariableResult<Variable>> {
   const found = await findStoredVariable(store, input.key, input.category);
   if (!found.ok) {
@@ -238,31 +267,32 @@ export async function deleteStoredVariable(
   }
   const row = found.value;
   await store.remove(row.id, [
-    auditQuery(db, {
+    auditQuery(deps.db, {
       orgId: store.orgId,
       actor: input.actor,
       action: "variable.delete",
       targetType: "variable",
       targetId: row.id,
       data: { ...store.auditData, key: row.key, category: row.category },
-      now: Date.now(),
+      now: deps.now(),
     }),
   ]);
-  return { ok: true, value: presentVariable(row) };
+  return ok(presentVariable(row));
 }
 
 /** {@link deleteStoredVariable} for a workspace's own variable. */
 export function deleteVariable(
-  db: Database,
+  deps: Deps,
   input: {
     orgId: string;
     workspaceId: string;
     key: string;
-    category?: Category;
+    category?: Category | undefined;
     actor: AuditActor;
   },
 ): Promise<VariableResult<Variable>> {
-  return deleteStoredVariable(workspaceVariables(db, input.orgId, input.workspaceId), db, input);
+  const store = workspaceVariables(deps.db, input.orgId, input.workspaceId);
+  return deleteStoredVariable(deps, store, input);
 }
 
 export type JobVariable = {
@@ -290,13 +320,7 @@ export async function decryptVariables(
   for (const { ownerId, row } of variables) {
     let value = row.value ?? "";
     if (row.isSensitive) {
-      if (!keyring) {
-        const loaded = await keyringOf(env.ENCRYPTION_KEY);
-        if (!loaded.ok) {
-          throw new Error(`cannot decrypt sensitive variables: ${describe(loaded)}`);
-        }
-        keyring = loaded.value;
-      }
+      keyring ??= await requireKeyring(env.ENCRYPTION_KEY, "cannot decrypt sensitive variables");
       const opened = await open(keyring, row.ciphertext ?? "", variableAad(ownerId, row.id));
       if (!opened.ok) {
         throw new Error(
@@ -314,59 +338,4 @@ export async function decryptVariables(
     });
   }
   return out;
-}
-
-/**
- * Re-encrypts up to `limit` sensitive values sealed with a key other than the primary one, so an
- * old key can be dropped from `ENCRYPTION_KEY`. Returns how many were re-sealed; run until 0.
- * Workspaces' variables and variable sets' alike.
- */
-export async function reencryptVariables(
-  env: { ENCRYPTION_KEY?: string },
-  db: Database,
-  limit = 100,
-): Promise<number> {
-  const loaded = await keyringOf(env.ENCRYPTION_KEY);
-  if (!loaded.ok) {
-    throw new Error(`cannot rotate: ${describe(loaded)}`);
-  }
-  const keyring = loaded.value;
-  const sources: SealedRows[] = [workspaceSealedRows(db), setSealedRows(db)];
-  let count = 0;
-  for (const source of sources) {
-    for (const { ownerId, row } of await source.read(keyring.primaryId, limit - count)) {
-      const aad = variableAad(ownerId, row.id);
-      const opened = await open(keyring, row.ciphertext ?? "", aad);
-      if (!opened.ok) {
-        continue;
-      }
-      const sealed = await seal(keyring, opened.value, aad);
-      count += (await source.reseal(row, sealed.sealed, sealed.keyId)) ? 1 : 0;
-    }
-    if (count >= limit) {
-      break;
-    }
-  }
-  return count;
-}
-
-/** One owner kind's sensitive rows sealed with another key than the primary, for rotation. */
-export type SealedRows = {
-  read(primaryId: string, limit: number): Promise<OwnedVariable[]>;
-  /** Stores the new ciphertext unless the row changed since it was read. */
-  reseal(row: StoredVariable, ciphertext: string, keyId: string): Promise<boolean>;
-};
-
-function workspaceSealedRows(db: Database): SealedRows {
-  return {
-    async read(primaryId, limit) {
-      const rows: VariableRow[] = await rowsSealedWithOtherKeys(db, primaryId, limit);
-      return rows.map((row) => ({ ownerId: row.workspaceId, row }));
-    },
-    async reseal(row, ciphertext, keyId) {
-      // Same updatedAt: a rotation is not a change of the variable, and loses to a concurrent write.
-      const [done] = await replaceVariableQuery(db, row, { ciphertext, keyId });
-      return done !== undefined;
-    },
-  };
 }

@@ -16,7 +16,6 @@ import {
   insertVariableQuery,
   listVariableRows,
   replaceVariableQuery,
-  syncOwnBackendQuery,
 } from "./queries.ts";
 
 /** What a write stores: every column but the owner's, which the store adds. */
@@ -46,7 +45,7 @@ export type VariableStore = {
   remove(id: string, alongside: BatchItem<"sqlite">[]): Promise<void>;
 };
 
-/** A workspace's own variables; every write keeps its derived state-backend flag in step. */
+/** A workspace's own variables. */
 export function workspaceVariables(
   db: Database,
   orgId: string,
@@ -65,22 +64,13 @@ export function workspaceVariables(
         .from(variables)
         .where(and(eq(variables.id, id), eq(variables.updatedAt, updatedAt)))}`,
     async write(existing, row, alongside) {
-      const sync = syncOwnBackendQuery(db, workspaceId);
       const [rows] = existing
-        ? await db.batch([replaceVariableQuery(db, existing, row), ...alongside, sync])
-        : await db.batch([
-            insertVariableQuery(db, { ...row, orgId, workspaceId }),
-            ...alongside,
-            sync,
-          ]);
+        ? await db.batch([replaceVariableQuery(db, existing, row), ...alongside])
+        : await db.batch([insertVariableQuery(db, { ...row, orgId, workspaceId }), ...alongside]);
       return rows[0];
     },
     async remove(id, alongside) {
-      await db.batch([
-        deleteVariableQuery(db, id),
-        ...alongside,
-        syncOwnBackendQuery(db, workspaceId),
-      ]);
+      await db.batch([deleteVariableQuery(db, id), ...alongside]);
     },
   };
 }

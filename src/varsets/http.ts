@@ -16,7 +16,7 @@ export async function setOf(c: Context<AppEnv>, ref: string) {
   if (!set) {
     throw new ApiError("NOT_FOUND", `variable set ${ref} not found`);
   }
-  const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+  const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
   return { principal, set, ctx };
 }
 

@@ -5,8 +5,8 @@
  */
 import { createRoute } from "@hono/zod-openapi";
 import { valueOrThrow } from "../errors.ts";
-import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
 import { requirePermission } from "../middleware/auth.ts";
+import { errorResponses, jsonResponse, newRouter } from "../router.ts";
 import { linkTargetOf, setOf } from "./http.ts";
 import { applySet, unapplySet } from "./links.ts";
 import { SetProjectParams, SetWorkspaceParams, VariableSetSchema } from "./schemas.ts";

@@ -10,7 +10,6 @@ import {
   workspaces,
 } from "../db/schema.ts";
 import type { Category } from "../variables/model.ts";
-import type { SealedRows } from "../variables/service.ts";
 import type { VariableStore } from "../variables/store.ts";
 import { type SetLinks, VARSET_ID_PATTERN, type VariableSetRow } from "./model.ts";
 
@@ -317,27 +316,63 @@ export function setVariables(db: Database, orgId: string, varsetId: string): Var
   };
 }
 
-/** Set variables sealed with another key than the primary one, for rotation. */
-export function setSealedRows(db: Database): SealedRows {
+/**
+ * Up to `limit` sensitive values of the org's sets sealed with one of the keys in `readable`
+ * (the ring's keys but its primary one): what a rotation re-encrypts next, as for workspaces.
+ */
+export function setRowsSealedWithOtherKeys(
+  db: Database,
+  orgId: string,
+  readable: readonly string[],
+  limit: number,
+) {
   const table = variableSetVariables;
-  return {
-    async read(primaryId, limit) {
-      const rows = await db
-        .select()
-        .from(table)
-        .where(
-          and(eq(table.isSensitive, true), isNotNull(table.ciphertext), ne(table.keyId, primaryId)),
-        )
-        .limit(limit);
-      return rows.map((row) => ({ ownerId: row.varsetId, row }));
-    },
-    async reseal(row, ciphertext, keyId) {
-      const [done] = await db
-        .update(table)
-        .set({ ciphertext, keyId })
-        .where(and(eq(table.id, row.id), eq(table.updatedAt, row.updatedAt)))
-        .returning({ id: table.id });
-      return done !== undefined;
-    },
-  };
+  return db
+    .select()
+    .from(table)
+    .where(
+      and(
+        eq(table.orgId, orgId),
+        eq(table.isSensitive, true),
+        isNotNull(table.ciphertext),
+        inArray(table.keyId, [...readable]),
+      ),
+    )
+    .orderBy(asc(table.id))
+    .limit(limit);
+}
+
+/** How many sensitive values of the org's sets are sealed with a key other than `primaryId`. */
+export async function countSetSealedWithOtherKeys(
+  db: Database,
+  orgId: string,
+  primaryId: string,
+): Promise<number> {
+  const table = variableSetVariables;
+  const [row] = await db
+    .select({ n: count() })
+    .from(table)
+    .where(
+      and(
+        eq(table.orgId, orgId),
+        eq(table.isSensitive, true),
+        isNotNull(table.ciphertext),
+        ne(table.keyId, primaryId),
+      ),
+    );
+  return row?.n ?? 0;
+}
+
+/** Stores a re-sealed value unless the row changed since it was read (same `updatedAt`). */
+export function resealSetVariableQuery(
+  db: Database,
+  row: Pick<SetVariableRow, "id" | "updatedAt">,
+  sealed: { ciphertext: string; keyId: string },
+) {
+  const table = variableSetVariables;
+  return db
+    .update(table)
+    .set(sealed)
+    .where(and(eq(table.id, row.id), eq(table.updatedAt, row.updatedAt)))
+    .returning({ id: table.id });
 }

@@ -7,8 +7,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { setOf } from "./http.ts";
 import { variableSetLinkRoutes } from "./link-routes.ts";
 import { CreateVariableSet, SetParams, UpdateVariableSet, VariableSetSchema } from "./schemas.ts";
@@ -41,7 +41,7 @@ export const variableSetRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
       const set = valueOrThrow(await createVariableSet(c.var.db, ctx, c.req.valid("json")));
       return c.json(set, 201);
     },
@@ -66,7 +66,8 @@ export const variableSetRoutes = newRouter()
     }),
     async (c) => {
       const { limit, cursor } = c.req.valid("query");
-      const after = cursor === undefined ? undefined : decodeCursor(cursor, ["string"])[0];
+      const after =
+        cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["string"]))[0];
       const rows = await listVariableSets(c.var.db, personOf(c).orgId, { limit, after });
       const page = takePage(rows, limit, (r) => [r.row.name]);
       return c.json(

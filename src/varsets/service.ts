@@ -10,12 +10,13 @@ import { sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
+import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import {
   type PutInput,
   putStoredVariable,
   type Variable,
-  type VariableFailure,
+  type VariableResult,
 } from "../variables/service.ts";
 import {
   globalConflict,
@@ -223,23 +224,22 @@ export async function deleteVariableSet(
 
 /**
  * Creates or replaces a variable of the set, by the same rules as a workspace's variable; in a
- * global set, one another global set holds is refused (`global_conflict`).
+ * global set, one another global set holds is a `conflict`.
  */
 export async function putSetVariable(
-  db: Database,
+  deps: Deps,
   set: VariableSetRow,
   input: PutInput,
-): Promise<
-  | { ok: true; value: { variable: Variable; created: boolean } }
-  | ({ ok: false } & (VariableFailure | { reason: "global_conflict"; message: string }))
-> {
+): Promise<VariableResult<{ variable: Variable; created: boolean }>> {
   if (set.global) {
-    const problem = await globalProblem(db, set, [
-      { key: input.key, category: input.write.category },
-    ]);
+    const mine = [{ key: input.key, category: input.write.category }];
+    const problem = await globalProblem(deps.db, set, mine);
     if (problem) {
-      return { ok: false, reason: "global_conflict", message: problem };
+      return refuse("conflict", problem);
     }
   }
-  return putStoredVariable(setVariables(db, set.orgId, set.id), db, input);
+  return putStoredVariable(deps, setVariables(deps.db, set.orgId, set.id), {
+    ...input,
+    limitMessage: `variable set ${set.name} has the maximum number of variables`,
+  });
 }

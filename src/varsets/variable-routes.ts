@@ -5,10 +5,10 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { requirePermission } from "../middleware/auth.ts";
-import { CategoryQuery, PutVariable, VariableSchema, variableError } from "../variables/routes.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { CategoryQuery, PutVariable, VariableSchema } from "../variables/routes.ts";
 import {
   deleteStoredVariable,
   findStoredVariable,
@@ -22,7 +22,6 @@ import { putSetVariable } from "./service.ts";
 
 const tags = ["variable-sets"];
 const security = [{ bearer: [] }];
-const owner = (name: string) => `variable set ${name}`;
 
 export const variableSetVariableRoutes = newRouter()
   .openapi(
@@ -70,10 +69,7 @@ export const variableSetVariableRoutes = newRouter()
       const { set } = await setOf(c, varsetId);
       const store = setVariables(c.var.db, set.orgId, set.id);
       const found = await findStoredVariable(store, key, c.req.valid("query").category);
-      if (!found.ok) {
-        throw variableError(found, key, owner(set.name));
-      }
-      return c.json(presentVariable(found.value), 200);
+      return c.json(presentVariable(valueOrThrow(found)), 200);
     },
   )
   .openapi(
@@ -104,18 +100,13 @@ export const variableSetVariableRoutes = newRouter()
           issues: [{ path: "query.category", message: "must match json.category" }],
         });
       }
-      const result = await putSetVariable(c.var.db, set, {
+      const result = await putSetVariable(c.var.deps, set, {
         key,
         write,
         actor: actorOf(principal),
         encryptionKey: c.env.ENCRYPTION_KEY,
       });
-      if (!result.ok) {
-        throw result.reason === "global_conflict"
-          ? new ApiError("CONFLICT", result.message)
-          : variableError(result, key, owner(set.name));
-      }
-      const { variable, created } = result.value;
+      const { variable, created } = valueOrThrow(result);
       return created ? c.json(variable, 201) : c.json(variable, 200);
     },
   )
@@ -137,18 +128,12 @@ export const variableSetVariableRoutes = newRouter()
     async (c) => {
       const { varsetId, key } = c.req.valid("param");
       const { principal, set } = await setOf(c, varsetId);
-      const result = await deleteStoredVariable(
-        setVariables(c.var.db, set.orgId, set.id),
-        c.var.db,
-        {
-          key,
-          category: c.req.valid("query").category,
-          actor: actorOf(principal),
-        },
-      );
-      if (!result.ok) {
-        throw variableError(result, key, owner(set.name));
-      }
-      return c.json(result.value, 200);
+      const store = setVariables(c.var.db, set.orgId, set.id);
+      const result = await deleteStoredVariable(c.var.deps, store, {
+        key,
+        category: c.req.valid("query").category,
+        actor: actorOf(principal),
+      });
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -7,12 +7,13 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { authorizeProject } from "../authz/http.ts";
 import { decideWorkspace } from "../authz/model.ts";
 import { actorOf, principalId } from "../authz/principal.ts";
+import { valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
 import { namedProject } from "../projects/http.ts";
 import { ProjectRef } from "../projects/model.ts";
 import { defaultProject } from "../projects/service.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { deleteWorkspace } from "./delete.ts";
 import { workspaceOf } from "./http.ts";
 import { lockWorkspace, unlockWorkspace } from "./lock.ts";
@@ -23,7 +24,6 @@ import {
   UnlockQuery,
   UpdateWorkspace,
   WorkspaceSchema,
-  workspaceError,
 } from "./schemas.ts";
 import { createWorkspace, listWorkspaces, presentWorkspace, updateWorkspace } from "./service.ts";
 
@@ -51,18 +51,15 @@ export const workspaceRoutes = newRouter()
       const { projectId: projectRef, ...settings } = c.req.valid("json");
       const project =
         projectRef === undefined
-          ? await defaultProject(c.var.db, principal.orgId, Date.now())
+          ? await defaultProject(c.var.deps, principal.orgId)
           : await namedProject(c, projectRef, "json.projectId", "project.add_workspace");
-      const result = await createWorkspace(c.var.db, {
+      const result = await createWorkspace(c.var.deps, {
         orgId: principal.orgId,
         actor: actorOf(principal),
         projectId: project.id,
         settings,
       });
-      if (!result.ok) {
-        throw workspaceError(result, settings.name);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -103,7 +100,8 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { limit, cursor, search, projectId: projectRef } = c.req.valid("query");
-      const after = cursor === undefined ? undefined : decodeCursor(cursor, ["string"])[0];
+      const after =
+        cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["string"]))[0];
       const projectId =
         projectRef === undefined
           ? undefined
@@ -166,17 +164,14 @@ export const workspaceRoutes = newRouter()
       if (project && project.id !== workspace.projectId) {
         await authorizeProject(c.var.db, principal, "project.add_workspace", project);
       }
-      const result = await updateWorkspace(c.var.db, {
+      const result = await updateWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspace.id,
         actor: actorOf(principal),
         patch,
         projectId: project?.id,
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -198,15 +193,12 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.delete");
-      const result = await deleteWorkspace(c.var.db, c.env.BLOBS, {
+      const result = await deleteWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspace.id,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -228,17 +220,14 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.lock");
-      const result = await lockWorkspace(c.var.db, {
+      const result = await lockWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspace.id,
         holderId: principalId(principal),
         actor: actorOf(principal),
         reason: c.req.valid("json").reason,
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -261,7 +250,7 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace, grants } = await workspaceOf(c, workspaceId, "workspace.lock");
-      const result = await unlockWorkspace(c.var.db, {
+      const result = await unlockWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspace.id,
         holderId: principalId(principal),
@@ -269,9 +258,6 @@ export const workspaceRoutes = newRouter()
         isAdmin: decideWorkspace(grants, "workspace.force_unlock") === "allow",
         force: c.req.valid("query").force === "true",
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

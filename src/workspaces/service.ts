@@ -1,16 +1,18 @@
 /**
  * Workspaces: create, read and update, each change with its audit event in the same D1 batch.
- * Expected refusals come back as {@link WorkspaceFailure}, never thrown. Deleting is in
+ * Expected refusals come back as {@link WorkspaceResult} reasons, never thrown. Deleting is in
  * `delete.ts`, the user lock in `lock.ts`.
  */
 
-import { newId } from "@outpost/common";
+import { fail, newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
 import { readableWorkspaces } from "../authz/queries.ts";
 import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
 import { poolScopeRefusal } from "../pools/model.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {
@@ -31,24 +33,24 @@ import {
   type WorkspaceRow,
 } from "./queries.ts";
 
-export type WorkspaceFailure =
-  | { reason: "not_found" }
-  | { reason: "name_taken"; name: string }
-  | { reason: "invalid"; field: string; message: string }
-  | { reason: "active_runs"; runIds: string[] }
-  | { reason: "locked"; lockedBy: string }
-  | { reason: "state_locked" }
-  | { reason: "has_state"; message: string }
-  | { reason: "not_lock_holder"; lockedBy: string }
-  | { reason: "needs_force"; lockedBy: string }
-  | { reason: "pool_not_allowed"; message: string };
+/**
+ * A workspace operation's outcome: `not_found` (also another org's workspace), `invalid`
+ * settings, `conflict` (a name taken, active runs, a lock), `forbidden` (another's lock).
+ */
+export type WorkspaceResult<T> = Outcome<T, "not_found" | "invalid" | "conflict" | "forbidden">;
 
-export type WorkspaceResult<T> = { ok: true; value: T } | ({ ok: false } & WorkspaceFailure);
+/** The refusal for a workspace that is not in the caller's org, named as the caller named it. */
+export function workspaceNotFound(ref: string) {
+  return refuse("not_found", `workspace ${ref} not found`);
+}
 
-export const refuse = (failure: WorkspaceFailure): { ok: false } & WorkspaceFailure => ({
-  ok: false,
-  ...failure,
-});
+function nameTaken(name: string) {
+  return refuse("conflict", `a workspace named ${name} exists`).reason;
+}
+
+function poolNotFound(poolId: string | null) {
+  return invalidInput("json.poolId", `agent pool ${poolId} not found in this organization`).reason;
+}
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -126,58 +128,61 @@ export function resolveWorkspace(
 }
 
 /** The refusal a failed write stands for, when a constraint caught a race; else undefined. */
-function raceFailure(err: unknown, settings: WorkspaceSettings): WorkspaceFailure | undefined {
+function raceFailure(
+  err: unknown,
+  settings: WorkspaceSettings,
+): Reason<"invalid" | "conflict"> | undefined {
   const text = err instanceof Error ? `${err.message} ${err.cause}` : "";
   if (/UNIQUE constraint failed/i.test(text)) {
-    return { reason: "name_taken", name: settings.name };
+    return nameTaken(settings.name);
   }
   // The pool was deleted between the check and the write.
   if (/FOREIGN KEY constraint failed/i.test(text)) {
-    const message = `agent pool ${settings.poolId} not found in this organization`;
-    return { reason: "invalid", field: "poolId", message };
+    return poolNotFound(settings.poolId);
   }
   return undefined;
 }
 
-/** Where a workspace is, for the references a write checks: its id, its project, its pool. */
+/** Where a workspace is, for the references a write checks: its id and its project. */
 type Placement = { id: string; projectId: string; before?: { projectId: string | null } };
 
+/**
+ * Why the settings refer to something the workspace may not use, or null: a pool or consumer
+ * workspace not in the org (`invalid`), a name taken, or a pool whose scope does not allow the
+ * workspace where it ends up (`conflict`, the scope rule's sentence), checked when the pool or
+ * the project changes.
+ */
 async function checkReferences(
   db: Database,
   orgId: string,
   settings: WorkspaceSettings,
   placement: Placement,
   before?: WorkspaceSettings,
-): Promise<WorkspaceFailure | null> {
+): Promise<Reason<"invalid" | "conflict"> | null> {
   const moved = placement.projectId !== placement.before?.projectId;
   if (settings.poolId && (settings.poolId !== before?.poolId || moved)) {
     const pool = await findPoolScope(db, orgId, settings.poolId);
     if (!pool) {
-      return {
-        reason: "invalid",
-        field: "poolId",
-        message: `agent pool ${settings.poolId} not found in this organization`,
-      };
+      return poolNotFound(settings.poolId);
     }
     const workspace = { id: placement.id, name: settings.name, projectId: placement.projectId };
     const refusal = poolScopeRefusal(pool, workspace);
     if (refusal !== null) {
-      return { reason: "pool_not_allowed", message: refusal };
+      return refuse("conflict", refusal).reason;
     }
   }
   if (settings.name !== before?.name && (await findWorkspaceByName(db, orgId, settings.name))) {
-    return { reason: "name_taken", name: settings.name };
+    return nameTaken(settings.name);
   }
   const added = (settings.remoteStateConsumerIds ?? []).filter(
     (id) => !(before?.remoteStateConsumerIds ?? []).includes(id),
   );
   const missing = await missingWorkspaces(db, orgId, added);
   if (missing.length > 0) {
-    return {
-      reason: "invalid",
-      field: "remoteStateConsumerIds",
-      message: `workspace ${missing.join(", ")} not found in this organization`,
-    };
+    return invalidInput(
+      "json.remoteStateConsumerIds",
+      `workspace ${missing.join(", ")} not found in this organization`,
+    ).reason;
   }
   return null;
 }
@@ -187,7 +192,7 @@ async function checkReferences(
  * its settings, that its pool exists and allows it, and its name's uniqueness.
  */
 export async function createWorkspace(
-  db: Database,
+  deps: Deps,
   input: {
     orgId: string;
     actor: AuditActor;
@@ -195,24 +200,23 @@ export async function createWorkspace(
     settings: SettingsInput & { name: string };
   },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const resolved = settingsForCreate(input.settings);
   if (!resolved.ok) {
-    return refuse({ reason: "invalid", ...resolved.problem });
+    return invalidInput(`json.${resolved.problem.field}`, resolved.problem.message);
   }
   const id = newId("workspace");
   const placement = { id, projectId: input.projectId };
   const problem = await checkReferences(db, input.orgId, resolved.value, placement);
   if (problem) {
-    return refuse(problem);
+    return fail(problem);
   }
-  const now = Date.now();
-  const row: WorkspaceRow = {
+  const now = deps.now();
+  const columns = {
     ...resolved.value,
     id,
     orgId: input.orgId,
     projectId: input.projectId,
-    // Set by the variables service once a PULUMI_BACKEND_URL variable exists.
-    hasOwnStateBackend: false,
     lockedBy: null,
     lockReason: null,
     lockedAt: null,
@@ -220,9 +224,11 @@ export async function createWorkspace(
     createdAt: now,
     updatedAt: now,
   };
+  // A new workspace has no variables, so no PULUMI_BACKEND_URL of its own.
+  const row: WorkspaceRow = { ...columns, hasOwnStateBackend: false };
   try {
     await db.batch([
-      db.insert(workspaces).values(row),
+      db.insert(workspaces).values(columns),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,
@@ -236,11 +242,11 @@ export async function createWorkspace(
   } catch (err) {
     const failure = raceFailure(err, resolved.value);
     if (failure) {
-      return refuse(failure);
+      return fail(failure);
     }
     throw err;
   }
-  return { ok: true, value: presentWorkspace(row) };
+  return ok(presentWorkspace(row));
 }
 
 /** One page of the workspaces of the viewer's org that it may see, by name. */
@@ -265,10 +271,10 @@ export async function listWorkspaces(
  * Applies a partial update; `projectId` (a project of the org the caller resolved) moves the
  * workspace. Only fields present change; the audit event lists them with their old and new
  * values. An update that changes nothing writes nothing. A pool that does not allow the
- * workspace where it ends up (`poolScopeRefusal`) refuses the change.
+ * workspace where it ends up (`poolScopeRefusal`) refuses the change (`conflict`).
  */
 export async function updateWorkspace(
-  db: Database,
+  deps: Deps,
   input: {
     orgId: string;
     ref: string;
@@ -277,14 +283,15 @@ export async function updateWorkspace(
     projectId?: string | undefined;
   },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return workspaceNotFound(input.ref);
   }
   const before = settingsOf(current);
   const resolved = settingsForUpdate(before, input.patch);
   if (!resolved.ok) {
-    return refuse({ reason: "invalid", ...resolved.problem });
+    return invalidInput(`json.${resolved.problem.field}`, resolved.problem.message);
   }
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   for (const [field, to] of Object.entries(resolved.value)) {
@@ -298,18 +305,18 @@ export async function updateWorkspace(
     changes.projectId = { from: current.projectId, to: projectId };
   }
   if (Object.keys(changes).length === 0) {
-    return { ok: true, value: presentWorkspace(current) };
+    return ok(presentWorkspace(current));
   }
   const switchProblem = engineSwitchProblem(before, resolved.value);
   if (switchProblem !== null && (await findCurrentVersion(db, current.id))) {
-    return refuse({ reason: "has_state", message: switchProblem });
+    return refuse("conflict", `workspace ${input.ref} cannot change engine: ${switchProblem}`);
   }
   const placement = { id: current.id, projectId, before: { projectId: current.projectId } };
   const problem = await checkReferences(db, input.orgId, resolved.value, placement, before);
   if (problem) {
-    return refuse(problem);
+    return fail(problem);
   }
-  const now = Date.now();
+  const now = deps.now();
   try {
     const [[updated]] = await db.batch([
       updateWorkspaceQuery(db, input.orgId, current.id, {
@@ -327,13 +334,11 @@ export async function updateWorkspace(
         now,
       }),
     ]);
-    return updated
-      ? { ok: true, value: presentWorkspace(updated) }
-      : refuse({ reason: "not_found" });
+    return updated ? ok(presentWorkspace(updated)) : workspaceNotFound(input.ref);
   } catch (err) {
     const failure = raceFailure(err, resolved.value);
     if (failure) {
-      return refuse(failure);
+      return fail(failure);
     }
     throw err;
   }

@@ -121,6 +121,7 @@ describe("the dashboard in chromium", () => {
         HOME: home,
         OUTPOST_NAME: `edge ${xss(3)}`,
         OUTPOST_RELEASE_MIRROR: world.mirror.url,
+        OUTPOST_ENGINE_KEYRING: world.keyringFile,
       },
       home,
     );

@@ -398,7 +398,9 @@ describe("outpost CLI", () => {
       /^Outpost agent (\S+ \()?agt_\w+\)? v\S+ in pool pool_\w+, isolation (bwrap|none): plan job run_\w+:plan for run/,
     );
     expect(first.stdout).toContain('Resolving terraform "latest" against');
-    expect(first.stdout).toContain(`Using terraform ${ENGINE_VERSION} (newest for "latest")`);
+    expect(first.stdout).toContain(
+      `Using terraform ${ENGINE_VERSION} (newest for "latest" in ${world.mirror.url}/terraform/index.json)`,
+    );
     const second = await cli([
       "run",
       configDir({ "main.tf": resource("a", "2") + outputsTf("https://two.internal", "s3cret-2") }),

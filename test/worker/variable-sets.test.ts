@@ -5,11 +5,11 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { reencryptVariables } from "../../src/variables/service.ts";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { NEW_KEY, ROTATED, reencryptWith } from "./helpers/keys.ts";
 import {
   applySet,
   createProject,
@@ -180,7 +180,7 @@ describe("variable sets", () => {
     const notApplied = await call(
       org,
       "DELETE",
-      "/api/v1/variable-sets/shared/workspaces/" + ws.id,
+      `/api/v1/variable-sets/shared/workspaces/${ws.id}`,
     );
     expect(notApplied.status).toBe(404);
     expect(await snapshotD1()).toEqual(before);
@@ -228,17 +228,9 @@ describe("variable sets", () => {
     });
     const ws = await createWorkspace(org);
     await applySet(org, set.id, { workspaceId: ws.id });
-    const newKey = `k2:${btoa(String.fromCharCode(...new Uint8Array(32).fill(7)))}`;
-    const rotated = `${newKey},${env.ENCRYPTION_KEY}`;
-    let total = 0;
-    for (let pass = 0; pass < 10; pass++) {
-      const n = await reencryptVariables({ ENCRYPTION_KEY: rotated }, db);
-      total += n;
-      if (n === 0) {
-        break;
-      }
-    }
-    expect(total).toBeGreaterThan(0);
+    const res = await reencryptWith(ROTATED, org.ownerToken);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.variables).toEqual({ reencrypted: 1, remaining: 0 });
     const row = await env.DB.prepare(
       "SELECT key_id FROM variable_set_variables WHERE varset_id = ?",
     )
@@ -246,7 +238,7 @@ describe("variable sets", () => {
       .first<{ key_id: string }>();
     expect(row?.key_id).toBe("k2");
     // Only the new key left: the value still opens.
-    const vars = await jobVariablesOf({ ENCRYPTION_KEY: newKey }, ws.id, true);
+    const vars = await jobVariablesOf({ ENCRYPTION_KEY: NEW_KEY }, ws.id, true);
     expect(vars).toContainEqual(expect.objectContaining({ key: "TOKEN", value: "t0k3n" }));
   });
 });
