@@ -44,6 +44,22 @@ function livenessBody(values: {
   return body;
 }
 
+/** Which workspaces may run on the pool, as a line. */
+function scopeText(pool: {
+  organizationScoped: boolean;
+  allowedWorkspaceIds: string[];
+  allowedProjectIds: string[];
+}): string {
+  if (pool.organizationScoped) {
+    return "every workspace of the organization";
+  }
+  const named = [
+    ...pool.allowedProjectIds.map((id) => `project ${id}`),
+    ...pool.allowedWorkspaceIds.map((id) => `workspace ${id}`),
+  ];
+  return `only ${named.join(", ") || "(none)"}`;
+}
+
 const list = command(
   { summary: "list agent pools", options: {}, positionals: [], required: 0 },
   async (ctx, { values }) => {
@@ -126,7 +142,8 @@ const show = command(
       `${pool.name} (${pool.id})\n` +
         `liveness: unknown after ${pool.unknownAfterSeconds}s, errored after ${pool.erroredAfterSeconds}s, listed ${pool.retentionSeconds}s after going offline\n` +
         `OIDC-issued agent tokens live at most ${pool.maxTokenExpirationSeconds}s\n` +
-        `workspaces: ${pool.workspaces.map((w) => w.name).join(", ") || "-"}\n\n`,
+        `scope: ${scopeText(pool)}\n` +
+        `workspaces: ${pool.workspaces.map((w) => (w.allowed ? w.name : `${w.name} (not allowed)`)).join(", ") || "-"}\n\n`,
     );
     ctx.out.write(
       table([
