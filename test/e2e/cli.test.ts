@@ -33,7 +33,8 @@ beforeAll(async () => {
   agent = startAgent(world, { args: ["--cancel-grace", "5"] });
   home = freshDir(world, "cli-home");
   await agent.waitForOutput(/registered/);
-});
+  // Starting the local coordinator is slow on a loaded machine.
+}, 180_000);
 afterEach((context) => {
   if (context.task.result?.state === "fail") {
     console.log(agent.output());
@@ -255,7 +256,8 @@ describe("outpost CLI", () => {
     expect((await cli(["workspaces", "delete", "cli-proj-ws"])).code).toBe(0);
     expect((await cli(["projects", "delete", "cli-network"])).code).toBe(0);
     expect((await cli(["varsets", "delete", "cli-creds"])).code).toBe(0);
-  });
+    // Some thirty CLI processes, each a Node start: slow on a loaded machine.
+  }, 180_000);
 
   it("manages OIDC trusts, token lifetimes and workload identity", async () => {
     const pool = await cli(["pools", "create", "oidc-pool", "--max-token-expiration", "900"]);
