@@ -7,6 +7,8 @@ export function poolError(failure: PoolFailure, what: string): ApiError {
   switch (failure.reason) {
     case "not_found":
       return new ApiError("NOT_FOUND", `${what} not found`);
+    case "invalid":
+      return new ApiError("BAD_REQUEST", failure.message);
     case "name_taken":
       return new ApiError("CONFLICT", `a pool named ${JSON.stringify(failure.name)} exists`);
     case "in_use":

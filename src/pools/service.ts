@@ -12,9 +12,14 @@ import type { agentPools } from "../db/schema.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import {
+  AUTOSCALING_FIELDS,
+  AUTOSCALING_LIMITS,
+  type AutoscalingSettings,
+  autoscalingOf,
   LIVENESS_FIELDS,
   LIVENESS_LIMITS,
   type LivenessField,
+  nextAutoscaling,
   type PoolRow,
   poolOverrides,
   presentAgent,
@@ -38,6 +43,7 @@ import {
 
 export type PoolFailure =
   | { reason: "not_found" }
+  | { reason: "invalid"; message: string }
   | { reason: "name_taken"; name: string }
   | { reason: "in_use"; workspaces: { id: string; name: string }[] };
 
@@ -53,9 +59,11 @@ export function poolStub(env: Env, poolId: string) {
 export type PoolInput = {
   name?: string;
   description?: string;
-} & Partial<Record<LivenessField, number | null>>;
+} & Partial<Record<LivenessField, number | null>> &
+  Partial<AutoscalingSettings>;
 
-function livenessColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
+/** The columns a pool input sets: liveness settings in ms, autoscaling settings as given. */
+function settingColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
   const out: Partial<typeof agentPools.$inferInsert> = {};
   for (const field of LIVENESS_FIELDS) {
     const value = input[field];
@@ -63,8 +71,20 @@ function livenessColumns(input: PoolInput): Partial<typeof agentPools.$inferInse
       out[LIVENESS_LIMITS[field].column] = value === null ? null : value * 1000;
     }
   }
+  for (const field of AUTOSCALING_FIELDS) {
+    const value = input[field];
+    if (value !== undefined) {
+      out[field] = value;
+    }
+  }
   return out;
 }
+
+const DEFAULT_AUTOSCALING: AutoscalingSettings = {
+  minAgents: AUTOSCALING_LIMITS.minAgents.default,
+  maxAgents: AUTOSCALING_LIMITS.maxAgents.default,
+  jobsPerAgent: AUTOSCALING_LIMITS.jobsPerAgent.default,
+};
 
 function isUniqueViolation(err: unknown): boolean {
   return err instanceof Error && /UNIQUE constraint failed/i.test(`${err.message} ${err.cause}`);
@@ -76,6 +96,10 @@ export async function createPool(
   env: Env,
   input: { orgId: string; actor: string; name: string } & PoolInput,
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
+  const autoscaling = nextAutoscaling(DEFAULT_AUTOSCALING, input);
+  if (!autoscaling.ok) {
+    return refuse({ reason: "invalid", message: autoscaling.reason });
+  }
   const now = Date.now();
   const id = newId("pool");
   const [inserted] = await db.batch([
@@ -84,7 +108,7 @@ export async function createPool(
       orgId: input.orgId,
       name: input.name,
       description: input.description ?? "",
-      ...livenessColumns(input),
+      ...settingColumns(input),
       createdAt: now,
       updatedAt: now,
     }),
@@ -149,6 +173,10 @@ export async function updatePool(
     return refuse({ reason: "not_found" });
   }
   const { name, description } = input.patch;
+  const autoscaling = nextAutoscaling(autoscalingOf(current), input.patch);
+  if (!autoscaling.ok) {
+    return refuse({ reason: "invalid", message: autoscaling.reason });
+  }
   if (name !== undefined && name !== current.name) {
     const taken = await findPoolByName(db, input.orgId, name);
     if (taken) {
@@ -159,13 +187,13 @@ export async function updatePool(
   const set = {
     ...(name === undefined ? {} : { name }),
     ...(description === undefined ? {} : { description }),
-    ...livenessColumns(input.patch),
+    ...settingColumns(input.patch),
     updatedAt: now,
   };
   let updated: PoolRow | undefined;
   try {
     const [rows] = await db.batch([
-      updatePoolQuery(db, input.orgId, input.id, set),
+      updatePoolQuery(db, input.orgId, input.id, set, autoscaling.value),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,
@@ -184,10 +212,22 @@ export async function updatePool(
     throw err;
   }
   if (!updated) {
-    return refuse({ reason: "not_found" });
+    return whyNotUpdated(db, input);
   }
   await poolStub(env, input.id).configure(poolOverrides(updated));
   return { ok: true, value: presentPool(updated) };
+}
+
+/** The pool is gone, or a concurrent change left a bound the patch no longer fits. */
+async function whyNotUpdated(
+  db: Database,
+  input: { orgId: string; id: string; patch: PoolInput },
+): Promise<PoolResult<never>> {
+  const now = await getPool(db, input.orgId, input.id);
+  const autoscaling = now ? nextAutoscaling(autoscalingOf(now), input.patch) : null;
+  return autoscaling && !autoscaling.ok
+    ? refuse({ reason: "invalid", message: autoscaling.reason })
+    : refuse({ reason: "not_found" });
 }
 
 /**
