@@ -7,6 +7,7 @@ import { type Context, Hono } from "hono";
 import { ApiError } from "../errors.ts";
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
+import { getAutoscaling } from "../pools/autoscaling.ts";
 import { PoolName } from "../pools/model.ts";
 import {
   createAgentToken,
@@ -76,7 +77,10 @@ async function renderPool(
   if (!detail.ok) {
     throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
   }
-  const { tokens, trusts } = await ownerData(c, poolId);
+  const [{ tokens, trusts }, autoscaling] = await Promise.all([
+    ownerData(c, poolId),
+    getAutoscaling(c.var.db, c.env, c.var.session.orgId, poolId),
+  ]);
   const { agents, workspaces, ...pool } = detail.value;
   return c.html(
     <PoolPage
@@ -84,6 +88,7 @@ async function renderPool(
       pool={pool}
       agents={agents}
       workspaces={workspaces}
+      autoscaling={autoscaling.ok ? autoscaling.value : null}
       tokens={tokens}
       trusts={trusts}
       address={new URL(c.req.url).origin}
