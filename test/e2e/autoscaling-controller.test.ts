@@ -11,7 +11,6 @@ import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentProcess,
-  createWorkspace,
   expectStatus,
   type Json,
   queueRun,
