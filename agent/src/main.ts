@@ -6,6 +6,7 @@ import { ContactMonitor } from "./client/contact.ts";
 import { type AgentCredentials, oidcCredentials, staticCredentials } from "./client/credentials.ts";
 import { jobPort } from "./client/job-port.ts";
 import type { AgentConfig } from "./config/load.ts";
+import { readEngineKeyring } from "./engines/signatures.ts";
 import { type ResolvedIsolation, resolveIsolation } from "./exec/sandbox.ts";
 import type { ExitCode } from "./exit-codes.ts";
 import type { JobIsolation } from "./job/containment.ts";
@@ -32,6 +33,11 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
   const userAgent = `outpost-agent/${AGENT_VERSION} (${process.platform}; ${process.arch}; node ${process.version})`;
   const extraCas = config.caCertFile === null ? [] : readCaFile(config.caCertFile, "--ca-cert");
   configureNetwork({ extraCas });
+  // Read and checked before anything starts: a bad keyring is a configuration error (exit 2).
+  const engineKeyring =
+    config.engineKeyringFile === null
+      ? []
+      : await readEngineKeyring(config.engineKeyringFile, "--engine-keyring");
   const updater = new Updater({
     enabled: config.autoUpdate,
     currentVersion: AGENT_VERSION,
@@ -82,6 +88,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       hostEnv: process.env,
       networkEnv: await jobNetworkEnv(config, extraCas),
       releaseMirror: config.releaseMirror,
+      engineKeyring,
       allowFileRepos: config.allowFileRepos,
       cancelGraceMs: config.cancelGraceMs,
       maxConfigurationBytes: MAX_CONFIGURATION_BYTES,
@@ -110,6 +117,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       isolation: isolation.mode,
       autoUpdate: config.autoUpdate,
       proxy: proxySummary(),
+      engineKeyring: engineKeyring.map((k) => k.label).join("; ") || "none",
       login: config.oidc === null ? "agent token" : `OIDC token file for ${config.oidc.poolId}`,
       metrics: observability?.url ?? "off",
     },

@@ -5,8 +5,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { accepts } from "hono/accepts";
 import { errorResponses, newRouter } from "../lib/router.ts";
-import { orgPrincipal } from "../middleware/auth.ts";
-import { requireOperationsReader } from "./access.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import {
   EXPOSITION_CONTENT_TYPES,
   EXPOSITION_MEDIA_TYPES,
@@ -31,7 +30,7 @@ export const metricsRoutes = newRouter().openapi(
     description:
       "OpenMetrics 1.0.0 when the Accept header prefers application/openmetrics-text (as Prometheus does), else the text format 0.0.4. Covers the token's organization only; costs a bounded number of D1 statements and one call per pool.",
     security: [{ bearer: [] }],
-    middleware: [requireOperationsReader()] as const,
+    middleware: [requirePermission("operations.read")] as const,
     responses: {
       200: {
         description: "The metrics",
@@ -44,7 +43,7 @@ export const metricsRoutes = newRouter().openapi(
     },
   }),
   async (c) => {
-    const principal = orgPrincipal(c);
+    const principal = personOf(c);
     const media = accepts(c, {
       header: "Accept",
       supports: [EXPOSITION_MEDIA_TYPES.openmetrics, EXPOSITION_MEDIA_TYPES.text],

@@ -4,8 +4,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
-import { requireOperationsReader } from "../metrics/access.ts";
-import { orgPrincipal } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { getAutoscaling } from "./autoscaling.ts";
 import { poolError } from "./errors.ts";
 
@@ -37,7 +36,7 @@ export const autoscalingRoutes = newRouter().openapi(
     tags: ["pools"],
     summary: "How many agents the pool should have now (for KEDA's metrics-api scaler)",
     security: [{ bearer: [] }],
-    middleware: [requireOperationsReader()] as const,
+    middleware: [requirePermission("operations.read")] as const,
     request: { params: Params },
     responses: {
       200: jsonResponse(AutoscalingSignal, "The pool's autoscaling signal"),
@@ -45,7 +44,7 @@ export const autoscalingRoutes = newRouter().openapi(
     },
   }),
   async (c) => {
-    const principal = orgPrincipal(c);
+    const principal = personOf(c);
     const { poolId } = c.req.valid("param");
     const result = await getAutoscaling(c.var.db, c.env, principal.orgId, poolId);
     if (!result.ok) {

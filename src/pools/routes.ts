@@ -4,8 +4,9 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
+import { actorOf } from "../authz/principal.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
 import { autoscalingRoutes } from "./autoscaling-routes.ts";
 import { poolError } from "./errors.ts";
@@ -116,7 +117,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "Create an agent pool",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { body: jsonBody(CreatePool) },
       responses: {
         201: jsonResponse(AgentPoolSchema, "The pool"),
@@ -124,12 +125,12 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const body = c.req.valid("json");
       const result = await createPool(c.var.db, c.env, {
         ...body,
         orgId: principal.orgId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw poolError(result, "pool");
@@ -145,14 +146,14 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "List the org's agent pools",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePermission("pools.read")] as const,
       responses: {
         200: jsonResponse(z.object({ pools: z.array(AgentPoolSchema) }), "Pools by name"),
         ...errorResponses(401, 403),
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       return c.json({ pools: await listPools(c.var.db, principal.orgId) }, 200);
     },
   )
@@ -164,7 +165,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "A pool with its agents, their status and jobs, and the workspaces using it",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePermission("pools.read")] as const,
       request: { params: PoolIdParams },
       responses: {
         200: jsonResponse(AgentPoolDetail, "The pool"),
@@ -172,7 +173,7 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
       if (!result.ok) {
@@ -189,7 +190,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "Rename a pool or change its liveness or autoscaling settings",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolIdParams, body: jsonBody(UpdatePool) },
       responses: {
         200: jsonResponse(AgentPoolSchema, "The pool"),
@@ -197,12 +198,12 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await updatePool(c.var.db, c.env, {
         orgId: principal.orgId,
         id: poolId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         patch: c.req.valid("json"),
       });
       if (!result.ok) {
@@ -219,7 +220,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "Delete a pool that no workspace uses (409 names the workspaces that do)",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolIdParams },
       responses: {
         204: { description: "Deleted; its tokens are gone and its agents told to exit" },
@@ -227,12 +228,12 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await deletePool(c.var.db, c.env, {
         orgId: principal.orgId,
         id: poolId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw poolError(result, `pool ${poolId}`);

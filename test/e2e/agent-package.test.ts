@@ -173,7 +173,15 @@ describe("the packed npm package", () => {
     const dataDir = freshDir(world, "packaged-data");
     const agent = spawn(
       path.join(installDir, "node_modules/.bin/outpost-agent"),
-      ["--single", "--release-mirror", world.mirror.url, "--data-dir", dataDir],
+      [
+        "--single",
+        "--release-mirror",
+        world.mirror.url,
+        "--engine-keyring",
+        world.keyringFile,
+        "--data-dir",
+        dataDir,
+      ],
       {
         env: hostEnv({ OUTPOST_ADDRESS: world.coordinator.url, OUTPOST_TOKEN: world.agentToken }),
         stdio: ["ignore", "pipe", "pipe"],

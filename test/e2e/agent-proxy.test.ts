@@ -37,6 +37,7 @@ beforeAll(async () => {
   mirror = new MirrorServer({ tls: { key: ca.key, cert: ca.cert } });
   proxy = new CountingProxy();
   [world] = await Promise.all([startWorld(), mirror.start(), proxy.start()]);
+  mirror.signer = world.signer;
   mirror.publish("terraform", ENGINE_VERSION, {
     os: process.platform,
     arch: process.arch === "x64" ? "amd64" : process.arch,
@@ -67,7 +68,8 @@ async function planWith(args: string[], env: Record<string, string>) {
   const runId = await queueRun(world, workspaceId, { operation: "plan", isSpeculative: true });
   const agent = startAgent(world, {
     dataDir,
-    args: ["--single", "--release-mirror", mirror.url, ...args],
+    releaseMirror: mirror.url,
+    args: ["--single", ...args],
     env: { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url, ...env },
   });
   const run = await waitForRun(world, runId, ["planned_and_finished", "errored"], 60_000);
@@ -100,6 +102,7 @@ describe("behind a proxy, with a private CA", () => {
     // The mirror was reached only through the tunnel: the agent made no direct connection.
     expect(mirror.requests).toEqual([
       `/terraform/${ENGINE_VERSION}/terraform_${ENGINE_VERSION}_SHA256SUMS`,
+      `/terraform/${ENGINE_VERSION}/terraform_${ENGINE_VERSION}_SHA256SUMS.sig`,
       expect.stringMatching(/\.zip$/),
     ]);
     const bundle = path.join(dataDir, "ca-certificates.pem");

@@ -197,6 +197,7 @@ describe("loadConfig", () => {
       configFile: null,
       envForward: [],
       releaseMirror: null,
+      engineKeyringFile: null,
       caCertFile: null,
       forwardNetworkEnv: true,
       autoUpdate: true,

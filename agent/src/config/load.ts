@@ -61,6 +61,11 @@ export type AgentConfig = {
   envForward: string[];
   /** Base URL of a release mirror laid out as `{mirror}/{engine}/{version}/{file}`; null = official sites. */
   releaseMirror: string | null;
+  /**
+   * Absolute path of OpenPGP public keys trusted to sign engine checksums files besides the
+   * vendors' built-in keys (read and checked at start), or null.
+   */
+  engineKeyringFile: string | null;
   /** Absolute path of extra trusted CA certificates (PEM), or null. */
   caCertFile: string | null;
   /** Proxy variables and CA certificates go on to engines, hooks and git. */
@@ -128,6 +133,7 @@ const VALIDATORS = {
     z.string().regex(ENV_PATTERN, "must be variable names like AWS_REGION or prefixes like AWS_*"),
   ),
   "release-mirror": httpUrl,
+  "engine-keyring": z.string().min(1),
   "ca-cert": z.string().min(1),
   "forward-network-env": z.boolean(),
   "auto-update": z.boolean(),
@@ -197,6 +203,8 @@ export function loadConfig(
     configFile: configFile.value === undefined ? null : path.resolve(String(configFile.value)),
     envForward: [...new Set(get("env-forward", []))],
     releaseMirror: raw("release-mirror").value === undefined ? null : get("release-mirror", null),
+    engineKeyringFile:
+      raw("engine-keyring").value === undefined ? null : path.resolve(get("engine-keyring", null)),
     caCertFile,
     forwardNetworkEnv: get("forward-network-env", true),
     autoUpdate: get("auto-update", true),

@@ -214,6 +214,16 @@ export const SETTINGS = [
     description: "engine mirror laid out as URL/{engine}/{version}/{file}",
   },
   {
+    flag: "engine-keyring",
+    arg: "FILE",
+    kind: "string",
+    env: "OUTPOST_ENGINE_KEYRING",
+    fileKey: "engineKeyring",
+    defaultText: "none",
+    description:
+      "OpenPGP public keys (armored or binary) also trusted to sign engine checksums, for a mirror that re-signs",
+  },
+  {
     flag: "ca-cert",
     arg: "FILE",
     kind: "string",

@@ -5,6 +5,7 @@ import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { type LocalCoordinator, startCoordinator } from "../../../scripts/local-coordinator.ts";
 import { MirrorServer } from "../../node/helpers/mirror.ts";
+import { type TestSigner, testSigner, writeKeyring } from "../../node/helpers/signing.ts";
 import { buildTarGz } from "../../node/helpers/tarball.ts";
 
 export const AGENT_BIN = path.resolve(
@@ -18,10 +19,16 @@ export const ENGINE_VERSION = "1.9.5";
 export type Json = Record<string, unknown>;
 export type Answer = { status: number; body: Json; headers: Headers };
 
-/** A started coordinator with one org, one pool and its agent token, and a mirror. */
+/**
+ * A started coordinator with one org, one pool and its agent token, and a mirror whose
+ * checksums files are signed by `signer`, whose public key is in `keyringFile` (every agent gets
+ * it as `--engine-keyring`, so every run checks the signature).
+ */
 export type World = {
   coordinator: LocalCoordinator;
   mirror: MirrorServer;
+  signer: TestSigner;
+  keyringFile: string;
   ownerToken: string;
   poolId: string;
   agentToken: string;
@@ -36,19 +43,22 @@ export async function startWorld(
   options: { vars?: Record<string, string>; assetsDir?: string } = {},
 ): Promise<World> {
   const mirror = new MirrorServer();
-  const [coordinator] = await Promise.all([
+  const [coordinator, signer] = await Promise.all([
     startCoordinator({
       ...(options.vars ? { vars: options.vars } : {}),
       ...(options.assetsDir ? { assetsDir: options.assetsDir } : {}),
     }),
+    testSigner(),
     mirror.start(),
   ]);
+  mirror.signer = signer;
   mirror.publish("terraform", ENGINE_VERSION, {
     os: process.platform,
     arch: process.arch === "x64" ? "amd64" : process.arch,
   });
   const ownerToken = await coordinator.bootstrap();
   const dir = mkdtempSync(path.join(tmpdir(), "outpost-e2e-"));
+  const keyringFile = writeKeyring(dir, signer);
   const api = async (method: string, route: string, body?: unknown): Promise<Answer> => {
     const res = await fetch(`${coordinator.url}${route}`, {
       method,
@@ -74,6 +84,8 @@ export async function startWorld(
   return {
     coordinator,
     mirror,
+    signer,
+    keyringFile,
     ownerToken,
     poolId,
     agentToken: String(token.token),
@@ -221,7 +233,10 @@ export type AgentProcess = {
   kill(signal?: NodeJS.Signals): void;
 };
 
-/** Starts the real agent bin against the world's coordinator, with the loopback mirror. */
+/**
+ * Starts the real agent bin against the world's coordinator, with the loopback mirror (or
+ * `releaseMirror`; null: none) and the world's keyring (or `engineKeyring`; null: none).
+ */
 export function startAgent(
   world: World,
   options: {
@@ -233,16 +248,20 @@ export function startAgent(
     dataDir?: string;
     /** Another agent entry point, e.g. a built single-file agent; the sources by default. */
     bin?: string;
+    releaseMirror?: string | null;
+    engineKeyring?: string | null;
   } = {},
 ): AgentProcess {
+  const mirror = options.releaseMirror === undefined ? world.mirror.url : options.releaseMirror;
+  const keyring = options.engineKeyring === undefined ? world.keyringFile : options.engineKeyring;
   const dataDir = options.dataDir ?? path.join(world.dir, "agent-data");
   mkdirSync(dataDir, { recursive: true });
   const child = spawn(
     process.execPath,
     [
       options.bin ?? AGENT_BIN,
-      "--release-mirror",
-      world.mirror.url,
+      ...(mirror === null ? [] : ["--release-mirror", mirror]),
+      ...(keyring === null ? [] : ["--engine-keyring", keyring]),
       "--data-dir",
       dataDir,
       "--hooks-dir",
