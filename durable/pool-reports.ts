@@ -4,13 +4,7 @@
  */
 import type { OpsContext } from "./pool-ops.ts";
 import type { JobRow } from "./pool-store.ts";
-import type {
-  AgentView,
-  PoolReport,
-  PoolSummary,
-  WaitInfo,
-  WaitReason,
-} from "./pool-types.ts";
+import type { AgentView, PoolReport, PoolSummary, WaitInfo, WaitReason } from "./pool-types.ts";
 import { toAgentView } from "./pool-views.ts";
 
 /** Agents still listed: offline ones drop out once the retention window has passed. */
