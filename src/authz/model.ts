@@ -110,6 +110,7 @@ export const ORGANIZATION_ACTIONS = {
   "operations.read": "reader",
   "pools.manage": "owner",
   "oidc_trusts.manage": "owner",
+  "secrets.reencrypt": "owner",
   "sso.manage": "owner",
   "teams.manage": "owner",
   "users.manage": "owner",

@@ -149,11 +149,6 @@ export const workspaces = sqliteTable(
     engineVersion: text().notNull(),
     /** Pulumi workspaces: the stack (`dev`, `org/project/dev`); null for other engines. */
     stackName: text(),
-    /**
-     * Kept in step with the workspace's `PULUMI_BACKEND_URL` env variable by the variables
-     * service: the stack lives in the workspace's own backend and Outpost keeps no checkpoint.
-     */
-    hasOwnStateBackend: integer({ mode: "boolean" }).notNull().default(false),
     workingDirectory: text().notNull().default(""),
     autoApply: integer({ mode: "boolean" }).notNull().default(false),
     vcsRepoUrl: text(),
@@ -685,7 +680,7 @@ export const sessions = sqliteTable(
 
 /**
  * Runs that ended, counted by workspace and final status (`outpost_runs_total`). Kept by the
- * trigger `runs_count_outcome` (migration 0009): a run enters a terminal status once and never
+ * trigger `runs_count_outcome` (migration 0010): a run enters a terminal status once and never
  * leaves it, so each run is counted exactly once, whichever code path ended it. Only ever
  * incremented; the rows go with their workspace.
  */
@@ -711,7 +706,7 @@ export const runOutcomes = sqliteTable(
  * ended), per pool and phase, as histogram buckets (`outpost_job_wait_seconds`,
  * `outpost_job_duration_seconds`). One row per bucket holds the observations that fell in it
  * (not cumulative) and their sum. Kept by the triggers `run_jobs_observe_wait` and
- * `run_jobs_observe_duration` (migration 0009), whose bucket bounds are those of
+ * `run_jobs_observe_duration` (migration 0010), whose bucket bounds are those of
  * `src/metrics/model.ts`. Only ever incremented: deleting a workspace does not touch them, so
  * the histograms never decrease; the rows go with their pool.
  */

@@ -9,7 +9,7 @@ import { type AutoscalingSettings, autoscalingSignal } from "../pools/model.ts";
 import type { HistogramSeries, Labels, MetricFamily, Sample } from "./exposition.ts";
 
 /**
- * Bucket bounds in seconds. Fixed: the triggers of migration 0009 file each observation under
+ * Bucket bounds in seconds. Fixed: the triggers of migration 0010 file each observation under
  * one of these bounds (a test checks that they agree), so changing them takes a migration.
  */
 export const WAIT_BUCKETS_SECONDS = [

@@ -1,7 +1,7 @@
 /**
  * The D1 statements of one scrape, each scoped to the organization. Each reads rows bounded by
  * the organization's pools and workspaces, never by its runs: the counters they read are kept by
- * triggers as runs and jobs end (migration 0009).
+ * triggers as runs and jobs end (migration 0010).
  */
 import { asc, eq } from "drizzle-orm";
 import type { Database } from "../db/client.ts";

@@ -4,8 +4,8 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { accepts } from "hono/accepts";
-import { errorResponses, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, newRouter } from "../router.ts";
 import {
   EXPOSITION_CONTENT_TYPES,
   EXPOSITION_MEDIA_TYPES,
@@ -51,7 +51,7 @@ export const metricsRoutes = newRouter().openapi(
     });
     const format: ExpositionFormat =
       media === EXPOSITION_MEDIA_TYPES.openmetrics ? "openmetrics" : "text";
-    const families = await collectMetrics(c.var.db, c.env, principal.orgId, Date.now());
+    const families = await collectMetrics(c.var.deps, principal.orgId);
     return c.body(formatExposition(families, format), 200, {
       "content-type": EXPOSITION_CONTENT_TYPES[format],
       "cache-control": "no-store",

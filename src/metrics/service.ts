@@ -2,20 +2,16 @@
  * One scrape of an organization's metrics: one D1 batch (pools, run outcomes, job timings) and
  * one call to each pool's object, in parallel, whatever the number of runs. Reads only.
  */
-import type { Database } from "../db/client.ts";
+import type { Deps } from "../deps.ts";
 import { poolStub } from "../pools/service.ts";
 import { workspaceDrift } from "./drift.ts";
 import type { MetricFamily } from "./exposition.ts";
 import { buildFamilies } from "./model.ts";
 import { outcomesQuery, poolsQuery, timingsQuery } from "./queries.ts";
 
-/** The org's metric families at `now`; covers that organization only. */
-export async function collectMetrics(
-  db: Database,
-  env: Env,
-  orgId: string,
-  now: number,
-): Promise<MetricFamily[]> {
+/** The org's metric families at `deps.now()`; covers that organization only. */
+export async function collectMetrics(deps: Deps, orgId: string): Promise<MetricFamily[]> {
+  const { db, env } = deps;
   const [pools, outcomes, timings] = await db.batch([
     poolsQuery(db, orgId),
     outcomesQuery(db, orgId),
@@ -42,6 +38,6 @@ export async function collectMetrics(
     outcomes,
     timings,
     drift,
-    now,
+    now: deps.now(),
   });
 }

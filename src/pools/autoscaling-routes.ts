@@ -3,10 +3,10 @@
  * shape KEDA's `metrics-api` scaler reads as is (`valueLocation: desiredAgents`, bearer auth).
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
 import { getAutoscaling } from "./autoscaling.ts";
-import { poolError } from "./errors.ts";
 
 const Params = z.strictObject({ poolId: idParam("pool", "poolId") });
 
@@ -46,10 +46,6 @@ export const autoscalingRoutes = newRouter().openapi(
   async (c) => {
     const principal = personOf(c);
     const { poolId } = c.req.valid("param");
-    const result = await getAutoscaling(c.var.db, c.env, principal.orgId, poolId);
-    if (!result.ok) {
-      throw poolError(result, `pool ${poolId}`);
-    }
-    return c.json(result.value, 200);
+    return c.json(valueOrThrow(await getAutoscaling(c.var.deps, principal.orgId, poolId)), 200);
   },
 );

@@ -2,7 +2,9 @@
  * A pool's autoscaling signal: its settings from D1 and its load from its Durable Object, read at
  * request time and never written (the rule is `desiredAgents` in `model.ts`).
  */
-import type { Database } from "../db/client.ts";
+import { ok } from "@outpost/common";
+import type { Deps } from "../deps.ts";
+import { refuse } from "../lib/reason.ts";
 import { type AutoscalingSignal, autoscalingOf, autoscalingSignal } from "./model.ts";
 import { getPool } from "./queries.ts";
 import { type PoolResult, poolStub } from "./service.ts";
@@ -12,15 +14,14 @@ import { type PoolResult, poolStub } from "./service.ts";
  * organization's pool is `not_found`.
  */
 export async function getAutoscaling(
-  db: Database,
-  env: Env,
+  deps: Pick<Deps, "db" | "env">,
   orgId: string,
   poolId: string,
 ): Promise<PoolResult<AutoscalingSignal>> {
-  const row = await getPool(db, orgId, poolId);
+  const row = await getPool(deps.db, orgId, poolId);
   if (!row) {
-    return { ok: false, reason: "not_found" };
+    return refuse("not_found", `pool ${poolId} not found`);
   }
-  const report = await poolStub(env, poolId).report();
-  return { ok: true, value: autoscalingSignal(autoscalingOf(row), report) };
+  const report = await poolStub(deps.env, poolId).report();
+  return ok(autoscalingSignal(autoscalingOf(row), report));
 }

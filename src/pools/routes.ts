@@ -5,11 +5,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { actorOf } from "../authz/principal.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { autoscalingRoutes } from "./autoscaling-routes.ts";
-import { poolError } from "./errors.ts";
 import { autoscalingSetting, livenessSetting, PoolName } from "./model.ts";
 import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
@@ -127,15 +127,12 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const body = c.req.valid("json");
-      const result = await createPool(c.var.db, c.env, {
+      const result = await createPool(c.var.deps, {
         ...body,
         orgId: principal.orgId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw poolError(result, "pool");
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -176,10 +173,7 @@ export const poolRoutes = newRouter()
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -200,16 +194,13 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await updatePool(c.var.db, c.env, {
+      const result = await updatePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: actorOf(principal),
         patch: c.req.valid("json"),
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -230,14 +221,12 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await deletePool(c.var.db, c.env, {
+      const result = await deletePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
+      valueOrThrow(result);
       return c.body(null, 204);
     },
   )

@@ -9,6 +9,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
+import { systemClock } from "../../src/deps.ts";
 import { DURATION_BUCKETS_SECONDS, WAIT_BUCKETS_SECONDS } from "../../src/metrics/model.ts";
 import { endRunJobQuery, insertRunJobQuery } from "../../src/runs/job-records.ts";
 import { BASE, request, requestJson } from "./helpers/api.ts";
@@ -222,7 +223,7 @@ describe("GET /metrics", () => {
     const org = await seedOrg();
     const pools = [await namedPool(org), await namedPool(org)];
     const workspaces = await Promise.all(pools.map((p) => workspaceOn(org, p.id)));
-    const app = newApp();
+    const app = newApp(systemClock);
     const cost = async () => {
       const counted = countingEnv();
       const ctx = createExecutionContext();
