@@ -12,11 +12,13 @@ import { newApp } from "../../src/app.ts";
 import { systemClock } from "../../src/deps.ts";
 import { DURATION_BUCKETS_SECONDS, WAIT_BUCKETS_SECONDS } from "../../src/metrics/model.ts";
 import { endRunJobQuery, insertRunJobQuery } from "../../src/runs/job-records.ts";
-import { BASE, request, requestJson } from "./helpers/api.ts";
+import { BASE, type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { upload } from "./helpers/configuration-versions.ts";
 import { countingEnv } from "./helpers/counting-env.ts";
+import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { seedTeam } from "./helpers/people.ts";
 import { advancePoolClock, seedPool } from "./helpers/pools.ts";
 import { queueRun, runAction, TestAgent } from "./helpers/runs.ts";
 import { gzip, tar } from "./helpers/tarball.ts";
@@ -191,6 +193,21 @@ describe("GET /metrics", () => {
     expect((await scrape(other.tokens.reader)).text).toContain(theirWorkspace.id);
   });
 
+  it("is read by a team token with a role, refused (403) to one without, changing nothing", async () => {
+    const org = await seedOrg();
+    const p = await namedPool(org);
+    const scrapers = await seedTeam(org, { role: "reader" });
+    const noRole = await seedTeam(org, { role: null });
+    expect((await scrape(scrapers.token)).text).toContain(`pool_id="${p.id}"`);
+    for (const path of ["/metrics", `/api/v1/pools/${p.id}/autoscaling`]) {
+      const before = await snapshotD1();
+      const refused = await requestJson<ErrorBody>(path, { token: noRole.token });
+      expect(refused.status, path).toBe(403);
+      expect(refused.body.error.code).toBe("FORBIDDEN");
+      expect(await snapshotD1()).toEqual(before);
+    }
+  });
+
   it("answers OpenMetrics when Accept prefers it, else the text format", async () => {
     const org = await seedOrg();
     const p = await namedPool(org);
@@ -269,7 +286,8 @@ describe("GET /metrics", () => {
     await waitOnExecutionContext(ctx);
     expect(counted.statements).toHaveLength(2);
     expect(counted.poolCalls).toEqual([`${pools[0]?.id}.report`]);
-  });
+    // Eight runs applied through the real pool: seconds on a loaded machine, not a bound.
+  }, 30_000);
 });
 
 describe("the counters' triggers", () => {
