@@ -10,7 +10,8 @@ import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
-import { livenessSetting, MAX_POOL_SCOPE_ENTRIES, PoolName } from "./model.ts";
+import { autoscalingRoutes } from "./autoscaling-routes.ts";
+import { autoscalingSetting, livenessSetting, MAX_POOL_SCOPE_ENTRIES, PoolName } from "./model.ts";
 import { changePool } from "./scope-service.ts";
 import { createPool, deletePool, getPoolDetail, listPools } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
@@ -32,6 +33,16 @@ export const AgentPoolSchema = z
     }),
     allowedWorkspaceIds: z.array(z.string()),
     allowedProjectIds: z.array(z.string()),
+    minAgents: z.int().openapi({
+      description: "Autoscaling: the fewest agents desiredAgents asks for (default 0)",
+    }),
+    maxAgents: z.int().openapi({
+      description:
+        "Autoscaling: the most agents desiredAgents asks for, unless more hold jobs (default 10)",
+    }),
+    jobsPerAgent: z.int().openapi({
+      description: "Autoscaling: the jobs one agent runs at once, its --concurrency (default 1)",
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -99,14 +110,23 @@ const scope = {
     }),
 };
 
+const autoscaling = {
+  minAgents: autoscalingSetting("minAgents").optional(),
+  maxAgents: autoscalingSetting("maxAgents").optional(),
+  jobsPerAgent: autoscalingSetting("jobsPerAgent").optional(),
+};
+
 const CreatePool = z
   .strictObject({
     name: PoolName,
     description: z.string().max(1000).optional(),
     ...liveness,
     ...scope,
+    ...autoscaling,
   })
-  .openapi("CreateAgentPool");
+  .openapi("CreateAgentPool", {
+    description: "minAgents must not be above maxAgents",
+  });
 
 const UpdatePool = z
   .strictObject({
@@ -114,9 +134,13 @@ const UpdatePool = z
     description: z.string().max(1000).optional(),
     ...liveness,
     ...scope,
+    ...autoscaling,
   })
   .refine((body) => Object.keys(body).length > 0, "name at least one field to change")
-  .openapi("UpdateAgentPool", { description: "null resets a liveness setting to its default" });
+  .openapi("UpdateAgentPool", {
+    description:
+      "null resets a liveness setting to its default; minAgents must not end above maxAgents",
+  });
 
 export const PoolIdParams = z.strictObject({ poolId: idParam("pool", "poolId") });
 
@@ -194,7 +218,7 @@ export const poolRoutes = newRouter()
       operationId: "updatePool",
       path: "/{poolId}",
       tags: ["pools"],
-      summary: "Rename a pool, change its liveness settings or its scope",
+      summary: "Rename a pool, change its liveness or autoscaling settings or its scope",
       description:
         "Narrowing the scope errors the waiting runs of the workspaces it leaves out (erroredRunIds), with a reason naming the pool and the workspace; their jobs leave the pool's queue.",
       security: [{ bearer: [] }],
@@ -250,4 +274,5 @@ export const poolRoutes = newRouter()
     },
   )
   .route("/", poolTokenRoutes)
+  .route("/", autoscalingRoutes)
   .route("/", oidcTrustRoutes);

@@ -17,9 +17,14 @@ import { missingProjects } from "../projects/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { missingWorkspaces } from "../workspaces/queries.ts";
 import {
+  AUTOSCALING_FIELDS,
+  AUTOSCALING_LIMITS,
+  type AutoscalingSettings,
+  autoscalingOf,
   LIVENESS_FIELDS,
   LIVENESS_LIMITS,
   type LivenessField,
+  nextAutoscaling,
   normalizeScope,
   type PoolRow,
   type PoolScope,
@@ -45,13 +50,18 @@ import {
 } from "./queries.ts";
 
 /**
- * A pool operation's outcome: `not_found` (also another org's), `conflict` (a name, a use), or
- * `invalid` (a scope naming what is not in the org).
+ * A pool operation's outcome: `not_found` (also another org's), `invalid` (autoscaling settings
+ * that do not fit, a scope naming what is not in the org), or `conflict` (a name, a use).
  */
-export type PoolResult<T> = Outcome<T, "not_found" | "conflict" | "invalid">;
+export type PoolResult<T> = Outcome<T, "not_found" | "invalid" | "conflict">;
 
 function poolNotFound(poolId: string) {
   return refuse("not_found", `pool ${poolId} not found`);
+}
+
+/** Autoscaling settings whose `minAgents` would be above `maxAgents`; the sentence names both. */
+function invalidAutoscaling(message: string) {
+  return refuse("invalid", message);
 }
 
 function nameTaken(name: string) {
@@ -77,7 +87,8 @@ export type PoolInput = {
   name?: string;
   description?: string;
 } & Partial<Record<LivenessField, number | null>> &
-  Partial<PoolScope>;
+  Partial<PoolScope> &
+  Partial<AutoscalingSettings>;
 
 const DEFAULT_SCOPE: PoolScope = {
   organizationScoped: true,
@@ -128,7 +139,8 @@ function sameScope(a: PoolScope, b: PoolScope): boolean {
   return JSON.stringify(normalizeScope(a)) === JSON.stringify(normalizeScope(b));
 }
 
-function livenessColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
+/** The columns a pool input sets: liveness settings in ms, autoscaling settings as given. */
+function settingColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
   const out: Partial<typeof agentPools.$inferInsert> = {};
   for (const field of LIVENESS_FIELDS) {
     const value = input[field];
@@ -136,8 +148,20 @@ function livenessColumns(input: PoolInput): Partial<typeof agentPools.$inferInse
       out[LIVENESS_LIMITS[field].column] = value === null ? null : value * 1000;
     }
   }
+  for (const field of AUTOSCALING_FIELDS) {
+    const value = input[field];
+    if (value !== undefined) {
+      out[field] = value;
+    }
+  }
   return out;
 }
+
+const DEFAULT_AUTOSCALING: AutoscalingSettings = {
+  minAgents: AUTOSCALING_LIMITS.minAgents.default,
+  maxAgents: AUTOSCALING_LIMITS.maxAgents.default,
+  jobsPerAgent: AUTOSCALING_LIMITS.jobsPerAgent.default,
+};
 
 function isUniqueViolation(err: unknown): boolean {
   return err instanceof Error && /UNIQUE constraint failed/i.test(`${err.message} ${err.cause}`);
@@ -149,6 +173,10 @@ export async function createPool(
   input: { orgId: string; actor: AuditActor; name: string } & PoolInput,
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
   const { db, env } = deps;
+  const autoscaling = nextAutoscaling(DEFAULT_AUTOSCALING, input);
+  if (!autoscaling.ok) {
+    return invalidAutoscaling(autoscaling.reason);
+  }
   const scope = scopeOf(input);
   const problem = await scopeProblem(db, input.orgId, scope);
   if (problem) {
@@ -162,7 +190,7 @@ export async function createPool(
       orgId: input.orgId,
       name: input.name,
       description: input.description ?? "",
-      ...livenessColumns(input),
+      ...settingColumns(input),
       ...scope,
       createdAt: now,
       updatedAt: now,
@@ -240,6 +268,10 @@ export async function updatePool(
     return problem;
   }
   const { name, description } = input.patch;
+  const autoscaling = nextAutoscaling(autoscalingOf(current), input.patch);
+  if (!autoscaling.ok) {
+    return invalidAutoscaling(autoscaling.reason);
+  }
   if (name !== undefined && name !== current.name) {
     const taken = await findPoolByName(db, input.orgId, name);
     if (taken) {
@@ -250,14 +282,14 @@ export async function updatePool(
   const set = {
     ...(name === undefined ? {} : { name }),
     ...(description === undefined ? {} : { description }),
-    ...livenessColumns(input.patch),
+    ...settingColumns(input.patch),
     ...(scopeChanged ? scope : {}),
     updatedAt: now,
   };
   let updated: PoolRow | undefined;
   try {
     const [rows] = await db.batch([
-      updatePoolQuery(db, input.orgId, input.id, set),
+      updatePoolQuery(db, input.orgId, input.id, set, autoscaling.value),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,
@@ -279,10 +311,22 @@ export async function updatePool(
     throw err;
   }
   if (!updated) {
-    return poolNotFound(input.id);
+    return whyNotUpdated(db, input);
   }
   await poolStub(env, input.id).configure(poolOverrides(updated));
   return ok({ row: updated, scopeChanged });
+}
+
+/** The pool is gone, or a concurrent change left a bound the patch no longer fits. */
+async function whyNotUpdated(
+  db: Database,
+  input: { orgId: string; id: string; patch: PoolInput },
+): Promise<PoolResult<never>> {
+  const now = await getPool(db, input.orgId, input.id);
+  const autoscaling = now ? nextAutoscaling(autoscalingOf(now), input.patch) : null;
+  return autoscaling && !autoscaling.ok
+    ? invalidAutoscaling(autoscaling.reason)
+    : poolNotFound(input.id);
 }
 
 /**

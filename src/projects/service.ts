@@ -51,7 +51,7 @@ export function resolveProject(
 
 /**
  * The organization's default project, where a workspace created without a project goes. Every
- * organization has one from its creation (migration 0010 gave older ones theirs); should one be
+ * organization has one from its creation (migration 0012 gave older ones theirs); should one be
  * missing it is made here, and two concurrent makers make one (a unique index allows one default
  * per organization).
  */

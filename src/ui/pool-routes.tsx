@@ -10,6 +10,7 @@ import { actorOf } from "../authz/principal.ts";
 import { ApiError, reasonError, reasonStatus, valueOrThrow } from "../errors.ts";
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
+import { getAutoscaling } from "../pools/autoscaling.ts";
 import { MAX_POOL_SCOPE_ENTRIES, PoolName } from "../pools/model.ts";
 import { changePool } from "../pools/scope-service.ts";
 import {
@@ -124,7 +125,11 @@ async function renderPool(
   extra: { created?: CreatedToken; error?: string; status?: ContentfulStatusCode } = {},
 ) {
   const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
-  const [{ tokens, trusts }, names] = await Promise.all([ownerData(c, poolId), scopeNames(c)]);
+  const [{ tokens, trusts }, autoscaling, names] = await Promise.all([
+    ownerData(c, poolId),
+    getAutoscaling(c.var.deps, c.var.session.orgId, poolId),
+    scopeNames(c),
+  ]);
   const { agents, workspaces, ...pool } = detail;
   return c.html(
     <PoolPage
@@ -133,6 +138,7 @@ async function renderPool(
       agents={agents}
       workspaces={workspaces}
       scopeNames={names}
+      autoscaling={autoscaling.ok ? autoscaling.value : null}
       tokens={tokens}
       trusts={trusts}
       address={new URL(c.req.url).origin}
