@@ -11,11 +11,9 @@ import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import type { agentPools } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
-import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
-import { missingProjects } from "../projects/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
-import { missingWorkspaces } from "../workspaces/queries.ts";
 import {
   AUTOSCALING_FIELDS,
   AUTOSCALING_LIMITS,
@@ -48,6 +46,7 @@ import {
   updatePoolQuery,
   workspacesUsingPool,
 } from "./queries.ts";
+import { sameScope, scopeOf, scopeProblem } from "./scope.ts";
 
 /**
  * A pool operation's outcome: `not_found` (also another org's), `invalid` (autoscaling settings
@@ -89,55 +88,6 @@ export type PoolInput = {
 } & Partial<Record<LivenessField, number | null>> &
   Partial<PoolScope> &
   Partial<AutoscalingSettings>;
-
-const DEFAULT_SCOPE: PoolScope = {
-  organizationScoped: true,
-  allowedWorkspaceIds: [],
-  allowedProjectIds: [],
-};
-
-/** The scope `input` sets over `current` (the default scope for a new pool), stored form. */
-function scopeOf(input: PoolInput, current: PoolScope = DEFAULT_SCOPE): PoolScope {
-  return normalizeScope({
-    organizationScoped: input.organizationScoped ?? current.organizationScoped,
-    allowedWorkspaceIds: input.allowedWorkspaceIds ?? current.allowedWorkspaceIds,
-    allowedProjectIds: input.allowedProjectIds ?? current.allowedProjectIds,
-  });
-}
-
-/** Why the scope names something not in the org, or null; only what `before` lacked is checked. */
-async function scopeProblem(
-  db: Database,
-  orgId: string,
-  scope: PoolScope,
-  before: PoolScope = DEFAULT_SCOPE,
-) {
-  const added = (now: readonly string[], was: readonly string[]) =>
-    now.filter((id) => !was.includes(id));
-  const workspaces = await missingWorkspaces(
-    db,
-    orgId,
-    added(scope.allowedWorkspaceIds, before.allowedWorkspaceIds),
-  );
-  if (workspaces.length > 0) {
-    const message = `workspace ${workspaces.join(", ")} not found in this organization`;
-    return invalidInput("json.allowedWorkspaceIds", message);
-  }
-  const projects = await missingProjects(
-    db,
-    orgId,
-    added(scope.allowedProjectIds, before.allowedProjectIds),
-  );
-  if (projects.length > 0) {
-    const message = `project ${projects.join(", ")} not found in this organization`;
-    return invalidInput("json.allowedProjectIds", message);
-  }
-  return null;
-}
-
-function sameScope(a: PoolScope, b: PoolScope): boolean {
-  return JSON.stringify(normalizeScope(a)) === JSON.stringify(normalizeScope(b));
-}
 
 /** The columns a pool input sets: liveness settings in ms, autoscaling settings as given. */
 function settingColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
