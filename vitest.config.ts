@@ -62,25 +62,36 @@ export default defineConfig(async () => {
           },
         },
         {
+          // Fast: the agent's parts with real child processes and temp dirs, no coordinator.
           test: {
             name: "node",
             environment: "node",
             globalSetup: ["./test/setup/build-agent.ts"],
+            include: ["test/node/**/*.test.ts"],
+            testTimeout: 60_000,
+            hookTimeout: 60_000,
+          },
+        },
+        {
+          // The real coordinator, agents, mirror and git server (test/e2e/helpers/world.ts).
+          test: {
+            name: "e2e",
+            environment: "node",
+            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/migrated-state.ts"],
             include: [
-              "test/node/**/*.test.ts",
               "test/e2e/**/*.test.ts",
               "test/chaos/**/*.test.ts",
               "test/security/e2e/**/*.test.ts",
             ],
             testTimeout: 60_000,
-            hookTimeout: 60_000,
+            hookTimeout: 120_000,
           },
         },
         {
           test: {
             name: "browser",
             environment: "node",
-            globalSetup: ["./test/setup/build-agent.ts"],
+            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/migrated-state.ts"],
             include: ["test/browser/**/*.test.ts"],
             testTimeout: 180_000,
             hookTimeout: 120_000,

@@ -5,7 +5,7 @@
  * it can be stopped and started again on the same state.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { cp, mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -44,10 +44,23 @@ export type CoordinatorOptions = {
    * e.g. another agent build for an update test.
    */
   assetsDir?: string;
+  /**
+   * Receives the Worker's own log (its `console` calls) instead of the terminal, e.g. to print it
+   * only when a test fails.
+   */
+  onLog?: (level: string, message: string) => void;
+  /**
+   * A state directory the migrations were already applied to (`applyMigrations`), copied into
+   * the new state instead of applying them again: tests migrate once per run, not per coordinator.
+   */
+  migratedState?: string;
 };
 
 // The Request.cf lookup needs the internet; Miniflare's placeholder is fine on loopback.
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
+// `dev.logLevel` below covers only part of wrangler's logging: its local runtime would still print
+// an info line per queue batch into whatever test or benchmark is running.
+process.env.WRANGLER_LOG ??= "warn";
 
 export const TEST_BOOTSTRAP_TOKEN = "local-bootstrap-secret-0123456789";
 const TEST_ENCRYPTION_KEY = "local1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
@@ -70,7 +83,7 @@ export type LocalCoordinator = {
 };
 
 /** Applies the D1 migrations to the persisted local database, exactly as `npm start` does. */
-async function applyMigrations(persistDir: string): Promise<void> {
+export async function applyMigrations(persistDir: string): Promise<void> {
   await run(
     process.execPath,
     [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir],
@@ -87,12 +100,17 @@ export async function startCoordinator(
   const port = options.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   let ownerToken: string | null = null;
-  await applyMigrations(persistDir);
   // A signing key per coordinator (kept across restarts), so no private key is committed.
+  const [signingKey] = await Promise.all([
+    generateSigningKey("local1"),
+    options.migratedState
+      ? cp(options.migratedState, persistDir, { recursive: true })
+      : applyMigrations(persistDir),
+  ]);
   const vars: Record<string, string> = {
     BOOTSTRAP_TOKEN: TEST_BOOTSTRAP_TOKEN,
     ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-    OIDC_SIGNING_KEYS: await generateSigningKey("local1"),
+    OIDC_SIGNING_KEYS: signingKey,
     // The issuer of workload identity tokens is this coordinator; loopback issuers may be trusted.
     PUBLIC_URL: url,
     OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
@@ -122,6 +140,12 @@ export async function startCoordinator(
         watch: false,
         liveReload: false,
         logLevel: "warn",
+        ...(options.onLog
+          ? {
+              structuredLogsHandler: (log: { level: string; message: string }) =>
+                options.onLog?.(log.level, log.message),
+            }
+          : {}),
       },
     });
 

@@ -5,64 +5,30 @@
  * file, cases in sequence; each ends by checking the invariants in helpers/invariants.ts.
  * docs/queue.md ("Failure behaviour") describes what each case shows.
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ProtocolAgent, UserApi } from "../../bench/lib/client.ts";
 import {
-  type AgentProcess,
   createWorkspace,
-  expectStatus,
-  freshDir,
   queueRun,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
+  waitForLog,
   waitForRun,
 } from "../e2e/helpers/e2e.ts";
-import {
-  applyStarts,
-  expectNoJobOnDeadAgents,
-  expectStateHistory,
-  waitForLog,
-} from "./helpers/invariants.ts";
+import type { AgentProcess } from "../e2e/helpers/processes.ts";
+import { type AgentOptions, useWorld } from "../e2e/helpers/world.ts";
+import { applyStarts, expectNoJobOnDeadAgents, expectStateHistory } from "./helpers/invariants.ts";
 import { ChaosProxy } from "./helpers/proxy.ts";
 
-let world: World;
-const agents: AgentProcess[] = [];
-
-beforeAll(async () => {
-  world = await startWorld();
-  // The shortest liveness windows a pool allows: unknown after 10 s, errored 30 s later.
-  await expectStatus(
-    world.api("PATCH", `/api/v1/pools/${world.poolId}`, {
-      unknownAfterSeconds: 10,
-      erroredAfterSeconds: 30,
-    }),
-    200,
-  );
-}, 120_000);
-
-afterAll(async () => {
-  for (const agent of agents) {
-    agent.kill("SIGKILL");
-  }
-  await world?.close();
-});
+// The shortest liveness windows a pool allows: unknown after 10 s, errored 30 s later.
+const world = useWorld({ pool: { unknownAfterSeconds: 10, erroredAfterSeconds: 30 } });
 
 const resource = (value: string) => `resource "null_resource" "a" { value = "${value}" }\n`;
 
-function agentFor(options: Parameters<typeof startAgent>[1] = {}): AgentProcess {
-  const agent = startAgent(world, { dataDir: freshDir(world, "agent"), ...options });
-  agents.push(agent);
-  return agent;
+function agentFor(options: AgentOptions = {}): AgentProcess {
+  return world.startAgent({ dataDir: world.freshDir("agent"), ...options });
 }
 
-async function stopAgent(agent: AgentProcess): Promise<void> {
-  agent.kill("SIGTERM");
-  await Promise.race([agent.exited, sleep(15_000)]);
-  agent.kill("SIGKILL");
-}
+const stopAgent = (agent: AgentProcess) => agent.stop(15_000);
 
 describe("two agents racing for the same jobs", () => {
   it("hands every job to exactly one agent, and a lease only to its holder", async () => {

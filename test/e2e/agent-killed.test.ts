@@ -8,52 +8,22 @@
  * "agent lost during apply; state saved at serial N".
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   createWorkspace,
-  expectStatus,
-  freshDir,
   type Json,
   queueRun,
-  readRunLog,
-  startAgent,
-  startWorld,
   stateVersions,
   uploadConfiguration,
-  type World,
+  waitForLog,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { useWorld } from "./helpers/world.ts";
 
 const ORPHAN_GRACE_S = 5;
 const RESOURCES = 10;
-let world: World;
-const agents: AgentProcess[] = [];
-
-beforeAll(async () => {
-  world = await startWorld();
-  // The shortest liveness windows a pool allows: unknown after 10 s, errored 30 s later.
-  await expectStatus(
-    world.api("PATCH", `/api/v1/pools/${world.poolId}`, {
-      unknownAfterSeconds: 10,
-      erroredAfterSeconds: 30,
-    }),
-    200,
-  );
-});
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    for (const agent of agents) {
-      console.log(agent.output());
-    }
-  }
-});
-afterAll(async () => {
-  for (const agent of agents) {
-    agent.kill("SIGKILL");
-  }
-  await world?.close();
-});
+// The shortest liveness windows a pool allows: unknown after 10 s, errored 30 s later.
+const world = useWorld({ pool: { unknownAfterSeconds: 10, erroredAfterSeconds: 30 } });
 
 /**
  * Host processes that belong to jobs of the agent whose data directory is `dataDir`: working in
@@ -77,12 +47,11 @@ function jobProcesses(dataDir: string): number[] {
 
 /** An agent that has started a slow apply: its run is applying and the engine has begun. */
 async function slowApplyOn(mode: "bwrap" | "none") {
-  const dataDir = freshDir(world, `killed-${mode}`);
-  const agent = startAgent(world, {
+  const dataDir = world.freshDir(`killed-${mode}`);
+  const agent = world.startAgent({
     dataDir,
     args: ["--isolation", mode, "--orphan-grace", String(ORPHAN_GRACE_S)],
   });
-  agents.push(agent);
   await agent.waitForOutput(/registered/);
   const ws = await createWorkspace(world, `killed-${mode}`, {
     autoApply: true,
@@ -96,9 +65,7 @@ async function slowApplyOn(mode: "bwrap" | "none") {
   await uploadConfiguration(world, ws, { "main.tf": main.join("") });
   const runId = await queueRun(world, ws, { operation: "apply" });
   await waitForRun(world, runId, ["applying"]);
-  await expect
-    .poll(() => readRunLog(world, runId, "apply"), { timeout: 20_000, interval: 200 })
-    .toContain("null_resource.r0: Creating...");
+  await waitForLog(world, runId, "apply", "null_resource.r0: Creating...");
   expect(jobProcesses(dataDir).length).toBeGreaterThan(0);
   return { mode, agent, dataDir, ws, runId, serial: 0 };
 }

@@ -10,32 +10,30 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import path from "node:path";
 import { promisify } from "node:util";
 import { AgentRelease } from "@outpost/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import agentPackage from "../../agent/package.json" with { type: "json" };
 import {
   createWorkspace,
   expectStatus,
-  freshDir,
   queueRun,
   readRunLog,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { watch } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "../..");
 /** What agent/Dockerfile runs to install the packed agent; asserted below to stay the same. */
 const INSTALL_ARGS = ["install", "--omit=dev", "--no-audit", "--no-fund"];
 
-let world: World;
+const world = useWorld();
 let tarball = "";
 let installDir = "";
 
 beforeAll(async () => {
-  world = await startWorld();
-  const packDir = freshDir(world, "pack");
+  const packDir = world.freshDir("pack");
   const { stdout } = await run(
     "npm",
     ["pack", "-w", "agent", "--pack-destination", packDir, "--json"],
@@ -45,12 +43,9 @@ beforeAll(async () => {
   );
   const [packed] = JSON.parse(stdout) as Array<{ filename: string }>;
   tarball = path.join(packDir, packed?.filename ?? "");
-  installDir = freshDir(world, "installed");
+  installDir = world.freshDir("installed");
   await run("npm", [...INSTALL_ARGS, tarball], { cwd: installDir });
 }, 120_000);
-afterAll(async () => {
-  await world?.close();
-});
 
 /** Runs a command, resolving with its exit code and output whatever the code. */
 async function attempt(
@@ -119,8 +114,8 @@ describe("the packed npm package", () => {
     const ws = await createWorkspace(world, "packaged-agent");
     await uploadConfiguration(world, ws, { "main.tf": 'resource "null_resource" "a" {}\n' });
     const runId = await queueRun(world, ws, { operation: "plan", isSpeculative: true });
-    const dataDir = freshDir(world, "packaged-data");
-    const agent = spawn(
+    const dataDir = world.freshDir("packaged-data");
+    const child = spawn(
       path.join(installDir, "node_modules/.bin/outpost-agent"),
       ["--single", "--release-mirror", world.mirror.url, "--data-dir", dataDir],
       {
@@ -128,17 +123,12 @@ describe("the packed npm package", () => {
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
-    let output = "";
-    agent.stdout.on("data", (d) => {
-      output += d;
-    });
-    agent.stderr.on("data", (d) => {
-      output += d;
-    });
-    const exited = new Promise<number | null>((resolve) => agent.on("exit", resolve));
+    const agent = world.track(
+      watch(child, { label: "installed agent", dataDir, kill: (signal) => child.kill(signal) }),
+    );
     const done = await waitForRun(world, runId, ["planned_and_finished", "errored"], 60_000);
-    expect(done.status, output).toBe("planned_and_finished");
-    expect(await exited, output).toBe(0);
+    expect(done.status).toBe("planned_and_finished");
+    expect((await agent.exited).code).toBe(0);
     expect(await readRunLog(world, runId, "plan")).toContain("Plan: 1 to add");
     const pool = await expectStatus(world.api("GET", `/api/v1/pools/${world.poolId}`), 200);
     expect(pool.agents).toContainEqual(
@@ -158,7 +148,7 @@ describe("the build the coordinator serves", () => {
     const release = AgentRelease.parse(await res.json());
     expect(release.version).toBe(agentPackage.version);
     expect(new URL(release.url).origin).toBe(world.coordinator.url);
-    const file = path.join(freshDir(world, "release"), "outpost-agent.mjs");
+    const file = path.join(world.freshDir("release"), "outpost-agent.mjs");
     const download = await fetch(release.url);
     expect(download.status).toBe(200);
     writeFileSync(file, Buffer.from(await download.arrayBuffer()));
@@ -175,7 +165,7 @@ describe("GET /agent/v1/install.sh", () => {
   beforeAll(async () => {
     const res = await fetch(`${world.coordinator.url}/agent/v1/install.sh`);
     expect(res.status).toBe(200);
-    script = path.join(freshDir(world, "script"), "install.sh");
+    script = path.join(world.freshDir("script"), "install.sh");
     writeFileSync(script, await res.text());
   });
 
@@ -188,7 +178,7 @@ describe("GET /agent/v1/install.sh", () => {
   });
 
   it("installs the verified agent under a prefix with an outpost-agent launcher", async () => {
-    const prefix = path.join(freshDir(world, "prefix"), "opt");
+    const prefix = path.join(world.freshDir("prefix"), "opt");
     const installed = await attempt("sh", [script, "--prefix", prefix], { env: hostEnv() });
     expect(installed.code, installed.stderr).toBe(0);
     expect(installed.stderr).toContain(`installed outpost-agent ${agentPackage.version}`);
@@ -208,7 +198,7 @@ describe("GET /agent/v1/install.sh", () => {
         `AGENT_SHA256='${"0".repeat(64)}'`,
       ),
     );
-    const prefix = freshDir(world, "tampered-prefix");
+    const prefix = world.freshDir("tampered-prefix");
     const refused = await attempt("sh", [tampered, "--prefix", prefix], { env: hostEnv() });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("checksum mismatch");
@@ -218,7 +208,7 @@ describe("GET /agent/v1/install.sh", () => {
   });
 
   it("prepares a verified docker build context: the served Dockerfile and npm package", async () => {
-    const context = path.join(freshDir(world, "docker"), "context");
+    const context = path.join(world.freshDir("docker"), "context");
     const prepared = await attempt("sh", [script, "--docker-context", context], { env: hostEnv() });
     expect(prepared.code, prepared.stderr).toBe(0);
     expect(readdirSync(context).sort()).toEqual(["Dockerfile", "outpost-agent.tgz"]);
@@ -229,7 +219,7 @@ describe("GET /agent/v1/install.sh", () => {
   });
 
   it("installs the systemd unit, its settings and the token for the service user", async () => {
-    const base = freshDir(world, "systemd");
+    const base = world.freshDir("systemd");
     const dirs = {
       OUTPOST_SYSTEMD_DIR: path.join(base, "systemd"),
       OUTPOST_CONFIG_DIR: path.join(base, "etc"),

@@ -5,44 +5,25 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_EXIT } from "../../agent/src/cli/errors.ts";
 import { AGENT_VERSION } from "../../agent/src/version.ts";
 import { type IssuerKey, OidcIssuerServer, rsaKey, signWith } from "../node/helpers/oidc-issuer.ts";
-import {
-  type AgentProcess,
-  CLI_BIN,
-  ENGINE_VERSION,
-  freshDir,
-  startAgent,
-  startWorld,
-  stateVersions,
-  type World,
-} from "./helpers/e2e.ts";
+import { ENGINE_VERSION, stateVersions } from "./helpers/e2e.ts";
+import { CLI_BIN } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-let agent: AgentProcess;
+const world = useWorld({ agents: [{ args: ["--cancel-grace", "5"] }] });
 let home: string;
 const issuer = new OidcIssuerServer();
 let issuerKey: IssuerKey;
 
 beforeAll(async () => {
-  [world] = await Promise.all([startWorld(), issuer.start()]);
-  issuerKey = await rsaKey("k8s-1");
+  [issuerKey] = await Promise.all([rsaKey("k8s-1"), issuer.start()]);
   issuer.publish("k8s", [issuerKey.publicJwk]);
-  agent = startAgent(world, { args: ["--cancel-grace", "5"] });
-  home = freshDir(world, "cli-home");
-  await agent.waitForOutput(/registered/);
+  home = world.freshDir("cli-home");
 });
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    console.log(agent.output());
-  }
-});
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await Promise.all([world?.close(), issuer.stop()]);
-});
+afterAll(() => issuer.stop());
 
 type CliResult = { code: number | null; stdout: string; stderr: string };
 
@@ -85,7 +66,7 @@ function cli(
 }
 
 function configDir(files: Record<string, string>): string {
-  const dir = freshDir(world, "cli-config");
+  const dir = world.freshDir("cli-config");
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
     writeFileSync(path.join(dir, name), text);

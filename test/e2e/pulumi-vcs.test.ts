@@ -3,53 +3,20 @@
  * speculative preview that writes no state, and a fork's pull request gets no secrets (so no
  * passphrase, and its preview says why). The real coordinator, git server and agent.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
 import { sign } from "@octokit/webhooks-methods";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   expectStatus,
   type Json,
   readRunLog,
+  runsOf,
   setVariable,
-  startAgent,
-  startWorld,
   stateVersions,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
-import {
-  agentGitEnv,
-  createRepository,
-  type GitServer,
-  startGitServer,
-} from "./helpers/git-server.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-let agent: AgentProcess;
-let gitServer: GitServer;
-let dir: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), "outpost-pulumi-vcs-"));
-  [world, gitServer] = await Promise.all([startWorld(), startGitServer(dir)]);
-  world.mirror.publishPulumi("3.150.0", { os: process.platform, arch: process.arch });
-  agent = startAgent(world, { env: agentGitEnv(gitServer) });
-  await agent.waitForOutput(/registered/);
-});
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    console.log(agent.output());
-  }
-});
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await Promise.all([world?.close(), gitServer?.close()]);
-  rmSync(dir, { recursive: true, force: true });
-});
+const world = useWorld({ agents: [{}], git: true, engines: { pulumi: ["3.150.0"] } });
 
 const program = (values: string[]) =>
   `name: demo\nruntime: yaml\nresources:\n${values
@@ -95,22 +62,10 @@ function pullRequest(repoUrl: string, sha: string, number: number, headRepoId: n
   };
 }
 
-async function runsOf(ws: string, count: number): Promise<Json[]> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const body = await expectStatus(world.api("GET", `/api/v1/workspaces/${ws}/runs`), 200);
-    const runs = body.runs as Json[];
-    if (runs.length >= count || Date.now() > deadline) {
-      return runs;
-    }
-    await delay(100);
-  }
-}
-
 describe("a Pulumi stack from git", () => {
   it("updates on push, previews pull requests, and gives forks no secrets", async () => {
-    const repo = createRepository(dir, "infra");
-    const repoUrl = gitServer.repoUrl("infra");
+    const repo = world.git.createRepository("infra");
+    const repoUrl = world.git.repoUrl("infra");
     const first = repo.commit({ "stack/Pulumi.yaml": program(["a"]) }, "One thing");
     const ws = String(
       (
@@ -157,7 +112,7 @@ describe("a Pulumi stack from git", () => {
       repository: repository(repoUrl),
     };
     expect(await deliver(hook, "push", push, "push-1")).toBe(202);
-    const [pushed] = await runsOf(ws, 1);
+    const [pushed] = await runsOf(world, ws, 1);
     const update = await waitForRun(world, String(pushed?.id), ["applied", "errored"], 60_000);
     expect(update).toMatchObject({ status: "applied", source: "github" });
     expect(await stateVersions(world, ws)).toHaveLength(1);
@@ -166,7 +121,7 @@ describe("a Pulumi stack from git", () => {
     expect(await deliver(hook, "pull_request", pullRequest(repoUrl, change, 7, 1), "pr-7")).toBe(
       202,
     );
-    const preview = (await runsOf(ws, 2)).find((r) => r.id !== pushed?.id);
+    const preview = (await runsOf(world, ws, 2)).find((r) => r.id !== pushed?.id);
     const planned = await waitForRun(
       world,
       String(preview?.id),
@@ -182,7 +137,9 @@ describe("a Pulumi stack from git", () => {
     expect(await deliver(hook, "pull_request", pullRequest(repoUrl, change, 8, 99), "pr-8")).toBe(
       202,
     );
-    const forked = (await runsOf(ws, 3)).find((r) => (r.vcs as Json).pullRequestNumber === 8);
+    const forked = (await runsOf(world, ws, 3)).find(
+      (r) => (r.vcs as Json).pullRequestNumber === 8,
+    );
     const refused = await waitForRun(
       world,
       String(forked?.id),

@@ -1,0 +1,157 @@
+/**
+ * Real processes the end-to-end tests start (agents, install commands as pasted), with their
+ * output kept for the world's log dump, and the one way to wait on them: `vi.waitFor`.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { vi } from "vitest";
+
+/** The agent and CLI bins from the sources, as Node runs them (type stripping). */
+export const AGENT_BIN = path.resolve(
+  import.meta.dirname,
+  "../../../agent/src/bin/outpost-agent.ts",
+);
+export const CLI_BIN = path.resolve(import.meta.dirname, "../../../agent/src/bin/outpost.ts");
+
+export type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+/** A running process and everything it printed. */
+export type AgentProcess = {
+  child: ChildProcess;
+  /** What the log dump calls it. */
+  label: string;
+  /** Its data directory (hooks live in `<dataDir>/hooks`). */
+  dataDir: string;
+  output(): string;
+  exited: Promise<Exit>;
+  /**
+   * Resolves once the output matches; throws at once if the process exits first, or after
+   * `timeoutMs`.
+   */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  kill(signal?: NodeJS.Signals): void;
+  /**
+   * Stops it as an operator would: SIGCONT (were it frozen) and SIGTERM, then SIGKILL if it is
+   * still running after `graceMs`. Resolves once it is gone.
+   */
+  stop(graceMs?: number): Promise<void>;
+};
+
+/** Whether the process has ended (by exit or by signal). */
+export function hasExited(process: AgentProcess): boolean {
+  return process.child.exitCode !== null || process.child.signalCode !== null;
+}
+
+/** Watches `child`'s output and exit; `kill` is how a signal reaches it (it or its group). */
+export function watch(
+  child: ChildProcess,
+  options: { label: string; dataDir: string; kill: (signal: NodeJS.Signals) => void },
+): AgentProcess {
+  let text = "";
+  // Set once its output streams ended too: nothing more will be printed.
+  let isClosed = false;
+  child.on("close", () => {
+    isClosed = true;
+  });
+  child.stdout?.on("data", (d) => {
+    text += d;
+  });
+  child.stderr?.on("data", (d) => {
+    text += d;
+  });
+  const exited = new Promise<Exit>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
+  const watched: AgentProcess = {
+    child,
+    label: options.label,
+    dataDir: options.dataDir,
+    output: () => text,
+    exited,
+    async waitForOutput(pattern, timeoutMs = 20_000) {
+      const matched = await vi.waitFor(
+        () => {
+          if (pattern.test(text)) {
+            return true;
+          }
+          if (isClosed) {
+            return false;
+          }
+          throw new Error(`${options.label}: output never matched ${pattern} in ${timeoutMs} ms`);
+        },
+        { timeout: timeoutMs, interval: 50 },
+      );
+      if (!matched) {
+        throw new Error(`${options.label} exited before its output matched ${pattern}:\n${text}`);
+      }
+    },
+    kill(signal = "SIGTERM") {
+      options.kill(signal);
+    },
+    async stop(graceMs = 10_000) {
+      if (hasExited(watched)) {
+        return;
+      }
+      options.kill("SIGCONT");
+      options.kill("SIGTERM");
+      const gone = await Promise.race([exited.then(() => true), delay(graceMs, false)]);
+      if (!gone) {
+        options.kill("SIGKILL");
+        await exited;
+      }
+    },
+  };
+  return watched;
+}
+
+/** Resolves with the exit, or throws (after killing it) when the process outlives `timeoutMs`. */
+export async function exitWithin(agent: AgentProcess, timeoutMs: number): Promise<Exit> {
+  const result = await Promise.race([agent.exited, delay(timeoutMs, null)]);
+  if (result === null) {
+    agent.kill("SIGKILL");
+    throw new Error(`${agent.label} did not exit within ${timeoutMs} ms:\n${agent.output()}`);
+  }
+  return result;
+}
+
+/**
+ * Runs `command` with `sh -c` in `cwd` and its own process group (signalled as a group), as an
+ * operator pastes it: for the install commands the dashboard shows. The process is the shell;
+ * its exit is that of the last command.
+ */
+export function runShellCommand(
+  command: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  names: { label: string; dataDir: string },
+): AgentProcess {
+  const child = spawn("sh", ["-c", command], {
+    env,
+    cwd,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return watch(child, {
+    ...names,
+    kill: (signal) => {
+      if (child.pid !== undefined && child.exitCode === null) {
+        try {
+          process.kill(-child.pid, signal);
+        } catch {
+          // Already gone.
+        }
+      }
+    },
+  });
+}
+
+/** Writes an executable hook script into the agent data dir's hooks folder. */
+export function writeHook(dataDir: string, name: string, script: string): void {
+  const hooks = path.join(dataDir, "hooks");
+  mkdirSync(hooks, { recursive: true });
+  const file = path.join(hooks, name);
+  writeFileSync(file, `#!/bin/sh\n${script}\n`);
+  chmodSync(file, 0o755);
+}

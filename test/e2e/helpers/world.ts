@@ -1,0 +1,295 @@
+/**
+ * The one test world of the end-to-end files: the real coordinator (scripts/local-coordinator.ts)
+ * with an organization, a pool and an agent token, the loopback engine mirror, optionally a git
+ * server, and real agent processes. `useWorld` starts it for a file (or a describe block) and
+ * stops it after; when a test fails, the coordinator's log and every process's output are printed
+ * (and only then).
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, beforeEach, inject } from "vitest";
+import { type LocalCoordinator, startCoordinator } from "../../../scripts/local-coordinator.ts";
+import { MirrorServer } from "../../node/helpers/mirror.ts";
+import { makeTestCa, type TestCa } from "../../node/helpers/tls.ts";
+import { type Answer, ENGINE_VERSION, expectStatus, type Json } from "./e2e.ts";
+import { FailureLog } from "./failure-log.ts";
+import { agentGitEnv, type GitServer, startGitServer } from "./git-server.ts";
+import { AGENT_BIN, type AgentProcess, watch } from "./processes.ts";
+
+/** How one agent process is started. */
+export type AgentOptions = {
+  args?: string[];
+  env?: Record<string, string>;
+  /** Another agent token (the world's by default). */
+  token?: string;
+  /** Read the token from this file (`--token-file`) instead of `OUTPOST_TOKEN`. */
+  tokenFile?: string;
+  /** `<world dir>/agent-data` by default (shared by the agents that take the default). */
+  dataDir?: string;
+  /** Another agent entry point, e.g. a built single-file agent; the sources by default. */
+  bin?: string;
+};
+
+export type WorldOptions = {
+  /** Agents started once the coordinator is up, each awaited until it registered. */
+  agents?: AgentOptions[];
+  /** A git server over HTTPS; every agent gets its CA and credentials in its environment. */
+  git?: boolean;
+  /** Releases the mirror publishes for the stand-in engines (terraform ENGINE_VERSION by default). */
+  engines?: { terraform?: string[]; pulumi?: string[] };
+  /** An https mirror with a certificate from a test CA (`world.ca`), for agents told `--ca-cert`. */
+  httpsMirror?: boolean;
+  /** Liveness windows of the world's pool. */
+  pool?: { unknownAfterSeconds: number; erroredAfterSeconds: number };
+  /** Static assets to serve instead of the agent build, made when the world starts. */
+  assetsDir?: () => Promise<string>;
+};
+
+/** A started world; its parts throw when read before `useWorld`'s `beforeAll` has run. */
+export class World {
+  private parts: {
+    coordinator: LocalCoordinator;
+    mirror: MirrorServer;
+    git: GitServer | null;
+    ca: TestCa | null;
+    ownerToken: string;
+    poolId: string;
+    agentToken: string;
+    dir: string;
+  } | null = null;
+  /** Every process started through the world, in order. */
+  readonly processes: AgentProcess[] = [];
+  /** The coordinator's log and the processes' output, printed when a test fails. */
+  private readonly failureLog = new FailureLog();
+  private readonly options: WorldOptions;
+
+  constructor(options: WorldOptions = {}) {
+    this.options = options;
+  }
+
+  private get started() {
+    if (this.parts === null) {
+      throw new Error("the world is not started: call useWorld() at the top of the file");
+    }
+    return this.parts;
+  }
+
+  get coordinator(): LocalCoordinator {
+    return this.started.coordinator;
+  }
+  get mirror(): MirrorServer {
+    return this.started.mirror;
+  }
+  /** The git server (`git: true`). */
+  get git(): GitServer {
+    const { git } = this.started;
+    if (git === null) {
+      throw new Error("this world has no git server: useWorld({ git: true })");
+    }
+    return git;
+  }
+  /** The CA that signed the mirror's certificate (`httpsMirror: true`). */
+  get ca(): TestCa {
+    const { ca } = this.started;
+    if (ca === null) {
+      throw new Error("this world's mirror is plain http: useWorld({ httpsMirror: true })");
+    }
+    return ca;
+  }
+  get ownerToken(): string {
+    return this.started.ownerToken;
+  }
+  get poolId(): string {
+    return this.started.poolId;
+  }
+  get agentToken(): string {
+    return this.started.agentToken;
+  }
+  /** Temp dir for agent data dirs, hooks, repositories and CLI homes; removed by `close`. */
+  get dir(): string {
+    return this.started.dir;
+  }
+  /** The first agent of `options.agents`. */
+  get agent(): AgentProcess {
+    const [first] = this.processes;
+    if (first === undefined || !this.options.agents?.length) {
+      throw new Error("this world starts no agent: useWorld({ agents: [{}] })");
+    }
+    return first;
+  }
+
+  /** Starts the coordinator, mirror and git server at once, then the pool and the agents. */
+  async start(): Promise<void> {
+    const dir = mkdtempSync(path.join(tmpdir(), "outpost-e2e-"));
+    const { options } = this;
+    const [coordinator, git, { mirror, ca }] = await Promise.all([
+      (async () =>
+        startCoordinator({
+          ...(options.assetsDir ? { assetsDir: await options.assetsDir() } : {}),
+          // Migrated once per run by test/setup/migrated-state.ts.
+          migratedState: inject("migratedState"),
+          onLog: (level, message) => this.failureLog.coordinator(level, message),
+        }))(),
+      options.git ? startGitServer(path.join(dir, "git")) : null,
+      startMirror(options.httpsMirror ?? false),
+    ]);
+    this.parts = { coordinator, mirror, git, ca, ownerToken: "", poolId: "", agentToken: "", dir };
+    this.publishEngines();
+    this.parts.ownerToken = await coordinator.bootstrap();
+    const pool = await expectStatus(this.api("POST", "/api/v1/pools", { name: "e2e" }), 201);
+    this.parts.poolId = String(pool.id);
+    const [token] = await Promise.all([
+      expectStatus(
+        this.api("POST", `/api/v1/pools/${this.parts.poolId}/tokens`, {
+          description: "e2e agents",
+        }),
+        201,
+      ),
+      options.pool
+        ? expectStatus(this.api("PATCH", `/api/v1/pools/${this.parts.poolId}`, options.pool), 200)
+        : null,
+    ]);
+    this.parts.agentToken = String(token.token);
+    await Promise.all(
+      (options.agents ?? []).map((agent) => this.startAgent(agent).waitForOutput(/registered/)),
+    );
+  }
+
+  private publishEngines(): void {
+    const engines = this.options.engines ?? { terraform: [ENGINE_VERSION] };
+    for (const version of engines.terraform ?? []) {
+      this.mirror.publish("terraform", version, {
+        os: process.platform,
+        arch: process.arch === "x64" ? "amd64" : process.arch,
+      });
+    }
+    for (const version of engines.pulumi ?? []) {
+      this.mirror.publishPulumi(version, { os: process.platform, arch: process.arch });
+    }
+  }
+
+  /** A call to the API with the owner's token; the body is parsed JSON (`{}` when empty). */
+  async api(method: string, route: string, body?: unknown): Promise<Answer> {
+    const res = await fetch(`${this.coordinator.url}${route}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${this.ownerToken}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return {
+      status: res.status,
+      body: text ? (JSON.parse(text) as Json) : {},
+      headers: res.headers,
+    };
+  }
+
+  /** Starts the real agent bin against the coordinator and the mirror (not awaited). */
+  startAgent(options: AgentOptions = {}): AgentProcess {
+    const dataDir = options.dataDir ?? path.join(this.dir, "agent-data");
+    mkdirSync(dataDir, { recursive: true });
+    const child = spawn(
+      process.execPath,
+      [
+        options.bin ?? AGENT_BIN,
+        "--release-mirror",
+        this.mirror.url,
+        "--data-dir",
+        dataDir,
+        "--hooks-dir",
+        path.join(dataDir, "hooks"),
+        ...(options.tokenFile === undefined ? [] : ["--token-file", options.tokenFile]),
+        ...(options.args ?? []),
+      ],
+      {
+        env: {
+          PATH: process.env.PATH ?? "",
+          HOME: this.dir,
+          OUTPOST_ADDRESS: this.coordinator.url,
+          ...(options.tokenFile === undefined
+            ? { OUTPOST_TOKEN: options.token ?? this.agentToken }
+            : {}),
+          ...(this.parts?.git ? agentGitEnv(this.parts.git) : {}),
+          ...options.env,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    const label = `agent #${this.processes.length + 1} (${[...(options.args ?? [])].join(" ") || "no flags"})`;
+    return this.track(watch(child, { label, dataDir, kill: (signal) => child.kill(signal) }));
+  }
+
+  /** Keeps `process` for the log dump and stops it with the world. */
+  track(process: AgentProcess): AgentProcess {
+    this.processes.push(process);
+    return process;
+  }
+
+  /** A fresh dir under the world's temp dir. */
+  freshDir(prefix: string): string {
+    return mkdtempSync(path.join(this.dir, `${prefix}-`));
+  }
+
+  /** Marks where the logs stand as a test begins. */
+  markTestStart(): void {
+    this.failureLog.markTestStart(this.processes);
+  }
+
+  /** Prints the coordinator's log and the processes' output since the test began. */
+  dump(reason: string): void {
+    this.failureLog.print(reason, this.processes);
+  }
+
+  /** Kills what is still running and stops the servers; removes the temp dir. */
+  async close(): Promise<void> {
+    for (const p of this.processes) {
+      p.kill("SIGKILL");
+    }
+    const parts = this.parts;
+    if (parts === null) {
+      return;
+    }
+    await Promise.all([
+      parts.coordinator.dispose(),
+      parts.mirror.stop(),
+      parts.git?.close(),
+      parts.ca?.dispose(),
+    ]);
+    rmSync(parts.dir, { recursive: true, force: true });
+  }
+}
+
+/** The loopback mirror, over https with a certificate from a fresh test CA when `isHttps`. */
+async function startMirror(isHttps: boolean): Promise<{ mirror: MirrorServer; ca: TestCa | null }> {
+  const ca = isHttps ? await makeTestCa() : null;
+  const mirror = new MirrorServer(ca ? { tls: { key: ca.key, cert: ca.cert } } : {});
+  await mirror.start();
+  return { mirror, ca };
+}
+
+/**
+ * The world of the current file or describe block: started in `beforeAll` (its parts readable
+ * from then on), stopped in `afterAll`; a failing test prints the coordinator's log and every
+ * process's output, a passing one prints nothing.
+ */
+export function useWorld(options: WorldOptions = {}): World {
+  const world = new World(options);
+  beforeAll(async () => {
+    try {
+      await world.start();
+    } catch (error) {
+      world.dump("the world did not start");
+      throw error;
+    }
+  }, 120_000);
+  beforeEach(({ onTestFailed, task }) => {
+    world.markTestStart();
+    onTestFailed(() => world.dump(`"${task.name}" failed`));
+  });
+  afterAll(() => world.close());
+  return world;
+}
