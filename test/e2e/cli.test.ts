@@ -1,6 +1,6 @@
 /**
- * The `outpost` admin CLI as a user runs it (the real bin as a child process) against the real
- * coordinator, with a real agent serving the runs it queues.
+ * The `outpost` admin CLI as a user runs it (the built bin the package ships, as a child process)
+ * against the real coordinator, with a real agent serving the runs it queues.
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
