@@ -41,6 +41,9 @@ export default defineConfig(async () => {
           test: {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
+            // A route test walks the whole auth matrix, dozens of requests: under a loaded
+            // two-core host that outlasts vitest's 5 s default.
+            testTimeout: 30_000,
             globalSetup: ["./test/setup/build-agent.ts", "./test/setup/oidc-issuer.ts"],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
@@ -57,6 +60,7 @@ export default defineConfig(async () => {
           test: {
             name: "security",
             include: ["test/security/worker/**/*.test.ts"],
+            testTimeout: 30_000,
             globalSetup: ["./test/setup/build-agent.ts"],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
