@@ -1,20 +1,21 @@
 /**
  * AgentPool: one Durable Object per agent pool. It holds the pool's job queue, agent registry and
- * leases in SQLite (all SQL in `pool-store.ts`, all rules in `queue.ts` and `pool-ops.ts`) and
- * keeps ONE alarm set to the earliest deadline of any row. This class is the RPC surface, the
- * held long-polls and the alarm. It never calls back into the Worker: an ending it reports to a
- * call (finish, cancel) is applied by the caller, and every ending it creates on its own goes to
- * the `JOB_EVENTS` queue. Semantics: docs/queue.md.
+ * leases in SQLite (all SQL in `pool-store.ts` and its sections, all rules in `queue.ts`,
+ * `pool-ops.ts` and `pool-sweep.ts`) and keeps ONE alarm set to the earliest deadline of any
+ * row. This class is the RPC surface, the held long-polls and the alarm. It never calls back
+ * into the Worker: an ending it reports to a call (finish, cancel) is applied by the caller, and
+ * every ending it creates on its own goes to the `JOB_EVENTS` queue. Semantics: docs/queue.md.
  */
 import { DurableObject } from "cloudflare:workers";
+import { fail, ok, type Result } from "@outpost/common";
 import { type ExitInstruction, MAX_POLL_WAIT_SECONDS, type RunningJob } from "@outpost/protocol";
-import { fail, ok, type Result } from "../src/lib/result.ts";
 import { HeldPolls } from "./held-polls.ts";
 import { sendDue } from "./outbox.ts";
 import * as admin from "./pool-admin.ts";
 import * as ops from "./pool-ops.ts";
 import * as reports from "./pool-reports.ts";
 import { type AgentRow, PoolStore } from "./pool-store.ts";
+import { sweepDue } from "./pool-sweep.ts";
 import {
   type AgentRef,
   type AgentView,
@@ -47,7 +48,7 @@ export class AgentPool extends DurableObject<Env> {
     this.store = new PoolStore(ctx.storage.sql);
     void ctx.blockConcurrencyWhile(async () => {
       this.store.migrate();
-      this.settings = this.store.readSettings();
+      this.settings = this.store.settings.read();
     });
   }
 
@@ -56,7 +57,7 @@ export class AgentPool extends DurableObject<Env> {
     overrides: Partial<Record<keyof PoolSettings, number | null>>,
   ): Promise<PoolSettings> {
     this.settings = mergeSettings(overrides);
-    this.store.writeSettings(this.settings);
+    this.store.settings.write(this.settings);
     await this.afterChange();
     return this.settings;
   }
@@ -75,15 +76,15 @@ export class AgentPool extends DurableObject<Env> {
     if (!parsed.success) {
       return fail("invalid_job");
     }
-    if (this.store.isRetired()) {
+    if (this.store.settings.isRetired()) {
       return fail("pool_deleted");
     }
-    const existing = this.store.getJob(parsed.data.jobId);
+    const existing = this.store.jobs.get(parsed.data.jobId);
     if (!existing) {
-      this.store.insertJob(parsed.data, this.now());
+      this.store.jobs.insert(parsed.data, this.now());
       await this.afterChange();
     }
-    const row = this.store.getJob(parsed.data.jobId) ?? existing;
+    const row = this.store.jobs.get(parsed.data.jobId) ?? existing;
     if (!row) {
       throw new Error(`job ${parsed.data.jobId} lost after enqueue`);
     }
@@ -107,19 +108,19 @@ export class AgentPool extends DurableObject<Env> {
 
   /** Why a job still waits: no agent registered or online, all busy, wrong phase, or its place. */
   async whyWaiting(jobId: string): Promise<Result<WaitInfo, "not_found">> {
-    const job = this.store.getJob(jobId);
+    const job = this.store.jobs.get(jobId);
     return job ? ok(reports.waitInfo(this.ops(), job)) : fail("not_found");
   }
 
   async getJob(jobId: string): Promise<JobView | null> {
-    const row = this.store.getJob(jobId);
+    const row = this.store.jobs.get(jobId);
     return row ? toJobView(row) : null;
   }
 
   /** The jobs the pool knows among `jobIds`, in any state; unknown ids are left out. */
   async getJobs(jobIds: string[]): Promise<JobView[]> {
     return jobIds.flatMap((id) => {
-      const row = this.store.getJob(id);
+      const row = this.store.jobs.get(id);
       return row ? [toJobView(row)] : [];
     });
   }
@@ -136,22 +137,17 @@ export class AgentPool extends DurableObject<Env> {
 
   /** Each token's last contact by its agents: polls and heartbeats are recorded here, not in D1. */
   async tokenLastContact(): Promise<Record<string, number>> {
-    return this.store.lastContactByToken();
+    return this.store.agents.lastContactByToken();
   }
 
   /** Registers an agent under the token that authenticated it. */
   async register(input: RegisterInput): Promise<Result<RegisterOutcome, "pool_deleted">> {
-    if (this.store.isRetired()) {
+    if (this.store.settings.isRetired()) {
       return fail("pool_deleted");
     }
-    const agentId = admin.registerAgent(this.ops(), input);
+    const registered = admin.registerAgent(this.ops(), input);
     await this.afterChange();
-    return ok({
-      agentId,
-      heartbeatIntervalSeconds: HEARTBEAT_INTERVAL_SECONDS,
-      pollWaitSeconds: MAX_POLL_WAIT_SECONDS,
-      leaseStartTimeoutSeconds: Math.ceil(this.settings.leaseStartTimeoutMs / 1000),
-    });
+    return ok(registered);
   }
 
   /**
@@ -176,7 +172,7 @@ export class AgentPool extends DurableObject<Env> {
       job || wait === 0
         ? agent.poll_held_until
         : Math.max(agent.poll_held_until ?? 0, ctx.now + wait);
-    this.store.touchAgent(agent, ctx.now, holdUntil, this.settings);
+    this.store.agents.touch(agent, ctx.now, holdUntil, this.settings);
     if (job || wait === 0) {
       await this.afterChange();
       return ok(job ? { kind: "job", job } : { kind: "none" });
@@ -248,8 +244,8 @@ export class AgentPool extends DurableObject<Env> {
   /** Every overdue deadline handled, endings sent to the queue, the next alarm set. Idempotent. */
   override async alarm(): Promise<void> {
     this.alarmAt = undefined;
-    this.store.eventsMayBeDue = true;
-    ops.sweepDue(this.ops());
+    this.store.outbox.mayBeDue = true;
+    sweepDue(this.ops());
     await this.afterChange();
   }
 
@@ -266,7 +262,7 @@ export class AgentPool extends DurableObject<Env> {
       return fail("agent_not_found");
     }
     const ctx = this.ops();
-    const current = this.store.touchAgent(agent, ctx.now, agent.poll_held_until, this.settings);
+    const current = this.store.agents.touch(agent, ctx.now, agent.poll_held_until, this.settings);
     const result = run(ctx, current);
     await this.afterChange();
     return result;

@@ -53,7 +53,7 @@ export class HeldPolls {
     if (this.waiters.length === 0) {
       return;
     }
-    const offline = ctx.store.offlineAgents();
+    const offline = ctx.store.agents.offline();
     for (const waiter of [...this.waiters]) {
       const agent = offline.get(waiter.agentId);
       const exit = agent ? ops.exitFor(agent) : null;
@@ -61,7 +61,7 @@ export class HeldPolls {
         this.settle(waiter, { kind: "exit", exit });
       }
     }
-    if (!ctx.store.hasQueued()) {
+    if (!ctx.store.jobs.hasQueued()) {
       return;
     }
     const nothingFor = new Set<string>();
@@ -69,7 +69,7 @@ export class HeldPolls {
       if (nothingFor.has(waiter.accepts)) {
         continue;
       }
-      const agent = ctx.store.getAgent(waiter.agentId);
+      const agent = ctx.store.agents.get(waiter.agentId);
       if (!agent) {
         // Gone while polling. Not expected (an agent goes offline, and its poll is answered with
         // an exit, before it can be dropped), but never lease to a row that is gone.
@@ -82,7 +82,7 @@ export class HeldPolls {
       const job = ops.tryLease(ctx, agent, nothingFor);
       if (job) {
         this.settle(waiter, { kind: "job", job });
-        if (!ctx.store.hasQueued()) {
+        if (!ctx.store.jobs.hasQueued()) {
           return;
         }
       }

@@ -1,7 +1,7 @@
 /**
  * Pure rules of a job's log: appends at byte offsets, exactly-once through retries, and a cap with
  * a truncation marker. Offsets are the agent's (every byte it ever sent); stored positions are
- * the reader's (what was kept, plus the marker).
+ * the reader's (what was kept, plus the marker). Also the byte helpers the RunLog needs.
  */
 
 export type LogState = {
@@ -11,6 +11,28 @@ export type LogState = {
   stored: number;
   isTruncated: boolean;
 };
+
+/** A job's log as its object keeps it (one `logs` row). */
+export type LogMeta = LogState & {
+  jobId: string;
+  leaseId: string | null;
+  isFinal: boolean;
+  /** The R2 object holding the whole log once the job ended. */
+  objectKey: string | null;
+};
+
+/** Reads a `logs` row. */
+export function toLogMeta(row: Record<string, SqlStorageValue>): LogMeta {
+  return {
+    jobId: String(row.job_id),
+    leaseId: row.lease_id === null ? null : String(row.lease_id),
+    received: Number(row.received),
+    stored: Number(row.stored),
+    isTruncated: row.is_truncated === 1,
+    isFinal: row.is_final === 1,
+    objectKey: row.object_key === null ? null : String(row.object_key),
+  };
+}
 
 export type AppendDecision =
   /** Store `keep` bytes of the chunk (maybe fewer than sent), then `marker` if set. */
@@ -52,4 +74,28 @@ export function decideAppend(
     }
   }
   return { kind: "range_mismatch", received: state.received };
+}
+
+/** Whether two byte arrays hold the same bytes. */
+export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) {
+    return false;
+  }
+  for (let i = 0; i < a.byteLength; i++) {
+    if (a[i] !== b[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** `parts` one after another in one array of `size` bytes (their total). */
+export function concatBytes(parts: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
 }

@@ -1,7 +1,7 @@
 /**
  * Hands the job endings the pool created on its own (alarm, lost agent, revoked token, retired
  * pool) to the `JOB_EVENTS` queue, at least once. Each ending was written to the outbox in the
- * same transaction that ended the job (`PoolStore.endJob`); here due events are claimed, sent
+ * same transaction that ended the job (`JobsTable.end`); here due events are claimed, sent
  * in one batch and deleted, or kept for the alarm to retry with backoff when the send fails.
  */
 import type { PoolStore } from "./pool-store.ts";
@@ -24,7 +24,7 @@ export async function sendDue(
 ): Promise<{ sent: number; failed: number }> {
   let sent = 0;
   for (;;) {
-    const rows = store.claimEvents(now(), CLAIM_MS, BATCH);
+    const rows = store.outbox.claim(now(), CLAIM_MS, BATCH);
     if (rows.length === 0) {
       return { sent, failed: 0 };
     }
@@ -33,7 +33,7 @@ export async function sendDue(
       await sink.sendBatch(rows.map((row) => ({ body: JSON.parse(row.event) as JobEndedEvent })));
     } catch (err) {
       const attempts = Math.max(...rows.map((row) => row.attempts)) + 1;
-      store.retryEvents(ids, now() + outboxRetryDelayMs(attempts));
+      store.outbox.retry(ids, now() + outboxRetryDelayMs(attempts));
       console.error(
         JSON.stringify({
           level: "error",
@@ -43,7 +43,7 @@ export async function sendDue(
       );
       return { sent, failed: rows.length };
     }
-    store.deleteEvents(ids);
+    store.outbox.delete(ids);
     sent += rows.length;
     if (rows.length < BATCH) {
       return { sent, failed: 0 };

@@ -3,16 +3,27 @@
  * whole pool. Synchronous, like `pool-ops.ts`, so each is one transaction. Jobs these end reach
  * the Worker through the outbox and the `JOB_EVENTS` queue.
  */
-import { newId } from "../src/db/ids.ts";
-import { loseAgent, type OpsContext, systemEnd } from "./pool-ops.ts";
+import { newId } from "@outpost/common";
+import { MAX_POLL_WAIT_SECONDS } from "@outpost/protocol";
+import type { OpsContext } from "./pool-ops.ts";
 import type { AgentRow } from "./pool-store.ts";
-import type { RegisterInput } from "./pool-types.ts";
+import { loseAgent, systemEnd } from "./pool-sweep.ts";
+import type { RegisterInput, RegisterOutcome } from "./pool-types.ts";
+import { HEARTBEAT_INTERVAL_SECONDS } from "./queue.ts";
 
-/** Registers an agent, online from now, under the token that authenticated it. */
-export function registerAgent(ctx: OpsContext, input: RegisterInput): string {
+/**
+ * Registers an agent, online from now, under the token that authenticated it; answers its id
+ * and the intervals it keeps to.
+ */
+export function registerAgent(ctx: OpsContext, input: RegisterInput): RegisterOutcome {
   const agentId = newId("agent");
-  ctx.store.insertAgent(agentId, input, ctx.now, ctx.settings);
-  return agentId;
+  ctx.store.agents.insert(agentId, input, ctx.now, ctx.settings);
+  return {
+    agentId,
+    heartbeatIntervalSeconds: HEARTBEAT_INTERVAL_SECONDS,
+    pollWaitSeconds: MAX_POLL_WAIT_SECONDS,
+    leaseStartTimeoutSeconds: Math.ceil(ctx.settings.leaseStartTimeoutMs / 1000),
+  };
 }
 
 /** A graceful exit: unstarted leases requeue, jobs still running fail. Repeats are no-ops. */
@@ -25,7 +36,7 @@ export function sayGoodbye(ctx: OpsContext, agent: AgentRow, reason: string | nu
 
 /** The agents registered with a revoked token exit; returns their ids. */
 export function revokeTokenAgents(ctx: OpsContext, tokenId: string): string[] {
-  const agents = ctx.store.liveAgentsOfToken(tokenId);
+  const agents = ctx.store.agents.liveOfToken(tokenId);
   for (const agent of agents) {
     const jobReason = `the token of agent ${agent.id} was revoked while it ran this job`;
     loseAgent(ctx, agent, "exited", "its agent token was revoked", jobReason);
@@ -35,12 +46,18 @@ export function revokeTokenAgents(ctx: OpsContext, tokenId: string): string[] {
 
 /** The pool is deleted: every unfinished job errors and every agent is exited. */
 export function retirePool(ctx: OpsContext): void {
-  for (const job of ctx.store.openJobs()) {
-    ctx.store.endJob(job, systemEnd("errored", "the agent pool was deleted"), ctx.now, true);
+  for (const job of ctx.store.jobs.open()) {
+    ctx.store.jobs.end(job, systemEnd("errored", "the agent pool was deleted"), ctx.now, true);
   }
-  for (const agent of ctx.store.allAgents()) {
+  for (const agent of ctx.store.agents.all()) {
     if (agent.state === "online" || agent.state === "unknown") {
-      ctx.store.setAgentState(agent, "exited", "the agent pool was deleted", ctx.now, ctx.settings);
+      ctx.store.agents.setState(
+        agent,
+        "exited",
+        "the agent pool was deleted",
+        ctx.now,
+        ctx.settings,
+      );
     }
   }
 }

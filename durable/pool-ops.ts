@@ -1,13 +1,13 @@
 /**
- * The pool's transitions: lease, start, heartbeat, finish, cancel, agent loss and the alarm's
- * sweep, composed from the store's row operations. Synchronous, so each runs as one transaction
- * inside the Durable Object's input gate. `ctx.now` is the object's injected clock.
+ * The pool's transitions an agent or a user asks for: lease, start, heartbeat, finish, cancel,
+ * composed from the store's row operations (what the pool does on its own is in
+ * `pool-sweep.ts`). Synchronous, so each runs as one transaction inside the Durable Object's
+ * input gate. `ctx.now` is the object's injected clock.
  */
-
+import { fail, newId, ok, type Result } from "@outpost/common";
 import type { CancelRequest, ExitInstruction, RunningJob } from "@outpost/protocol";
-import { newId } from "../src/db/ids.ts";
-import { fail, ok, type Result } from "../src/lib/result.ts";
-import type { AgentRow, JobEnd, JobRow, PoolStore } from "./pool-store.ts";
+import type { AgentRow, JobRow, PoolStore } from "./pool-store.ts";
+import { lostAgentEnd, systemEnd } from "./pool-sweep.ts";
 import type {
   AgentRef,
   CancelOutcome,
@@ -19,21 +19,13 @@ import type {
   StartingAgent,
 } from "./pool-types.ts";
 import { acceptedPhases, endingOf, toJobView } from "./pool-views.ts";
-import {
-  agentDueAt,
-  agentTransition,
-  classesForPhases,
-  describeLostAgent,
-  type PoolSettings,
-  phaseTimeoutReason,
-  unreportedGraceMs,
-} from "./queue.ts";
+import { classesForPhases, type PoolSettings, unreportedGraceMs } from "./queue.ts";
 
 export type OpsContext = { store: PoolStore; settings: PoolSettings; now: number };
 
 /** The agent behind an agent-scoped call; another token's agent is as unknown as no agent. */
 export function resolveAgent(store: PoolStore, ref: AgentRef): AgentRow | null {
-  const agent = store.getAgent(ref.agentId);
+  const agent = store.agents.get(ref.agentId);
   return agent && agent.token_id === ref.tokenId ? agent : null;
 }
 
@@ -58,17 +50,17 @@ export function tryLease(
   if (
     agent.state !== "online" ||
     nothingFor.has(agent.accepts) ||
-    ctx.store.agentJobs(agent.id).length >= agent.capacity
+    ctx.store.jobs.ofAgent(agent.id).length >= agent.capacity
   ) {
     return null;
   }
-  const { job } = ctx.store.pickNext(classesForPhases(acceptedPhases(agent)));
+  const { job } = ctx.store.jobs.pickNext(classesForPhases(acceptedPhases(agent)));
   if (!job) {
     nothingFor.add(agent.accepts);
     return null;
   }
   const leaseId = newId("lease");
-  ctx.store.leaseJob(job, agent.id, leaseId, ctx.now, ctx.settings);
+  ctx.store.jobs.lease(job, agent.id, leaseId, ctx.now, ctx.settings);
   return {
     jobId: job.job_id,
     leaseId,
@@ -82,85 +74,6 @@ export function tryLease(
     leasedAt: ctx.now,
     startBy: ctx.now + ctx.settings.leaseStartTimeoutMs,
   };
-}
-
-/** How the pool itself (not an agent) ends a job. */
-export function systemEnd(outcome: "errored" | "canceled", reason: string, forced = false): JobEnd {
-  return { outcome, actor: "system", reason, exitCode: null, planSummary: null, forced };
-}
-
-/** How the pool ends a started job whose agent is gone: errored, marked as an agent loss. */
-function lostAgentEnd(reason: string): JobEnd {
-  return { ...systemEnd("errored", reason), agentLost: true };
-}
-
-/**
- * Takes an agent offline: its started jobs fail (never re-run: no double apply) with `jobReason`,
- * its leased-but-unstarted jobs go back to the queue untouched. The endings go to the queue.
- */
-export function loseAgent(
-  ctx: OpsContext,
-  agent: AgentRow,
-  state: "errored" | "exited",
-  reason: string,
-  jobReason: string,
-  at: number = ctx.now,
-): AgentRow {
-  for (const job of ctx.store.agentJobs(agent.id)) {
-    if (job.state === "leased") {
-      ctx.store.requeueJob(job);
-    } else {
-      ctx.store.endJob(job, lostAgentEnd(jobReason), ctx.now, true);
-    }
-  }
-  return ctx.store.setAgentState(agent, state, reason, at, ctx.settings);
-}
-
-/** Every agent and job whose deadline has passed, handled in deadline order; idempotent. */
-export function sweepDue(ctx: OpsContext): void {
-  for (const due of ctx.store.dueAgents(ctx.now)) {
-    sweepAgent(ctx, due);
-  }
-  for (const job of ctx.store.dueJobs(ctx.now)) {
-    if (job.state === "leased") {
-      ctx.store.requeueJob(job);
-    } else if (job.state === "started") {
-      const reason = phaseTimeoutReason(job.phase, job.timeout_ms);
-      ctx.store.endJob(job, systemEnd("errored", reason), ctx.now, true);
-    } else if (job.state === "ended") {
-      ctx.store.forgetJob(job.job_id);
-    }
-  }
-}
-
-/** Moves one overdue agent through every step it missed, each at the time it was due. */
-function sweepAgent(ctx: OpsContext, overdue: AgentRow): void {
-  let agent = overdue;
-  for (;;) {
-    const due = agentDueAt(
-      {
-        state: agent.state,
-        lastContactAt: agent.last_contact_at,
-        pollHeldUntil: agent.poll_held_until,
-        stateChangedAt: agent.state_changed_at,
-      },
-      ctx.settings,
-    );
-    if (due > ctx.now) {
-      return;
-    }
-    const step = agentTransition(agent.state);
-    if (step === "drop") {
-      ctx.store.dropAgent(agent.id);
-      return;
-    }
-    if (step === "unknown") {
-      agent = ctx.store.setAgentState(agent, "unknown", "missed heartbeats", due, ctx.settings);
-    } else {
-      const lost = describeLostAgent(agent.id, agent.name, agent.last_contact_at);
-      agent = loseAgent(ctx, agent, "errored", lost, lost, due);
-    }
-  }
 }
 
 function holdsLease(job: JobRow | null, agent: AgentRow, leaseId: string): job is JobRow {
@@ -180,11 +93,11 @@ export function heartbeat(
   const cancel: CancelRequest[] = [];
   const listed = new Set<string>();
   for (const entry of running) {
-    const job = ctx.store.getJob(entry.jobId);
+    const job = ctx.store.jobs.get(entry.jobId);
     if (holdsLease(job, agent, entry.leaseId) && job.state !== "ended") {
       listed.add(job.job_id);
       if (job.state === "started") {
-        ctx.store.recordReport(job.job_id, ctx.now);
+        ctx.store.jobs.recordReport(job.job_id, ctx.now);
       }
       if (job.cancel_requested_at !== null) {
         cancel.push({ ...entry, mode: "graceful", reason: "cancel requested" });
@@ -198,7 +111,7 @@ export function heartbeat(
       });
     }
   }
-  for (const job of ctx.store.agentJobs(agent.id)) {
+  for (const job of ctx.store.jobs.ofAgent(agent.id)) {
     const reportedAt = job.reported_at ?? job.started_at ?? ctx.now;
     if (
       job.state === "started" &&
@@ -206,7 +119,7 @@ export function heartbeat(
       reportedAt + unreportedGraceMs(ctx.settings) <= ctx.now
     ) {
       const reason = `agent ${agent.id} stopped reporting this job; last report ${new Date(reportedAt).toISOString()}`;
-      ctx.store.endJob(job, lostAgentEnd(reason), ctx.now, true);
+      ctx.store.jobs.end(job, lostAgentEnd(reason), ctx.now, true);
     }
   }
   return cancel;
@@ -221,14 +134,14 @@ export function start(
   jobId: string,
   leaseId: string,
 ): Result<JobView & { agent: StartingAgent }, LeaseFailure> {
-  const job = ctx.store.getJob(jobId);
+  const job = ctx.store.jobs.get(jobId);
   if (!job) {
     return fail("job_not_found");
   }
   if (!holdsLease(job, agent, leaseId) || (job.state !== "leased" && job.state !== "started")) {
     return fail("lease_lost");
   }
-  const started = job.state === "leased" ? ctx.store.startJob(job, ctx.now, ctx.settings) : job;
+  const started = job.state === "leased" ? ctx.store.jobs.start(job, ctx.now, ctx.settings) : job;
   return ok({
     ...toJobView(started),
     agent: {
@@ -251,7 +164,7 @@ export function finish(
   leaseId: string,
   report: FinishReport,
 ): Result<FinishOutcome, LeaseFailure> {
-  const job = ctx.store.getJob(jobId);
+  const job = ctx.store.jobs.get(jobId);
   if (!job) {
     return fail("job_not_found");
   }
@@ -261,7 +174,7 @@ export function finish(
   const row =
     job.state === "ended"
       ? job
-      : ctx.store.endJob(
+      : ctx.store.jobs.end(
           job,
           {
             outcome: report.outcome,
@@ -291,7 +204,7 @@ export function cancel(
   jobId: string,
   force: boolean,
 ): Result<CancelOutcome, "not_found"> {
-  const job = ctx.store.getJob(jobId);
+  const job = ctx.store.jobs.get(jobId);
   if (!job) {
     return fail("not_found");
   }
@@ -302,13 +215,13 @@ export function cancel(
         ? systemEnd("canceled", "force-canceled", true)
         : null;
   if (end) {
-    const { ending, row } = ctx.store.endJob(job, end, ctx.now, false);
+    const { ending, row } = ctx.store.jobs.end(job, end, ctx.now, false);
     return ok({ job: toJobView(row), ending });
   }
   if (job.state === "started" && job.cancel_requested_at === null) {
-    ctx.store.requestCancel(jobId, ctx.now);
+    ctx.store.jobs.requestCancel(jobId, ctx.now);
   }
-  return ok({ job: toJobView(ctx.store.getJob(jobId) ?? job), ending: null });
+  return ok({ job: toJobView(ctx.store.jobs.get(jobId) ?? job), ending: null });
 }
 
 /**
@@ -321,9 +234,9 @@ export function endHold(
   outcome: PollOutcome,
   stillHeld: boolean,
 ): void {
-  const after = ctx.store.getAgent(agentId);
+  const after = ctx.store.agents.get(agentId);
   if (after && (outcome.kind !== "none" || stillHeld)) {
     const holdUntil = stillHeld ? after.poll_held_until : null;
-    ctx.store.touchAgent(after, ctx.now, holdUntil, ctx.settings);
+    ctx.store.agents.touch(after, ctx.now, holdUntil, ctx.settings);
   }
 }

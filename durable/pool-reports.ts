@@ -9,14 +9,14 @@ import { toAgentView } from "./pool-views.ts";
 
 /** Agents still listed: offline ones drop out once the retention window has passed. */
 export function listedAgents(ctx: OpsContext): AgentView[] {
-  return ctx.store
-    .allAgents()
+  return ctx.store.agents
+    .all()
     .filter(
       (agent) =>
         (agent.state !== "errored" && agent.state !== "exited") ||
         agent.last_contact_at + ctx.settings.retentionMs > ctx.now,
     )
-    .map((agent) => toAgentView(agent, ctx.store.agentJobs(agent.id)));
+    .map((agent) => toAgentView(agent, ctx.store.jobs.ofAgent(agent.id)));
 }
 
 /** The pool at a glance: listed agents by status, and its queued and running jobs. */
@@ -25,7 +25,7 @@ export function poolSummary(ctx: OpsContext): PoolSummary {
   for (const agent of listedAgents(ctx)) {
     agents[agent.status] += 1;
   }
-  const jobs = ctx.store.jobCounts();
+  const jobs = ctx.store.jobs.counts();
   return { agents, queuedJobs: jobs.queued, runningJobs: jobs.running };
 }
 
@@ -41,7 +41,7 @@ export function waitInfo(ctx: OpsContext, job: JobRow): WaitInfo {
   if (job.state !== "queued") {
     return { state: job.state, agentId: job.agent_id };
   }
-  const { ahead, length } = ctx.store.queuePosition(job);
+  const { ahead, length } = ctx.store.jobs.queuePosition(job);
   return {
     state: "queued",
     position: ahead + 1,
@@ -51,7 +51,7 @@ export function waitInfo(ctx: OpsContext, job: JobRow): WaitInfo {
 }
 
 function reasonFor(ctx: OpsContext, job: JobRow, ahead: number): WaitReason {
-  const agents = ctx.store.agentLoads(ctx.now, ctx.settings.retentionMs);
+  const agents = ctx.store.agents.loads(ctx.now, ctx.settings.retentionMs);
   if (agents.length === 0) {
     return { kind: "no_agents_registered" };
   }

@@ -3,8 +3,9 @@
  * deadline. No storage and no clock: the Durable Object passes `now` in. The object and the
  * reference model in the tests both follow these rules (docs/queue.md says them in words).
  */
+
+import { fail, ok, type Result } from "@outpost/common";
 import type { AgentStatus, JobPhase } from "@outpost/protocol";
-import { fail, ok, type Result } from "../src/lib/result.ts";
 
 /** Liveness and lease settings of one pool (the phase timeout travels with each job). */
 export type PoolSettings = {

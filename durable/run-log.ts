@@ -6,7 +6,7 @@
  * job was the largest fixed cost of a run's cycle.
  */
 import { DurableObject } from "cloudflare:workers";
-import { decideAppend, type LogState } from "./log-math.ts";
+import { concatBytes, decideAppend, equalBytes, type LogMeta, toLogMeta } from "./log-math.ts";
 
 /** Default cap per phase (100 MiB); `LOG_MAX_BYTES` overrides it. */
 export const DEFAULT_LOG_MAX_BYTES = 100 * 1024 * 1024;
@@ -24,14 +24,6 @@ export type ReadResult = {
   nextOffset: number;
   /** True once the job has ended and `nextOffset` is the end of the log. */
   isComplete: boolean;
-};
-
-type Meta = LogState & {
-  jobId: string;
-  leaseId: string | null;
-  isFinal: boolean;
-  /** The R2 object holding the whole log once the job ended. */
-  objectKey: string | null;
 };
 
 export class RunLog extends DurableObject<Env> {
@@ -55,20 +47,9 @@ export class RunLog extends DurableObject<Env> {
     });
   }
 
-  private meta(jobId: string): Meta | null {
+  private meta(jobId: string): LogMeta | null {
     const row = this.sql.exec("SELECT * FROM logs WHERE job_id = ?", jobId).toArray()[0];
-    if (!row) {
-      return null;
-    }
-    return {
-      jobId: String(row.job_id),
-      leaseId: row.lease_id === null ? null : String(row.lease_id),
-      received: Number(row.received),
-      stored: Number(row.stored),
-      isTruncated: row.is_truncated === 1,
-      isFinal: row.is_final === 1,
-      objectKey: row.object_key === null ? null : String(row.object_key),
-    };
+    return row ? toLogMeta(row) : null;
   }
 
   private get capBytes(): number {
@@ -205,7 +186,7 @@ export class RunLog extends DurableObject<Env> {
       .toArray();
     const parts = rows.map((row) => new Uint8Array(row.piece));
     const size = parts.reduce((n, part) => n + part.byteLength, 0);
-    return { data: concat(parts, size), nextOffset: start + size, isComplete: false };
+    return { data: concatBytes(parts, size), nextOffset: start + size, isComplete: false };
   }
 
   /**
@@ -298,26 +279,4 @@ export class RunLog extends DurableObject<Env> {
       objectKey,
     );
   }
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.byteLength !== b.byteLength) {
-    return false;
-  }
-  for (let i = 0; i < a.byteLength; i++) {
-    if (a[i] !== b[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
-function concat(parts: Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { unstable_startWorker } from "wrangler";
+import { buildAssets, DEFAULT_ASSETS_DIR, isBuilt } from "./build.ts";
 import { generateSigningKey } from "./signing-key.ts";
 
 type Worker = Awaited<ReturnType<typeof unstable_startWorker>>;
@@ -40,8 +41,8 @@ export type CoordinatorOptions = {
   /** Another Worker entry for the same wrangler.toml (the bench's counting wrapper). */
   entrypoint?: string;
   /**
-   * Static assets to serve instead of wrangler.toml's (the agent build in `dist/agent-assets`),
-   * e.g. another agent build for an update test.
+   * Static assets to serve instead of wrangler.toml's (`dist/assets`: the dashboard and the
+   * agent build), e.g. another agent build for an update test.
    */
   assetsDir?: string;
   /**
@@ -55,6 +56,23 @@ export type CoordinatorOptions = {
    */
   migratedState?: string;
 };
+
+let building: Promise<unknown> | null = null;
+
+/**
+ * Builds the default static assets when they are missing (a fresh clone), once per process:
+ * wrangler refuses to start without its assets directory. A present build is used as it is;
+ * `npm run build`, the bench and the test projects' global setups make it current.
+ */
+export async function ensureAssets(): Promise<void> {
+  if (await isBuilt(DEFAULT_ASSETS_DIR)) {
+    return;
+  }
+  building ??= buildAssets(DEFAULT_ASSETS_DIR).finally(() => {
+    building = null;
+  });
+  await building;
+}
 
 // The Request.cf lookup needs the internet; Miniflare's placeholder is fine on loopback.
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
@@ -100,6 +118,9 @@ export async function startCoordinator(
   const port = options.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   let ownerToken: string | null = null;
+  if (!options.assetsDir) {
+    await ensureAssets();
+  }
   // A signing key per coordinator (kept across restarts), so no private key is committed.
   const [signingKey] = await Promise.all([
     generateSigningKey("local1"),
@@ -122,7 +143,7 @@ export async function startCoordinator(
       config: join(root, "wrangler.toml"),
       ...(options.entrypoint ? { entrypoint: options.entrypoint } : {}),
       ...(options.assetsDir ? { assets: options.assetsDir } : {}),
-      // The agent build is made once before the tests (test/setup/build-agent.ts), not by
+      // The assets are built before (ensureAssets above, or the tests' global setup), not by
       // every coordinator a test starts: parallel test files would build at the same time.
       build: { custom: { command: "" } },
       // The secrets as secrets: wrangler.toml lists them as required, and wrangler warns about

@@ -3,7 +3,9 @@
  * `.wrangler/`. Generates local secrets (bootstrap token, encryption key, workload identity
  * signing key) into `.dev.vars` when absent, applies the D1 migrations,
  * starts `wrangler dev`, and on the first start bootstraps an organization and prints its owner
- * token once. Later starts reuse the state and print no secret.
+ * token once. Later starts reuse the state and print no secret. `wrangler dev` runs
+ * wrangler.toml's `[build]` (`scripts/build.ts`) before it serves, so a fresh clone gets its
+ * static assets (the dashboard's files, the agent release) without a build of its own.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";

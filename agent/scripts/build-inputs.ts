@@ -1,22 +1,22 @@
 /**
- * Whether the agent build in the default places is current: a SHA-256 over every file the build
- * reads (the agent's sources, packaging and package files, the protocol package, the build script,
- * and package-lock.json for the bundled dependencies' versions) is stamped next to the bundles
- * after each default build. `npm test` builds once; the test projects' global setups, wrangler's
- * `[build]` and later `npm run build:agent` calls find the stamp equal and the outputs intact,
- * and build nothing.
+ * Whether a build in the default places is current. A SHA-256 over every file a build reads (its
+ * sources, packaging and package files, the build scripts, and package-lock.json for the bundled
+ * dependencies' versions) is stamped beside the outputs after each default build: the agent's in
+ * `agent/dist/`, the whole static assets' (dashboard and agent) in `dist/`. `npm test` builds
+ * once; the test projects' global setups, wrangler's `[build]`, `npm pack -w agent`'s `prepack`
+ * and later builds find the stamp equal and the outputs intact, and build nothing.
  */
 import { createHash } from "node:crypto";
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { RELEASE_MANIFEST_PATH, ReleaseManifest } from "@outpost/protocol";
 
-const AGENT_DIR = path.resolve(import.meta.dirname, "..");
-const ROOT = path.resolve(AGENT_DIR, "..");
+const ROOT = path.resolve(import.meta.dirname, "../..");
 
-/** What the build reads, relative to the repository root (directories are read whole). */
-const INPUTS = [
+/** What the agent's build reads, relative to the repository root (directories read whole). */
+export const AGENT_INPUTS = [
   "agent/src",
+  "agent/bin",
   "agent/packaging",
   "agent/scripts/build.ts",
   "agent/scripts/build-inputs.ts",
@@ -25,12 +25,15 @@ const INPUTS = [
   "agent/Dockerfile",
   "packages/protocol/src",
   "packages/protocol/package.json",
+  "packages/common/src",
+  "packages/common/package.json",
   "package-lock.json",
 ];
 
-const STAMP_NAME = "build-inputs.sha256";
+/** The stamp's file name, in the directory of the outputs it describes. */
+export const STAMP_NAME = "build-inputs.sha256";
 
-/** Every file under `relative` (a file or a directory), sorted, relative to the root. */
+/** Every file under `relative` (a file or a directory), relative to the root. */
 async function filesOf(relative: string): Promise<string[]> {
   const full = path.join(ROOT, relative);
   const entries = await readdir(full, { recursive: true, withFileTypes: true }).catch(
@@ -49,9 +52,9 @@ async function filesOf(relative: string): Promise<string[]> {
     .map((entry) => path.relative(ROOT, path.join(entry.parentPath, entry.name)));
 }
 
-/** The SHA-256 of the build's inputs: their paths and bytes, in a fixed order. */
-export async function buildInputsDigest(): Promise<string> {
-  const files = (await Promise.all(INPUTS.map(filesOf))).flat().sort();
+/** The SHA-256 of `inputs` (paths relative to the root): their paths and bytes, in a fixed order. */
+export async function inputsDigest(inputs: readonly string[]): Promise<string> {
+  const files = [...new Set((await Promise.all(inputs.map(filesOf))).flat())].sort();
   const hash = createHash("sha256");
   for (const file of files) {
     hash.update(`${file}\0`);
@@ -61,15 +64,25 @@ export async function buildInputsDigest(): Promise<string> {
   return hash.digest("hex");
 }
 
-/** Records that the outputs in `distDir` were built from inputs with `digest`. */
-export async function writeBuildStamp(distDir: string, digest: string): Promise<void> {
-  await writeFile(path.join(distDir, STAMP_NAME), `${digest}\n`);
+/** Records that the outputs in `dir` were built from inputs with `digest`. */
+export async function writeStamp(dir: string, digest: string): Promise<void> {
+  await writeFile(path.join(dir, STAMP_NAME), `${digest}\n`);
+}
+
+/** Whether `dir`'s stamp names `inputs` as they are now (false when there is no stamp). */
+export async function hasCurrentStamp(dir: string, inputs: readonly string[]): Promise<boolean> {
+  const [stamp, digest] = await Promise.all([
+    readFile(path.join(dir, STAMP_NAME), "utf8").catch(() => null),
+    inputsDigest(inputs),
+  ]);
+  return stamp?.trim() === digest;
 }
 
 /**
- * True when `distDir` holds a build of the current inputs: the stamp names today's digest, both
- * bundles and the package are there, and the assets' manifest names the bundle's own SHA-256 (so
- * the served tree is that build, not an older one). Any missing or unreadable piece means stale.
+ * True when `distDir` holds an agent build of the current inputs: the stamp names today's
+ * digest, both bundles and the package are there, and the assets' manifest names the bundle's
+ * own SHA-256 (so the served tree is that build, not an older one). Anything missing or
+ * unreadable means stale.
  */
 export async function isBuildFresh(input: {
   distDir: string;
@@ -78,11 +91,7 @@ export async function isBuildFresh(input: {
 }): Promise<boolean> {
   const { distDir, assetsDir, version } = input;
   try {
-    const [stamp, digest] = await Promise.all([
-      readFile(path.join(distDir, STAMP_NAME), "utf8"),
-      buildInputsDigest(),
-    ]);
-    if (stamp.trim() !== digest) {
+    if (!(await hasCurrentStamp(distDir, AGENT_INPUTS))) {
       return false;
     }
     const manifest = ReleaseManifest.parse(

@@ -1,13 +1,15 @@
 /**
- * Builds the agent for shipping (`npm run build:agent`; `npm start`, `npm test` and
- * `wrangler deploy` run it through wrangler.toml's `[build]`):
+ * Builds the agent for shipping (`npm run build:agent`; `scripts/build.ts`, which `npm start`,
+ * `npm test`, the bench and `wrangler deploy` run, builds it with the dashboard's files; and
+ * `npm pack -w agent` through agent/package.json's `prepack`):
  *
  * 1. `agent/dist/outpost-agent.mjs` and `agent/dist/outpost.mjs`: the two bins as single
  *    JavaScript files with every dependency (the protocol package included) bundled, so the
  *    packed package needs nothing from npm at install time and no TypeScript at run time.
- * 2. `dist/agent-assets/`: what the coordinator serves as static assets under
+ * 2. `dist/assets/agent/v1/releases/`: what the coordinator serves as static assets under
  *    `/agent/v1/releases/<version>/` (the agent file, the npm package, the Dockerfile and the
- *    systemd unit) plus `manifest.json` naming each with its SHA-256.
+ *    systemd unit) plus `manifest.json` naming each with its SHA-256. The rest of `dist/assets/`
+ *    (the dashboard's files) is `scripts/build.ts`'s, which runs this build too.
  *
  * `--version V` stamps another version (tests build an older and a newer agent); `--dist DIR`
  * and `--assets DIR` write elsewhere. Outputs are replaced by rename, so a reader never sees a
@@ -22,7 +24,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
 import { AgentVersion, RELEASES_PATH, type ReleaseFile, ReleaseManifest } from "@outpost/protocol";
 import { build } from "esbuild";
-import { buildInputsDigest, isBuildFresh, writeBuildStamp } from "./build-inputs.ts";
+import { AGENT_INPUTS, inputsDigest, isBuildFresh, writeStamp } from "./build-inputs.ts";
 
 const run = promisify(execFile);
 const AGENT_DIR = path.resolve(import.meta.dirname, "..");
@@ -30,7 +32,7 @@ const ROOT = path.resolve(AGENT_DIR, "..");
 
 /** Where the build writes by default. */
 export const DEFAULT_DIST_DIR = path.join(AGENT_DIR, "dist");
-export const DEFAULT_ASSETS_DIR = path.join(ROOT, "dist", "agent-assets");
+export const DEFAULT_ASSETS_DIR = path.join(ROOT, "dist", "assets");
 
 export type BuiltAgent = {
   version: string;
@@ -63,7 +65,7 @@ export async function buildAgent(
     assetsDir === DEFAULT_ASSETS_DIR &&
     version === (await sourceVersion());
   // Taken before reading any input: an edit during the build leaves the stamp behind the sources.
-  const digest = isDefault ? await buildInputsDigest() : null;
+  const digest = isDefault ? await inputsDigest(AGENT_INPUTS) : null;
   await mkdir(distDir, { recursive: true });
   const work = await mkdtemp(path.join(distDir, ".build-"));
   try {
@@ -74,7 +76,7 @@ export async function buildAgent(
     const manifest = await writeAssets({ version, agentFile, packageFile, assetsDir });
     const packed = await replace(packageFile, distDir);
     if (digest !== null) {
-      await writeBuildStamp(distDir, digest);
+      await writeStamp(distDir, digest);
     }
     return { version, agentFile, cliFile, packageFile: packed, manifest };
   } finally {
@@ -83,19 +85,10 @@ export async function buildAgent(
 }
 
 /**
- * Builds the agent into the default places unless they already hold a build of the current
- * inputs (the test projects' global setups and wrangler's `[build]` run after `npm test`'s own
- * build). Resolves with whether it built.
+ * Whether the default places hold an agent build of the current inputs: then the CLI (npm
+ * pack's `prepack`, `npm run build:agent`) builds nothing, as `scripts/build.ts` does.
  */
-export async function ensureAgentBuilt(): Promise<"built" | "fresh"> {
-  if (await isDefaultBuildFresh()) {
-    return "fresh";
-  }
-  await buildAgent();
-  return "built";
-}
-
-async function isDefaultBuildFresh(): Promise<boolean> {
+export async function isDefaultBuildFresh(): Promise<boolean> {
   const version = await sourceVersion();
   return isBuildFresh({ distDir: DEFAULT_DIST_DIR, assetsDir: DEFAULT_ASSETS_DIR, version });
 }
@@ -153,7 +146,10 @@ async function bundle(version: string, outDir: string): Promise<void> {
   });
 }
 
-/** The npm package of this build: agent/package.json (with `version`), dist, packaging, README. */
+/**
+ * The npm package of this build: agent/package.json (with `version`), the bins' launchers, the
+ * bundles they run, packaging and README: what `npm pack -w agent` packs, stamped.
+ */
 async function pack(version: string, work: string): Promise<string> {
   const stage = path.join(work, "package");
   await mkdir(path.join(stage, "dist"), { recursive: true });
@@ -161,8 +157,9 @@ async function pack(version: string, work: string): Promise<string> {
     string,
     unknown
   >;
-  // Everything is bundled: the installed package depends on nothing.
+  // Everything is bundled: the installed package depends on nothing, and builds nothing.
   delete json.devDependencies;
+  delete json.scripts;
   await writeFile(
     path.join(stage, "package.json"),
     `${JSON.stringify({ ...json, version }, null, 2)}\n`,
@@ -170,6 +167,7 @@ async function pack(version: string, work: string): Promise<string> {
   for (const file of ["outpost-agent.mjs", "outpost.mjs"]) {
     await cp(path.join(work, file), path.join(stage, "dist", file));
   }
+  await cp(path.join(AGENT_DIR, "bin"), path.join(stage, "bin"), { recursive: true });
   await cp(path.join(AGENT_DIR, "packaging"), path.join(stage, "packaging"), { recursive: true });
   await cp(path.join(AGENT_DIR, "README.md"), path.join(stage, "README.md"));
   const { stdout } = await run(
@@ -184,17 +182,21 @@ async function pack(version: string, work: string): Promise<string> {
   return path.join(work, packed.filename);
 }
 
-/** The static assets tree and its manifest, swapped in as a whole. */
+/**
+ * The release tree (`agent/v1/releases/` of the assets directory) and its manifest, swapped in
+ * as a whole; whatever else the assets directory holds is left as it is.
+ */
 async function writeAssets(input: {
   version: string;
   agentFile: string;
   packageFile: string;
   assetsDir: string;
 }): Promise<ReleaseManifest> {
-  const { version, assetsDir } = input;
-  await mkdir(path.dirname(assetsDir), { recursive: true });
-  const stage = await mkdtemp(`${assetsDir}.stage-`);
-  const releaseDir = path.join(stage, RELEASES_PATH, version);
+  const { version } = input;
+  const releasesDir = path.join(input.assetsDir, RELEASES_PATH);
+  await mkdir(path.dirname(releasesDir), { recursive: true });
+  const stage = await mkdtemp(`${releasesDir}.stage-`);
+  const releaseDir = path.join(stage, version);
   await mkdir(releaseDir, { recursive: true });
   const put = async (source: string, name: string): Promise<ReleaseFile> => {
     const target = path.join(releaseDir, name);
@@ -217,17 +219,14 @@ async function writeAssets(input: {
     ),
   });
   const manifestText = `${JSON.stringify(manifest, null, 2)}\n`;
-  await writeFile(path.join(stage, RELEASES_PATH, "manifest.json"), manifestText);
+  await writeFile(path.join(stage, "manifest.json"), manifestText);
   // The same build again (a test project, wrangler's [build] after npm test's): the manifest
   // names every file's digest, so an equal one means equal files; leave the served tree alone.
-  const current = await readFile(
-    path.join(assetsDir, RELEASES_PATH, "manifest.json"),
-    "utf8",
-  ).catch(() => null);
+  const current = await readFile(path.join(releasesDir, "manifest.json"), "utf8").catch(() => null);
   if (current === manifestText) {
     await rm(stage, { recursive: true, force: true });
   } else {
-    await swapIn(stage, assetsDir);
+    await swapIn(stage, releasesDir);
   }
   return manifest;
 }

@@ -5,7 +5,7 @@ import { CoordinatorError, ProtocolError } from "./client/http.ts";
 import { ExitRequest, TransientError, UserError } from "./errors.ts";
 import { EXIT_CODES } from "./exit-codes.ts";
 import type { JobHandle } from "./job/runner.ts";
-import type { JobOutcome } from "./job/types.ts";
+import type { JobResult } from "./job/types.ts";
 
 /** Retrying through protocol errors too: a proxy page or a half-deployed coordinator passes. */
 export function isPassing(error: unknown): boolean {
@@ -57,12 +57,12 @@ export function registrationRefused(error: unknown): unknown {
 
 /** A job the agent cannot run (unreadable spec, no token): it ends at once as failed. */
 export function refusedJob(reason: string): JobHandle {
-  const outcome: JobOutcome = {
-    status: "failed",
+  const result: JobResult = {
+    outcome: "failed",
     message: reason,
     exitCode: null,
     planSummary: null,
     logLength: 0,
   };
-  return { done: Promise.resolve(outcome), cancel: () => {} };
+  return { done: Promise.resolve(result), cancel: () => {} };
 }

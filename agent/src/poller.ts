@@ -1,7 +1,7 @@
 import type { ReceivedJob as WireAssignment } from "@outpost/protocol";
 import type { AgentApi } from "./client/agent-api.ts";
 import { isAgentUnknown, isLeaseGone } from "./client/agent-api.ts";
-import { toRunnerAssignment } from "./client/assignment.ts";
+import { toRunnerJob } from "./client/assignment.ts";
 import { ProtocolError } from "./client/http.ts";
 import { ExitRequest, TransientError } from "./errors.ts";
 import { EXIT_CODES, type ExitCode } from "./exit-codes.ts";
@@ -280,7 +280,7 @@ export class AgentLoop {
       throw error;
     }
     this.taken += 1;
-    const mapped = toRunnerAssignment(job, this.o.address);
+    const mapped = toRunnerJob(job, this.o.address);
     const handle = mapped.ok
       ? (this.o.startJob ?? startJob)(mapped.value, this.o.portFor(job), {
           ...this.o.settings,

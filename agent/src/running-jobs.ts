@@ -2,7 +2,7 @@ import type { RunningJob } from "@outpost/protocol";
 import { type AgentApi, isLeaseGone } from "./client/agent-api.ts";
 import { ExitRequest, TransientError } from "./errors.ts";
 import type { JobHandle } from "./job/runner.ts";
-import type { JobOutcome } from "./job/types.ts";
+import type { JobResult } from "./job/types.ts";
 import type { Logger } from "./logger.ts";
 import { retry } from "./retry.ts";
 import { sleep } from "./sleep.ts";
@@ -63,7 +63,7 @@ export class RunningJobs {
     this.entries.set(jobId, entry);
     this.notify();
     entry.finished = handle.done
-      .then((outcome) => this.report(entry, outcome))
+      .then((result) => this.report(entry, result))
       .catch((error: unknown) =>
         this.o.logger.error({ jobId, err: errorText(error) }, "reporting the job failed"),
       )
@@ -112,15 +112,15 @@ export class RunningJobs {
   }
 
   /** Sends the finish, retrying transient failures (only twice more once forced). */
-  private async report(entry: Entry, outcome: JobOutcome): Promise<void> {
+  private async report(entry: Entry, result: JobResult): Promise<void> {
     const log = this.o.logger.child({ jobId: entry.jobId });
     const body = {
-      outcome: outcome.status,
+      outcome: result.outcome,
       exitCode:
-        outcome.exitCode === null ? null : Math.min(255, Math.max(0, Math.trunc(outcome.exitCode))),
-      planSummary: outcome.planSummary,
-      message: outcome.message === null ? null : outcome.message.slice(0, FINISH_MESSAGE_MAX),
-      ...(outcome.engineVersion ? { engineVersion: outcome.engineVersion } : {}),
+        result.exitCode === null ? null : Math.min(255, Math.max(0, Math.trunc(result.exitCode))),
+      planSummary: result.planSummary,
+      message: result.message === null ? null : result.message.slice(0, FINISH_MESSAGE_MAX),
+      ...(result.engineVersion ? { engineVersion: result.engineVersion } : {}),
     };
     let forcedTries = 0;
     try {
@@ -133,7 +133,7 @@ export class RunningJobs {
           log.warn({ err: errorText(error), retryInMs: waitMs }, "finish failed; retrying"),
         capMs: this.o.forced.aborted ? 1000 : undefined,
       });
-      const fields = { outcome: answer.outcome, logBytes: outcome.logLength };
+      const fields = { outcome: answer.outcome, logBytes: result.logLength };
       log.info(
         body.message === null ? fields : { ...fields, message: body.message },
         "job finished",

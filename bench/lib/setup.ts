@@ -6,6 +6,7 @@
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { buildAssets } from "../../scripts/build.ts";
 import { type LocalCoordinator, startCoordinator } from "../../scripts/local-coordinator.ts";
 
 const root = resolve(import.meta.dirname, "../..");
@@ -34,10 +35,14 @@ async function tables(): Promise<string[]> {
   return [...names];
 }
 
-/** Starts the counting coordinator on a free loopback port with a fresh state directory. */
+/**
+ * Builds the static assets (the bench measures the code as it is, and a fresh clone has none),
+ * then starts the counting coordinator on a free loopback port with a fresh state directory.
+ */
 export async function startBenchCoordinator(
   vars: Record<string, string> = {},
 ): Promise<BenchCoordinator> {
+  await buildAssets();
   const persistDir = await mkdtemp(join(tmpdir(), "outpost-bench-"));
   const coordinator = await startCoordinator({
     persistDir,

@@ -1,7 +1,8 @@
 /** Audit events: who did what to which object, recorded beside the change they describe. */
+
+import { newId } from "@outpost/common";
 import { and, desc, eq, lt, or, type SQL, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { auditEvents } from "../db/schema.ts";
 
 export type AuditInput = {

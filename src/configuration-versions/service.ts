@@ -2,10 +2,11 @@
  * Configuration versions: a tar.gz uploaded once, streamed to R2 while its sha256, size and tar
  * structure are checked in the same pass. A refused upload leaves nothing in R2 or D1.
  */
+
+import { newId } from "@outpost/common";
 import { and, desc, eq, lt, or } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { configurationVersions } from "../db/schema.ts";
 import { toHex } from "../lib/crypto.ts";
 import { inspectTarGz, type TarRejection } from "../lib/tar.ts";

@@ -1,6 +1,7 @@
 /**
  * The D1 schema: every table of the coordinator's metadata. Times are integer milliseconds since
- * the epoch; ids are prefixed strings (see `ids.ts`). Blobs live in R2 and are referenced by key.
+ * the epoch; ids are prefixed strings (`newId` of `@outpost/common`). Blobs live in R2 and are
+ * referenced by key.
  * Migrations in `migrations/` are generated from this file by `npm run db:generate`.
  */
 import { ENGINES, type PlanSummary, RUN_OPERATIONS, RUN_STATUSES } from "@outpost/protocol";

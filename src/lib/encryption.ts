@@ -10,7 +10,7 @@
  * with the ciphertext, and callers pass an associated-data string naming the row the secret
  * belongs to, so a ciphertext copied onto another row does not decrypt.
  */
-import { fail, ok, type Result } from "./result.ts";
+import { fail, ok, type Result } from "@outpost/common";
 
 const KEY_ID_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
 const KEY_BYTES = 32;

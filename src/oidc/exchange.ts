@@ -4,10 +4,10 @@
  * token (expired or not, never revoked) to continue its chain: the new token keeps the chain id
  * the pool bound the agent's registration to, and the predecessor dies a minute later.
  */
+
+import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
-import { ok } from "../lib/result.ts";
 import { DEFAULT_MAX_TOKEN_EXPIRATION_MS } from "../pools/model.ts";
 import { generateToken, hashToken, tokenKind } from "../tokens/model.ts";
 import { findTokenByHash } from "../tokens/queries.ts";

@@ -4,8 +4,9 @@
  * discovery document has exactly what a Kubernetes service-account issuer publishes, which AWS
  * IAM, GCP workload identity federation and Entra ID accept.
  */
+
+import { fail, ok, type Result } from "@outpost/common";
 import { SignJWT } from "jose";
-import { fail, ok, type Result } from "../lib/result.ts";
 import {
   KEYRING_PROBLEMS,
   type PublicJwk,

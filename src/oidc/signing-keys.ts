@@ -7,7 +7,7 @@
  * be valid (docs/workload-identity.md). RSA keys of at least 2048 bits only: every cloud takes
  * RS256, and Entra ID takes nothing else.
  */
-import { fail, ok, type Result } from "../lib/result.ts";
+import { fail, ok, type Result } from "@outpost/common";
 
 const KEY_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const MIN_MODULUS_BITS = 2048;

@@ -3,12 +3,12 @@
  * Deleting a trust revokes every agent token issued under it, so its agents exit: removing the
  * trust is how an owner shuts out a fleet that logs in with OIDC.
  */
+
+import { newId, ok } from "@outpost/common";
 import { and, eq, isNull } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { agentTokens } from "../db/schema.ts";
-import { ok } from "../lib/result.ts";
 import { getPool } from "../pools/queries.ts";
 import { poolStub } from "../pools/service.ts";
 import {

@@ -6,6 +6,8 @@
  * and `iat` with a 30 s clock skew; then every claim condition of a trust. Each refusal names the
  * check that failed and never carries the token.
  */
+
+import { ok } from "@outpost/common";
 import {
   createRemoteJWKSet,
   decodeJwt,
@@ -14,7 +16,6 @@ import {
   type JWTPayload,
   jwtVerify,
 } from "jose";
-import { ok } from "../lib/result.ts";
 import { audienceMatches, issuerProblem, type TrustRow, unmetCondition } from "./trust-model.ts";
 
 /** Asymmetric signatures only: `none` and every HMAC algorithm are refused before jose runs. */

@@ -1,9 +1,9 @@
 /** Organizations: the first one via bootstrap, further ones only where the deployment allows. */
+
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { organizations, orgTokens } from "../db/schema.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 
 export type CreatedOrganization = {

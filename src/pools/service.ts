@@ -3,10 +3,11 @@
  * the pool's Durable Object is told what concerns it (liveness settings, revoked tokens, deletion).
  * Expected refusals come back as {@link PoolFailure}, never thrown.
  */
+
+import { newId } from "@outpost/common";
 import { sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import type { agentPools } from "../db/schema.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";

@@ -3,9 +3,10 @@
  * then applies what the pool answered to D1 (`events.ts`), so the pool never calls back into
  * the Worker. A lost application is repeated by the agent's retry or by the reconciler.
  */
+
+import { ok, type Result } from "@outpost/common";
 import type { ExitInstruction, JobAssignment } from "@outpost/protocol";
 import type { AgentRef, FinishReport } from "../../durable/pool-types.ts";
-import { ok, type Result } from "../lib/result.ts";
 import { poolStub } from "../pools/service.ts";
 import type { Deps } from "./deps.ts";
 import { handleJobEnded, handleJobStarted, prepareLease } from "./events.ts";

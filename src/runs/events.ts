@@ -8,9 +8,9 @@
  * may arrive more than once.
  */
 
-import type { JobVariable, WorkloadIdentity } from "@outpost/protocol";
+import { newId } from "@outpost/common";
+import type { JobVariable, WithheldVariable, WorkloadIdentity } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob, StartingAgent } from "../../durable/pool-types.ts";
-import { newId } from "../db/ids.ts";
 import { workloadIdentityFor, workloadSubjectQuery } from "../oidc/workload.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
 import { latestSerialWrittenBy } from "../state/queries.ts";
@@ -49,8 +49,9 @@ import {
  * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
  * the same job die, since only this lease may act; this one grants nothing until the lease is
  * started) and the workspace variables, sensitive ones decrypted only into this answer (never
- * for a pull request from a fork), and the job's workload identity token when its workspace has
- * one enabled (never for a fork). Opens the job's log for the lease.
+ * for a pull request from a fork, whose job hears only the names of those it lacks, so its
+ * engine can say what it cannot do without them), and the job's workload identity token when
+ * its workspace has one enabled (never for a fork). Opens the job's log for the lease.
  */
 export async function prepareLease(
   deps: Deps,
@@ -58,6 +59,7 @@ export async function prepareLease(
 ): Promise<{
   runToken: string;
   variables: JobVariable[];
+  withheldVariables?: WithheldVariable[];
   workloadIdentity?: WorkloadIdentity;
 } | null> {
   const now = Date.now();
@@ -102,8 +104,12 @@ export async function prepareLease(
     rows,
   });
   const workloadIdentity = await workloadIdentityFor(deps.env, subject, run, leased);
+  const withheld = run.isFork ? rows.filter((r) => r.isSensitive) : [];
   return {
     ...(workloadIdentity ? { workloadIdentity } : {}),
+    ...(withheld.length > 0
+      ? { withheldVariables: withheld.map((r) => ({ key: r.key, category: r.category })) }
+      : {}),
     runToken: secret,
     variables: variables.map((v) => ({
       key: v.key,

@@ -6,8 +6,8 @@
  * the scheduler's event handlers and the reconciler all ask here.
  */
 
+import { fail, ok, type Result } from "@outpost/common";
 import { type PlanSummary, RUN_STATUSES, type RunStatus } from "@outpost/protocol";
-import { fail, ok, type Result } from "../lib/result.ts";
 
 export { RUN_STATUSES, type RunStatus };
 

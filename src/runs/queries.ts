@@ -1,4 +1,6 @@
 /** D1 access for runs and per-run tokens. Status changes are compare-and-set on the status. */
+
+import { base32 } from "@outpost/common";
 import {
   and,
   asc,
@@ -16,7 +18,6 @@ import {
 } from "drizzle-orm";
 import type { JobEndedEvent } from "../../durable/pool-types.ts";
 import { type Database, prepared } from "../db/client.ts";
-import { base32 } from "../db/ids.ts";
 import { agentPools, auditEvents, runs, runTokens, stateLocks, workspaces } from "../db/schema.ts";
 import { canTransition, type RunStatus, TERMINAL_STATUSES, WAITING_STATUSES } from "./model.ts";
 

@@ -4,15 +4,15 @@
  * after D1 changed, so a lost message is repaired by the reconciler (`reconcile.ts`) and never
  * loses or double-applies a run. The rules themselves are in `model.ts`.
  */
+
+import { fail, newId, ok, type Result } from "@outpost/common";
 import type { WaitInfo } from "../../durable/pool-types.ts";
 import { auditQuery } from "../audit/service.ts";
 import {
   configurationVersionQuery,
   latestConfigurationVersionQuery,
 } from "../configuration-versions/service.ts";
-import { newId } from "../db/ids.ts";
 import type { runs } from "../db/schema.ts";
-import { fail, ok, type Result } from "../lib/result.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import type { Deps } from "./deps.ts";
 import { applyEndings } from "./events.ts";

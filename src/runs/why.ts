@@ -3,10 +3,11 @@
  * the org's queue limit, or the pool (no agents, none online, all busy, none for this phase,
  * position in the queue).
  */
+
+import { ok } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import type { WaitInfo, WaitReason } from "../../durable/pool-types.ts";
 import { orgTokens, runs } from "../db/schema.ts";
-import { ok } from "../lib/result.ts";
 import { count } from "../lib/words.ts";
 import { poolStub } from "../pools/service.ts";
 import { lockHolderKind } from "../workspaces/model.ts";

@@ -3,10 +3,10 @@
  * that has ended is released on sight, so a dead agent never leaves a workspace locked).
  */
 
+import { ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import type { ErrorCode } from "../errors.ts";
-import { ok } from "../lib/result.ts";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
 import { isJobLive } from "../runs/queries.ts";
 import { type Principal, roleAtLeast } from "../tokens/model.ts";

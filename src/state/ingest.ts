@@ -2,7 +2,7 @@
  * Takes a state body in one pass: bytes flow to R2 while they are counted, MD5-hashed and
  * scanned for the few top-level members the backend reads. Nothing holds the whole body.
  */
-import { ok } from "../lib/result.ts";
+import { ok } from "@outpost/common";
 import { putStream } from "./blobs.ts";
 import { JsonScanner } from "./json-scan.ts";
 import { readStateHeader, STATE_FIELDS, STATE_MAX_BYTES, type StateHeader } from "./model.ts";

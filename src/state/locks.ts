@@ -4,9 +4,9 @@
  * primary key makes taking it a single atomic insert.
  */
 
+import { ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
 import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
 import {

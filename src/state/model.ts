@@ -4,7 +4,7 @@
  * release or write past it, and who may see sensitive outputs. No I/O here.
  */
 import { z } from "@hono/zod-openapi";
-import { fail, ok, type Result } from "../lib/result.ts";
+import { fail, ok, type Result } from "@outpost/common";
 import type { Principal } from "../tokens/model.ts";
 import { roleAtLeast } from "../tokens/model.ts";
 import type { FieldSpec, ScannedField } from "./json-scan.ts";

@@ -3,8 +3,9 @@
  * between two versions. Sensitive values are hidden from everyone by default; an admin sees them
  * only by asking (`reveal`), and every such reveal is audited with the names it showed.
  */
+
+import { ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
-import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
 import { openWorkspace, refuse, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";

@@ -2,8 +2,9 @@
  * `terraform_remote_state` for jobs of other workspaces: a producer's current version served as
  * an outputs-only state document, never its resources.
  */
+
+import { ok } from "@outpost/common";
 import { toHex } from "../lib/crypto.ts";
-import { ok } from "../lib/result.ts";
 import { refuse, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import type { StateVersionRow } from "./queries.ts";

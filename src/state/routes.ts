@@ -6,8 +6,8 @@
  * that drop custom methods.
  */
 import { z } from "@hono/zod-openapi";
+import { idPattern } from "@outpost/common";
 import { type Context, Hono } from "hono";
-import { idPattern } from "../db/ids.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError, zodIssues } from "../errors.ts";
 import { toHex } from "../lib/crypto.ts";

@@ -4,7 +4,7 @@
  * Another workspace's state is reachable only as its outputs, and only when that workspace
  * shares them with the job's workspace (never with a fork's job). No I/O here.
  */
-import { fail, ok, type Result } from "../lib/result.ts";
+import { fail, ok, type Result } from "@outpost/common";
 import type { RemoteStateSharing } from "../workspaces/model.ts";
 
 /** The facts of the job a run token belongs to. */

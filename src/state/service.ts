@@ -3,11 +3,10 @@
  * object and a D1 row); refused writes leave nothing behind.
  */
 
+import { newId, ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { toHex } from "../lib/crypto.ts";
-import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
 import { loadLock, openWorkspace, refuse, type StateFailure, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";

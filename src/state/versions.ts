@@ -2,9 +2,8 @@
  * State history for the API: listing and reading versions, and rollback, which writes an old
  * version's body again as a new version with a higher serial. Outputs are `output-reads.ts`.
  */
-import { newId } from "../db/ids.ts";
+import { newId, ok } from "@outpost/common";
 import { decodeCursor, takePage } from "../lib/paging.ts";
-import { ok } from "../lib/result.ts";
 import type { Principal } from "../tokens/model.ts";
 import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";

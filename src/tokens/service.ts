@@ -1,10 +1,10 @@
 /** Org tokens: creation (secret returned once), listing, revocation, with audit events. */
+
+import { newId, type Result } from "@outpost/common";
 import { and, count, eq, isNull } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { orgTokens } from "../db/schema.ts";
-import type { Result } from "../lib/result.ts";
 import { generateToken, hashToken, type Role } from "./model.ts";
 import {
   getOrgToken,

@@ -96,7 +96,7 @@ export function parseAnsi(text: string): AnsiSegment[] {
   return segments;
 }
 
-/** CSS for palette entries 16–255 (0–15 are the theme's own, in `static.ts`). */
+/** CSS for palette entries 16–255 (0–15 are the theme's own, in `assets/dashboard.css`). */
 export function paletteCss(): string {
   const rules: string[] = [];
   for (let index = 16; index < 256; index++) {

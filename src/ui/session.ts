@@ -5,11 +5,12 @@
  * CSRF: every form carries a token derived from the session secret (synchronizer token without
  * storage); the sign-in form, which has no session yet, uses a double-submit cookie.
  */
+
+import { newId } from "@outpost/common";
 import { and, eq, gt, isNotNull, isNull, lt, or } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { orgTokens, sessions } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";

@@ -3,10 +3,11 @@
  * ({@link loadVariablesForJob}). A sensitive value is stored only as AES-GCM ciphertext under the
  * `ENCRYPTION_KEY` keyring and no function here but that one ever returns it.
  */
+
+import { newId } from "@outpost/common";
 import { and, eq, sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { variables } from "../db/schema.ts";
 import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
 import {

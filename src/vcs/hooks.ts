@@ -4,10 +4,11 @@
  * rotation keeps the previous secret valid until a deadline so the VCS side can be updated
  * without dropping deliveries.
  */
+
+import { newId } from "@outpost/common";
 import { and, desc, eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { randomBase64Url } from "../lib/crypto.ts";

@@ -6,8 +6,9 @@
  * back on the delivery row so an admin can see why a push did or did not run. A push never runs
  * a commit twice on a workspace.
  */
+
+import { newId } from "@outpost/common";
 import { and, eq, inArray, isNotNull, isNull, lt, ne } from "drizzle-orm";
-import { newId } from "../db/ids.ts";
 import { configurationVersions, runs, vcsDeliveries, workspaces } from "../db/schema.ts";
 import type { Deps } from "../runs/deps.ts";
 import { ACTIVE_STATUSES } from "../runs/model.ts";

@@ -3,9 +3,10 @@
  * Expected refusals come back as {@link WorkspaceFailure}, never thrown. Deleting is in
  * `delete.ts`, the user lock in `lock.ts`.
  */
+
+import { newId } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
-import { newId } from "../db/ids.ts";
 import { workspaces } from "../db/schema.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {

@@ -1,16 +1,29 @@
 /**
- * The agent as a product, the way an operator gets it: `npm pack -w agent` installed into an
- * empty folder with `npm install --omit=dev` (the same commands agent/Dockerfile runs), whose
- * bins run a real job against the real coordinator; the build the coordinator serves as static
- * assets; and its install script, run with `sh` and checked with shellcheck.
+ * The agent as a product, the way an operator and a contributor get it: a fresh checkout (this
+ * working tree's files, no build) after `npm ci`, whose `npx outpost-agent` and `npx outpost`
+ * run at once; `npm pack -w agent` there (its `prepack` builds) installed into an empty folder
+ * with `npm install --omit=dev` (the same commands agent/Dockerfile runs), whose bins run a
+ * real job against the real coordinator; the build the coordinator serves as static assets;
+ * and its install script, run with `sh` and checked with shellcheck.
  */
 import { type ExecFileException, execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { AgentRelease } from "@outpost/protocol";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import agentPackage from "../../agent/package.json" with { type: "json" };
 import {
   createWorkspace,
@@ -28,24 +41,81 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 /** What agent/Dockerfile runs to install the packed agent; asserted below to stay the same. */
 const INSTALL_ARGS = ["install", "--omit=dev", "--no-audit", "--no-fund"];
 
-const world = useWorld();
 let tarball = "";
 let installDir = "";
+/** The checkout, the pack and the installed package: made while the world starts. */
+const prepareDir = mkdtempSync(path.join(tmpdir(), "outpost-package-"));
+/** A fresh checkout of this working tree after `npm ci`, before anything was built in it. */
+const checkout = { dir: "", hadDist: true, bins: [] as Array<{ bin: string; version: string }> };
 
-beforeAll(async () => {
-  const packDir = world.freshDir("pack");
-  const { stdout } = await run(
-    "npm",
-    ["pack", "-w", "agent", "--pack-destination", packDir, "--json"],
-    {
-      cwd: ROOT,
-    },
-  );
-  const [packed] = JSON.parse(stdout) as Array<{ filename: string }>;
-  tarball = path.join(packDir, packed?.filename ?? "");
-  installDir = world.freshDir("installed");
+/** This working tree's files, as a clone would have them (nothing ignored, nothing built). */
+async function freshCheckout(dir: string): Promise<void> {
+  const { stdout } = await run("git", ["ls-files", "-co", "--exclude-standard", "-z"], {
+    cwd: ROOT,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const files = stdout.split("\0").filter((f) => f !== "" && existsSync(path.join(ROOT, f)));
+  const list = path.join(dir, "..", `${path.basename(dir)}.files`);
+  writeFileSync(list, files.join("\0"));
+  await run("tar", ["-c", "--null", "-T", list, "-f", path.join(dir, "..", "tree.tar")], {
+    cwd: ROOT,
+  });
+  await run("tar", ["-x", "-f", path.join(dir, "..", "tree.tar")], { cwd: dir });
+}
+
+/** A fresh checkout and `npm ci` in it; its bins; `npm pack -w agent` there, installed. */
+async function prepare(): Promise<void> {
+  const dir = (name: string) => {
+    mkdirSync(path.join(prepareDir, name));
+    return path.join(prepareDir, name);
+  };
+  checkout.dir = dir("checkout");
+  await freshCheckout(checkout.dir);
+  await run("npm", ["ci", "--prefer-offline", "--no-audit", "--no-fund"], {
+    cwd: checkout.dir,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  checkout.hadDist = existsSync(path.join(checkout.dir, "agent", "dist"));
+  for (const bin of ["outpost-agent", "outpost"]) {
+    // --no: never fetch a package of that name from the registry instead.
+    const { stdout } = await run("npx", ["--no", "--", bin, "--version"], { cwd: checkout.dir });
+    checkout.bins.push({ bin, version: stdout });
+  }
+  // In the fresh checkout, so only the package's own prepack can have built what it packs.
+  const packDir = dir("pack");
+  await run("npm", ["pack", "-w", "agent", "--pack-destination", packDir], { cwd: checkout.dir });
+  const packed = readdirSync(packDir).find((name) => name.endsWith(".tgz"));
+  tarball = path.join(packDir, packed ?? "");
+  installDir = dir("installed");
   await run("npm", [...INSTALL_ARGS, tarball], { cwd: installDir });
-}, 120_000);
+}
+
+let prepared: Promise<void>;
+// Registered before the world's: the checkout, npm ci and the pack run while the coordinator
+// starts; the hook after the world's waits for them.
+beforeAll(() => {
+  prepared = prepare();
+  // Awaited below; a failure fails that hook, not the run as an unhandled rejection.
+  prepared.catch(() => {});
+});
+const world = useWorld();
+beforeAll(() => prepared, 300_000);
+afterAll(() => rmSync(prepareDir, { recursive: true, force: true }));
+
+describe("a checkout after npm ci", () => {
+  it("has both bins in node_modules/.bin, running the sources, with nothing built", () => {
+    expect(checkout.hadDist).toBe(false);
+    for (const bin of ["outpost-agent", "outpost"]) {
+      const link = readlinkSync(path.join(checkout.dir, "node_modules/.bin", bin));
+      // The bin is a file of the repository, so npm ci links it before any build.
+      expect(link).toBe(`../outpost-agent/bin/${bin}.mjs`);
+    }
+    expect(checkout.bins).toEqual([
+      { bin: "outpost-agent", version: `${agentPackage.version}\n` },
+      { bin: "outpost", version: `${agentPackage.version}\n` },
+    ]);
+  });
+});
 
 /** Runs a command, resolving with its exit code and output whatever the code. */
 async function attempt(
@@ -81,6 +151,8 @@ describe("the packed npm package", () => {
     const { stdout } = await run("tar", ["tzf", tarball]);
     expect(stdout.trim().split("\n").sort()).toEqual([
       "package/README.md",
+      "package/bin/outpost-agent.mjs",
+      "package/bin/outpost.mjs",
       "package/dist/outpost-agent.mjs",
       "package/dist/outpost.mjs",
       "package/package.json",

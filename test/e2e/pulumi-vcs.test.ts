@@ -1,7 +1,8 @@
 /**
  * A Pulumi stack driven from git: a signed GitHub push updates the stack, a pull request gets a
  * speculative preview that writes no state, and a fork's pull request gets no secrets (so no
- * passphrase, and its preview says why). The real coordinator, git server and agent.
+ * passphrase, and its preview says why; nor a sensitive PULUMI_BACKEND_URL, and its preview is
+ * refused saying that). The real coordinator, git server and agent.
  */
 import { sign } from "@octokit/webhooks-methods";
 import { describe, expect, it } from "vitest";
@@ -152,5 +153,64 @@ describe("a Pulumi stack from git", () => {
       "a pull request from a fork gets no sensitive variables",
     );
     expect(await stateVersions(world, ws)).toHaveLength(1);
+  });
+});
+
+describe("a fork's pull request on a stack in the workspace's own, sensitive backend", () => {
+  it("is refused naming the sensitive PULUMI_BACKEND_URL, not the passphrase", async () => {
+    const repo = world.git.createRepository("infra-own");
+    const repoUrl = world.git.repoUrl("infra-own");
+    repo.commit({ "stack/Pulumi.yaml": program(["a"]) }, "One thing");
+    const ws = String(
+      (
+        await expectStatus(
+          world.api("POST", "/api/v1/workspaces", {
+            name: "pulumi-own-backend",
+            engine: "pulumi",
+            engineVersion: "3.150.0",
+            stackName: "acme/prod",
+            workingDirectory: "stack",
+            executionMode: "agent",
+            poolId: world.poolId,
+            vcsRepoUrl: repoUrl,
+            vcsBranch: "main",
+            forkPullRequests: "plan_without_secrets",
+          }),
+          201,
+        )
+      ).id,
+    );
+    // The URL names a bucket and carries its credentials, so the admin marked it sensitive.
+    await setVariable(world, ws, "PULUMI_BACKEND_URL", "s3://state?access_key=AKIA-secret", {
+      category: "env",
+      sensitive: true,
+    });
+    const hook = await expectStatus(
+      world.api("POST", "/api/v1/vcs-hooks", { provider: "github", repoUrl }),
+      201,
+    );
+    const change = repo.commit({ "stack/Pulumi.yaml": program(["a", "b"]) }, "Two things");
+    expect(await deliver(hook, "pull_request", pullRequest(repoUrl, change, 9, 99), "pr-9")).toBe(
+      202,
+    );
+    const [forked] = await runsOf(world, ws, 1);
+    const refused = await waitForRun(
+      world,
+      String(forked?.id),
+      ["planned_and_finished", "errored"],
+      60_000,
+    );
+    expect(refused).toMatchObject({ status: "errored", isSpeculative: true });
+    expect(refused.vcs).toMatchObject({ isFork: true });
+    const reason = String(refused.statusReason);
+    expect(reason).toContain(
+      "the workspace names its own backend in PULUMI_BACKEND_URL, a sensitive variable, and a pull request from a fork gets no sensitive variables",
+    );
+    expect(reason).not.toContain("PULUMI_CONFIG_PASSPHRASE");
+    const log = await readRunLog(world, String(forked?.id), "plan");
+    expect(log).toContain("its preview cannot reach the stack's backend");
+    // Refused before anything ran: no engine command, and the secret never reached the job.
+    expect(log).not.toContain("$ pulumi");
+    expect(log).not.toContain("AKIA-secret");
   });
 });

@@ -1,7 +1,7 @@
 /**
- * The agent is built once per `npm test`: the test projects' global setups (and wrangler's
- * `[build]`) reuse a build whose stamp names the digest of today's inputs, and build again when
- * any piece of it is missing, changed, or was made from other inputs.
+ * The agent is built once per `npm test`: the test projects' global setups, wrangler's `[build]`
+ * and `npm pack`'s `prepack` reuse a build whose stamp names the digest of today's inputs, and
+ * build again when any piece of it is missing, changed, or was made from other inputs.
  */
 import { appendFile, cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,10 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   DEFAULT_ASSETS_DIR,
   DEFAULT_DIST_DIR,
-  ensureAgentBuilt,
+  isDefaultBuildFresh,
   sourceVersion,
 } from "../../agent/scripts/build.ts";
-import { buildInputsDigest, isBuildFresh } from "../../agent/scripts/build-inputs.ts";
+import { AGENT_INPUTS, inputsDigest, isBuildFresh } from "../../agent/scripts/build-inputs.ts";
+import { ensureAssetsBuilt } from "../../scripts/build.ts";
 
 let dir: string;
 let version: string;
@@ -37,7 +38,8 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe("the agent build's freshness check", () => {
   it("finds the build the global setup made fresh, and does not build again", async () => {
-    expect(await ensureAgentBuilt()).toBe("fresh");
+    expect(await ensureAssetsBuilt()).toBe("fresh");
+    expect(await isDefaultBuildFresh()).toBe(true);
     const copy = await copyOfBuild("intact");
     expect(await isBuildFresh({ ...copy, version })).toBe(true);
     expect(await isBuildFresh({ ...copy, version: "0.0.1" })).toBe(false);
@@ -45,7 +47,7 @@ describe("the agent build's freshness check", () => {
 
   it("is stale when the stamp names other inputs", async () => {
     const copy = await copyOfBuild("other-inputs");
-    const digest = await buildInputsDigest();
+    const digest = await inputsDigest(AGENT_INPUTS);
     await writeFile(path.join(copy.distDir, "build-inputs.sha256"), `${"0".repeat(64)}\n`);
     expect(await isBuildFresh({ ...copy, version })).toBe(false);
     await writeFile(path.join(copy.distDir, "build-inputs.sha256"), `${digest}\n`);

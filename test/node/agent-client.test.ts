@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AgentApi, isAgentUnknown, TokenRejected } from "../../agent/src/client/agent-api.ts";
-import { toRunnerAssignment } from "../../agent/src/client/assignment.ts";
+import { toRunnerJob } from "../../agent/src/client/assignment.ts";
 import { staticCredentials } from "../../agent/src/client/credentials.ts";
 import { CoordinatorError, ProtocolError } from "../../agent/src/client/http.ts";
 import { jobPort } from "../../agent/src/client/job-port.ts";
@@ -243,15 +243,15 @@ describe("the job as the runner sees it", () => {
   };
 
   it("maps an uploaded configuration, variables and the state address", () => {
-    const mapped = toRunnerAssignment(wire(spec), "https://outpost.example");
+    const mapped = toRunnerJob(wire(spec), "https://outpost.example");
     expect(mapped).toEqual({
       ok: true,
       value: expect.objectContaining({
         engine: "tofu",
         engineVersion: "1.8.0",
         workingDirectory: "envs/prod",
-        speculative: false,
-        fork: false,
+        isSpeculative: false,
+        isFork: false,
         planSha256: null,
         operation: "apply",
         workspaceName: "net",
@@ -262,9 +262,23 @@ describe("the job as the runner sees it", () => {
           sha256: "ab".repeat(32),
         },
         variables: [
-          { key: "pw", value: "s3cret", category: "terraform", hcl: false, sensitive: true },
+          { key: "pw", value: "s3cret", category: "terraform", isHcl: false, isSensitive: true },
         ],
+        withheldVariables: [],
       }),
+    });
+  });
+
+  it("carries the names of a fork's withheld variables to the runner", () => {
+    const withheld = [{ key: "PULUMI_BACKEND_URL", category: "env" as const }];
+    const mapped = toRunnerJob(
+      wire({ ...spec, isFork: true }, { variables: [], withheldVariables: withheld }),
+      "https://o",
+    );
+    expect(mapped.ok && mapped.value).toMatchObject({
+      isFork: true,
+      variables: [],
+      withheldVariables: withheld,
     });
   });
 
@@ -279,7 +293,7 @@ describe("the job as the runner sees it", () => {
         commitSha: "f".repeat(40),
       },
     };
-    const mapped = toRunnerAssignment(wire(vcs), "https://o");
+    const mapped = toRunnerJob(wire(vcs), "https://o");
     expect(mapped.ok && mapped.value.source).toEqual({
       kind: "vcs",
       repoUrl: "git@h:o/r.git",
@@ -288,13 +302,13 @@ describe("the job as the runner sees it", () => {
   });
 
   it("refuses a job it cannot run, with a reason for the run", () => {
-    expect(toRunnerAssignment(wire(spec, { runToken: undefined }), "https://o")).toEqual({
+    expect(toRunnerJob(wire(spec, { runToken: undefined }), "https://o")).toEqual({
       ok: false,
       reason: "the coordinator sent the job without a per-run token",
     });
-    const unreadable = toRunnerAssignment(wire({ ...spec, engine: "cdktf" }), "https://o");
+    const unreadable = toRunnerJob(wire({ ...spec, engine: "cdktf" }), "https://o");
     expect(unreadable.ok === false && unreadable.reason).toMatch(/engine.*upgrade the agent/);
-    const none = toRunnerAssignment(wire({ ...spec, configuration: null }), "https://o");
+    const none = toRunnerJob(wire({ ...spec, configuration: null }), "https://o");
     expect(none).toEqual({ ok: false, reason: "the run has no configuration version" });
   });
 });

@@ -12,7 +12,7 @@ import { CoordinatorError } from "../../agent/src/client/http.ts";
 import { ExitRequest, TransientError, UserError } from "../../agent/src/errors.ts";
 import { EXIT_CODES } from "../../agent/src/exit-codes.ts";
 import type { JobHandle } from "../../agent/src/job/runner.ts";
-import type { JobOutcome } from "../../agent/src/job/types.ts";
+import type { JobResult } from "../../agent/src/job/types.ts";
 import { createLogger } from "../../agent/src/logger.ts";
 import { AgentLoop, type AgentLoopOptions } from "../../agent/src/poller.ts";
 import type { StagedUpdate, Updater } from "../../agent/src/update/updater.ts";
@@ -55,8 +55,8 @@ const runJob = (n: number): JobsNextReceived => ({
     variables: [],
   },
 });
-const OK: JobOutcome = {
-  status: "succeeded",
+const OK: JobResult = {
+  outcome: "succeeded",
   message: null,
   exitCode: 0,
   planSummary: null,
@@ -159,10 +159,10 @@ class FakeCoordinator implements LoopApi {
 
 /** Jobs that end when the test says so, recording cancels. */
 function controllableJobs() {
-  const jobs: Array<{ id: string; cancels: boolean[]; end(outcome?: JobOutcome): void }> = [];
+  const jobs: Array<{ id: string; cancels: boolean[]; end(outcome?: JobResult): void }> = [];
   const startJob: NonNullable<AgentLoopOptions["startJob"]> = (assignment) => {
-    let end: (outcome: JobOutcome) => void = () => {};
-    const done = new Promise<JobOutcome>((resolve) => {
+    let end: (outcome: JobResult) => void = () => {};
+    const done = new Promise<JobResult>((resolve) => {
       end = resolve;
     });
     const job = { id: assignment.jobId, cancels: [] as boolean[], end: (o = OK) => end(o) };
@@ -172,7 +172,7 @@ function controllableJobs() {
       cancel: ({ force }) => {
         job.cancels.push(force);
         if (force) {
-          end({ ...OK, status: "canceled", message: "killed" });
+          end({ ...OK, outcome: "canceled", message: "killed" });
         }
       },
     };
@@ -312,7 +312,7 @@ describe("the agent loop", () => {
     const result = agent.run();
     await whenFakeTime(() => jobs[0]?.cancels.length === 1, "the cancel reached the job");
     expect(jobs[0]?.cancels).toEqual([false]);
-    jobs[0]?.end({ ...OK, status: "canceled" });
+    jobs[0]?.end({ ...OK, outcome: "canceled" });
     await whenFakeTime(
       () => api.calls.filter((c) => c.startsWith("finish")).length === 3,
       "finish retried",
@@ -384,7 +384,7 @@ describe("the agent loop", () => {
     agent.stop();
     await whenFakeTime(() => (jobs[0]?.cancels.length ?? 0) > 0, "the graceful cancel", 61_000);
     expect(jobs[0]?.cancels).toEqual([false]);
-    jobs[0]?.end({ ...OK, status: "canceled" });
+    jobs[0]?.end({ ...OK, outcome: "canceled" });
     expect(await settle(result)).toBe(EXIT_CODES.ok);
   });
 

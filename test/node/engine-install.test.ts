@@ -4,8 +4,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { ensureEngine } from "../../agent/src/engines/install.ts";
-import { parseSha256Sums, releaseLocation } from "../../agent/src/engines/release.ts";
+import { DRIVERS, driverFor } from "../../agent/src/engines/drivers.ts";
+import { type InstallOptions, installEngine } from "../../agent/src/engines/install.ts";
+import { locatePulumi, PULUMI_RELEASE } from "../../agent/src/engines/pulumi-release.ts";
+import { type EngineRelease, parseSha256Sums } from "../../agent/src/engines/release.ts";
+import { resolveEngineVersion } from "../../agent/src/engines/resolve.ts";
 import { MirrorServer, releaseZip, sha256Hex, standinSource } from "./helpers/mirror.ts";
 
 const run = promisify(execFile);
@@ -23,15 +26,29 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
 
-function install(engine: "terraform" | "tofu", version: string, searchPath = "") {
-  return ensureEngine({
-    engine,
-    version,
+/** The release of `engine` as the agent's drivers describe it. */
+function releaseOf(engine: string): EngineRelease {
+  const driver = driverFor(engine, DRIVERS);
+  if (driver === null) {
+    throw new Error(`no driver for ${engine}`);
+  }
+  return driver.release(engine);
+}
+
+/** The one installer, for any engine. */
+function ensureEngine(options: { engine: string; version: string } & Partial<InstallOptions>) {
+  const { engine, version, ...rest } = options;
+  return installEngine(releaseOf(engine), version, {
     dataDir,
     releaseMirror: mirror.url,
     platform: LINUX,
-    searchPath,
+    searchPath: "",
+    ...rest,
   });
+}
+
+function install(engine: "terraform" | "tofu", version: string, searchPath = "") {
+  return ensureEngine({ engine, version, searchPath });
 }
 
 async function reportedVersion(binary: string): Promise<string> {
@@ -43,12 +60,13 @@ function leftovers(engine: string): string[] {
   return readdirSync(path.join(dataDir, "engines", engine)).filter((f) => f.startsWith(".tmp"));
 }
 
-describe("ensureEngine", () => {
+describe("the installer, for Terraform and OpenTofu", () => {
   it("downloads, verifies against SHA256SUMS, extracts and caches per version", async () => {
     mirror.publish("terraform", "1.9.5");
     const first = await install("terraform", "1.9.5");
     expect(first).toEqual({
       path: path.join(dataDir, "engines/terraform/1.9.5/terraform"),
+      version: "1.9.5",
       source: "download",
     });
     expect(await reportedVersion(first.path)).toBe("1.9.5");
@@ -114,9 +132,11 @@ describe("ensureEngine", () => {
     mirror.publish("terraform", "1.7.0");
     mirror.delayMs = 300;
     const script = `
-      import { ensureEngine } from ${JSON.stringify(path.resolve("agent/src/engines/install.ts"))};
-      const r = await ensureEngine({ engine: "terraform", version: "1.7.0", dataDir: process.argv[1],
-        releaseMirror: process.argv[2], platform: { os: "linux", arch: "amd64" } });
+      import { installEngine } from ${JSON.stringify(path.resolve("agent/src/engines/install.ts"))};
+      import { terraformDriver } from ${JSON.stringify(path.resolve("agent/src/engines/terraform.ts"))};
+      const r = await installEngine(terraformDriver.release("terraform"), "1.7.0", {
+        dataDir: process.argv[1], releaseMirror: process.argv[2], searchPath: "",
+        platform: { os: "linux", arch: "amd64" } });
       process.stdout.write(r.path);`;
     const child = () =>
       new Promise<string>((resolve, reject) => {
@@ -172,7 +192,6 @@ describe("ensureEngine", () => {
       version: "1.9.5",
       dataDir,
       releaseMirror: "http://127.0.0.1:1",
-      platform: LINUX,
       retryBaseMs: 1,
       onProgress: (line) => progress.push(line),
     });
@@ -190,7 +209,7 @@ describe("ensureEngine", () => {
     const searchPath = `${bin}${path.delimiter}${process.env.PATH ?? ""}`;
 
     const found = await install("terraform", "1.6.6", searchPath);
-    expect(found).toEqual({ path: path.join(bin, "terraform"), source: "path" });
+    expect(found).toEqual({ path: path.join(bin, "terraform"), version: "1.6.6", source: "path" });
     expect(mirror.requests).toEqual([]);
 
     mirror.publish("terraform", "1.9.5");
@@ -199,16 +218,16 @@ describe("ensureEngine", () => {
   });
 });
 
-describe("releaseLocation", () => {
+describe("release locations", () => {
   it("defaults to the official release sites and file names", () => {
-    expect(releaseLocation("terraform", "1.9.5", LINUX, null)).toEqual({
-      zipName: "terraform_1.9.5_linux_amd64.zip",
-      zipUrl: "https://releases.hashicorp.com/terraform/1.9.5/terraform_1.9.5_linux_amd64.zip",
+    expect(releaseOf("terraform").locate("1.9.5", LINUX, null)).toEqual({
+      archiveName: "terraform_1.9.5_linux_amd64.zip",
+      archiveUrl: "https://releases.hashicorp.com/terraform/1.9.5/terraform_1.9.5_linux_amd64.zip",
       sumsUrl: "https://releases.hashicorp.com/terraform/1.9.5/terraform_1.9.5_SHA256SUMS",
     });
-    expect(releaseLocation("tofu", "1.8.3", { os: "darwin", arch: "arm64" }, null)).toEqual({
-      zipName: "tofu_1.8.3_darwin_arm64.zip",
-      zipUrl:
+    expect(releaseOf("tofu").locate("1.8.3", { os: "darwin", arch: "arm64" }, null)).toEqual({
+      archiveName: "tofu_1.8.3_darwin_arm64.zip",
+      archiveUrl:
         "https://github.com/opentofu/opentofu/releases/download/v1.8.3/tofu_1.8.3_darwin_arm64.zip",
       sumsUrl:
         "https://github.com/opentofu/opentofu/releases/download/v1.8.3/tofu_1.8.3_SHA256SUMS",
@@ -222,5 +241,84 @@ describe("releaseLocation", () => {
       ["one.zip", a],
       ["two.zip", "b".repeat(64)],
     ]);
+  });
+});
+
+/**
+ * Pulumi through the same resolver and installer, as a job runs them: a range resolved against
+ * the mirror's index, the tarball checked against the release's checksums file, the cache, and
+ * the names Pulumi publishes its releases under.
+ */
+describe("the installer, for Pulumi", () => {
+  const PULUMI_PLATFORM = { os: "linux", arch: "amd64" };
+  beforeEach(() => {
+    for (const version of ["3.149.0", "3.150.0", "3.152.1", "4.0.0-beta.1"]) {
+      mirror.publishPulumi(version);
+    }
+  });
+
+  /** Resolve, then install: what the job runner does with a workspace's `engineVersion`. */
+  async function ensurePulumi(constraint: string, options: Partial<InstallOptions> = {}) {
+    const settings = {
+      dataDir,
+      releaseMirror: mirror.url,
+      searchPath: "",
+      platform: PULUMI_PLATFORM,
+      retryBaseMs: 1,
+      ...options,
+    };
+    const version = await resolveEngineVersion(PULUMI_RELEASE, constraint, settings);
+    return installEngine(PULUMI_RELEASE, version, settings);
+  }
+
+  it("names archives and checksums as Pulumi publishes them", () => {
+    expect(locatePulumi("3.150.0", PULUMI_PLATFORM, null)).toEqual({
+      archiveName: "pulumi-v3.150.0-linux-x64.tar.gz",
+      archiveUrl:
+        "https://github.com/pulumi/pulumi/releases/download/v3.150.0/pulumi-v3.150.0-linux-x64.tar.gz",
+      sumsUrl:
+        "https://github.com/pulumi/pulumi/releases/download/v3.150.0/pulumi-3.150.0-checksums.txt",
+    });
+    expect(locatePulumi("3.150.0", { os: "darwin", arch: "arm64" }, "https://m/").archiveUrl).toBe(
+      "https://m/pulumi/3.150.0/pulumi-v3.150.0-darwin-arm64.tar.gz",
+    );
+  });
+
+  it("resolves a range from the index, verifies the download, then uses the cache", async () => {
+    const first = await ensurePulumi("^3.150");
+    expect(first).toMatchObject({ source: "download", version: "3.152.1" });
+    expect(first.path).toBe(path.join(dataDir, "engines/pulumi/3.152.1/pulumi/pulumi"));
+    const before = mirror.requests.length;
+    const second = await ensurePulumi("3.152.1");
+    expect(second).toMatchObject({ source: "cache", version: "3.152.1" });
+    expect(mirror.requests.length).toBe(before);
+  });
+
+  it("refuses an archive whose SHA-256 is not the listed one, and installs nothing", async () => {
+    const key = "/pulumi/3.150.0/pulumi-v3.150.0-linux-x64.tar.gz";
+    const good = mirror.files.get(key);
+    mirror.files.set(key, Buffer.from("tampered"));
+    await expect(ensurePulumi("3.150.0")).rejects.toThrow(
+      /checksum mismatch for pulumi-v3\.150\.0-linux-x64\.tar\.gz.*refusing to install/,
+    );
+    expect(readdirSync(path.join(dataDir, "engines/pulumi"))).toEqual([]);
+    if (good) {
+      mirror.files.set(key, good);
+    }
+    await expect(ensurePulumi("3.150.0")).resolves.toMatchObject({ source: "download" });
+  });
+
+  it("uses a pulumi on PATH at the resolved version, and downloads when PATH has another", async () => {
+    const bin = path.join(dataDir, "host-bin");
+    mkdirSync(bin);
+    writeFileSync(path.join(bin, "pulumi"), "#!/bin/sh\necho v3.149.0\n", { mode: 0o755 });
+    const onPath = await ensurePulumi("<3.150", { releaseMirror: null, searchPath: bin });
+    expect(onPath).toEqual({ path: path.join(bin, "pulumi"), source: "path", version: "3.149.0" });
+    const other = await ensurePulumi("3.150.0", { searchPath: bin });
+    expect(other).toMatchObject({ source: "download", version: "3.150.0" });
+  });
+
+  it("says which versions it saw when none satisfies the range", async () => {
+    await expect(ensurePulumi("^9")).rejects.toThrow(/no version satisfies "\^9".*3\.152\.1/);
   });
 });

@@ -1,14 +1,33 @@
 /**
- * Engine version constraints: the protocol's parser, the agent's resolution with Terraform's
- * rules, and resolution against a real (loopback) mirror's release index.
+ * Engine version constraints: the protocol's parser, the one resolver with Terraform's rules
+ * and with Pulumi's semver ranges, each engine's index shape, and resolution against a real
+ * (loopback) mirror's release index, with the same failures for every engine.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { parseVersionConstraint } from "@outpost/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineInstallError } from "../../agent/src/engines/install.ts";
-import { versionsOfIndex } from "../../agent/src/engines/release-index.ts";
-import { resolveEngineVersion } from "../../agent/src/engines/resolve.ts";
-import { resolveVersion } from "../../agent/src/engines/version-constraint.ts";
-import { MirrorServer } from "./helpers/mirror.ts";
+import { MAX_LIST_BYTES } from "../../agent/src/engines/fetch.ts";
+import {
+  PULUMI_RELEASE,
+  parsePulumiVersionOutput,
+} from "../../agent/src/engines/pulumi-release.ts";
+import { EngineInstallError, type EngineRelease } from "../../agent/src/engines/release.ts";
+import { type ResolveOptions, resolveEngineVersion } from "../../agent/src/engines/resolve.ts";
+import { terraformDriver } from "../../agent/src/engines/terraform.ts";
+import { isExactVersion, resolveVersion } from "../../agent/src/engines/versions.ts";
+import { MirrorServer, standinSource } from "./helpers/mirror.ts";
+
+const TERRAFORM = terraformDriver.release("terraform");
+const TOFU = terraformDriver.release("tofu");
+const RELEASES: Record<string, EngineRelease> = {
+  terraform: TERRAFORM,
+  tofu: TOFU,
+  pulumi: PULUMI_RELEASE,
+};
+const dataDir = mkdtempSync(path.join(tmpdir(), "outpost-versions-"));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 const OFFERED = [
   "1.5.7",
@@ -91,18 +110,56 @@ describe("resolveVersion", () => {
   });
 });
 
-describe("versionsOfIndex", () => {
+describe("each engine's index shape", () => {
   it("reads the releases.hashicorp.com and get.opentofu.org shapes", () => {
-    expect(versionsOfIndex({ name: "terraform", versions: { "1.9.5": {}, "1.9.4": {} } })).toEqual([
-      "1.9.5",
-      "1.9.4",
-    ]);
-    expect(versionsOfIndex({ versions: [{ id: "1.8.0" }, { id: "v1.7.1" }] })).toEqual([
+    expect(
+      TERRAFORM.versionsOf({ name: "terraform", versions: { "1.9.5": {}, "1.9.4": {} } }),
+    ).toEqual(["1.9.5", "1.9.4"]);
+    expect(TOFU.versionsOf({ versions: [{ id: "1.8.0" }, { id: "v1.7.1" }] })).toEqual([
       "1.8.0",
       "1.7.1",
     ]);
-    expect(versionsOfIndex({ nothing: true })).toEqual([]);
-    expect(versionsOfIndex(null)).toEqual([]);
+    for (const release of [TERRAFORM, TOFU, PULUMI_RELEASE]) {
+      expect(release.versionsOf({ nothing: true })).toEqual([]);
+      expect(release.versionsOf(null)).toEqual([]);
+    }
+  });
+
+  it("reads Pulumi's mirror index (the releases.hashicorp.com shape) and pulumi's version line", () => {
+    expect(PULUMI_RELEASE.versionsOf({ versions: { "3.1.0": {}, junk: {} } })).toEqual(["3.1.0"]);
+    // One shape per engine: a bare list is not Pulumi's index.
+    expect(PULUMI_RELEASE.versionsOf(["3.2.0", 7])).toEqual([]);
+    expect(parsePulumiVersionOutput("v3.150.0\n")).toBe("3.150.0");
+    expect(parsePulumiVersionOutput("warning: something")).toBeNull();
+  });
+});
+
+describe("what an exact version is", () => {
+  it("is the protocol's rule for every engine: no v, no build metadata, no leading zeros", () => {
+    for (const exact of ["1.9.5", "1.10.0-beta1", "3.150.0", "4.0.0-beta.1", "0.0.0"]) {
+      expect(isExactVersion(exact), exact).toBe(true);
+    }
+    for (const not of ["v1.9.5", "3.150.0+build.7", "01.2.3", "1.9", "latest", "^3.150"]) {
+      expect(isExactVersion(not), not).toBe(false);
+    }
+    // A pulumi that reports build metadata offers no version, rather than a wrong one.
+    expect(parsePulumiVersionOutput("v3.150.0+dirty")).toBeNull();
+  });
+});
+
+describe("resolveVersion with semver ranges (Pulumi)", () => {
+  it.each([
+    ["^3.150", "3.152.1"],
+    ["~3.150.0", "3.150.0"],
+    [">=3.100 <3.150", "3.149.0"],
+    ["latest", "3.152.1"],
+    ["3.149.0", "3.149.0"],
+    ["^5", null],
+    ["not a range", null],
+  ])("resolves %s to %s", (constraint, expected) => {
+    const offered = ["3.149.0", "3.150.0", "3.152.1", "4.0.0-beta.1"];
+    const resolved = resolveVersion(constraint, offered, "semver");
+    expect(resolved.ok ? resolved.version : null).toBe(expected);
   });
 });
 
@@ -113,15 +170,29 @@ describe("resolveEngineVersion against a mirror", () => {
     for (const version of ["1.8.5", "1.9.5", "1.9.7", "1.10.0-rc1"]) {
       mirror.listInIndex("terraform", version);
     }
+    mirror.publishPulumi("3.150.0");
+    mirror.publishPulumi("3.151.2");
   });
   afterAll(() => mirror.stop());
 
+  /** The resolver as a job calls it, against the loopback mirror. */
+  function resolve(engine: string, constraint: string, options: Partial<ResolveOptions> = {}) {
+    const release = RELEASES[engine];
+    if (release === undefined) {
+      throw new Error(`no release for ${engine}`);
+    }
+    return resolveEngineVersion(release, constraint, {
+      releaseMirror: mirror.url,
+      dataDir,
+      searchPath: "",
+      retryBaseMs: 1,
+      ...options,
+    });
+  }
+
   it("resolves a constraint with the newest listed version and says so", async () => {
     const lines: string[] = [];
-    const version = await resolveEngineVersion({
-      engine: "terraform",
-      constraint: "~> 1.9.0",
-      releaseMirror: mirror.url,
+    const version = await resolve("terraform", "~> 1.9.0", {
       onProgress: (line) => lines.push(line),
     });
     expect(version).toBe("1.9.7");
@@ -129,43 +200,89 @@ describe("resolveEngineVersion against a mirror", () => {
       `Resolving terraform "~> 1.9.0" against ${mirror.url}/terraform/index.json`,
       'Using terraform 1.9.7 (newest for "~> 1.9.0")',
     ]);
-    expect(
-      await resolveEngineVersion({
-        engine: "terraform",
-        constraint: "latest",
-        releaseMirror: mirror.url,
-      }),
-    ).toBe("1.9.7");
+    expect(await resolve("terraform", "latest")).toBe("1.9.7");
+    const pulumi: string[] = [];
+    expect(await resolve("pulumi", "^3.150", { onProgress: (l) => pulumi.push(l) })).toBe(
+      "3.151.2",
+    );
+    expect(pulumi).toEqual([
+      `Resolving pulumi "^3.150" against ${mirror.url}/pulumi/index.json`,
+      'Using pulumi 3.151.2 (newest for "^3.150")',
+    ]);
+  });
+
+  it("reads a mirror's OpenTofu index in get.opentofu.org's shape", async () => {
+    const mirrorOfTofu = new MirrorServer();
+    await mirrorOfTofu.start();
+    try {
+      mirrorOfTofu.listInIndex("tofu", "1.8.3");
+      mirrorOfTofu.listInIndex("tofu", "1.9.0");
+      expect(await resolve("tofu", "~> 1.8.0", { releaseMirror: mirrorOfTofu.url })).toBe("1.8.3");
+      expect(await resolve("tofu", "latest", { releaseMirror: mirrorOfTofu.url })).toBe("1.9.0");
+    } finally {
+      await mirrorOfTofu.stop();
+    }
   });
 
   it("uses an exact version without reading the index", async () => {
     const before = mirror.requests.length;
-    const version = await resolveEngineVersion({
-      engine: "terraform",
-      constraint: "1.2.3",
-      releaseMirror: mirror.url,
-    });
-    expect(version).toBe("1.2.3");
+    expect(await resolve("terraform", "1.2.3")).toBe("1.2.3");
+    expect(await resolve("pulumi", "3.0.0")).toBe("3.0.0");
     expect(mirror.requests.length).toBe(before);
   });
 
+  it("resolves against the index when there is one, else against the cache and PATH", async () => {
+    const bin = path.join(dataDir, "host-bin");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(path.join(bin, "terraform"), standinSource("1.9.9"), { mode: 0o755 });
+    writeFileSync(path.join(bin, "pulumi"), "#!/bin/sh\necho v3.160.0\n", { mode: 0o755 });
+    mkdirSync(path.join(dataDir, "engines/pulumi/3.155.0/pulumi"), { recursive: true });
+    writeFileSync(path.join(dataDir, "engines/pulumi/3.155.0/pulumi/pulumi"), "", { mode: 0o755 });
+    // The stand-in terraform is a Node script: PATH must find node too.
+    const searchPath = `${bin}${path.delimiter}${process.env.PATH ?? ""}`;
+    // A newer engine on the host's PATH is not what the mirror offers: the index decides.
+    expect(await resolve("terraform", "~> 1.9.0", { searchPath })).toBe("1.9.7");
+    expect(await resolve("pulumi", "^3", { searchPath: bin })).toBe("3.151.2");
+    // Pulumi publishes no index: without a mirror, the cache and PATH offer its versions.
+    const lines: string[] = [];
+    expect(
+      await resolve("pulumi", "<3.158", { releaseMirror: null, onProgress: (l) => lines.push(l) }),
+    ).toBe("3.155.0");
+    expect(lines[0]).toBe('Resolving pulumi "<3.158" against the cache and PATH');
+    expect(await resolve("pulumi", "^3", { releaseMirror: null, searchPath: bin })).toBe("3.160.0");
+    await expect(resolve("pulumi", "^4", { releaseMirror: null })).rejects.toThrow(
+      /no version satisfies "\^4"; the newest offered are 3.155.0/,
+    );
+  });
+
   it("fails in words when the index is missing or nothing matches", async () => {
-    await expect(
-      resolveEngineVersion({
-        engine: "tofu",
-        constraint: "latest",
-        releaseMirror: mirror.url,
-        retryBaseMs: 1,
-      }),
-    ).rejects.toThrow(
+    await expect(resolve("tofu", "latest")).rejects.toThrow(
       new EngineInstallError(`the release index ${mirror.url}/tofu/index.json answered 404`),
     );
+    await expect(resolve("terraform", ">= 2.0")).rejects.toThrow(
+      /no version satisfies ">= 2.0"; the newest offered are 1.10.0-rc1, 1.9.7/,
+    );
+  });
+
+  it("fails every engine the same way when the index cannot be read", async () => {
+    mirror.files.set("/tofu/index.json", Buffer.from("{not json"));
+    mirror.files.set("/pulumi/index.json", Buffer.alloc(MAX_LIST_BYTES + 1, 32));
+    await expect(resolve("tofu", "latest")).rejects.toThrow(
+      new EngineInstallError(`the release index ${mirror.url}/tofu/index.json is not JSON`),
+    );
+    await expect(resolve("pulumi", "^3.150")).rejects.toThrow(
+      new EngineInstallError(
+        `the release index ${mirror.url}/pulumi/index.json is larger than ${MAX_LIST_BYTES} bytes`,
+      ),
+    );
+    mirror.files.set("/tofu/index.json", Buffer.from(JSON.stringify({ versions: [] })));
+    await expect(resolve("tofu", "latest")).rejects.toThrow(
+      new EngineInstallError(`the release index ${mirror.url}/tofu/index.json lists no versions`),
+    );
     await expect(
-      resolveEngineVersion({
-        engine: "terraform",
-        constraint: ">= 2.0",
-        releaseMirror: mirror.url,
-      }),
-    ).rejects.toThrow(/no version satisfies ">= 2.0"; the newest offered are 1.10.0-rc1, 1.9.7/);
+      resolve("pulumi", "^3.150", { releaseMirror: "http://127.0.0.1:1" }),
+    ).rejects.toThrow(
+      /^cannot resolve "\^3\.150": cannot download http:\/\/127\.0\.0\.1:1\/pulumi\/index\.json/,
+    );
   });
 });

@@ -10,46 +10,50 @@ import {
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import {
+  writeBackendOverride,
+  writeTerraformVariables,
+} from "../../agent/src/engines/terraform-files.ts";
+import { summarizePlan } from "../../agent/src/engines/terraform-plan.ts";
 import { buildJobEnvironment, isForwarded, jobVariables } from "../../agent/src/job/environment.ts";
-import { writeBackendOverride, writeTerraformVariables } from "../../agent/src/job/files.ts";
 import { runHook } from "../../agent/src/job/hooks.ts";
-import { summarizePlan } from "../../agent/src/job/plan-summary.ts";
-import type { JobAssignment } from "../../agent/src/job/types.ts";
+import type { RunnerJob } from "../../agent/src/job/types.ts";
 import { createLogger } from "../../agent/src/logger.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "outpost-pieces-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const assignment: JobAssignment = {
+const assignment: RunnerJob = {
   jobId: "run_1:plan",
   runId: "run_1",
   workspaceId: "ws_1",
   workspaceName: "core",
   phase: "plan",
   operation: "plan",
-  speculative: false,
+  isSpeculative: false,
   engine: "terraform",
   engineVersion: "1.9.5",
   stackName: null,
   workingDirectory: "",
   variables: [
-    { key: "AWS_REGION", value: "eu-west-1", category: "env", hcl: false, sensitive: false },
-    { key: "PATH", value: "/evil", category: "env", hcl: false, sensitive: false },
-    { key: "OUTPOST_RUN_ID", value: "forged", category: "env", hcl: false, sensitive: false },
-    { key: "bad-name", value: "x", category: "env", hcl: false, sensitive: false },
-    { key: "region", value: "x", category: "terraform", hcl: false, sensitive: false },
+    { key: "AWS_REGION", value: "eu-west-1", category: "env", isHcl: false, isSensitive: false },
+    { key: "PATH", value: "/evil", category: "env", isHcl: false, isSensitive: false },
+    { key: "OUTPOST_RUN_ID", value: "forged", category: "env", isHcl: false, isSensitive: false },
+    { key: "bad-name", value: "x", category: "env", isHcl: false, isSensitive: false },
+    { key: "region", value: "x", category: "terraform", isHcl: false, isSensitive: false },
   ],
+  withheldVariables: [],
   source: { kind: "configuration", url: "u", sha256: "s" },
   runToken: "op_run_secret",
   stateAddress: "https://outpost.example.com/state/v1/ws_1",
-  fork: false,
+  isFork: false,
   planSha256: null,
 };
 
 describe("buildJobEnvironment", () => {
   it("starts from nothing: only allowlisted host variables, workspace env vars and the agent's own", () => {
     const { env, skipped } = buildJobEnvironment({
-      assignment,
+      job: assignment,
       hostEnv: {
         PATH: "/usr/bin",
         HOME: "/root",
@@ -104,11 +108,11 @@ describe("generated files", () => {
         key: "name",
         value: 'quote " and back\\slash',
         category: "terraform",
-        hcl: false,
-        sensitive: false,
+        isHcl: false,
+        isSensitive: false,
       },
-      { key: "ports", value: "[80, 443]", category: "terraform", hcl: true, sensitive: false },
-      { key: "ENV_ONLY", value: "x", category: "env", hcl: false, sensitive: false },
+      { key: "ports", value: "[80, 443]", category: "terraform", isHcl: true, isSensitive: false },
+      { key: "ENV_ONLY", value: "x", category: "env", isHcl: false, isSensitive: false },
     ]);
     expect(JSON.parse(readFileSync(path.join(work, "outpost.auto.tfvars.json"), "utf8"))).toEqual({
       name: 'quote " and back\\slash',
@@ -118,26 +122,26 @@ describe("generated files", () => {
     );
     await expect(
       writeTerraformVariables(work, [
-        { key: "x = 1\ny", value: "1", category: "terraform", hcl: true, sensitive: false },
+        { key: "x = 1\ny", value: "1", category: "terraform", isHcl: true, isSensitive: false },
       ]),
     ).rejects.toThrow(/not a valid identifier/);
   });
 });
 
 describe("a fork's job", () => {
-  const fork: JobAssignment = {
+  const fork: RunnerJob = {
     ...assignment,
-    fork: true,
+    isFork: true,
     variables: [
-      { key: "PLAIN", value: "p", category: "env", hcl: false, sensitive: false },
-      { key: "DB_TOKEN", value: "s3cret", category: "env", hcl: false, sensitive: true },
-      { key: "pw", value: "s3cret", category: "terraform", hcl: false, sensitive: true },
+      { key: "PLAIN", value: "p", category: "env", isHcl: false, isSensitive: false },
+      { key: "DB_TOKEN", value: "s3cret", category: "env", isHcl: false, isSensitive: true },
+      { key: "pw", value: "s3cret", category: "terraform", isHcl: false, isSensitive: true },
     ],
   };
 
   it("gets no host variable, whatever the allowlist, and no sensitive value", () => {
     const { env } = buildJobEnvironment({
-      assignment: fork,
+      job: fork,
       hostEnv: { PATH: "/usr/bin", AWS_SECRET_ACCESS_KEY: "host", HTTPS_PROXY: "http://p" },
       allowlist: ["AWS_*", "HTTPS_PROXY"],
       jobRoot: "/j",
@@ -148,7 +152,7 @@ describe("a fork's job", () => {
     expect(env.DB_TOKEN).toBeUndefined();
     expect(env.PLAIN).toBe("p");
     expect(jobVariables(fork).map((v) => v.key)).toEqual(["PLAIN"]);
-    expect(jobVariables({ ...fork, fork: false }).map((v) => v.key)).toEqual([
+    expect(jobVariables({ ...fork, isFork: false }).map((v) => v.key)).toEqual([
       "PLAIN",
       "DB_TOKEN",
       "pw",
@@ -163,14 +167,14 @@ describe("a fork's job", () => {
       GIT_SSL_CAINFO: "/data/ca-certificates.pem",
     };
     const base = { hostEnv: { PATH: "/usr/bin" }, allowlist: [], jobRoot: "/j", engineDir: "/e" };
-    const forked = buildJobEnvironment({ ...base, assignment: fork, networkEnv }).env;
+    const forked = buildJobEnvironment({ ...base, job: fork, networkEnv }).env;
     expect(forked.HTTPS_PROXY).toBeUndefined();
     expect(forked.no_proxy).toBeUndefined();
     expect(forked).toMatchObject({
       SSL_CERT_FILE: "/data/ca-certificates.pem",
       GIT_SSL_CAINFO: "/data/ca-certificates.pem",
     });
-    const own = buildJobEnvironment({ ...base, assignment: { ...fork, fork: false }, networkEnv });
+    const own = buildJobEnvironment({ ...base, job: { ...fork, isFork: false }, networkEnv });
     expect(own.env).toMatchObject(networkEnv);
   });
 

@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { JobIsolation } from "../../agent/src/job/containment.ts";
 import { startJob } from "../../agent/src/job/runner.ts";
-import type { JobAssignment, JobSettings, JobVariable } from "../../agent/src/job/types.ts";
+import type { JobSettings, JobVariable, RunnerJob } from "../../agent/src/job/types.ts";
 import { bubblewrapIsolation } from "./helpers/isolation.ts";
 import { MirrorServer } from "./helpers/mirror.ts";
 import { StateServer } from "./helpers/state-server.ts";
@@ -59,9 +59,7 @@ function publishConfig(entries: TarEntry[]): { url: string; sha256: string } {
   return { url, sha256: createHash("sha256").update(data).digest("hex") };
 }
 
-function assignment(
-  overrides: Partial<JobAssignment> & { files?: Record<string, string> },
-): JobAssignment {
+function assignment(overrides: Partial<RunnerJob> & { files?: Record<string, string> }): RunnerJob {
   const { files, ...rest } = overrides;
   const runId = `run_${runCounter + 1}`;
   return {
@@ -71,12 +69,13 @@ function assignment(
     workspaceName: "networking-prod",
     phase: "plan",
     operation: "plan",
-    speculative: false,
+    isSpeculative: false,
     engine: "terraform",
     engineVersion: "1.9.5",
     stackName: null,
     workingDirectory: "",
     variables: [],
+    withheldVariables: [],
     source: {
       kind: "configuration",
       ...publishConfig(
@@ -85,7 +84,7 @@ function assignment(
     },
     runToken: RUN_TOKEN,
     stateAddress: state.stateAddress(WS),
-    fork: false,
+    isFork: false,
     planSha256: null,
     ...rest,
   };
@@ -101,15 +100,15 @@ const envVar = (key: string, value: string, sensitive = false): JobVariable => (
   key,
   value,
   category: "env",
-  hcl: false,
-  sensitive,
+  isHcl: false,
+  isSensitive: sensitive,
 });
 const tfVar = (key: string, value: string, extra: Partial<JobVariable> = {}): JobVariable => ({
   key,
   value,
   category: "terraform",
-  hcl: false,
-  sensitive: false,
+  isHcl: false,
+  isSensitive: false,
   ...extra,
 });
 
@@ -129,8 +128,8 @@ describe("job runner", () => {
       files: { "main.tf": main },
       variables: [
         tfVar("region", "eu-west-1"),
-        tfVar("db_password", "Sup3r-S3cret-Value", { sensitive: true }),
-        tfVar("tags", '{ team = "net" }', { hcl: true }),
+        tfVar("db_password", "Sup3r-S3cret-Value", { isSensitive: true }),
+        tfVar("tags", '{ team = "net" }', { isHcl: true }),
         envVar(
           "STANDIN_PRINT_ENV",
           "ALLOWED_HOST_VAR,SECRET_HOST_VAR,HOME,TF_IN_AUTOMATION,TF_INPUT,OUTPOST_RUN_ID,OUTPOST_WORKSPACE_NAME,OUTPOST_JOB_ID,WS_ENV,TF_HTTP_PASSWORD",
@@ -141,7 +140,7 @@ describe("job runner", () => {
     const planned = await startJob(plan, port.forJob(plan.jobId), settings).done;
     const planLog = port.log(plan.jobId);
     expect(planned, planLog).toMatchObject({
-      status: "succeeded",
+      outcome: "succeeded",
       exitCode: 0,
       planSummary: { adds: 1, changes: 0, destroys: 0, imports: 0, hasChanges: true },
     });
@@ -176,7 +175,7 @@ describe("job runner", () => {
     const applied = await startJob(apply, port.forJob(apply.jobId), settings).done;
     const applyLog = port.log(apply.jobId);
     expect(applied, applyLog).toMatchObject({
-      status: "succeeded",
+      outcome: "succeeded",
       exitCode: 0,
       planSummary: null,
     });
@@ -193,7 +192,7 @@ describe("job runner", () => {
     const again = assignment({ files: { "main.tf": main }, variables: plan.variables.slice(0, 3) });
     const noChanges = await startJob(again, port.forJob(again.jobId), settings).done;
     expect(noChanges).toMatchObject({
-      status: "succeeded",
+      outcome: "succeeded",
       planSummary: { adds: 0, changes: 0, destroys: 0, hasChanges: false },
     });
     expect(port.log(again.jobId)).toContain("No changes.");
@@ -204,15 +203,15 @@ describe("job runner", () => {
       operation: "destroy",
       files: { "main.tf": 'resource "null_resource" "web" { value = "x" }\n' },
     });
-    const outcome = await startJob(destroy, port.forJob(destroy.jobId), settings).done;
-    expect(outcome.planSummary).toMatchObject({ destroys: 1, adds: 0 });
+    const result = await startJob(destroy, port.forJob(destroy.jobId), settings).done;
+    expect(result.planSummary).toMatchObject({ destroys: 1, adds: 0 });
     state.requests.length = 0;
     const speculative = assignment({
-      speculative: true,
+      isSpeculative: true,
       files: { "main.tf": 'resource "x" "y" {}\n' },
     });
     expect(
-      (await startJob(speculative, port.forJob(speculative.jobId), settings).done).status,
+      (await startJob(speculative, port.forJob(speculative.jobId), settings).done).outcome,
     ).toBe("succeeded");
     expect(state.requests.map((r) => r.method)).toEqual(["GET"]);
   });
@@ -227,9 +226,9 @@ describe("job runner", () => {
       files: { "main.tf": "" },
       variables: [envVar("STANDIN_PRINT_ENV", "FROM_HOOK")],
     });
-    const outcome = await startJob(job, port.forJob(job.jobId), settings).done;
+    const result = await startJob(job, port.forJob(job.jobId), settings).done;
     const log = port.log(job.jobId);
-    expect(outcome.status, log).toBe("succeeded");
+    expect(result.outcome, log).toBe("succeeded");
     expect(log).toContain("Running pre-plan hook\npre-plan says hi in networking-prod");
     expect(log).toContain('env.FROM_HOOK = "hello world"');
     expect(log).toContain("ignored PATH exported by the pre-plan hook");
@@ -240,9 +239,9 @@ describe("job runner", () => {
   it("fails the job naming the hook when a hook exits non-zero or times out", async () => {
     hook("post-plan", "echo failing; exit 3");
     const failing = assignment({});
-    const outcome = await startJob(failing, port.forJob(failing.jobId), settings).done;
-    expect(outcome).toMatchObject({
-      status: "failed",
+    const result = await startJob(failing, port.forJob(failing.jobId), settings).done;
+    expect(result).toMatchObject({
+      outcome: "failed",
       message: "hook post-plan failed: it exited with code 3",
     });
     expect(port.log(failing.jobId)).toContain("failing");
@@ -253,7 +252,7 @@ describe("job runner", () => {
     const slow = assignment({});
     const started = Date.now();
     expect(await startJob(slow, port.forJob(slow.jobId), settings).done).toMatchObject({
-      status: "failed",
+      outcome: "failed",
       message: "hook pre-plan timed out after 0.3s",
     });
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -262,9 +261,9 @@ describe("job runner", () => {
 
   it("fails with the engine's exit code when the plan errors, and cleans up", async () => {
     const job = assignment({ files: { "main.tf": "# standin:fail-plan\n" } });
-    const outcome = await startJob(job, port.forJob(job.jobId), settings).done;
-    expect(outcome).toMatchObject({
-      status: "failed",
+    const result = await startJob(job, port.forJob(job.jobId), settings).done;
+    expect(result).toMatchObject({
+      outcome: "failed",
       exitCode: 1,
       message: "terraform plan exited with code 1",
     });
@@ -281,11 +280,11 @@ describe("job runner", () => {
       },
     });
     const ok = await startJob(nested, port.forJob(nested.jobId), settings).done;
-    expect(ok.status, port.log(nested.jobId)).toBe("succeeded");
+    expect(ok.outcome, port.log(nested.jobId)).toBe("succeeded");
 
     const escaping = assignment({ workingDirectory: "../../.." });
     expect(await startJob(escaping, port.forJob(escaping.jobId), settings).done).toMatchObject({
-      status: "failed",
+      outcome: "failed",
       message: 'working directory "../../.." is outside the configuration',
     });
 
@@ -295,7 +294,7 @@ describe("job runner", () => {
       ...publishConfig([{ name: "../../../../outside.tf", body: "x" }]),
     };
     const refused = await startJob(hostile, port.forJob(hostile.jobId), settings).done;
-    expect(refused).toMatchObject({ status: "failed" });
+    expect(refused).toMatchObject({ outcome: "failed" });
     expect(refused.message).toMatch(/points outside the configuration/);
 
     const tampered = assignment({});
@@ -316,8 +315,8 @@ describe("job runner", () => {
       .poll(() => port.log(job.jobId), { timeout: 20_000, interval: 50 })
       .toContain("standin: planning");
     handle.cancel({ force: false });
-    const outcome = await handle.done;
-    expect(outcome).toMatchObject({ status: "canceled", exitCode: 1 });
+    const result = await handle.done;
+    expect(result).toMatchObject({ outcome: "canceled", exitCode: 1 });
     expect(port.log(job.jobId)).toContain("Interrupt received.");
     expect(port.log(job.jobId)).toContain("the plan was canceled");
     expect(state.workspaces.get(WS)?.lock ?? null).toBeNull();
@@ -327,7 +326,7 @@ describe("job runner", () => {
   it("force-cancel kills an engine that ignores SIGINT", async () => {
     const job = assignment({
       variables: [envVar("STANDIN_PLAN_SLEEP_MS", "60000"), envVar("STANDIN_IGNORE_SIGINT", "1")],
-      speculative: true,
+      isSpeculative: true,
     });
     const handle = startJob(job, port.forJob(job.jobId), settings);
     await expect
@@ -338,17 +337,17 @@ describe("job runner", () => {
       .poll(() => port.log(job.jobId), { timeout: 10_000, interval: 50 })
       .toContain("ignoring SIGINT");
     handle.cancel({ force: true });
-    expect(await handle.done).toMatchObject({ status: "canceled", exitCode: null });
+    expect(await handle.done).toMatchObject({ outcome: "canceled", exitCode: null });
   });
 
   it("keeps the log exact when a log response is lost (resumes from the held length)", async () => {
     port.loseNextLogAnswer = 2;
     const job = assignment({});
-    const outcome = await startJob(job, port.forJob(job.jobId), settings).done;
+    const result = await startJob(job, port.forJob(job.jobId), settings).done;
     const log = port.log(job.jobId);
-    expect(outcome.status).toBe("succeeded");
+    expect(result.outcome).toBe("succeeded");
     expect(log.match(/\$ terraform init/g)).toHaveLength(1);
-    expect(outcome.logLength).toBe(Buffer.byteLength(log));
+    expect(result.logLength).toBe(Buffer.byteLength(log));
   });
 
   it("runs a VCS job from a cloned commit when file repositories are allowed", async () => {
@@ -374,14 +373,14 @@ describe("job runner", () => {
     git("commit", "-qm", "c");
     const job = assignment({
       source: { kind: "vcs", repoUrl: `file://${repo}`, commitSha: git("rev-parse", "HEAD") },
-      speculative: true,
+      isSpeculative: true,
     });
     const refused = await startJob(job, port.forJob(job.jobId), settings).done;
     expect(refused.message).toMatch(/--allow-file-repos/);
     settings.allowFileRepos = true;
-    const outcome = await startJob(job, port.forJob(`${job.jobId}-2`), settings).done;
-    expect(outcome, port.log(`${job.jobId}-2`)).toMatchObject({
-      status: "succeeded",
+    const result = await startJob(job, port.forJob(`${job.jobId}-2`), settings).done;
+    expect(result, port.log(`${job.jobId}-2`)).toMatchObject({
+      outcome: "succeeded",
       planSummary: { adds: 1 },
     });
   });
@@ -392,19 +391,19 @@ describe("job runner: least privilege", () => {
   it("a fork's job gets no host variables, no sensitive values and runs no hooks", async () => {
     hook("pre-plan", 'echo "HOOK_RAN=yes" >> "$OUTPOST_AGENT_ENV"; echo hook-ran');
     const job = assignment({
-      fork: true,
-      speculative: true,
+      isFork: true,
+      isSpeculative: true,
       files: { "main.tf": 'resource "null_resource" "web" { value = "x" }\n' },
       variables: [
         envVar("STANDIN_PRINT_ENV", "ALLOWED_HOST_VAR,DB_TOKEN,PLAIN,HOOK_RAN"),
         envVar("DB_TOKEN", "sensitive-db-token-value", true),
         envVar("PLAIN", "plain-value"),
-        tfVar("password", "sensitive-tf-value", { sensitive: true }),
+        tfVar("password", "sensitive-tf-value", { isSensitive: true }),
       ],
     });
-    const outcome = await startJob(job, port.forJob(job.jobId), settings).done;
+    const result = await startJob(job, port.forJob(job.jobId), settings).done;
     const log = port.log(job.jobId);
-    expect(outcome.status, log).toBe("succeeded");
+    expect(result.outcome, log).toBe("succeeded");
     expect(log).toContain("env.ALLOWED_HOST_VAR = null");
     expect(log).toContain("env.DB_TOKEN = null");
     expect(log).toContain('env.PLAIN = "plain-value"');
@@ -418,7 +417,9 @@ describe("job runner: least privilege", () => {
   it("the apply refuses a plan file whose SHA-256 is not the recorded one, before running anything", async () => {
     const main = 'resource "null_resource" "web" { value = "v1" }\n';
     const plan = assignment({ files: { "main.tf": main } });
-    expect((await startJob(plan, port.forJob(plan.jobId), settings).done).status).toBe("succeeded");
+    expect((await startJob(plan, port.forJob(plan.jobId), settings).done).outcome).toBe(
+      "succeeded",
+    );
     const served = port.sha256("plan-file");
     const apply = (planSha256: string | null) => ({
       ...plan,
@@ -428,7 +429,7 @@ describe("job runner: least privilege", () => {
     });
     const before = state.currentState(WS);
     const swapped = await startJob(apply("f".repeat(64)), port.forJob("swapped"), settings).done;
-    expect(swapped).toMatchObject({ status: "failed" });
+    expect(swapped).toMatchObject({ outcome: "failed" });
     expect(swapped.message).toBe(
       `the plan file's SHA-256 is ${served}, not ${"f".repeat(64)} as recorded when the plan finished; refusing to apply a plan that is not the one confirmed`,
     );
@@ -437,7 +438,7 @@ describe("job runner: least privilege", () => {
     expect(unrecorded.message).toMatch(/no plan hash was recorded/);
     expect(state.currentState(WS)).toEqual(before);
     const verified = await startJob(apply(served), port.forJob("verified"), settings).done;
-    expect(verified.status, port.log("verified")).toBe("succeeded");
+    expect(verified.outcome, port.log("verified")).toBe("succeeded");
     expect(port.log("verified")).toContain(`plan file verified (SHA-256 ${served})`);
   });
 
@@ -453,9 +454,9 @@ describe("job runner: least privilege", () => {
       ].join("\n"),
     );
     const job = assignment({ files: { "main.tf": "" } });
-    const outcome = await startJob(job, port.forJob(job.jobId), settings).done;
+    const result = await startJob(job, port.forJob(job.jobId), settings).done;
     const log = port.log(job.jobId);
-    expect(outcome.status, log).toBe("succeeded");
+    expect(result.outcome, log).toBe("succeeded");
     expect(log).toContain("fetched ***");
     expect(log).toContain('env.HOOK_CREDENTIAL = "***"');
     expect(log).not.toContain(value);
@@ -469,9 +470,9 @@ describe("job runner: least privilege", () => {
       `echo "sensitive X=${value}" >> "$OUTPOST_AGENT_ENV"; echo "${value}"; exit 2`,
     );
     const job = assignment({});
-    const outcome = await startJob(job, port.forJob(job.jobId), settings).done;
-    expect(outcome).toMatchObject({
-      status: "failed",
+    const result = await startJob(job, port.forJob(job.jobId), settings).done;
+    expect(result).toMatchObject({
+      outcome: "failed",
       message: "hook pre-plan failed: it exited with code 2",
     });
     expect(port.log(job.jobId)).not.toContain(value);

@@ -7,15 +7,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { passphraseProblem, pulumiEnvironment } from "../../agent/src/job/pulumi.ts";
-import { describePreview, summarizePreview } from "../../agent/src/job/pulumi-preview.ts";
+import { pulumiEnvironment, pulumiRefusal } from "../../agent/src/engines/pulumi.ts";
+import { describePreview, summarizePreview } from "../../agent/src/engines/pulumi-preview.ts";
 import {
   checkpointForUpload,
   readProjectName,
   restoreCheckpoint,
   stackFile,
-} from "../../agent/src/job/pulumi-state.ts";
-import type { JobAssignment, JobVariable } from "../../agent/src/job/types.ts";
+} from "../../agent/src/engines/pulumi-state.ts";
+import type { JobVariable, RunnerJob, WithheldVariable } from "../../agent/src/job/types.ts";
 
 const dir = mkdtempSync(path.join(tmpdir(), "outpost-pulumi-job-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -24,11 +24,15 @@ const env = (key: string, value: string, sensitive = false): JobVariable => ({
   key,
   value,
   category: "env",
-  hcl: false,
-  sensitive,
+  isHcl: false,
+  isSensitive: sensitive,
 });
 
-function job(variables: JobVariable[], fork = false): JobAssignment {
+function job(
+  variables: JobVariable[],
+  fork = false,
+  withheldVariables: WithheldVariable[] = [],
+): RunnerJob {
   return {
     jobId: "run_1:plan",
     runId: "run_1",
@@ -36,14 +40,15 @@ function job(variables: JobVariable[], fork = false): JobAssignment {
     workspaceName: "stack",
     phase: "plan",
     operation: "apply",
-    speculative: false,
-    fork,
+    isSpeculative: false,
+    isFork: fork,
     planSha256: null,
     engine: "pulumi",
     engineVersion: "^3.150",
     stackName: "dev",
     workingDirectory: "",
     variables,
+    withheldVariables,
     source: { kind: "configuration", url: "http://x", sha256: "0".repeat(64) },
     runToken: "op_run_x",
     stateAddress: "http://127.0.0.1/state/v1/ws_1",
@@ -74,12 +79,33 @@ describe("the passphrase rule", () => {
       /from a fork/,
     ],
   ])("with %s", (_name, variables, fork, expected) => {
-    const problem = passphraseProblem(job(variables, fork));
+    const problem = pulumiRefusal(job(variables, fork));
     if (expected === null) {
       expect(problem).toBeNull();
     } else {
       expect(problem).toMatch(expected);
     }
+  });
+});
+
+describe("a fork's job on a workspace whose own backend is a sensitive variable", () => {
+  const backend = (sensitive: boolean) => env("PULUMI_BACKEND_URL", "s3://b", sensitive);
+  const refusal =
+    /^the workspace names its own backend in PULUMI_BACKEND_URL, a sensitive variable, and a pull request from a fork gets no sensitive variables: its preview cannot reach the stack's backend\. Make PULUMI_BACKEND_URL a plain variable .* or set the workspace's forkPullRequests to refuse$/;
+
+  it("is refused naming why, not with the passphrase's reason", () => {
+    const withheld = [{ key: "PULUMI_BACKEND_URL", category: "env" as const }];
+    expect(pulumiRefusal(job([], true, withheld))).toMatch(refusal);
+    // Also when the coordinator sent it anyway: a fork's job never uses a sensitive value.
+    expect(pulumiRefusal(job([backend(true)], true))).toMatch(refusal);
+  });
+
+  it("runs as before when the backend URL is plain, or the job is not a fork's", () => {
+    expect(pulumiRefusal(job([backend(false)], true))).toBeNull();
+    expect(pulumiRefusal(job([backend(true)], false))).toBeNull();
+    // A withheld terraform-category variable of that name is stack config, not the backend.
+    const config = [{ key: "PULUMI_BACKEND_URL", category: "terraform" as const }];
+    expect(pulumiRefusal(job([], true, config))).toMatch(/from a fork gets no sensitive/);
   });
 });
 

@@ -9,11 +9,11 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { toRunnerAssignment } from "../../agent/src/client/assignment.ts";
+import { toRunnerJob } from "../../agent/src/client/assignment.ts";
 import { renewalDelayMs } from "../../agent/src/client/credentials.ts";
 import type { JobIsolation } from "../../agent/src/job/containment.ts";
 import { startJob } from "../../agent/src/job/runner.ts";
-import type { JobAssignment, JobSettings, JobVariable } from "../../agent/src/job/types.ts";
+import type { JobSettings, JobVariable, RunnerJob } from "../../agent/src/job/types.ts";
 import { gcpCredentials, WORKLOAD_IDENTITY_FILE } from "../../agent/src/job/workload-identity.ts";
 import { bubblewrapIsolation } from "./helpers/isolation.ts";
 import { MirrorServer } from "./helpers/mirror.ts";
@@ -81,11 +81,11 @@ const env = (key: string, value: string): JobVariable => ({
   key,
   value,
   category: "env",
-  hcl: false,
-  sensitive: false,
+  isHcl: false,
+  isSensitive: false,
 });
 
-function job(overrides: Partial<JobAssignment>): JobAssignment {
+function job(overrides: Partial<RunnerJob>): RunnerJob {
   const data = buildTarGz([{ name: "main.tf", body: "" }]);
   const url = `https://coordinator.test/config/${++counter}`;
   port.configurations.set(url, data);
@@ -97,13 +97,14 @@ function job(overrides: Partial<JobAssignment>): JobAssignment {
     workspaceName: "identity",
     phase: "plan",
     operation: "plan",
-    speculative: false,
-    fork: false,
+    isSpeculative: false,
+    isFork: false,
     planSha256: null,
     engine: "terraform",
     engineVersion: "1.9.5",
     workingDirectory: "",
     variables: [],
+    withheldVariables: [],
     source: { kind: "configuration", url, sha256: createHash("sha256").update(data).digest("hex") },
     runToken: RUN_TOKEN,
     stateAddress: state.stateAddress(WS),
@@ -113,10 +114,10 @@ function job(overrides: Partial<JobAssignment>): JobAssignment {
   };
 }
 
-async function run(a: JobAssignment): Promise<string> {
-  const outcome = await startJob(a, port.forJob(a.jobId), settings).done;
+async function run(a: RunnerJob): Promise<string> {
+  const result = await startJob(a, port.forJob(a.jobId), settings).done;
   const log = port.log(a.jobId);
-  expect(outcome.status, log).toBe("succeeded");
+  expect(result.outcome, log).toBe("succeeded");
   return log;
 }
 
@@ -189,19 +190,19 @@ describe("workload identity in a job", () => {
 
   it("gives a fork's job nothing, even should a token arrive, and says why a role is unused", async () => {
     const fork = job({
-      fork: true,
+      isFork: true,
       variables: [env("OUTPOST_AWS_RUN_ROLE_ARN", "arn:aws:iam::1:role/x")],
     });
     // A fork's job runs no hooks: look at the log and the job directory instead.
-    const outcome = await startJob(fork, port.forJob(fork.jobId), settings).done;
+    const result = await startJob(fork, port.forJob(fork.jobId), settings).done;
     const log = port.log(fork.jobId);
-    expect(outcome.status, log).toBe("succeeded");
+    expect(result.outcome, log).toBe("succeeded");
     expect(log).toContain("this job has no workload identity token");
     expect(log).not.toContain("workload identity token issued");
   });
 
   it("fails a job whose workspace expects an identity the coordinator could not issue", () => {
-    const mapped = toRunnerAssignment(
+    const mapped = toRunnerJob(
       {
         jobId: `run_${"a".repeat(26)}:plan`,
         leaseId: `lease_${"a".repeat(26)}`,

@@ -63,7 +63,7 @@ describe("POST /api/v1/pools", () => {
       retentionSeconds: 600,
     });
     const settings = await runInDurableObject(poolStub(env, custom.id), (_i, state) =>
-      new PoolStore(state.storage.sql).readSettings(),
+      new PoolStore(state.storage.sql).settings.read(),
     );
     expect(settings).toMatchObject({
       unknownAfterMs: 60_000,
@@ -189,7 +189,7 @@ describe("PATCH /api/v1/pools/:poolId", () => {
     });
     const read = () =>
       runInDurableObject(poolStub(env, pool.id), (_i, state) =>
-        new PoolStore(state.storage.sql).readSettings(),
+        new PoolStore(state.storage.sql).settings.read(),
       );
     expect(await read()).toMatchObject({ unknownAfterMs: 45_000, erroredAfterMs: 600_000 });
     const reset = await requestJson<Pool>(`/api/v1/pools/${pool.id}`, {

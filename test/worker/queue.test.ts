@@ -293,7 +293,7 @@ describe("scale: picking the next job is O(log n)", () => {
       const sql = state.storage.sql;
       const store = new PoolStore(sql);
       for (let i = 0; i < 10_000; i++) {
-        store.insertJob(makeJob(`ws_${i % 97}`, { speculative: i % 3 === 0 }), Date.now());
+        store.jobs.insert(makeJob(`ws_${i % 97}`, { speculative: i % 3 === 0 }), Date.now());
       }
       const count = sql
         .exec<{ n: number }>("SELECT COUNT(*) AS n FROM jobs WHERE state = 'queued'")
@@ -303,9 +303,9 @@ describe("scale: picking the next job is O(log n)", () => {
           "SELECT job_id FROM jobs WHERE state = 'queued' ORDER BY priority_class, round, seq LIMIT 1",
         )
         .one().job_id;
-      const all = store.pickNext([0, 1, 2]);
+      const all = store.jobs.pickNext([0, 1, 2]);
       // An apply-only agent against 10,000 plan jobs: the case a filtered scan would make O(n).
-      const applyOnly = store.pickNext([0]);
+      const applyOnly = store.jobs.pickNext([0]);
       // The yardstick: the same question without the index reads every queued row.
       const scan = sql.exec(
         "SELECT job_id FROM jobs WHERE state = 'queued' ORDER BY spec, seq LIMIT 1",
@@ -328,7 +328,7 @@ describe("scale: picking the next job is O(log n)", () => {
       value: { kind: "job", job: { jobId: expected.head } },
     });
     const after = await runInDurableObject(stub, (_i, state) =>
-      new PoolStore(state.storage.sql).pickNext([1, 2]),
+      new PoolStore(state.storage.sql).jobs.pickNext([1, 2]),
     );
     expect(after.rowsRead).toBeLessThanOrEqual(5);
 
@@ -336,9 +336,9 @@ describe("scale: picking the next job is O(log n)", () => {
     const planOnly = await runInDurableObject(stub, (_i, state) => {
       const store = new PoolStore(state.storage.sql);
       for (let i = 0; i < 3_000; i++) {
-        store.insertJob(makeJob(`ws_${i % 97}`, { phase: "apply" }), Date.now());
+        store.jobs.insert(makeJob(`ws_${i % 97}`, { phase: "apply" }), Date.now());
       }
-      return store.pickNext([1, 2]);
+      return store.jobs.pickNext([1, 2]);
     });
     expect(planOnly.job?.priority_class).not.toBe(0);
     expect(planOnly.rowsRead).toBeLessThanOrEqual(5);
@@ -402,11 +402,11 @@ describe("job endings the pool creates on its own", () => {
     const result = await runInDurableObject(poolStub(env, pool.poolId), async (_i, state) => {
       const store = new PoolStore(state.storage.sql);
       const now = Date.now();
-      const row = store.getJob(job.jobId);
+      const row = store.jobs.get(job.jobId);
       if (!row) {
         throw new Error("job not queued");
       }
-      const { ending } = store.endJob(
+      const { ending } = store.jobs.end(
         row,
         {
           outcome: "errored",
@@ -434,7 +434,7 @@ describe("job endings the pool creates on its own", () => {
       };
       const notYet = await sendDue(store, sink, () => now);
       // The alarm, due at the retry time, looks again.
-      store.eventsMayBeDue = true;
+      store.outbox.mayBeDue = true;
       const later = await sendDue(store, sink, () => waiting.next_attempt_at);
       const left = state.storage.sql
         .exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox")

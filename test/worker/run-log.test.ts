@@ -1,8 +1,8 @@
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { newId } from "@outpost/common";
 import { describe, expect, it } from "vitest";
 import { decideAppend, truncationMarker } from "../../durable/log-math.ts";
-import { newId } from "../../src/db/ids.ts";
 import { logKey } from "../../src/runs/blobs.ts";
 
 const CAP = Number(env.LOG_MAX_BYTES);

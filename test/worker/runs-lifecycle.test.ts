@@ -47,6 +47,8 @@ describe("a run from queue to applied", () => {
         expect.objectContaining({ key: "db_password", value: "hunter2", isSensitive: true }),
       ]),
     );
+    // Nothing is withheld from a job that is not a fork's.
+    expect(job.withheldVariables).toBeUndefined();
     await agent.start(job);
     expect((await getRun(org, queued.body.id)).status).toBe("planning");
 

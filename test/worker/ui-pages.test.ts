@@ -81,6 +81,43 @@ describe("headers", () => {
     const js = await request("/ui/static/app.js");
     expect(js.headers.get("content-type")).toMatch(/javascript/);
   });
+
+  it("serves the built script, stylesheet and icon from the static assets, cacheable and revalidated", async () => {
+    const types = {
+      "app.js": "text/javascript; charset=utf-8",
+      "app.css": "text/css; charset=utf-8",
+      "favicon.svg": "image/svg+xml",
+    };
+    for (const [file, type] of Object.entries(types)) {
+      const res = await request(`/ui/static/${file}`);
+      expect(res.status, file).toBe(200);
+      expect(res.headers.get("content-type")).toBe(type);
+      expect(res.headers.get("cache-control")).toBe("public, max-age=300");
+      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(res.headers.get("content-security-policy")).toBe(CONTENT_SECURITY_POLICY);
+      const body = await res.text();
+      // The same bytes as the build wrote into the assets the deployment uploads.
+      const asset = await env.ASSETS.fetch(new Request(`https://assets.invalid/ui/static/${file}`));
+      expect(body).toBe(await asset.text());
+      const etag = res.headers.get("etag");
+      expect(etag).toBeTruthy();
+      const again = await request(`/ui/static/${file}`, {
+        headers: { "if-none-match": etag ?? "" },
+      });
+      expect(again.status).toBe(304);
+      expect(await again.text()).toBe("");
+    }
+    const css = await (await request("/ui/static/app.css")).text();
+    expect(css).toContain(".ansi-fg-1 {");
+    expect(css).toContain(".ansi-fg-196{color:#ff0000}");
+    const js = await (await request("/ui/static/app.js")).text();
+    expect(js).toContain("data-typed-confirm");
+    for (const path of ["/ui/static/app.ts", "/ui/static/favicon.ico", "/ui/static/app.js.map"]) {
+      const res = await request(path);
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get("content-type")).toMatch(/text\/html/);
+    }
+  });
 });
 
 describe("agent statuses", () => {

@@ -4,10 +4,10 @@
  */
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { newId } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
-import { newId } from "../../src/db/ids.ts";
 import { variables } from "../../src/db/schema.ts";
 import { MAX_VARIABLES_PER_WORKSPACE } from "../../src/variables/model.ts";
 import {

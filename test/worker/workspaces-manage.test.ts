@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
+import { newId } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { newId } from "../../src/db/ids.ts";
 import { configurationVersions, stateLocks, variables, workspaces } from "../../src/db/schema.ts";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";

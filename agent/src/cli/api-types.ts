@@ -1498,6 +1498,11 @@ export interface components {
                     key: string;
                     value: string;
                 }[];
+                withheldVariables?: {
+                    /** @enum {string} */
+                    category: "env" | "terraform";
+                    key: string;
+                }[];
                 workloadIdentity?: {
                     token: string;
                 } | {

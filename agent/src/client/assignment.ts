@@ -1,16 +1,16 @@
-import { JobSpec, type ReceivedJob as WireAssignment } from "@outpost/protocol";
-import type { JobAssignment } from "../job/types.ts";
+import { JobSpec, type ReceivedJob } from "@outpost/protocol";
+import type { RunnerJob } from "../job/types.ts";
 import { segment } from "./http.ts";
 import { configurationPath } from "./job-port.ts";
 
-export type MappedAssignment = { ok: true; value: JobAssignment } | { ok: false; reason: string };
+export type MappedJob = { ok: true; value: RunnerJob } | { ok: false; reason: string };
 
 /**
  * Turns a job as the coordinator hands it out into what the runner executes. Refuses (with a
  * reason the run will show) a job without a per-run token, with a spec this agent cannot read,
  * or without a usable configuration source; nothing is guessed.
  */
-export function toRunnerAssignment(job: WireAssignment, address: string): MappedAssignment {
+export function toRunnerJob(job: ReceivedJob, address: string): MappedJob {
   const spec = JobSpec.safeParse(job.spec);
   if (!spec.success) {
     const issue = spec.error.issues[0];
@@ -28,7 +28,7 @@ export function toRunnerAssignment(job: WireAssignment, address: string): Mapped
   }
   const s = spec.data;
   const configuration = s.configuration;
-  let source: JobAssignment["source"];
+  let source: RunnerJob["source"];
   if (configuration === null) {
     return { ok: false, reason: "the run has no configuration version" };
   }
@@ -59,20 +59,15 @@ export function toRunnerAssignment(job: WireAssignment, address: string): Mapped
       workspaceName: s.workspaceName,
       phase: job.phase,
       operation: s.operation,
-      speculative: s.isSpeculative,
-      fork: s.isFork,
+      isSpeculative: s.isSpeculative,
+      isFork: s.isFork,
       planSha256: s.planSha256,
       engine: s.engine,
       engineVersion: s.engineVersion,
       stackName: s.stackName,
       workingDirectory: s.workingDirectory,
-      variables: (job.variables ?? []).map((v) => ({
-        key: v.key,
-        value: v.value,
-        category: v.category,
-        hcl: v.isHcl,
-        sensitive: v.isSensitive,
-      })),
+      variables: job.variables ?? [],
+      withheldVariables: job.withheldVariables ?? [],
       source,
       runToken: job.runToken,
       stateAddress: `${address}/state/v1/${segment(job.workspaceId)}`,

@@ -12,7 +12,7 @@ import {
 } from "@outpost/protocol";
 import { z } from "zod";
 import { TransientError } from "../errors.ts";
-import type { ArtifactName, CoordinatorPort } from "../job/types.ts";
+import type { CoordinatorPort, JobArtifact } from "../job/types.ts";
 import type { LogSendResult } from "../logs/streamer.ts";
 import { describeNetworkError } from "../net/errors.ts";
 import type { HttpResponse } from "../net/fetch.ts";
@@ -20,7 +20,7 @@ import { type ContactMonitor, observed } from "./contact.ts";
 import { type HttpTarget, ProtocolError, readJson, segment, send as sendRequest } from "./http.ts";
 
 /** The runner's artifact names as the agent API spells them. */
-export const WIRE_ARTIFACT_NAMES: Record<ArtifactName, WireArtifactName> = {
+export const WIRE_ARTIFACT_NAMES: Record<JobArtifact, WireArtifactName> = {
   "plan-file": "plan.tfplan",
   "lock-file": "terraform.lock.hcl",
   "plan-json": "plan.json",

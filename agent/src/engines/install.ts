@@ -1,50 +1,29 @@
-import { execFile } from "node:child_process";
-import { createHash } from "node:crypto";
-import { constants, createWriteStream } from "node:fs";
-import {
-  access,
-  chmod,
-  mkdir,
-  mkdtemp,
-  readFile,
-  rename,
-  rm,
-  stat,
-  writeFile,
-} from "node:fs/promises";
+/**
+ * The one installer, for every engine: an executable of an engine at an exact version from the
+ * cache, else from the host PATH, else downloaded from the release mirror and verified against
+ * the release's checksums file. What differs between engines (file names, archive format, how a
+ * binary reports its version) comes from the engine's {@link EngineRelease}.
+ */
+import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import path from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { promisify } from "node:util";
-import { unzipSync } from "fflate";
-import { TransientError } from "../errors.ts";
-import { describeNetworkError, isTlsTrustError } from "../net/errors.ts";
-import { type HttpResponse, httpFetch } from "../net/fetch.ts";
 import { retry } from "../retry.ts";
+import { downloadTo, fetchList, MIRROR_ATTEMPTS } from "./fetch.ts";
+import { binariesOnPath, isExecutable, type PathBinary, versionDir } from "./local.ts";
 import {
   currentPlatform,
-  type Engine,
-  isValidEngineVersion,
+  EngineInstallError,
+  type EngineRelease,
   type Platform,
   parseSha256Sums,
-  releaseLocation,
+  type ReleaseLocation,
 } from "./release.ts";
+import { isExactVersion } from "./versions.ts";
 
-const execFileAsync = promisify(execFile);
-/** Engine zips are ~30 MB; anything far larger is not a release. */
-const MAX_ZIP_BYTES = 512 * 1024 * 1024;
-const DOWNLOAD_TIMEOUT_MS = 10 * 60_000;
-/** Attempts at a download before the job fails (transient failures only). */
-const DOWNLOAD_ATTEMPTS = 5;
-
-export type EngineInstallOptions = {
-  engine: Engine;
-  version: string;
+export type InstallOptions = {
   dataDir: string;
   releaseMirror: string | null;
   /** Directories searched for an already-installed binary (the host PATH). */
-  searchPath?: string;
+  searchPath: string;
   platform?: Platform;
   /** Progress lines for the job log. */
   onProgress?: (line: string) => void;
@@ -52,60 +31,66 @@ export type EngineInstallOptions = {
   retryBaseMs?: number;
 };
 
-export type InstalledEngine = { path: string; source: "cache" | "path" | "download" };
-
-/** Raised when a release cannot be trusted or found; the job fails with this message. */
-export class EngineInstallError extends Error {
-  override name = "EngineInstallError";
-}
+export type InstalledEngine = {
+  path: string;
+  version: string;
+  source: "cache" | "path" | "download";
+};
 
 const inFlight = new Map<string, Promise<InstalledEngine>>();
 
 /**
- * Returns an executable of `engine` at exactly `version`: from the per-version cache under
- * `dataDir/engines`, else a binary on `searchPath` whose `version -json` reports that version,
- * else downloaded from the release mirror. A download is used only if the zip's SHA-256 equals
- * its entry in the release's SHA256SUMS (a missing entry or mismatch is refused). Installs are
- * built in a temp dir and renamed into place, so concurrent installs of one version (in this
- * process or another agent sharing the data dir) never expose a half-written binary.
+ * An executable of the engine at exactly `version`: from the cache under `dataDir/engines`,
+ * else a binary on `searchPath` that reports that version, else downloaded from the mirror
+ * (upstream without one). A download is used only if the archive's SHA-256 equals its entry in
+ * the release's checksums file (a missing entry or a mismatch is refused). Installs are built in
+ * a temp dir and renamed into place, so concurrent installs of one version (in this process,
+ * which share one download, or in another agent sharing the data dir) never expose a
+ * half-written engine. Fails with an {@link EngineInstallError} that names the cause, the
+ * attempts made and the binaries on PATH it did not use.
  */
-export function ensureEngine(options: EngineInstallOptions): Promise<InstalledEngine> {
-  if (!isValidEngineVersion(options.version)) {
-    return Promise.reject(
-      new EngineInstallError(`invalid ${options.engine} version "${options.version}"`),
-    );
+export function installEngine(
+  release: EngineRelease,
+  version: string,
+  options: InstallOptions,
+): Promise<InstalledEngine> {
+  if (!isExactVersion(version)) {
+    return Promise.reject(new EngineInstallError(`invalid ${release.engine} version "${version}"`));
   }
-  const key = `${options.dataDir}\0${options.engine}\0${options.version}`;
-  const running = inFlight.get(key);
-  if (running) {
-    return running;
+  const key = `${options.dataDir}\0${release.engine}\0${version}`;
+  let running = inFlight.get(key);
+  if (running === undefined) {
+    running = install(release, version, options).finally(() => inFlight.delete(key));
+    inFlight.set(key, running);
   }
-  const promise = install(options).finally(() => inFlight.delete(key));
-  inFlight.set(key, promise);
-  return promise;
+  return running;
 }
 
-async function install(options: EngineInstallOptions): Promise<InstalledEngine> {
-  const { engine, version } = options;
-  const versionDir = path.join(options.dataDir, "engines", engine, version);
-  const cached = path.join(versionDir, engine);
+async function install(
+  release: EngineRelease,
+  version: string,
+  options: InstallOptions,
+): Promise<InstalledEngine> {
+  const dir = versionDir(options.dataDir, release, version);
+  const cached = release.binaryIn(dir);
   if (await isExecutable(cached)) {
-    return { path: cached, source: "cache" };
+    return { path: cached, version, source: "cache" };
   }
-  const search = await findOnPath(engine, version, options.searchPath ?? "");
-  if (search.match !== null) {
-    options.onProgress?.(`Using ${engine} ${version} found at ${search.match}`);
-    return { path: search.match, source: "path" };
+  const onPath = await binariesOnPath(release, options.searchPath);
+  const match = onPath.find((b) => b.version === version);
+  if (match !== undefined) {
+    options.onProgress?.(`Using ${release.engine} ${version} found at ${match.path}`);
+    return { path: match.path, version, source: "path" };
   }
   let attempts = 0;
   try {
     await retry(
       () => {
         attempts += 1;
-        return download(options, versionDir);
+        return download(release, version, dir, options);
       },
       {
-        retries: DOWNLOAD_ATTEMPTS - 1,
+        retries: MIRROR_ATTEMPTS - 1,
         ...(options.retryBaseMs === undefined ? {} : { baseMs: options.retryBaseMs }),
         onRetry: ({ error, waitMs }) =>
           options.onProgress?.(
@@ -114,175 +99,76 @@ async function install(options: EngineInstallOptions): Promise<InstalledEngine> 
       },
     );
   } catch (error) {
-    const unused = search.unused.map((c) => `${c.path} (${c.reported})`).join(", ");
     throw new EngineInstallError(
-      `cannot install ${engine} ${version}: ${(error as Error).message} ` +
-        `(${attempts} attempt${attempts === 1 ? "" : "s"})` +
-        (unused ? `; found on PATH but not used: ${unused}` : `; no ${engine} on PATH`),
+      `cannot install ${release.engine} ${version}: ${(error as Error).message} ` +
+        `(${attempts} attempt${attempts === 1 ? "" : "s"})${unused(release, onPath)}`,
     );
   }
-  return { path: cached, source: "download" };
+  return { path: cached, version, source: "download" };
 }
 
-async function download(options: EngineInstallOptions, versionDir: string): Promise<void> {
-  const { engine, version } = options;
-  const where = releaseLocation(
-    engine,
+function unused(release: EngineRelease, onPath: PathBinary[]): string {
+  return onPath.length === 0
+    ? `; no ${release.engine} on PATH`
+    : `; found on PATH but not used: ${onPath.map((b) => `${b.path} (${b.reported})`).join(", ")}`;
+}
+
+async function download(
+  release: EngineRelease,
+  version: string,
+  dir: string,
+  options: InstallOptions,
+): Promise<void> {
+  const where = release.locate(
     version,
     options.platform ?? currentPlatform(),
     options.releaseMirror,
   );
-  options.onProgress?.(`Downloading ${engine} ${version} from ${where.zipUrl}`);
-  const sums = parseSha256Sums((await fetchOk(where.sumsUrl)).toString("utf8"));
-  const expected = sums.get(where.zipName);
+  options.onProgress?.(`Downloading ${release.engine} ${version} from ${where.archiveUrl}`);
+  const expected = (await trustedChecksums(where)).get(where.archiveName);
   if (expected === undefined) {
     throw new EngineInstallError(
-      `${where.sumsUrl} has no checksum for ${where.zipName}; refusing to install`,
+      `${where.sumsUrl} has no checksum for ${where.archiveName}; refusing to install`,
     );
   }
-  const parent = path.dirname(versionDir);
+  const parent = path.dirname(dir);
   await mkdir(parent, { recursive: true });
   const tmp = await mkdtemp(path.join(parent, `.tmp-${version}-`));
   try {
-    const zipFile = path.join(tmp, where.zipName);
-    const actual = await downloadTo(where.zipUrl, zipFile);
+    const archive = path.join(tmp, where.archiveName);
+    const actual = await downloadTo(where.archiveUrl, archive);
     if (actual !== expected) {
       throw new EngineInstallError(
-        `checksum mismatch for ${where.zipName}: expected ${expected}, got ${actual}; refusing to install`,
+        `checksum mismatch for ${where.archiveName}: expected ${expected}, got ${actual}; refusing to install`,
       );
     }
     const staged = path.join(tmp, version);
     await mkdir(staged);
-    await writeFile(
-      path.join(staged, engine),
-      extractBinary(await readFile(zipFile), engine, where.zipName),
-      {
-        mode: 0o755,
-      },
-    );
-    await chmod(path.join(staged, engine), 0o755);
-    try {
-      await rename(staged, versionDir);
-    } catch (error) {
-      // Another install of the same version won the race; its binary is verified too.
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== "EEXIST" && code !== "ENOTEMPTY") {
+    await release.unpack(archive, staged);
+    if (!(await isExecutable(release.binaryIn(staged)))) {
+      const inside = path.relative(staged, release.binaryIn(staged));
+      throw new EngineInstallError(`${where.archiveName} does not contain ${inside}`);
+    }
+    await rename(staged, dir).catch((error: NodeJS.ErrnoException) => {
+      // Another install of the same version won the race; its files are verified too.
+      if (error.code !== "EEXIST" && error.code !== "ENOTEMPTY") {
         throw error;
       }
-    }
-    options.onProgress?.(`Installed ${engine} ${version} (sha256 ${actual})`);
+    });
+    options.onProgress?.(`Installed ${release.engine} ${version} (sha256 ${actual})`);
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
 }
 
-function extractBinary(zip: Buffer, engine: Engine, zipName: string): Uint8Array {
-  let files: Record<string, Uint8Array>;
-  try {
-    files = unzipSync(zip, { filter: (file) => file.name === engine });
-  } catch (error) {
-    throw new EngineInstallError(`${zipName} is not a valid zip: ${(error as Error).message}`);
-  }
-  const binary = files[engine];
-  if (binary === undefined) {
-    throw new EngineInstallError(`${zipName} does not contain ${engine}`);
-  }
-  return binary;
-}
-
-/** The body of `url`; transient failures throw TransientError, the rest EngineInstallError. */
-export async function fetchOk(url: string): Promise<Buffer> {
-  const res = await request(url);
-  return Buffer.from(await res.arrayBuffer());
-}
-
-async function request(url: string): Promise<HttpResponse> {
-  let res: HttpResponse;
-  try {
-    res = await httpFetch(url, {
-      signal: AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS),
-      redirect: "follow",
-    });
-  } catch (cause) {
-    const message = `cannot download ${url}: ${describeNetworkError(cause)}`;
-    // An untrusted certificate stays untrusted however often it is asked.
-    throw isTlsTrustError(cause)
-      ? new EngineInstallError(message)
-      : new TransientError(message, { cause });
-  }
-  if (res.status === 429 || res.status >= 500) {
-    await res.body?.cancel();
-    throw new TransientError(`${url} answered ${res.status}`, {
-      retryAfter: res.headers.get("retry-after"),
-    });
-  }
-  if (!res.ok || res.body === null) {
-    await res.body?.cancel();
-    throw new EngineInstallError(`${url} answered ${res.status}`);
-  }
-  return res;
-}
-
-/** Streams `url` to `file`, returning the hex SHA-256 of what was written. */
-export async function downloadTo(url: string, file: string): Promise<string> {
-  const res = await request(url);
-  const hash = createHash("sha256");
-  let size = 0;
-  const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
-  body.on("data", (chunk: Buffer) => {
-    size += chunk.length;
-    if (size > MAX_ZIP_BYTES) {
-      body.destroy(new EngineInstallError(`${url} is larger than ${MAX_ZIP_BYTES} bytes`));
-      return;
-    }
-    hash.update(chunk);
-  });
-  await pipeline(body, createWriteStream(file));
-  return hash.digest("hex");
-}
-
-/** True for an executable regular file. */
-export async function isExecutable(file: string): Promise<boolean> {
-  try {
-    await access(file, constants.X_OK);
-    return (await stat(file)).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** Binaries of `engine` on the search path: the first at exactly `version`, and the others. */
-type PathSearch = { match: string | null; unused: Array<{ path: string; reported: string }> };
-
-/** The first `engine` on `searchPath` whose `version -json` reports exactly `version`. */
-async function findOnPath(
-  engine: Engine,
-  version: string,
-  searchPath: string,
-): Promise<PathSearch> {
-  const unused: PathSearch["unused"] = [];
-  for (const dir of searchPath.split(path.delimiter)) {
-    if (!path.isAbsolute(dir)) {
-      continue;
-    }
-    const candidate = path.join(dir, engine);
-    if (!(await isExecutable(candidate))) {
-      continue;
-    }
-    try {
-      const { stdout } = await execFileAsync(candidate, ["version", "-json"], {
-        timeout: 15_000,
-        env: { PATH: searchPath, HOME: process.env.HOME ?? "/" },
-      });
-      const reported = (JSON.parse(stdout) as { terraform_version?: unknown }).terraform_version;
-      if (reported === version) {
-        return { match: candidate, unused };
-      }
-      unused.push({ path: candidate, reported: `reports ${String(reported)}` });
-    } catch {
-      // Not a working engine binary (or too old for -json): keep looking.
-      unused.push({ path: candidate, reported: "no version -json" });
-    }
-  }
-  return { match: null, unused };
+/**
+ * The release's checksums, file name → hex SHA-256: the one place the checksums file becomes
+ * trusted. Today it is trusted as fetched from the configured mirror (over TLS upstream). An
+ * OpenPGP check of its detached signature goes here, between the fetch and the parse, so
+ * nothing reads a checksum the signature does not cover; where the signature is and which key
+ * signs would come from the engine's {@link EngineRelease}, like the rest of its release.
+ */
+async function trustedChecksums(where: ReleaseLocation): Promise<Map<string, string>> {
+  const file = await fetchList({ url: where.sumsUrl });
+  return parseSha256Sums(file.toString("utf8"));
 }

@@ -1,12 +1,19 @@
 /**
- * Pulumi releases, pure: file names, where they live, and which version a workspace's
- * `engineVersion` (exact, a semver range such as `^3.150`, or `latest`) resolves to.
- *
- * Self-contained on purpose: Terraform and OpenTofu resolve their own constraints elsewhere,
- * and the two resolvers share only the `semver` package, so they can become one later.
+ * Pulumi's releases as the installer and the resolver read them: file names and where they
+ * live, the tarball that unpacks to `pulumi/` (the CLI with its language hosts), the mirror's
+ * index, and how `pulumi version` answers.
  */
-import semver from "semver";
-import type { Platform } from "./release.ts";
+import path from "node:path";
+import { x as extractTar } from "tar";
+import {
+  EngineInstallError,
+  type EngineRelease,
+  mirrorBase,
+  type Platform,
+  type ReleaseLocation,
+  versionsOfHashicorpIndex,
+} from "./release.ts";
+import { isExactVersion } from "./versions.ts";
 
 /** Pulumi's own platform names in release files (`linux-x64`, `darwin-arm64`). */
 export function pulumiPlatform(platform: Platform): string {
@@ -14,75 +21,52 @@ export function pulumiPlatform(platform: Platform): string {
   return `${platform.os}-${arch}`;
 }
 
-/** The archive, its checksums file, and where to fetch both. */
-export type PulumiReleaseLocation = { archiveName: string; archiveUrl: string; sumsUrl: string };
-
 /**
  * Where a release lives. Without a mirror: Pulumi's GitHub releases with their official names
  * (`pulumi-v3.150.0-linux-x64.tar.gz`, `pulumi-3.150.0-checksums.txt`: the checksums file has
  * no `v`). With a mirror: `{mirror}/pulumi/{version}/{file}`, the layout used for every engine.
  */
-export function pulumiReleaseLocation(
+export function locatePulumi(
   version: string,
   platform: Platform,
   mirror: string | null,
-): PulumiReleaseLocation {
+): ReleaseLocation {
   const extension = platform.os === "windows" ? "zip" : "tar.gz";
   const archiveName = `pulumi-v${version}-${pulumiPlatform(platform)}.${extension}`;
   const sumsName = `pulumi-${version}-checksums.txt`;
   const base =
     mirror === null
       ? `https://github.com/pulumi/pulumi/releases/download/v${version}`
-      : `${mirror.replace(/\/+$/, "")}/pulumi/${version}`;
+      : `${mirrorBase(mirror)}/pulumi/${version}`;
   return { archiveName, archiveUrl: `${base}/${archiveName}`, sumsUrl: `${base}/${sumsName}` };
-}
-
-/**
- * The index of versions a mirror publishes at `{mirror}/pulumi/index.json`, in the shape of
- * releases.hashicorp.com's `index.json` (`{"versions": {"3.150.0": {…}}}`); a plain array of
- * versions is read too.
- */
-export function pulumiIndexUrl(mirror: string): string {
-  return `${mirror.replace(/\/+$/, "")}/pulumi/index.json`;
-}
-
-/** The versions named by an index document; anything that is not a version is ignored. */
-export function parseVersionIndex(json: unknown): string[] {
-  const versions =
-    typeof json === "object" && json !== null && "versions" in json ? json.versions : json;
-  const names = Array.isArray(versions)
-    ? versions
-    : typeof versions === "object" && versions !== null
-      ? Object.keys(versions)
-      : [];
-  return names.filter((v): v is string => typeof v === "string" && semver.valid(v) === v);
-}
-
-/** True when `constraint` names one exact version (nothing to resolve). */
-export function isExactVersion(constraint: string): boolean {
-  return semver.valid(constraint) === constraint;
-}
-
-/**
- * The newest of `available` that `constraint` allows: a semver range (`^3.150`, `~3.150.1`,
- * `>=3.100 <4`) or `latest` (the newest release). Prereleases count only when the range names
- * one, as npm does. Null when none matches or the constraint is not a range.
- */
-export function resolvePulumiVersion(constraint: string, available: string[]): string | null {
-  if (isExactVersion(constraint)) {
-    return available.includes(constraint) ? constraint : null;
-  }
-  const range = constraint === "latest" ? "*" : semver.validRange(constraint);
-  if (range === null) {
-    return null;
-  }
-  return semver.maxSatisfying(available, range);
 }
 
 /** The version a `pulumi version` line reports (`v3.150.0` → `3.150.0`), or null. */
 export function parsePulumiVersionOutput(stdout: string): string | null {
-  const match = /^v?(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)\s*$/.exec(
-    stdout.trim(),
-  );
-  return match?.[1] ?? null;
+  const version = stdout.trim().replace(/^v/, "");
+  return isExactVersion(version) ? version : null;
 }
+
+/**
+ * Pulumi publishes no index of its own: a mirror lists its versions at
+ * `{mirror}/pulumi/index.json` in the releases.hashicorp.com shape,
+ * `{"versions": {"3.150.0": {…}}}`. Without a mirror, versions come from the cache and PATH.
+ */
+export const PULUMI_RELEASE: EngineRelease = {
+  engine: "pulumi",
+  constraints: "semver",
+  binaryIn: (versionDir) => path.join(versionDir, "pulumi", "pulumi"),
+  locate: locatePulumi,
+  // The whole `pulumi/` folder: the CLI finds its language hosts next to itself.
+  unpack: (archive, dir) =>
+    extractTar({ file: archive, cwd: dir, strict: true }).catch((error: unknown) => {
+      throw new EngineInstallError(`${path.basename(archive)} is not a valid tarball: ${error}`);
+    }),
+  indexUrl: (mirror) => (mirror === null ? null : `${mirrorBase(mirror)}/pulumi/index.json`),
+  versionsOf: versionsOfHashicorpIndex,
+  probe: {
+    args: ["version"],
+    env: { PULUMI_SKIP_UPDATE_CHECK: "true" },
+    parse: parsePulumiVersionOutput,
+  },
+};

@@ -1,12 +1,12 @@
-/** The engines the agent can run. */
-export type Engine = "terraform" | "tofu";
+/**
+ * What the one installer (`install.ts`) and the one version resolver (`resolve.ts`) know about
+ * an engine's releases, as data each engine driver provides: where a release's archive and its
+ * checksums file live, how the archive unpacks, where the index of versions is and its shape,
+ * and how a binary on PATH says its version. Also the helpers every engine shares.
+ */
+import { type ConstraintSyntax, isExactVersion } from "./versions.ts";
 
-export const ENGINES: readonly Engine[] = ["terraform", "tofu"];
-
-/** Release versions as both projects publish them (1.9.5, 1.10.0-beta1, 1.8.0-rc1). */
-const VERSION_PATTERN = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?$/;
-
-/** Go-style platform names used in release file names. */
+/** Go-style platform names (`linux`/`amd64`, `darwin`/`arm64`); engines rename them as they publish. */
 export type Platform = { os: string; arch: string };
 
 /** The platform of this process in release-file terms (`linux`/`amd64`, `darwin`/`arm64`, …). */
@@ -16,40 +16,48 @@ export function currentPlatform(): Platform {
   return { os, arch: arch ?? process.arch };
 }
 
-/** True for a version string that is safe to put in file names and URLs. */
-export function isValidEngineVersion(version: string): boolean {
-  return VERSION_PATTERN.test(version);
+/** A release's archive for one platform, its checksums file, and where to fetch both. */
+export type ReleaseLocation = { archiveName: string; archiveUrl: string; sumsUrl: string };
+
+/** How a binary says its version: the arguments, extra environment, and how to read its answer. */
+export type VersionProbe = {
+  args: readonly string[];
+  env?: Readonly<Record<string, string>>;
+  /** The exact version the output names, or null when it names none. */
+  parse(stdout: string): string | null;
+};
+
+/** One engine's releases, as the installer and the resolver read them. */
+export type EngineRelease = {
+  /** The engine's name: its binary's name on PATH, its folder in the cache and on a mirror. */
+  readonly engine: string;
+  /** How its version constraints read (`~> 1.9` or `^3.150`). */
+  readonly constraints: ConstraintSyntax;
+  /** The executable inside an installed version's directory. */
+  binaryIn(versionDir: string): string;
+  /** Where `version`'s archive for `platform` and its checksums file are (mirror or upstream). */
+  locate(version: string, platform: Platform, mirror: string | null): ReleaseLocation;
+  /** Unpacks a verified archive into `dir` (so that `binaryIn(dir)` is its executable). */
+  unpack(archive: string, dir: string): Promise<void>;
+  /** Where the index of versions is; null when there is none (cache and PATH offer versions). */
+  indexUrl(mirror: string | null): string | null;
+  /** The exact versions an index document names, in the one shape this engine's index has. */
+  versionsOf(index: unknown): string[];
+  readonly probe: VersionProbe;
+};
+
+/** A release that cannot be trusted, found or unpacked; the job fails with this message. */
+export class EngineInstallError extends Error {
+  override name = "EngineInstallError";
 }
 
-/** The zip, its checksum file, and where to fetch both. */
-export type ReleaseLocation = { zipName: string; zipUrl: string; sumsUrl: string };
-
-/**
- * Where a release lives. Without a mirror: releases.hashicorp.com for terraform and the
- * OpenTofu GitHub releases for tofu, with their official file names. With a mirror base URL:
- * `{mirror}/{engine}/{version}/{file}` — the releases.hashicorp.com layout, easy to copy.
- */
-export function releaseLocation(
-  engine: Engine,
-  version: string,
-  platform: Platform,
-  mirror: string | null,
-): ReleaseLocation {
-  const zipName = `${engine}_${version}_${platform.os}_${platform.arch}.zip`;
-  const sumsName = `${engine}_${version}_SHA256SUMS`;
-  let base: string;
-  if (mirror !== null) {
-    base = `${mirror.replace(/\/+$/, "")}/${engine}/${version}`;
-  } else if (engine === "terraform") {
-    base = `https://releases.hashicorp.com/terraform/${version}`;
-  } else {
-    base = `https://github.com/opentofu/opentofu/releases/download/v${version}`;
-  }
-  return { zipName, zipUrl: `${base}/${zipName}`, sumsUrl: `${base}/${sumsName}` };
+/** `mirror` without trailing slashes, the base every mirror URL starts from. */
+export function mirrorBase(mirror: string): string {
+  return mirror.replace(/\/+$/, "");
 }
 
 /**
- * Parses a `SHA256SUMS` file (`<64 hex>  <file name>` per line, as `sha256sum` writes it) into
+ * Parses a checksums file (`<64 hex>  <file name>` per line, as `sha256sum` writes it) into
  * file name → lowercase hex digest. Lines that do not have that shape are ignored.
  */
 export function parseSha256Sums(text: string): Map<string, string> {
@@ -61,4 +69,18 @@ export function parseSha256Sums(text: string): Map<string, string> {
     }
   }
   return sums;
+}
+
+/**
+ * The versions of an index in the releases.hashicorp.com shape, `{"versions": {"1.9.5": {…}}}`
+ * (Terraform's own, and the one a mirror publishes for engines without an index of their own).
+ */
+export function versionsOfHashicorpIndex(index: unknown): string[] {
+  if (typeof index !== "object" || index === null || !("versions" in index)) {
+    return [];
+  }
+  const versions = index.versions;
+  return typeof versions === "object" && versions !== null && !Array.isArray(versions)
+    ? Object.keys(versions).filter(isExactVersion)
+    : [];
 }

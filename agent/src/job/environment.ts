@@ -1,6 +1,7 @@
 import path from "node:path";
+import type { JobVariable } from "@outpost/protocol";
 import { PROXY_VARIABLES } from "../net/fetch.ts";
-import type { JobAssignment } from "./types.ts";
+import type { RunnerJob } from "./types.ts";
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin";
@@ -34,8 +35,8 @@ export function isForwarded(name: string, allowlist: readonly string[]): boolean
  * The workspace variables a job may see. A job of a pull request from a fork gets none of the
  * sensitive ones, even should the coordinator send them: its code is not trusted with secrets.
  */
-export function jobVariables(assignment: JobAssignment): JobAssignment["variables"] {
-  return assignment.fork ? assignment.variables.filter((v) => !v.sensitive) : assignment.variables;
+export function jobVariables(job: RunnerJob): JobVariable[] {
+  return job.isFork ? job.variables.filter((v) => !v.isSensitive) : job.variables;
 }
 
 /**
@@ -47,7 +48,7 @@ export function jobVariables(assignment: JobAssignment): JobAssignment["variable
  * the names that were skipped (reserved or invalid) so the job log can say so.
  */
 export function buildJobEnvironment(input: {
-  assignment: JobAssignment;
+  job: RunnerJob;
   hostEnv: NodeJS.ProcessEnv;
   allowlist: readonly string[];
   jobRoot: string;
@@ -55,11 +56,11 @@ export function buildJobEnvironment(input: {
   /** The agent's proxy and CA settings, passed on unless the operator turned that off. */
   networkEnv?: Record<string, string>;
 }): { env: Record<string, string>; skipped: string[] } {
-  const { assignment, hostEnv } = input;
+  const { job, hostEnv } = input;
   const env: Record<string, string> = {};
   const skipped: string[] = [];
   // Fork code gets nothing of the host: allowlisted variables are typically cloud credentials.
-  const allowlist = assignment.fork ? [] : input.allowlist;
+  const allowlist = job.isFork ? [] : input.allowlist;
   for (const [name, value] of Object.entries(hostEnv)) {
     if (value !== undefined && !isReservedName(name) && isForwarded(name, allowlist)) {
       env[name] = value;
@@ -67,11 +68,11 @@ export function buildJobEnvironment(input: {
   }
   // Fork code gets the CA settings (nothing secret) but not the proxy: its URL may hold credentials.
   for (const [name, value] of Object.entries(input.networkEnv ?? {})) {
-    if (!(assignment.fork && (PROXY_VARIABLES as readonly string[]).includes(name))) {
+    if (!(job.isFork && (PROXY_VARIABLES as readonly string[]).includes(name))) {
       env[name] = value;
     }
   }
-  for (const variable of jobVariables(assignment)) {
+  for (const variable of jobVariables(job)) {
     if (variable.category !== "env" || isIdentitySetting(variable.key)) {
       continue;
     }
@@ -87,12 +88,12 @@ export function buildJobEnvironment(input: {
     TMPDIR: path.join(input.jobRoot, "tmp"),
     TF_IN_AUTOMATION: "1",
     TF_INPUT: "0",
-    OUTPOST_RUN_ID: assignment.runId,
-    OUTPOST_JOB_ID: assignment.jobId,
-    OUTPOST_JOB_PHASE: assignment.phase,
-    OUTPOST_RUN_OPERATION: assignment.operation,
-    OUTPOST_WORKSPACE_ID: assignment.workspaceId,
-    OUTPOST_WORKSPACE_NAME: assignment.workspaceName,
+    OUTPOST_RUN_ID: job.runId,
+    OUTPOST_JOB_ID: job.jobId,
+    OUTPOST_JOB_PHASE: job.phase,
+    OUTPOST_RUN_OPERATION: job.operation,
+    OUTPOST_WORKSPACE_ID: job.workspaceId,
+    OUTPOST_WORKSPACE_NAME: job.workspaceName,
   });
   return { env, skipped };
 }

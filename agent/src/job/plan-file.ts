@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
+import type { CoordinatorPort, JobArtifact } from "./types.ts";
 
 export type PlanFileCheck = { ok: true; sha256: string } | { ok: false; reason: string };
 
@@ -26,4 +27,26 @@ export async function checkPlanFile(file: string, expected: string | null): Prom
         ok: false,
         reason: `the plan file's SHA-256 is ${actual}, not ${expected} as recorded when the plan finished; refusing to apply a plan that is not the one confirmed`,
       };
+}
+
+/**
+ * Downloads the plan artefact `name` to `file` and checks it against `expected`: the plan that
+ * was confirmed is the plan that is applied. Answers its SHA-256; throws with why otherwise.
+ */
+export async function downloadVerifiedPlan(input: {
+  port: CoordinatorPort;
+  name: JobArtifact;
+  file: string;
+  expected: string | null;
+  retry<T>(fn: () => Promise<T>): Promise<T>;
+}): Promise<string> {
+  const { port, name, file } = input;
+  if (!(await input.retry(() => port.downloadArtifact(name, file)))) {
+    throw new Error("the coordinator has no plan file for this run");
+  }
+  const check = await checkPlanFile(file, input.expected);
+  if (!check.ok) {
+    throw new Error(check.reason);
+  }
+  return check.sha256;
 }

@@ -1,17 +1,16 @@
-import type { PlanSummary } from "@outpost/protocol";
-import type { Engine } from "../engines/release.ts";
+import type {
+  JobOutcome,
+  JobVariable,
+  PlanSummary,
+  RunOperation,
+  WithheldVariable,
+} from "@outpost/protocol";
+import type { EngineDriver } from "../engines/driver.ts";
 import type { LogSender } from "../logs/streamer.ts";
 import type { JobIsolation } from "./containment.ts";
 
-/** A workspace variable as the job receives it (sensitive values in clear, only in memory). */
-export type JobVariable = {
-  key: string;
-  value: string;
-  category: "env" | "terraform";
-  /** Terraform variables only: `value` is an HCL expression, not a string. */
-  hcl: boolean;
-  sensitive: boolean;
-};
+/** Workspace variables as the job receives them (the wire's): sensitive values in clear, only in memory. */
+export type { JobVariable, WithheldVariable };
 
 /** Where the configuration comes from: an uploaded tarball, or a commit the agent clones. */
 export type JobSource =
@@ -19,33 +18,42 @@ export type JobSource =
   | { kind: "vcs"; repoUrl: string; commitSha: string };
 
 /**
- * One job handed to this agent (the agent's own view of a job; the
- * loop maps the protocol's job to this).
+ * A job as the runner executes it: the protocol's `JobAssignment` and its spec, checked and
+ * flattened by `client/assignment.ts` (`toRunnerJob`), with the URLs the job uses.
  */
-export type JobAssignment = {
+export type RunnerJob = {
   jobId: string;
   runId: string;
   workspaceId: string;
   workspaceName: string;
   phase: "plan" | "apply";
-  operation: "plan" | "apply" | "destroy" | "refresh";
-  /** Speculative plans run with `-lock=false` and are never applied. */
-  speculative: boolean;
+  operation: RunOperation;
+  /** A speculative plan never takes the state lock and is never applied. */
+  isSpeculative: boolean;
   /**
    * A pull request from a fork: no host variables, no sensitive values, no hooks (see
    * `environment.ts` and `hooks.ts`).
    */
-  fork: boolean;
+  isFork: boolean;
   /** Apply jobs: the SHA-256 of the plan file recorded when the plan finished. */
   planSha256: string | null;
-  engine: Engine | "pulumi";
-  /** Exact for Terraform and OpenTofu; Pulumi may name a range the agent resolves. */
+  /**
+   * The workspace's engine (one of the protocol's `ENGINES`); the driver in the agent's list
+   * that names it runs the job (`engines/drivers.ts`).
+   */
+  engine: string;
+  /**
+   * As the workspace names it: `latest`, an exact version or a constraint, resolved by the
+   * agent (plan jobs); an apply job gets the exact version its plan ran.
+   */
   engineVersion: string;
   /** Pulumi: the stack every command names; null for other engines. */
   stackName: string | null;
   /** Relative to the configuration root; "" for the root itself. */
   workingDirectory: string;
   variables: JobVariable[];
+  /** A fork's job: the sensitive variables the coordinator left out, by name only. */
+  withheldVariables: WithheldVariable[];
   source: JobSource;
   /** Per-run token: the state backend password; masked in logs, never written to disk. */
   runToken: string;
@@ -58,8 +66,11 @@ export type JobAssignment = {
   workloadIdentityToken?: string | null;
 };
 
-/** Files carried from the plan job to the apply job and shown to users. */
-export type ArtifactName = "plan-file" | "lock-file" | "plan-json" | "stack-settings";
+/**
+ * Files carried from the plan job to the apply job and shown to users, as the runner names
+ * them (`client/job-port.ts` maps them to the protocol's `ArtifactName`).
+ */
+export type JobArtifact = "plan-file" | "lock-file" | "plan-json" | "stack-settings";
 
 /**
  * What the runner needs from the coordinator, bound to one job and its lease. The HTTP client
@@ -68,9 +79,9 @@ export type ArtifactName = "plan-file" | "lock-file" | "plan-json" | "stack-sett
 export type CoordinatorPort = {
   /** Writes the configuration tarball at `url` to `destFile` (the runner checks its sha256). */
   downloadConfiguration(url: string, destFile: string): Promise<void>;
-  uploadArtifact(name: ArtifactName, file: string): Promise<void>;
+  uploadArtifact(name: JobArtifact, file: string): Promise<void>;
   /** Writes the artifact to `destFile`; resolves false when the coordinator has none. */
-  downloadArtifact(name: ArtifactName, destFile: string): Promise<boolean>;
+  downloadArtifact(name: JobArtifact, destFile: string): Promise<boolean>;
   /**
    * Writes the workspace's current state at `stateAddress` to `destFile`; resolves false when
    * the workspace has none yet (Pulumi jobs restore their checkpoint from it).
@@ -88,9 +99,9 @@ export type CoordinatorPort = {
 /** Counts from the JSON plan, reported with the plan job's finish (the wire type). */
 export type { PlanSummary };
 
-/** How a job ended, for the finish call. */
-export type JobOutcome = {
-  status: "succeeded" | "failed" | "canceled";
+/** How a job ended: what the finish call reports (`FinishRequest`), and the log's length. */
+export type JobResult = {
+  outcome: JobOutcome;
   /** Why it failed or was canceled; null on success. */
   message: string | null;
   /** Exit code of the last engine command, if one ran. */
@@ -136,4 +147,6 @@ export type JobSettings = {
   agent?: AgentIdentity;
   /** Sandboxes and watchdogs of job processes (`--isolation`, `--orphan-grace`). */
   isolation: JobIsolation;
+  /** The engines this agent runs; `DRIVERS` (`engines/drivers.ts`) unless a test adds one. */
+  drivers?: readonly EngineDriver[];
 };

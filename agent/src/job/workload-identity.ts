@@ -16,7 +16,7 @@ import { jobVariables } from "./environment.ts";
 
 export { isIdentitySetting } from "./environment.ts";
 
-import type { JobAssignment } from "./types.ts";
+import type { RunnerJob } from "./types.ts";
 
 export const WORKLOAD_IDENTITY_FILE = "workload-identity.jwt";
 export const GCP_CREDENTIALS_FILE = "gcp-credentials.json";
@@ -71,10 +71,10 @@ export function gcpCredentials(input: {
  */
 export async function prepareWorkloadIdentity(input: {
   root: string;
-  assignment: JobAssignment;
+  job: RunnerJob;
   env: Record<string, string>;
 }): Promise<string[]> {
-  const { assignment: a, env } = input;
+  const { job: a, env } = input;
   const settings = new Map<string, string>();
   for (const v of jobVariables(a)) {
     if (v.category === "env") {
@@ -85,7 +85,7 @@ export async function prepareWorkloadIdentity(input: {
   const aws = cloudSetting(get, "AWS", "ROLE_ARN", a.phase);
   const gcp = cloudSetting(get, "GCP", "WORKLOAD_PROVIDER_NAME", null);
   const azure = cloudSetting(get, "AZURE", "CLIENT_ID", a.phase);
-  const token = a.fork ? null : (a.workloadIdentityToken ?? null);
+  const token = a.isFork ? null : (a.workloadIdentityToken ?? null);
   if (token === null) {
     return aws || gcp || azure
       ? [

@@ -4,6 +4,7 @@
  * Imports `zod` only: the Node agent shares this file.
  */
 import { z } from "zod";
+import { EXACT_VERSION_PATTERN } from "./engine-version.ts";
 import { JobSpec } from "./jobs.ts";
 
 /** The header that carries the agent id handed out by `register`. */
@@ -97,6 +98,16 @@ export const JobVariable = z.object({
 export type JobVariable = z.infer<typeof JobVariable>;
 
 /**
+ * A sensitive variable the coordinator left out of a fork's job, by name only: the agent can
+ * then say what the job lacks (a Pulumi backend URL, say) instead of failing on its absence.
+ */
+export const WithheldVariable = z.object({
+  key: z.string(),
+  category: z.enum(["env", "terraform"]),
+});
+export type WithheldVariable = z.infer<typeof WithheldVariable>;
+
+/**
  * A job's workload identity (workspaces with it enabled, never a fork's job): a JWT signed by the
  * coordinator that clouds trust directly, or why the coordinator could not issue one (the agent
  * then fails the job instead of running it without the identity it expects).
@@ -121,6 +132,8 @@ export const JobAssignment = z.object({
   /** The per-run token (`op_run_…`) for state, configuration, logs and artifacts. */
   runToken: z.string().optional(),
   variables: z.array(JobVariable).optional(),
+  /** A fork's job: the sensitive variables left out of `variables` (names, never values). */
+  withheldVariables: z.array(WithheldVariable).optional(),
   workloadIdentity: WorkloadIdentity.optional(),
 });
 export type JobAssignment = z.infer<typeof JobAssignment>;
@@ -198,7 +211,7 @@ export const FinishRequest = z.strictObject({
   /** The exact engine version the job ran (the spec may name a constraint such as `~> 1.9`). */
   engineVersion: z
     .string()
-    .regex(/^\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?$/, "must be an exact version such as 1.9.5")
+    .regex(EXACT_VERSION_PATTERN, "must be an exact version such as 1.9.5")
     .nullish(),
 });
 export type FinishRequest = z.infer<typeof FinishRequest>;

@@ -2,10 +2,8 @@
  * Engine version constraints as Terraform writes them (`required_version`): `latest`, an exact
  * version (`1.9.5`), or comparators joined by commas (`>= 1.6, < 2.0`, `~> 1.9`, `!= 1.7.0`).
  * The coordinator checks the syntax when a workspace is saved; the agent resolves the constraint
- * against the versions its release mirror offers. Pure and dependency-free (zod only).
+ * against the versions it can install. Pure and dependency-free.
  */
-import { z } from "zod";
-
 export type VersionOperator = "=" | "!=" | ">" | ">=" | "<" | "<=" | "~>";
 
 /** One comparator; `segments` is how many of major.minor.patch were written (for `~>`). */
@@ -20,7 +18,10 @@ export type VersionConstraint =
   | { kind: "exact"; version: string }
   | { kind: "range"; comparators: VersionComparator[] };
 
-/** A full release version (`1.9.5`, `1.10.0-beta1`). */
+/**
+ * A full release version (`1.9.5`, `1.10.0-beta1`): the one rule for an exact engine version,
+ * for every engine (no `v` prefix, no build metadata).
+ */
 export const EXACT_VERSION_PATTERN =
   /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?$/;
 const COMPARATOR_PATTERN =
@@ -61,22 +62,3 @@ export function parseVersionConstraint(text: string): ParsedConstraint {
   }
   return { ok: true, value: { kind: "range", comparators } };
 }
-
-/**
- * An engine version as a workspace stores it: `latest`, an exact version, or a constraint.
- * The message of a refusal says what is accepted.
- */
-export const EngineVersionConstraint = z
-  .string()
-  .trim()
-  .min(1, "must not be empty: use latest, an exact version such as 1.9.5, or ~> 1.9")
-  .max(100)
-  .superRefine((text, ctx) => {
-    const parsed = parseVersionConstraint(text);
-    if (!parsed.ok) {
-      ctx.addIssue({
-        code: "custom",
-        message: `${parsed.reason}; use latest, an exact version such as 1.9.5, or a constraint such as ~> 1.9 or >= 1.6, < 2.0`,
-      });
-    }
-  });

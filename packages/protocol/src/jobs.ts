@@ -35,7 +35,11 @@ export const JobSpec = z.object({
   isDestroy: z.boolean(),
   workspaceName: z.string(),
   engine: z.enum(ENGINES),
-  /** Exact, or for Pulumi a range such as `^3.150` that the agent resolves. */
+  /**
+   * As the workspace names it: `latest`, an exact version, or a constraint the agent resolves
+   * (`~> 1.9` for Terraform and OpenTofu, `^3.150` for Pulumi). An apply job's is the exact
+   * version its plan ran.
+   */
   engineVersion: z.string(),
   /** Pulumi workspaces: the stack every command names with `-s`; null for other engines. */
   stackName: z.string().nullable().default(null),

@@ -68,7 +68,7 @@ export class MirrorServer {
 
   /**
    * Publishes a correct release of the stand-in (zip + SHA256SUMS) for linux/amd64 and lists
-   * it in `/{engine}/index.json`, the releases.hashicorp.com index layout.
+   * it in `/{engine}/index.json` (see {@link listInIndex} for its shape).
    */
   publish(engine: string, version: string, platform = { os: "linux", arch: "amd64" }): Buffer {
     const zipName = `${engine}_${version}_${platform.os}_${platform.arch}.zip`;
@@ -84,10 +84,22 @@ export class MirrorServer {
     return zip;
   }
 
-  /** Adds `version` to the engine's index without publishing its files. */
+  /**
+   * Adds `version` to the engine's index without publishing its files: OpenTofu's index in the
+   * shape of get.opentofu.org's `api.json` (`{"versions": [{"id": …}]}`), the others in the
+   * releases.hashicorp.com shape (`{"versions": {"1.9.5": {…}}}`).
+   */
   listInIndex(engine: string, version: string, build?: Record<string, string>): void {
     const key = `/${engine}/index.json`;
     const current = this.files.get(key);
+    if (engine === "tofu") {
+      const index = current
+        ? (JSON.parse(current.toString("utf8")) as { versions: Array<{ id: string }> })
+        : { versions: [] as Array<{ id: string }> };
+      index.versions.unshift({ id: version, ...(build ? { files: [build.filename] } : {}) });
+      this.files.set(key, Buffer.from(JSON.stringify(index)));
+      return;
+    }
     const index = current
       ? (JSON.parse(current.toString("utf8")) as { versions: Record<string, unknown> })
       : { name: engine, versions: {} as Record<string, unknown> };

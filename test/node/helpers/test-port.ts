@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { TransientError } from "../../../agent/src/errors.ts";
-import type { ArtifactName, CoordinatorPort } from "../../../agent/src/job/types.ts";
+import type { CoordinatorPort, JobArtifact } from "../../../agent/src/job/types.ts";
 import type { LogSendResult } from "../../../agent/src/logs/streamer.ts";
 
 /**
@@ -11,7 +11,7 @@ import type { LogSendResult } from "../../../agent/src/logs/streamer.ts";
  */
 export class TestPort {
   readonly configurations = new Map<string, Buffer>();
-  readonly artifacts = new Map<ArtifactName, Buffer>();
+  readonly artifacts = new Map<JobArtifact, Buffer>();
   readonly logs = new Map<string, Buffer>();
   /** The workspace's current state (Pulumi checkpoints), null before the first write. */
   state: Buffer | null = null;
@@ -68,7 +68,7 @@ export class TestPort {
   }
 
   /** The SHA-256 (hex) of a stored artifact, as the coordinator records it. */
-  sha256(name: ArtifactName): string {
+  sha256(name: JobArtifact): string {
     return createHash("sha256")
       .update(this.artifacts.get(name) ?? Buffer.alloc(0))
       .digest("hex");

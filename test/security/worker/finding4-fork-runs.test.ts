@@ -112,6 +112,9 @@ describe("finding 4: fork code never reaches secrets or live state", () => {
     expect(job.runId).toBe(res.body.id);
     expect(job.spec).toMatchObject({ isFork: true, isSpeculative: true, planSha256: null });
     expect((job.variables ?? []).map((v) => v.key)).toEqual(["PLAIN"]);
+    // The job hears what it lacks by name, never by value, so its engine can say why it stops.
+    expect(job.withheldVariables).toEqual([{ key: "AWS_SECRET_ACCESS_KEY", category: "env" }]);
+    expect(JSON.stringify(job)).not.toContain("AWS_SECRET_ACCESS_KEY-value");
   });
 
   it("a fork's job may lock its state but never write it, nor read shared outputs", async () => {

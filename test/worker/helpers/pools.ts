@@ -5,9 +5,9 @@
  */
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { newId } from "@outpost/common";
 import type { AgentPool } from "../../../durable/agent-pool.ts";
 import type { QueuedJob } from "../../../durable/pool-types.ts";
-import { newId } from "../../../src/db/ids.ts";
 import {
   createAgentToken,
   createPool,

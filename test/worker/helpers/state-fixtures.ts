@@ -5,8 +5,8 @@
  * (hashicorp/terraform internal/backend/remote-state/http/client.go; protocols.md §1.2–1.4).
  */
 import { exports } from "cloudflare:workers";
+import { newId } from "@outpost/common";
 import type { RunStatus } from "@outpost/protocol";
-import { newId } from "../../../src/db/ids.ts";
 import { runs, runTokens, workspaces } from "../../../src/db/schema.ts";
 import { generateToken, hashToken } from "../../../src/tokens/model.ts";
 import { BASE } from "./api.ts";

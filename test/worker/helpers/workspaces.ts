@@ -2,10 +2,11 @@
  * Seeds for workspace-level tests: pools and runs are inserted as rows (their APIs are other
  * features), workspaces go through the real API.
  */
+
+import { newId } from "@outpost/common";
 import type { RunStatus } from "@outpost/protocol";
 import { eq } from "drizzle-orm";
 import { expect } from "vitest";
-import { newId } from "../../../src/db/ids.ts";
 import { agentPools, orgTokens, runs } from "../../../src/db/schema.ts";
 import { hashToken } from "../../../src/tokens/model.ts";
 import { requestJson } from "./api.ts";

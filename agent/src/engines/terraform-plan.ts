@@ -1,4 +1,4 @@
-import type { PlanSummary } from "./types.ts";
+import type { PlanSummary } from "@outpost/protocol";
 
 type Change = { change?: { actions?: unknown; importing?: unknown } };
 

@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import type { JobVariable } from "./types.ts";
+import type { JobVariable } from "@outpost/protocol";
 
 export const BACKEND_OVERRIDE_FILE = "outpost_override.tf";
 export const TFVARS_JSON_FILE = "outpost.auto.tfvars.json";
@@ -54,7 +54,7 @@ export async function writeTerraformVariables(
     if (!TF_IDENTIFIER.test(variable.key)) {
       throw new Error(`terraform variable name "${variable.key}" is not a valid identifier`);
     }
-    if (variable.hcl) {
+    if (variable.isHcl) {
       hcl.push(`${variable.key} = ${variable.value}`);
     } else {
       strings[variable.key] = variable.value;

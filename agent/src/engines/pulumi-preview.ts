@@ -2,7 +2,7 @@
  * Reads the document `pulumi preview --json` (and `destroy`/`refresh --preview-only --json`)
  * prints: `{steps: [{op, urn, …}], diagnostics, changeSummary: {create: n, …}}`.
  */
-import type { PlanSummary } from "./types.ts";
+import type { PlanSummary } from "@outpost/protocol";
 
 type Step = { op?: unknown; urn?: unknown };
 type Diagnostic = { severity?: unknown; message?: unknown };
