@@ -81,6 +81,10 @@ export default defineConfig(async () => {
           test: {
             name: "e2e",
             environment: "node",
+            // Three files at a time: they mostly wait (on agents, engines' sleeps and the pools'
+            // liveness windows), so a third overlaps those waits; measured 266-273 s against
+            // 431-505 s with two on this two-core host.
+            maxWorkers: 3,
             globalSetup: ["./test/setup/build-agent.ts", "./test/setup/migrated-state.ts"],
             include: [
               "test/e2e/**/*.test.ts",
@@ -95,6 +99,7 @@ export default defineConfig(async () => {
           test: {
             name: "browser",
             environment: "node",
+            maxWorkers: 3,
             globalSetup: ["./test/setup/build-agent.ts", "./test/setup/migrated-state.ts"],
             include: ["test/browser/**/*.test.ts"],
             testTimeout: 180_000,
