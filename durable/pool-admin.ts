@@ -23,6 +23,7 @@ export function registerAgent(ctx: OpsContext, input: RegisterInput): RegisterOu
     heartbeatIntervalSeconds: HEARTBEAT_INTERVAL_SECONDS,
     pollWaitSeconds: MAX_POLL_WAIT_SECONDS,
     leaseStartTimeoutSeconds: Math.ceil(ctx.settings.leaseStartTimeoutMs / 1000),
+    unknownAfterSeconds: Math.ceil(ctx.settings.unknownAfterMs / 1000),
   };
 }
 

@@ -188,6 +188,8 @@ export type RegisterOutcome = {
   heartbeatIntervalSeconds: number;
   pollWaitSeconds: number;
   leaseStartTimeoutSeconds: number;
+  /** The pool's `unknownAfterSeconds`, for the agent's readiness. */
+  unknownAfterSeconds: number;
 };
 
 /** The agent's own identity on every agent-scoped call. */

@@ -20,10 +20,17 @@ import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
 import { poolRoutes } from "./pools/routes.ts";
 import { jobDataRoutes } from "./runs/agent-routes.ts";
 import { runRoutes } from "./runs/routes.ts";
+import { logoutRoutes } from "./sessions/routes.ts";
+import { authRoutes } from "./sso/auth-routes.tsx";
+import { ssoRoutes } from "./sso/routes.ts";
 import { stateApiRoutes } from "./state/api-routes.ts";
 import { stateRoutes } from "./state/routes.ts";
+import { teamAccessRoutes } from "./teams/access-routes.ts";
+import { teamRoutes } from "./teams/routes.ts";
+import { teamTokenRoutes } from "./teams/token-routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
 import { uiRoutes } from "./ui/routes.tsx";
+import { userRoutes } from "./users/routes.ts";
 import { variableRoutes } from "./variables/routes.ts";
 import { vcsHookRoutes } from "./vcs/routes.ts";
 import { webhookRoutes } from "./vcs/webhook-routes.ts";
@@ -40,10 +47,19 @@ export function newApp(): OpenAPIHono<AppEnv> {
   });
   app.use("/api/*", limitJsonBodies());
   app.use("/agent/*", limitJsonBodies());
+  app.use("/auth/*", limitJsonBodies());
   app.use("/agent/v1/*", agentVersionHeader());
 
   app.route("/api/v1/bootstrap", bootstrapRoutes);
+  app.route("/api/v1/organization/sso", ssoRoutes);
   app.route("/api/v1", organizationRoutes);
+  app.route("/api/v1", userRoutes);
+  app.route("/api/v1/teams", teamRoutes);
+  app.route("/api/v1/teams", teamTokenRoutes);
+  app.route("/api/v1/workspaces", teamAccessRoutes);
+  // Sign-in and sign-out of browsers and the CLI: outside /api (redirects, cookies, no token).
+  app.route("/auth", authRoutes);
+  app.route("/auth", logoutRoutes);
   app.route("/api/v1/tokens", tokenRoutes);
   app.route("/api/v1/audit-events", auditRoutes);
   app.route("/api/v1/workspaces", workspaceRoutes);

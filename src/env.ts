@@ -1,6 +1,7 @@
 /** The Hono environment of the Worker: bindings from wrangler.toml and per-request variables. */
+
+import type { Principal } from "./authz/principal.ts";
 import type { Database } from "./db/client.ts";
-import type { Principal } from "./tokens/model.ts";
 
 export type AppEnv = {
   Bindings: Env;

@@ -6,11 +6,13 @@ import { ContactMonitor } from "./client/contact.ts";
 import { type AgentCredentials, oidcCredentials, staticCredentials } from "./client/credentials.ts";
 import { jobPort } from "./client/job-port.ts";
 import type { AgentConfig } from "./config/load.ts";
+import { readEngineKeyring } from "./engines/signatures.ts";
 import { type ResolvedIsolation, resolveIsolation } from "./exec/sandbox.ts";
 import type { ExitCode } from "./exit-codes.ts";
 import type { JobIsolation } from "./job/containment.ts";
 import { removeStaleJobDirs } from "./job/workdirs.ts";
 import type { Logger } from "./logger.ts";
+import { startObservability } from "./metrics/observability.ts";
 import { readCaFile, writeCaBundle } from "./net/ca.ts";
 import { configureNetwork, PROXY_VARIABLES } from "./net/fetch.ts";
 import { AgentLoop } from "./poller.ts";
@@ -31,11 +33,11 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
   const userAgent = `outpost-agent/${AGENT_VERSION} (${process.platform}; ${process.arch}; node ${process.version})`;
   const extraCas = config.caCertFile === null ? [] : readCaFile(config.caCertFile, "--ca-cert");
   configureNetwork({ extraCas });
-  const target = { address: config.address, userAgent };
-  const isolation = await resolveIsolation(config.isolation);
-  warnIfUnisolated(isolation, logger);
-  await cleanUpAfterDeadAgents(config.dataDir, logger);
-  const contact = new ContactMonitor(logger);
+  // Read and checked before anything starts: a bad keyring is a configuration error (exit 2).
+  const engineKeyring =
+    config.engineKeyringFile === null
+      ? []
+      : await readEngineKeyring(config.engineKeyringFile, "--engine-keyring");
   const updater = new Updater({
     enabled: config.autoUpdate,
     currentVersion: AGENT_VERSION,
@@ -44,15 +46,32 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     userAgent,
     logger,
   });
+  // First, so a liveness probe is answered while the agent sets up and registers.
+  const observability = await startObservability({
+    address: config.metricsAddress,
+    version: AGENT_VERSION,
+    capacity: config.single ? 1 : config.concurrency,
+    updateState: () => updater.state,
+    logger,
+  });
+  const observe = observability?.observe;
+  const target = { address: config.address, userAgent, ...(observe ? { observe } : {}) };
+  const isolation = await resolveIsolation(config.isolation);
+  warnIfUnisolated(isolation, logger);
+  await cleanUpAfterDeadAgents(config.dataDir, logger);
+  const contact = new ContactMonitor(logger);
   const credentials = credentialsOf(config, target, logger);
+  const api = new AgentApi({
+    address: config.address,
+    credentials,
+    userAgent,
+    contact,
+    onAgentVersion: (version) => updater.offer(version),
+    ...(observe ? { observe } : {}),
+  });
   const loop = new AgentLoop({
-    api: new AgentApi({
-      address: config.address,
-      credentials,
-      userAgent,
-      contact,
-      onAgentVersion: (version) => updater.offer(version),
-    }),
+    api: observability ? observability.loopApi(api) : api,
+    ...(observability ? { startJob: observability.startJob } : {}),
     logger,
     address: config.address,
     name: config.name,
@@ -69,6 +88,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       hostEnv: process.env,
       networkEnv: await jobNetworkEnv(config, extraCas),
       releaseMirror: config.releaseMirror,
+      engineKeyring,
       allowFileRepos: config.allowFileRepos,
       cancelGraceMs: config.cancelGraceMs,
       maxConfigurationBytes: MAX_CONFIGURATION_BYTES,
@@ -97,12 +117,15 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       isolation: isolation.mode,
       autoUpdate: config.autoUpdate,
       proxy: proxySummary(),
+      engineKeyring: engineKeyring.map((k) => k.label).join("; ") || "none",
       login: config.oidc === null ? "agent token" : `OIDC token file for ${config.oidc.poolId}`,
+      metrics: observability?.url ?? "off",
     },
     "outpost-agent starting",
   );
   const onSignal = (signal: NodeJS.Signals) => {
     logger.info({ signal }, "signal received");
+    observability?.stopping();
     loop.stop();
   };
   process.on("SIGTERM", onSignal);
@@ -113,6 +136,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     credentials.stop();
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
+    await observability?.close();
   }
 }
 

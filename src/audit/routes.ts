@@ -3,16 +3,27 @@
  * which object), for owners and admins, newest first, paged and filterable by target.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { ACTOR_TYPES, SIGN_IN_METHODS } from "../authz/actor.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { listAuditEvents, presentAuditEvent } from "./service.ts";
 
 const AuditEvent = z
   .object({
     id: z.string(),
     actor: z.string().openapi({
-      description: "Who: a token id (tok_…, atok_…), a run id, an agent id, or system",
+      description:
+        "Who, by id: a person (usr_…), a team (team_…), a token (tok_…, atok_…), a run, an agent, or system",
+    }),
+    actorType: z.enum(ACTOR_TYPES).nullable().openapi({ description: "The actor's kind" }),
+    actorName: z.string().nullable().openapi({
+      description:
+        "The actor's name when it acted: a person's name or email, a token's description",
+    }),
+    actorVia: z.enum(SIGN_IN_METHODS).nullable().openapi({
+      description:
+        "How a person or token signed in: sso, access, user-token, team-token, org-token, token-session",
     }),
     action: z.string().openapi({ example: "workspace.update" }),
     targetType: z.string().openapi({ example: "workspace" }),
@@ -52,7 +63,7 @@ export const auditRoutes = newRouter().openapi(
     tags: ["audit"],
     summary: "The organization's audit log, newest first (owners and admins)",
     security: [{ bearer: [] }],
-    middleware: [requireRole("admin")] as const,
+    middleware: [requirePermission("audit.read")] as const,
     request: { query: AuditQuery },
     responses: {
       200: jsonResponse(
@@ -65,7 +76,7 @@ export const auditRoutes = newRouter().openapi(
   async (c) => {
     const { limit, cursor, ...filter } = c.req.valid("query");
     const after = cursor === undefined ? undefined : decodeCursor(cursor, ["number", "string"]);
-    const rows = await listAuditEvents(c.var.db, orgPrincipal(c).orgId, filter, { limit, after });
+    const rows = await listAuditEvents(c.var.db, personOf(c).orgId, filter, { limit, after });
     const { items, nextCursor } = takePage(rows, limit, (row) => [row.createdAt, row.id]);
     return c.json({ auditEvents: items.map(presentAuditEvent), nextCursor }, 200);
   },

@@ -2,12 +2,20 @@
 
 import { newId } from "@outpost/common";
 import { and, desc, eq, lt, or, type SQL, sql } from "drizzle-orm";
+import {
+  ACTOR_TYPES,
+  type ActorType,
+  type AuditActor,
+  SIGN_IN_METHODS,
+  type SignInMethod,
+} from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { auditEvents } from "../db/schema.ts";
 
 export type AuditInput = {
   orgId: string;
-  actor: string;
+  /** Who, by kind, id and name, with how a person signed in. */
+  actor: AuditActor;
   action: string;
   targetType: string;
   targetId: string;
@@ -15,12 +23,22 @@ export type AuditInput = {
   now: number;
 };
 
+/** The audit columns of an actor. */
+export function actorColumns(actor: AuditActor) {
+  return {
+    actor: actor.id,
+    actorType: actor.type,
+    actorName: actor.name,
+    actorVia: actor.via ?? null,
+  };
+}
+
 /** An insert to put in the same `db.batch` as the change, so both land or neither does. */
 export function auditQuery(db: Database, event: AuditInput) {
   return db.insert(auditEvents).values({
     id: newId("event"),
     orgId: event.orgId,
-    actor: event.actor,
+    ...actorColumns(event.actor),
     action: event.action,
     targetType: event.targetType,
     targetId: event.targetId,
@@ -36,12 +54,14 @@ export function auditQuery(db: Database, event: AuditInput) {
  */
 export function auditWhereQuery(db: Database, event: AuditInput, condition: SQL) {
   const data = event.data === undefined ? null : JSON.stringify(event.data);
-  // Columns in the table's order (id, org_id, actor, action, target_type, target_id, data,
-  // created_at): drizzle names them all in the INSERT and takes the SELECT positionally.
+  const actor = actorColumns(event.actor);
+  // Columns in the table's order (id, org_id, actor, actor_type, actor_name, actor_via, action,
+  // target_type, target_id, data, created_at): drizzle names them all in the INSERT and takes
+  // the SELECT positionally.
   return db
     .insert(auditEvents)
     .select(
-      sql`SELECT ${newId("event")}, ${event.orgId}, ${event.actor}, ${event.action}, ${event.targetType}, ${event.targetId}, ${data}, ${event.now} WHERE ${condition}`,
+      sql`SELECT ${newId("event")}, ${event.orgId}, ${actor.actor}, ${actor.actorType}, ${actor.actorName}, ${actor.actorVia}, ${event.action}, ${event.targetType}, ${event.targetId}, ${data}, ${event.now} WHERE ${condition}`,
     );
 }
 
@@ -88,11 +108,19 @@ export function listAuditEvents(
     .limit(page.limit + 1);
 }
 
+const parseActorType = (value: string | null): ActorType | null =>
+  ACTOR_TYPES.find((t) => t === value) ?? null;
+const parseVia = (value: string | null): SignInMethod | null =>
+  SIGN_IN_METHODS.find((m) => m === value) ?? null;
+
 /** The public shape of an audit event. */
 export function presentAuditEvent(row: AuditEventRow) {
   return {
     id: row.id,
     actor: row.actor,
+    actorType: parseActorType(row.actorType),
+    actorName: row.actorName,
+    actorVia: parseVia(row.actorVia),
     action: row.action,
     targetType: row.targetType,
     targetId: row.targetId,

@@ -4,10 +4,11 @@
  * and reads them.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
-import { requireRole } from "../middleware/auth.ts";
+import { requirePerson } from "../middleware/auth.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { isUploadMediaType, UPLOAD_MEDIA_TYPES, uploadLimits } from "./model.ts";
@@ -78,7 +79,7 @@ export const configurationVersionRoutes = newRouter()
       description:
         "Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree; 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).",
       security,
-      middleware: [requireRole("member")] as const,
+      middleware: [requirePerson()] as const,
       request: {
         params: WorkspaceParams,
         body: {
@@ -92,6 +93,11 @@ export const configurationVersionRoutes = newRouter()
       },
     }),
     async (c) => {
+      const { principal, workspace } = await workspaceOf(
+        c,
+        c.req.valid("param").workspaceId,
+        "configuration.upload",
+      );
       if (!isUploadMediaType(c.req.header("content-type"))) {
         throw new ApiError(
           "UNSUPPORTED_MEDIA_TYPE",
@@ -100,7 +106,6 @@ export const configurationVersionRoutes = newRouter()
       }
       const limits = uploadLimits(c.env);
       const contentLength = declaredLength(c.req.header("content-length"), limits.maxBytes);
-      const { principal, workspace } = await workspaceOf(c, c.req.valid("param").workspaceId);
       const body = c.req.raw.body;
       if (!body) {
         throw new ApiError("BAD_REQUEST", "the body is empty; send a tar.gz");
@@ -108,7 +113,7 @@ export const configurationVersionRoutes = newRouter()
       const result = await uploadConfigurationVersion(c.var.db, c.env.BLOBS, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         body,
         contentLength,
         limits,
@@ -133,7 +138,7 @@ export const configurationVersionRoutes = newRouter()
       tags,
       summary: "List a workspace's configuration versions, newest first",
       security,
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: WorkspaceParams, query: PageQuery },
       responses: {
         200: jsonResponse(
@@ -147,7 +152,11 @@ export const configurationVersionRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspace } = await workspaceOf(c, c.req.valid("param").workspaceId);
+      const { workspace } = await workspaceOf(
+        c,
+        c.req.valid("param").workspaceId,
+        "workspace.read",
+      );
       const { limit, cursor } = c.req.valid("query");
       const before = cursor === undefined ? undefined : decodeCursor(cursor, ["number", "string"]);
       const rows = await listConfigurationVersionRows(c.var.db, workspace.id, { limit, before });
@@ -169,7 +178,7 @@ export const configurationVersionRoutes = newRouter()
       tags,
       summary: "Get a configuration version",
       security,
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: VersionParams },
       responses: {
         200: jsonResponse(ConfigurationVersionSchema, "The configuration version"),
@@ -178,7 +187,7 @@ export const configurationVersionRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, configurationVersionId } = c.req.valid("param");
-      const { workspace } = await workspaceOf(c, workspaceId);
+      const { workspace } = await workspaceOf(c, workspaceId, "workspace.read");
       const row = await getConfigurationVersion(c.var.db, workspace.id, configurationVersionId);
       if (!row) {
         throw new ApiError(
@@ -197,7 +206,7 @@ export const configurationVersionRoutes = newRouter()
       tags,
       summary: "Download an uploaded configuration's tar.gz, exactly as it was uploaded",
       security,
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: VersionParams },
       responses: {
         200: {
@@ -209,7 +218,7 @@ export const configurationVersionRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, configurationVersionId } = c.req.valid("param");
-      const { workspace } = await workspaceOf(c, workspaceId);
+      const { workspace } = await workspaceOf(c, workspaceId, "workspace.read");
       const row = await getConfigurationVersion(c.var.db, workspace.id, configurationVersionId);
       const object = row?.r2Key ? await c.env.BLOBS.get(row.r2Key) : null;
       if (!row || !object) {

@@ -6,6 +6,7 @@
 import { newId } from "@outpost/common";
 import { and, desc, eq, lt, or } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { configurationVersions } from "../db/schema.ts";
 import { toHex } from "../lib/crypto.ts";
@@ -118,7 +119,7 @@ export async function uploadConfigurationVersion(
   input: {
     orgId: string;
     workspaceId: string;
-    actor: string;
+    actor: AuditActor;
     body: ReadableStream<Uint8Array>;
     contentLength: number;
     limits: UploadLimits;
@@ -170,7 +171,7 @@ export async function uploadConfigurationVersion(
     branch: null,
     isSpeculative: false,
     isFork: false,
-    createdBy: input.actor,
+    createdBy: input.actor.id,
     createdAt: now,
   };
   try {

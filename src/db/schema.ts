@@ -6,7 +6,15 @@
  */
 import { ENGINES, type PlanSummary, RUN_OPERATIONS, RUN_STATUSES } from "@outpost/protocol";
 import { sql } from "drizzle-orm";
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import {
+  index,
+  integer,
+  primaryKey,
+  sqliteTable,
+  text,
+  uniqueIndex,
+} from "drizzle-orm/sqlite-core";
+import type { Actor } from "../authz/actor.ts";
 
 const createdAt = () =>
   integer({ mode: "number" }).notNull().default(sql`(cast(unixepoch('subsec') * 1000 as integer))`);
@@ -261,7 +269,11 @@ export const runs = sqliteTable(
     /** JSON: status → first time entered (ms). */
     statusTimestamps: text({ mode: "json" }).$type<Record<string, number>>(),
     cancelRequestedAt: integer(),
-    createdBy: text(),
+    /** Who queued the run, confirmed, discarded and canceled it (JSON actors, see authz/actor.ts). */
+    createdBy: text({ mode: "json" }).$type<Actor>(),
+    confirmedBy: text({ mode: "json" }).$type<Actor>(),
+    discardedBy: text({ mode: "json" }).$type<Actor>(),
+    canceledBy: text({ mode: "json" }).$type<Actor>(),
     createdAt: createdAt(),
     updatedAt: integer().notNull(),
   },
@@ -350,7 +362,8 @@ export const stateVersions = sqliteTable(
     /** Set when the state was deleted (DELETE on the backend); kept as history, never current. */
     discardedAt: integer(),
     runId: text(),
-    createdBy: text(),
+    /** Who wrote it (JSON actor): a person or token, or for a run's write the run's confirmer. */
+    createdBy: text({ mode: "json" }).$type<Actor>(),
     createdAt: createdAt(),
   },
   (t) => [
@@ -430,8 +443,13 @@ export const auditEvents = sqliteTable(
   {
     id: text().primaryKey(),
     orgId: text().notNull(),
-    /** Who: a token id (tok_…, atok_…), a run id, or "system". */
+    /** Who: the actor's id (usr_…, tok_…, ttok_…, atok_…, a run id, or "system"). */
     actor: text().notNull(),
+    /** The actor's kind and name when the event was recorded (see authz/actor.ts). */
+    actorType: text(),
+    actorName: text(),
+    /** How a person signed in: sso, access, personal token, token sign-in to the dashboard. */
+    actorVia: text(),
     action: text().notNull(),
     targetType: text().notNull(),
     targetId: text().notNull(),
@@ -445,8 +463,199 @@ export const auditEvents = sqliteTable(
 );
 
 /**
- * Dashboard sessions: an org token exchanged for a cookie. Only the SHA-256 of the cookie secret
- * is stored; a session is valid while unexpired, not signed out, and its token is not revoked.
+ * People (docs/people.md). A user is a person of one organization, known by email; it signs in
+ * through the organization's OpenID provider or Cloudflare Access and is never given a password.
+ */
+export const users = sqliteTable(
+  "users",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    /** Lowercased; the identity across sign-in methods. */
+    email: text().notNull(),
+    name: text().notNull().default(""),
+    /** The provider subject of the last SSO sign-in (null for Access-only users). */
+    ssoSubject: text(),
+    disabledAt: integer(),
+    lastSignInAt: integer(),
+    lastSignInMethod: text({ enum: ["sso", "access"] }),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [uniqueIndex("users_org_email_idx").on(t.orgId, t.email)],
+);
+
+/** Teams: what people get permissions through, from the provider's groups or by hand. */
+export const teams = sqliteTable(
+  "teams",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    name: text().notNull(),
+    /** JSON array of provider group names whose members belong to the team. */
+    idpGroups: text({ mode: "json" }).$type<string[]>().notNull(),
+    /** The organization role every member (and every team token) holds; null: none. */
+    organizationRole: text({ enum: ["owner", "admin", "member", "reader"] }),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [uniqueIndex("teams_org_name_idx").on(t.orgId, t.name)],
+);
+
+/**
+ * Who is in a team: `idp` rows follow the provider's groups at every sign-in (added and removed
+ * then), `manual` rows are set by an owner and kept until an owner removes them.
+ */
+export const teamMembers = sqliteTable(
+  "team_members",
+  {
+    teamId: text()
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    userId: text()
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    orgId: text().notNull(),
+    source: text({ enum: ["idp", "manual"] }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.teamId, t.userId] }),
+    index("team_members_user_idx").on(t.userId),
+  ],
+);
+
+/** Personal API tokens (`op_user_…`): act as their user, with the user's permissions of the moment. */
+export const userTokens = sqliteTable(
+  "user_tokens",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    userId: text()
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    description: text().notNull(),
+    tokenHash: text().notNull().unique(),
+    createdAt: createdAt(),
+    lastUsedAt: integer(),
+    revokedAt: integer(),
+    /** Null: does not expire. */
+    expiresAt: integer(),
+  },
+  (t) => [index("user_tokens_user_idx").on(t.userId)],
+);
+
+/** Team tokens (`op_team_…`), for CI: act as the team. */
+export const teamTokens = sqliteTable(
+  "team_tokens",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    teamId: text()
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    description: text().notNull(),
+    tokenHash: text().notNull().unique(),
+    createdBy: text(),
+    createdAt: createdAt(),
+    lastUsedAt: integer(),
+    revokedAt: integer(),
+    expiresAt: integer(),
+  },
+  (t) => [index("team_tokens_team_idx").on(t.teamId)],
+);
+
+/** A team's access to a workspace: one of Terraform Cloud's fixed permission sets. */
+export const workspaceTeamAccess = sqliteTable(
+  "workspace_team_access",
+  {
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    teamId: text()
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    orgId: text().notNull(),
+    access: text({ enum: ["read", "plan", "write", "admin"] }).notNull(),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.teamId] }),
+    index("workspace_team_access_team_idx").on(t.teamId),
+  ],
+);
+
+/** An organization's OpenID Connect sign-in; the client secret is sealed (ENCRYPTION_KEY). */
+export const ssoConfigs = sqliteTable("sso_configs", {
+  orgId: text()
+    .primaryKey()
+    .references(() => organizations.id),
+  issuer: text().notNull(),
+  clientId: text().notNull(),
+  clientSecretCiphertext: text().notNull(),
+  groupsClaim: text().notNull(),
+  emailClaim: text().notNull(),
+  createdAt: createdAt(),
+  updatedAt: integer().notNull(),
+});
+
+/**
+ * Sign-ins under way: the PKCE verifier and nonce of one authorization request, found by the
+ * SHA-256 of its `state` and usable once, until `expiresAt`.
+ */
+export const ssoRequests = sqliteTable(
+  "sso_requests",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    stateHash: text().notNull().unique(),
+    nonce: text().notNull(),
+    codeVerifier: text().notNull(),
+    /** The dashboard path to return to. */
+    next: text().notNull(),
+    createdAt: createdAt(),
+    expiresAt: integer().notNull(),
+    usedAt: integer(),
+  },
+  (t) => [index("sso_requests_expires_idx").on(t.expiresAt)],
+);
+
+/**
+ * `outpost login --sso`, device-style: the CLI holds the device code (stored as its SHA-256), the
+ * person approves the user code in a signed-in browser, and the CLI's next poll receives a fresh
+ * personal token, once.
+ */
+export const cliLogins = sqliteTable(
+  "cli_logins",
+  {
+    id: text().primaryKey(),
+    deviceCodeHash: text().notNull().unique(),
+    userCode: text().notNull().unique(),
+    /** Where the CLI runs, as it said (shown on the approval page). */
+    clientName: text().notNull(),
+    orgId: text(),
+    userId: text(),
+    approvedAt: integer(),
+    consumedAt: integer(),
+    createdAt: createdAt(),
+    expiresAt: integer().notNull(),
+  },
+  (t) => [index("cli_logins_expires_idx").on(t.expiresAt)],
+);
+
+/**
+ * Sessions of the dashboard and of a signed-in browser: an opaque cookie secret whose SHA-256 is
+ * kept here. A session belongs to a user (signed in through SSO or Cloudflare Access) or to an
+ * org token (the break-glass token sign-in); it counts while it is not signed out, younger than
+ * the absolute lifetime (`expiresAt`) and used within the idle timeout (`lastSeenAt`), and while
+ * its user is enabled or its token unrevoked.
  */
 export const sessions = sqliteTable(
   "sessions",
@@ -455,13 +664,16 @@ export const sessions = sqliteTable(
     orgId: text()
       .notNull()
       .references(() => organizations.id),
-    tokenId: text()
+    tokenId: text().references(() => orgTokens.id),
+    userId: text().references(() => users.id, { onDelete: "cascade" }),
+    method: text({ enum: ["token", "sso", "access"] })
       .notNull()
-      .references(() => orgTokens.id),
+      .default("token"),
     secretHash: text().notNull().unique(),
     createdAt: createdAt(),
+    lastSeenAt: integer(),
     expiresAt: integer().notNull(),
     revokedAt: integer(),
   },
-  (t) => [index("sessions_token_idx").on(t.tokenId)],
+  (t) => [index("sessions_token_idx").on(t.tokenId), index("sessions_user_idx").on(t.userId)],
 );

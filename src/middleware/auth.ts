@@ -1,27 +1,37 @@
 /**
- * Authentication and role checks. Every credential is an `op_<kind>_…` token; which kinds a route
- * accepts and which org role it needs are declared where the route is.
+ * Authentication. A request names its caller with a token (`Authorization: Bearer op_<kind>_…`,
+ * or basic auth where allowed) or, on routes people use, with a browser credential from this
+ * site's own pages (a session cookie, a Cloudflare Access assertion). Which kinds a route accepts
+ * is declared where the route is; what a person may do is `may`'s (`src/authz/`), asked by
+ * {@link requirePermission} for organization actions and by the route for workspace ones.
  */
 import type { Context, MiddlewareHandler } from "hono";
+import {
+  decideOrganization,
+  type OrganizationAction,
+  organizationRefusal,
+} from "../authz/model.ts";
+import {
+  isPerson,
+  PERSON_KINDS,
+  type PersonPrincipal,
+  type Principal,
+} from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { timingSafeEqualString } from "../lib/crypto.ts";
-import {
-  hashToken,
-  LAST_USED_RESOLUTION_MS,
-  type Principal,
-  type Role,
-  roleAtLeast,
-  type TokenKind,
-  tokenKind,
-} from "../tokens/model.ts";
+import { browserIdentity, hasBrowserCredential, isSameOrigin } from "../sessions/http.ts";
+import { loadTeamPrincipal } from "../teams/service.ts";
+import { hashToken, LAST_USED_RESOLUTION_MS, type TokenKind, tokenKind } from "../tokens/model.ts";
 import { findTokenByHash, type TokenRecord, touchToken } from "../tokens/queries.ts";
+import { loadUserPrincipal } from "../users/service.ts";
 
 export type AuthOptions = {
-  /** Token kinds this route accepts. */
+  /** Token kinds this route accepts; with `user`, a browser credential is accepted too. */
   kinds: readonly TokenKind[];
-  /** Minimum org role, for org tokens. */
-  role?: Role;
+  /** The organization action the caller must be allowed (403 otherwise). */
+  permission?: OrganizationAction;
   /** Also accept HTTP basic auth with the token as password (Terraform's http backend). */
   allowBasic?: boolean;
   /**
@@ -65,38 +75,76 @@ export function credentialFromHeader(header: string | undefined, allowBasic: boo
   throw new ApiError("UNAUTHORIZED", `unsupported authorization scheme ${JSON.stringify(scheme)}`);
 }
 
-function toPrincipal(kind: TokenKind, record: TokenRecord): Principal {
-  if (kind === "org" && record.role) {
-    return { kind, orgId: record.orgId, tokenId: record.id, role: record.role };
-  }
-  if (kind === "agent" && record.poolId) {
-    return {
-      kind,
-      orgId: record.orgId,
-      tokenId: record.id,
-      poolId: record.poolId,
-      chainId: record.chainId ?? record.id,
-    };
-  }
-  if (kind === "run" && record.runId && record.workspaceId && record.jobId) {
-    return {
-      kind,
-      orgId: record.orgId,
-      tokenId: record.id,
-      runId: record.runId,
-      workspaceId: record.workspaceId,
-      jobId: record.jobId,
-    };
-  }
+function missingScope(kind: TokenKind, record: TokenRecord): never {
   throw new Error(`token ${record.id} of kind ${kind} is missing its scope`);
+}
+
+/** The principal of a verified token record; a person's token reads its owner as it is now. */
+async function toPrincipal(
+  c: Context<AppEnv>,
+  kind: TokenKind,
+  record: TokenRecord,
+): Promise<Principal> {
+  switch (kind) {
+    case "org":
+      return record.role
+        ? {
+            kind,
+            orgId: record.orgId,
+            tokenId: record.id,
+            role: record.role,
+            name: record.description ?? record.id,
+            via: "org-token",
+          }
+        : missingScope(kind, record);
+    case "agent":
+      return record.poolId
+        ? {
+            kind,
+            orgId: record.orgId,
+            tokenId: record.id,
+            poolId: record.poolId,
+            chainId: record.chainId ?? record.id,
+          }
+        : missingScope(kind, record);
+    case "run":
+      return record.runId && record.workspaceId && record.jobId
+        ? {
+            kind,
+            orgId: record.orgId,
+            tokenId: record.id,
+            runId: record.runId,
+            workspaceId: record.workspaceId,
+            jobId: record.jobId,
+          }
+        : missingScope(kind, record);
+    case "user": {
+      const user = await loadUserPrincipal(c.var.db, record.userId ?? "", "user-token");
+      if (!user.ok) {
+        throw new ApiError("TOKEN_REVOKED", "this token's user is disabled");
+      }
+      return user.value;
+    }
+    case "team": {
+      const team = await loadTeamPrincipal(c.var.db, record.teamId ?? "", record.id);
+      return team ?? missingScope(kind, record);
+    }
+  }
+}
+
+function expiredMessage(kind: TokenKind, expiresAt: number): string {
+  const at = new Date(expiresAt).toISOString();
+  return kind === "agent"
+    ? `this token expired at ${at}; exchange an OIDC token for a new one`
+    : `this token expired at ${at}; create a new one`;
 }
 
 /**
  * Resolves a token secret to its principal: 401 UNAUTHORIZED for anything unknown (or a run
  * token whose lease was never started), 401 TOKEN_REVOKED for a revoked token (a run token is
- * revoked the moment its job ends), 401 TOKEN_EXPIRED for an agent token from an OIDC exchange
- * past its expiry. Records `last_used_at` at most once a minute, after the
- * response, so the check adds no write to the request path.
+ * revoked the moment its job ends; a personal token with its disabled user), 401 TOKEN_EXPIRED
+ * for a token past its expiry. Records `last_used_at` at most once a minute, after the response,
+ * so the check adds no write to the request path.
  */
 export async function authenticate(
   c: Context<AppEnv>,
@@ -121,13 +169,10 @@ export async function authenticate(
     throw new ApiError("TOKEN_REVOKED", "this token has been revoked");
   }
   const now = Date.now();
-  // Only agent tokens issued by OIDC exchange expire. A distinct code, so such an agent logs in
-  // again with a fresh OIDC token instead of exiting as it does for a revoked token.
+  // A distinct code, so an OIDC agent logs in again with a fresh OIDC token instead of exiting
+  // as it does for a revoked token.
   if (record.expiresAt != null && record.expiresAt <= now) {
-    throw new ApiError(
-      "TOKEN_EXPIRED",
-      `this token expired at ${new Date(record.expiresAt).toISOString()}; exchange an OIDC token for a new one`,
-    );
+    throw new ApiError("TOKEN_EXPIRED", expiredMessage(kind, record.expiresAt));
   }
   // A run token lives with its lease: usable from the agent's start acknowledgement until the
   // job ends. A lease that was never started (and may have gone back to the queue) grants nothing.
@@ -137,6 +182,7 @@ export async function authenticate(
       "this run token's job has not been started; acknowledge the lease first",
     );
   }
+  const principal = await toPrincipal(c, kind, record);
   if (
     recordUse &&
     record.lastUsedAt !== undefined &&
@@ -150,35 +196,77 @@ export async function authenticate(
       }),
     );
   }
-  return toPrincipal(kind, record);
+  return principal;
 }
 
 /**
- * Middleware: authenticates the request and, for org tokens, checks the role (403 FORBIDDEN).
- * @example app.openapi(createRoute({ middleware: [requireAuth({ kinds: ["org"], role: "owner" })] }), …)
+ * A person's browser credential, on a route that takes person tokens and has no Authorization
+ * header: accepted only from this site's own pages. Null when the request carries none.
+ */
+async function fromBrowser(c: Context<AppEnv>): Promise<PersonPrincipal | null> {
+  if (!hasBrowserCredential(c)) {
+    return null;
+  }
+  if (!isSameOrigin(c)) {
+    throw new ApiError(
+      "UNAUTHORIZED",
+      "a browser session is accepted only from this site's own pages; send a token in the Authorization header",
+    );
+  }
+  const identity = await browserIdentity(c, Date.now());
+  if (identity === null) {
+    return null;
+  }
+  if (!identity.ok) {
+    throw new ApiError("UNAUTHORIZED", identity.reason);
+  }
+  return identity.value.principal;
+}
+
+/**
+ * Middleware: authenticates the request and, with `permission`, asks `may` for it (403
+ * FORBIDDEN). Sets `principal`.
+ * @example createRoute({ middleware: [requirePermission("pools.manage")] })
  */
 export function requireAuth(options: AuthOptions): MiddlewareHandler<AppEnv> {
   return async function auth(c, next) {
-    const secret = credentialFromHeader(c.req.header("authorization"), options.allowBasic ?? false);
-    const principal = await authenticate(c, secret, options.kinds, options.recordUse ?? true);
-    if (options.role && principal.kind === "org" && !roleAtLeast(principal.role, options.role)) {
-      throw new ApiError("FORBIDDEN", `this action needs the ${options.role} role`);
+    const header = c.req.header("authorization");
+    const acceptsPeople = options.kinds.includes("user");
+    const browser = header === undefined && acceptsPeople ? await fromBrowser(c) : null;
+    const principal =
+      browser ??
+      (await authenticate(
+        c,
+        credentialFromHeader(header, options.allowBasic ?? false),
+        options.kinds,
+        options.recordUse ?? true,
+      ));
+    if (options.permission) {
+      const resource = { type: "organization" as const, orgId: principal.orgId };
+      if ((await may(c.var.db, principal, options.permission, resource)) !== "allow") {
+        throw new ApiError("FORBIDDEN", organizationRefusal(options.permission));
+      }
     }
     c.set("principal", principal);
     await next();
   };
 }
 
-/** Shorthand for user routes: an org token with at least `role`. */
-export function requireRole(role: Role): MiddlewareHandler<AppEnv> {
-  return requireAuth({ kinds: ["org"], role });
+/** Routes for people: any person's credential (org, team or personal token, session, Access). */
+export function requirePerson(): MiddlewareHandler<AppEnv> {
+  return requireAuth({ kinds: PERSON_KINDS });
 }
 
-/** The org principal of a route guarded by {@link requireRole}. */
-export function orgPrincipal(c: Context<AppEnv>): Extract<Principal, { kind: "org" }> {
+/** Routes for people that need an organization action: `may` decides (403 otherwise). */
+export function requirePermission(permission: OrganizationAction): MiddlewareHandler<AppEnv> {
+  return requireAuth({ kinds: PERSON_KINDS, permission });
+}
+
+/** The person principal of a route guarded by {@link requirePerson} or {@link requirePermission}. */
+export function personOf(c: Context<AppEnv>): PersonPrincipal {
   const principal = c.get("principal");
-  if (principal?.kind !== "org") {
-    throw new Error("orgPrincipal used on a route without requireRole");
+  if (!principal || !isPerson(principal)) {
+    throw new Error("personOf used on a route that does not require a person");
   }
   return principal;
 }

@@ -128,7 +128,7 @@ export async function exchangeOidcToken(
     deleteExpiredIssuedTokensQuery(db, pool.id, now - ISSUED_TOKEN_HISTORY_MS),
     auditQuery(db, {
       orgId: pool.orgId,
-      actor: trust.id,
+      actor: { type: "agent", id: trust.id, name: `OIDC trust ${trust.id} (${claims.iss})` },
       action: chain.value ? "agent_token.oidc_renew" : "agent_token.oidc_exchange",
       targetType: "agent_token",
       targetId: id,

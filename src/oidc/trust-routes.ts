@@ -3,9 +3,10 @@
  * exchange for agent tokens. Owners manage them, like agent tokens.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { ClaimConditions, MAX_TRUSTS_PER_POOL } from "./trust-model.ts";
 import { createTrust, deleteTrust, listTrusts, type TrustFailure } from "./trust-service.ts";
 
@@ -61,7 +62,7 @@ export const oidcTrustRoutes = newRouter()
       tags: ["pools"],
       summary: "Trust an OIDC issuer: its tokens that meet every condition log agents in",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("oidc_trusts.manage")] as const,
       request: { params: PoolParams, body: jsonBody(CreateOidcTrust) },
       responses: {
         201: jsonResponse(OidcTrust, "The trust"),
@@ -69,13 +70,13 @@ export const oidcTrustRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await createTrust(c.var.db, c.env, {
         ...c.req.valid("json"),
         orgId: principal.orgId,
         poolId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw trustError(result, `pool ${poolId}`);
@@ -91,7 +92,7 @@ export const oidcTrustRoutes = newRouter()
       tags: ["pools"],
       summary: "List the pool's OIDC trusts",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("oidc_trusts.manage")] as const,
       request: { params: PoolParams },
       responses: {
         200: jsonResponse(z.object({ trusts: z.array(OidcTrust) }), "Trusts, oldest first"),
@@ -99,7 +100,7 @@ export const oidcTrustRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await listTrusts(c.var.db, principal.orgId, poolId);
       if (!result.ok) {
@@ -116,7 +117,7 @@ export const oidcTrustRoutes = newRouter()
       tags: ["pools"],
       summary: "Remove a trust; the agent tokens issued under it are revoked and their agents exit",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("oidc_trusts.manage")] as const,
       request: { params: TrustParams },
       responses: {
         200: jsonResponse(
@@ -127,13 +128,13 @@ export const oidcTrustRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId, trustId } = c.req.valid("param");
       const result = await deleteTrust(c.var.db, c.env, {
         orgId: principal.orgId,
         poolId,
         id: trustId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw trustError(result, `OIDC trust ${trustId}`);

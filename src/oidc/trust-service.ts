@@ -7,6 +7,7 @@
 import { newId, ok } from "@outpost/common";
 import { and, eq, isNull } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { agentTokens } from "../db/schema.ts";
 import { getPool } from "../pools/queries.ts";
@@ -44,7 +45,7 @@ export function allowsLoopbackIssuers(env: Pick<Env, "OIDC_ALLOW_LOOPBACK_ISSUER
 export async function createTrust(
   db: Database,
   env: Env,
-  input: { orgId: string; poolId: string; actor: string } & TrustInput,
+  input: { orgId: string; poolId: string; actor: AuditActor } & TrustInput,
 ): Promise<Outcome<ReturnType<typeof presentTrust>>> {
   if (!(await getPool(db, input.orgId, input.poolId))) {
     return refuse({ reason: "not_found" });
@@ -65,7 +66,7 @@ export async function createTrust(
     audience: input.audience,
     claims: input.claims,
     description: input.description ?? "",
-    createdBy: input.actor,
+    createdBy: input.actor.id,
     createdAt: now,
   };
   await db.batch([
@@ -107,7 +108,7 @@ export async function listTrusts(
 export async function deleteTrust(
   db: Database,
   env: Env,
-  input: { orgId: string; poolId: string; id: string; actor: string },
+  input: { orgId: string; poolId: string; id: string; actor: AuditActor },
 ): Promise<Outcome<{ revokedTokenIds: string[] }>> {
   const trust = await getTrust(db, input.orgId, input.poolId, input.id);
   if (!trust) {

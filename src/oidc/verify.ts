@@ -1,22 +1,15 @@
 /**
  * Verifies an OIDC token presented for exchange against the trusts of a pool, with jose: the
- * issuer's keys come from its discovery document's `jwks_uri` (both fetched without following
- * redirects, cached per isolate with a bounded lifetime, the key set refetched on an unknown
- * `kid` at most every 30 s); only asymmetric algorithms; `iss`, `aud`, `exp` (required), `nbf`
+ * issuer's keys come from its discovery document's `jwks_uri` (`discovery.ts`: fetched without
+ * following redirects, cached per isolate); only asymmetric algorithms; `iss`, `aud`, `exp` (required), `nbf`
  * and `iat` with a 30 s clock skew; then every claim condition of a trust. Each refusal names the
  * check that failed and never carries the token.
  */
 
 import { ok } from "@outpost/common";
-import {
-  createRemoteJWKSet,
-  decodeJwt,
-  decodeProtectedHeader,
-  errors,
-  type JWTPayload,
-  jwtVerify,
-} from "jose";
-import { audienceMatches, issuerProblem, type TrustRow, unmetCondition } from "./trust-model.ts";
+import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from "jose";
+import { discover } from "./discovery.ts";
+import { audienceMatches, type TrustRow, unmetCondition } from "./trust-model.ts";
 
 /** Asymmetric signatures only: `none` and every HMAC algorithm are refused before jose runs. */
 export const ALLOWED_ALGORITHMS = [
@@ -33,11 +26,6 @@ export const ALLOWED_ALGORITHMS = [
   "Ed25519",
 ];
 export const CLOCK_SKEW_SECONDS = 30;
-const DISCOVERY_TTL_MS = 60 * 60_000;
-const JWKS_MAX_AGE_MS = 10 * 60_000;
-const JWKS_COOLDOWN_MS = 30_000;
-const FETCH_TIMEOUT_MS = 5_000;
-const MAX_CACHED_ISSUERS = 64;
 
 export const REFUSAL_REASONS = [
   "malformed_token",
@@ -63,49 +51,6 @@ const refuse = (reason: RefusalReason, message: string): { ok: false } & Refusal
   message,
 });
 
-type KeySet = ReturnType<typeof createRemoteJWKSet>;
-type CachedIssuer = { keys: KeySet; discoveredAt: number };
-const issuers = new Map<string, CachedIssuer>();
-
-/** The issuer's key set, discovered (again) when not cached or older than an hour. */
-async function keySetOf(issuer: string, allowLoopbackHttp: boolean): Promise<KeySet> {
-  const cached = issuers.get(issuer);
-  if (cached && Date.now() - cached.discoveredAt < DISCOVERY_TTL_MS) {
-    return cached.keys;
-  }
-  const url = `${issuer.replace(/\/+$/, "")}/.well-known/openid-configuration`;
-  const res = await fetch(url, {
-    redirect: "manual",
-    headers: { accept: "application/json" },
-    signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-  });
-  if (res.status !== 200) {
-    await res.body?.cancel();
-    throw new Error(`its discovery document answered ${res.status}`);
-  }
-  const doc = (await res.json().catch(() => null)) as { issuer?: unknown; jwks_uri?: unknown };
-  if (doc?.issuer !== issuer) {
-    throw new Error("its discovery document names another issuer");
-  }
-  if (typeof doc.jwks_uri !== "string" || issuerProblem(doc.jwks_uri, allowLoopbackHttp)) {
-    throw new Error("its discovery document has no usable https jwks_uri");
-  }
-  const keys = createRemoteJWKSet(new URL(doc.jwks_uri), {
-    timeoutDuration: FETCH_TIMEOUT_MS,
-    cooldownDuration: JWKS_COOLDOWN_MS,
-    cacheMaxAge: JWKS_MAX_AGE_MS,
-  });
-  if (issuers.size >= MAX_CACHED_ISSUERS) {
-    const oldest = issuers.keys().next().value;
-    if (oldest !== undefined) {
-      issuers.delete(oldest);
-    }
-  }
-  issuers.delete(issuer);
-  issuers.set(issuer, { keys, discoveredAt: Date.now() });
-  return keys;
-}
-
 /** The token's header and claims, read without trusting them, only to route it to a trust. */
 function peek(token: string): Verified<{ alg: string; iss: string }> {
   try {
@@ -120,8 +65,8 @@ function peek(token: string): Verified<{ alg: string; iss: string }> {
   }
 }
 
-/** Maps jose's verification failures to the check that failed. */
-function refusalOf(error: unknown, issuer: string): { ok: false } & Refusal {
+/** Maps jose's verification failures to the check that failed (also for SSO and Access). */
+export function refusalOf(error: unknown, issuer: string): { ok: false } & Refusal {
   if (error instanceof errors.JWTExpired) {
     return refuse("expired", "the token has expired (exp is in the past)");
   }
@@ -181,7 +126,7 @@ export async function verifyForTrusts(
   }
   let claims: JWTPayload;
   try {
-    const keys = await keySetOf(iss, options.allowLoopbackHttp);
+    const { keys } = await discover(iss, options.allowLoopbackHttp);
     ({ payload: claims } = await jwtVerify(token, keys, {
       issuer: iss,
       algorithms: ALLOWED_ALGORITHMS,

@@ -3,10 +3,12 @@
  * `/api/v1/organizations` (further organizations, where allowed) and `/api/v1/organization`.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
 import { timingSafeEqualString } from "../lib/crypto.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
+import { ROLES } from "../tokens/model.ts";
 import { createOrganization, getOrganization } from "./service.ts";
 
 const Organization = z
@@ -73,7 +75,7 @@ export const bootstrapRoutes = newRouter().openapi(
     const { name } = c.req.valid("json");
     const result = await createOrganization(c.var.db, {
       name,
-      actor: "bootstrap",
+      actor: { type: "system", id: "bootstrap", name: "bootstrap" },
       onlyIfNone: true,
     });
     if (!result.ok) {
@@ -92,7 +94,7 @@ export const organizationRoutes = newRouter()
       tags: ["organizations"],
       summary: "Create a further organization (only where ALLOW_MULTIPLE_ORGS is true)",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("organization.create")] as const,
       request: { body: jsonBody(CreateOrganization) },
       responses: {
         201: jsonResponse(CreatedOrganization, "The organization and its owner token"),
@@ -100,7 +102,7 @@ export const organizationRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       if (c.env.ALLOW_MULTIPLE_ORGS !== "true") {
         throw new ApiError(
           "FORBIDDEN",
@@ -110,7 +112,7 @@ export const organizationRoutes = newRouter()
       const { name } = c.req.valid("json");
       const result = await createOrganization(c.var.db, {
         name,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         onlyIfNone: false,
       });
       if (!result.ok) {
@@ -125,19 +127,23 @@ export const organizationRoutes = newRouter()
       operationId: "getOrganization",
       path: "/organization",
       tags: ["organizations"],
-      summary: "The organization of the calling token",
+      summary: "The organization of the caller, and the caller's organization role",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePermission("organization.read")] as const,
       responses: {
         200: jsonResponse(
-          Organization.extend({ role: z.string() }),
+          Organization.extend({
+            role: z.enum(ROLES).nullable().openapi({
+              description: "The caller's organization role; null for a person or team without one",
+            }),
+          }),
           "The organization and the caller's role",
         ),
         ...errorResponses(401),
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const org = await getOrganization(c.var.db, principal.orgId);
       if (!org) {
         throw new ApiError("NOT_FOUND", "organization not found");

@@ -2,6 +2,7 @@
 
 import { fail, newId, ok, type Result } from "@outpost/common";
 import { eq } from "drizzle-orm";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { organizations, orgTokens } from "../db/schema.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
@@ -18,7 +19,7 @@ export type CreatedOrganization = {
  */
 export async function createOrganization(
   db: Database,
-  input: { name: string; actor: string; onlyIfNone: boolean },
+  input: { name: string; actor: AuditActor; onlyIfNone: boolean },
 ): Promise<Result<CreatedOrganization, "exists" | "name_taken">> {
   const existing = await db.query.organizations.findFirst({
     where: eq(organizations.name, input.name),
@@ -48,13 +49,22 @@ export async function createOrganization(
         `INSERT INTO org_tokens (id, org_id, role, description, token_hash, created_by, created_at)
          SELECT ?2, ?1, 'owner', ?3, ?4, ?5, ?6 WHERE ${orgExists}`,
       )
-      .bind(orgId, tokenId, description, tokenHash, input.actor, now),
+      .bind(orgId, tokenId, description, tokenHash, input.actor.id, now),
     d1
       .prepare(
-        `INSERT INTO audit_events (id, org_id, actor, action, target_type, target_id, data, created_at)
-         SELECT ?2, ?1, ?3, 'organization.create', 'organization', ?1, ?4, ?5 WHERE ${orgExists}`,
+        `INSERT INTO audit_events (id, org_id, actor, actor_type, actor_name, actor_via, action, target_type, target_id, data, created_at)
+         SELECT ?2, ?1, ?3, ?6, ?7, ?8, 'organization.create', 'organization', ?1, ?4, ?5 WHERE ${orgExists}`,
       )
-      .bind(orgId, newId("event"), input.actor, JSON.stringify({ name: input.name }), now),
+      .bind(
+        orgId,
+        newId("event"),
+        input.actor.id,
+        JSON.stringify({ name: input.name }),
+        now,
+        input.actor.type,
+        input.actor.name,
+        input.actor.via ?? null,
+      ),
   ]);
   const token = await db.query.orgTokens.findFirst({ where: eq(orgTokens.id, tokenId) });
   if (!token) {
@@ -69,4 +79,20 @@ export async function createOrganization(
 
 export function getOrganization(db: Database, id: string) {
   return db.query.organizations.findFirst({ where: eq(organizations.id, id) });
+}
+
+export function getOrganizationByName(db: Database, name: string) {
+  return db.query.organizations.findFirst({ where: eq(organizations.name, name) });
+}
+
+/**
+ * The organization people arriving through Cloudflare Access belong to: the one named, or else
+ * the deployment's only organization (none when there are several and none is named).
+ */
+export async function organizationForAccess(db: Database, name: string | null) {
+  if (name !== null) {
+    return getOrganizationByName(db, name);
+  }
+  const rows = await db.select().from(organizations).limit(2);
+  return rows.length === 1 ? rows[0] : undefined;
 }

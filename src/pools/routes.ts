@@ -4,8 +4,9 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
+import { actorOf } from "../authz/principal.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
 import { poolError } from "./errors.ts";
 import { livenessSetting, PoolName } from "./model.ts";
@@ -88,7 +89,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "Create an agent pool",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { body: jsonBody(CreatePool) },
       responses: {
         201: jsonResponse(AgentPoolSchema, "The pool"),
@@ -96,12 +97,12 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const body = c.req.valid("json");
       const result = await createPool(c.var.db, c.env, {
         ...body,
         orgId: principal.orgId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw poolError(result, "pool");
@@ -117,14 +118,14 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "List the org's agent pools",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePermission("pools.read")] as const,
       responses: {
         200: jsonResponse(z.object({ pools: z.array(AgentPoolSchema) }), "Pools by name"),
         ...errorResponses(401, 403),
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       return c.json({ pools: await listPools(c.var.db, principal.orgId) }, 200);
     },
   )
@@ -136,7 +137,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "A pool with its agents, their status and jobs, and the workspaces using it",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePermission("pools.read")] as const,
       request: { params: PoolIdParams },
       responses: {
         200: jsonResponse(AgentPoolDetail, "The pool"),
@@ -144,7 +145,7 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
       if (!result.ok) {
@@ -161,7 +162,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "Rename a pool or change its liveness settings",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolIdParams, body: jsonBody(UpdatePool) },
       responses: {
         200: jsonResponse(AgentPoolSchema, "The pool"),
@@ -169,12 +170,12 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await updatePool(c.var.db, c.env, {
         orgId: principal.orgId,
         id: poolId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         patch: c.req.valid("json"),
       });
       if (!result.ok) {
@@ -191,7 +192,7 @@ export const poolRoutes = newRouter()
       tags: ["pools"],
       summary: "Delete a pool that no workspace uses (409 names the workspaces that do)",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolIdParams },
       responses: {
         204: { description: "Deleted; its tokens are gone and its agents told to exit" },
@@ -199,12 +200,12 @@ export const poolRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await deletePool(c.var.db, c.env, {
         orgId: principal.orgId,
         id: poolId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw poolError(result, `pool ${poolId}`);

@@ -7,6 +7,7 @@
 import { newId } from "@outpost/common";
 import { sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import type { agentPools } from "../db/schema.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
@@ -74,7 +75,7 @@ function isUniqueViolation(err: unknown): boolean {
 export async function createPool(
   db: Database,
   env: Env,
-  input: { orgId: string; actor: string; name: string } & PoolInput,
+  input: { orgId: string; actor: AuditActor; name: string } & PoolInput,
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
   const now = Date.now();
   const id = newId("pool");
@@ -142,7 +143,7 @@ export async function getPoolDetail(db: Database, env: Env, orgId: string, id: s
 export async function updatePool(
   db: Database,
   env: Env,
-  input: { orgId: string; id: string; actor: string; patch: PoolInput },
+  input: { orgId: string; id: string; actor: AuditActor; patch: PoolInput },
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
@@ -197,7 +198,7 @@ export async function updatePool(
 export async function deletePool(
   db: Database,
   env: Env,
-  input: { orgId: string; id: string; actor: string },
+  input: { orgId: string; id: string; actor: AuditActor },
 ): Promise<PoolResult<null>> {
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
@@ -238,7 +239,7 @@ export async function deletePool(
 /** Creates an agent token for a pool; the returned secret is the only copy there will be. */
 export async function createAgentToken(
   db: Database,
-  input: { orgId: string; poolId: string; description: string; actor: string },
+  input: { orgId: string; poolId: string; description: string; actor: AuditActor },
 ) {
   const pool = await getPool(db, input.orgId, input.poolId);
   if (!pool) {
@@ -252,7 +253,7 @@ export async function createAgentToken(
     poolId: input.poolId,
     description: input.description,
     tokenHash: await hashToken(secret),
-    createdBy: input.actor,
+    createdBy: input.actor.id,
     createdAt: now,
     lastUsedAt: null,
     revokedAt: null,
@@ -312,7 +313,7 @@ export async function listAgentTokens(db: Database, env: Env, orgId: string, poo
 export async function revokeAgentToken(
   db: Database,
   env: Env,
-  input: { orgId: string; poolId: string; id: string; actor: string },
+  input: { orgId: string; poolId: string; id: string; actor: AuditActor },
 ): Promise<PoolResult<ReturnType<typeof presentAgentToken> & { exitedAgentIds: string[] }>> {
   const token = await getAgentToken(db, input.orgId, input.poolId, input.id);
   if (!token) {

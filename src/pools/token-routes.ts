@@ -3,8 +3,9 @@
  * create response. Revoking one makes its agents exit.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { poolError } from "./errors.ts";
 import { createAgentToken, listAgentTokens, revokeAgentToken } from "./service.ts";
 
@@ -61,7 +62,7 @@ export const poolTokenRoutes = newRouter()
       tags: ["pools"],
       summary: "Create an agent token for the pool",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolParams, body: jsonBody(CreateAgentToken) },
       responses: {
         201: jsonResponse(CreatedAgentToken, "The token, with its secret shown this once"),
@@ -69,13 +70,13 @@ export const poolTokenRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await createAgentToken(c.var.db, {
         orgId: principal.orgId,
         poolId,
         description: c.req.valid("json").description,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw poolError(result, `pool ${poolId}`);
@@ -91,7 +92,7 @@ export const poolTokenRoutes = newRouter()
       tags: ["pools"],
       summary: "List the pool's active agent tokens with created and last-used times",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolParams },
       responses: {
         200: jsonResponse(z.object({ tokens: z.array(AgentToken) }), "Active tokens"),
@@ -99,7 +100,7 @@ export const poolTokenRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await listAgentTokens(c.var.db, c.env, principal.orgId, poolId);
       if (!result.ok) {
@@ -116,7 +117,7 @@ export const poolTokenRoutes = newRouter()
       tags: ["pools"],
       summary: "Revoke an agent token: its next request gets 401 and its agents are told to exit",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("pools.manage")] as const,
       request: { params: TokenParams },
       responses: {
         200: jsonResponse(RevokedAgentToken, "The revoked token"),
@@ -124,13 +125,13 @@ export const poolTokenRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { poolId, tokenId } = c.req.valid("param");
       const result = await revokeAgentToken(c.var.db, c.env, {
         orgId: principal.orgId,
         poolId,
         id: tokenId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw poolError(result, `agent token ${tokenId}`);

@@ -3,7 +3,7 @@
  * SHA-256 the agent computed (checked by R2 as the bytes arrive and kept as the object's
  * metadata), so the plan that is confirmed is exactly the plan that is applied.
  */
-import type { Principal } from "../tokens/model.ts";
+import type { Principal } from "../authz/principal.ts";
 import { artifactKey, SHA256_METADATA } from "./blobs.ts";
 import type { Deps } from "./deps.ts";
 import { getRunById } from "./queries.ts";

@@ -43,6 +43,9 @@ export function presentRun(
     statusTimestamps: timestamps,
     isTerminal: isTerminal(status),
     createdBy: row.createdBy,
+    confirmedBy: row.confirmedBy,
+    discardedBy: row.discardedBy,
+    canceledBy: row.canceledBy,
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
   };

@@ -17,6 +17,8 @@ import {
   sql,
 } from "drizzle-orm";
 import type { JobEndedEvent } from "../../durable/pool-types.ts";
+import { actorColumns } from "../audit/service.ts";
+import { type Actor, agentActor, SYSTEM_ACTOR } from "../authz/actor.ts";
 import { type Database, prepared } from "../db/client.ts";
 import { agentPools, auditEvents, runs, runTokens, stateLocks, workspaces } from "../db/schema.ts";
 import { canTransition, type RunStatus, TERMINAL_STATUSES, WAITING_STATUSES } from "./model.ts";
@@ -56,7 +58,14 @@ export function runByIdQuery(db: Database, id: string) {
 /** A page of runs, newest first, after the keyset `after` ([createdAt, id]) when given. */
 export function listRunsPage(
   db: Database,
-  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: RunStatus },
+  filter: {
+    orgId: string;
+    workspaceId?: string;
+    commitSha?: string;
+    status?: RunStatus;
+    /** Keeps the runs of workspaces the caller may see (`authz/queries.ts`). */
+    visible?: SQL | undefined;
+  },
   page: { limit: number; after?: readonly [number, string] },
 ) {
   return db
@@ -68,6 +77,7 @@ export function listRunsPage(
         filter.workspaceId ? eq(runs.workspaceId, filter.workspaceId) : undefined,
         filter.commitSha ? eq(runs.commitSha, filter.commitSha) : undefined,
         filter.status ? eq(runs.status, filter.status) : undefined,
+        filter.visible,
         page.after
           ? or(
               lt(runs.createdAt, page.after[0]),
@@ -145,7 +155,16 @@ export async function moveRun(
   to: RunStatus,
   now: number,
   extra: Partial<
-    Pick<RunRow, "statusReason" | "planSummary" | "cancelRequestedAt" | "planSha256">
+    Pick<
+      RunRow,
+      | "statusReason"
+      | "planSummary"
+      | "cancelRequestedAt"
+      | "planSha256"
+      | "confirmedBy"
+      | "discardedBy"
+      | "canceledBy"
+    >
   > & {
     plannedExecutionMode?: RunRow["plannedExecutionMode"] | SQL;
     plannedPoolId?: RunRow["plannedPoolId"] | SQL;
@@ -215,7 +234,7 @@ export async function jobEndedAuditQuery(db: Database, event: JobEndedEvent) {
     .values({
       id: `evt_${base32(new Uint8Array(digest).slice(0, 16))}`,
       orgId: event.orgId,
-      actor: event.actor,
+      ...actorColumns(event.actor === "system" ? SYSTEM_ACTOR : agentActor(event.actor)),
       action: event.action,
       targetType: "job",
       targetId: event.jobId,
@@ -236,10 +255,10 @@ export async function jobEndedAuditQuery(db: Database, event: JobEndedEvent) {
   return { query };
 }
 
-export function setCancelRequested(db: Database, id: string, now: number) {
+export function setCancelRequested(db: Database, id: string, now: number, by: Actor) {
   return db
     .update(runs)
-    .set({ cancelRequestedAt: now, updatedAt: now })
+    .set({ cancelRequestedAt: now, canceledBy: by, updatedAt: now })
     .where(and(eq(runs.id, id), isNull(runs.cancelRequestedAt)))
     .returning({ id: runs.id });
 }

@@ -9,14 +9,22 @@ import {
   PlanSummary,
   RUN_OPERATIONS,
 } from "@outpost/protocol";
+import type { SQL } from "drizzle-orm";
 import type { Context } from "hono";
+import { ActorSchema } from "../authz/actor.ts";
+import { authorizeWorkspace } from "../authz/http.ts";
+import type { WorkspaceAction } from "../authz/model.ts";
+import { actorOf } from "../authz/principal.ts";
+import { readableWorkspaces } from "../authz/queries.ts";
+import { runs } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePerson } from "../middleware/auth.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
+import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { runLog } from "./blobs.ts";
 import { listRunJobs } from "./job-records.ts";
@@ -88,7 +96,12 @@ const Run = z
     cancelRequestedAt: z.string().nullable(),
     statusTimestamps: z.record(z.string(), z.string().nullable()),
     isTerminal: z.boolean(),
-    createdBy: z.string().nullable(),
+    createdBy: ActorSchema.nullable().openapi({ description: "Who queued the run" }),
+    confirmedBy: ActorSchema.nullable().openapi({ description: "Who confirmed its apply" }),
+    discardedBy: ActorSchema.nullable(),
+    canceledBy: ActorSchema.nullable().openapi({
+      description: "Who canceled or force-canceled it",
+    }),
     createdAt: z.string().nullable(),
     updatedAt: z.string().nullable(),
   })
@@ -130,12 +143,30 @@ const RunList = z
 
 const deps = (c: Context<AppEnv>) => ({ env: c.env, db: c.var.db });
 
-async function loadRun(c: Context<AppEnv>, runId: string): Promise<RunRow> {
-  const run = await getRun(c.var.db, orgPrincipal(c).orgId, runId);
-  if (!run) {
+/**
+ * The run and its workspace once `may` allowed `action` there. A run of a workspace the caller
+ * cannot see answers 404 like a missing one.
+ */
+async function loadRun(
+  c: Context<AppEnv>,
+  runId: string,
+  action: WorkspaceAction,
+): Promise<{ run: RunRow; workspace: WorkspaceRow }> {
+  const principal = personOf(c);
+  const run = await getRun(c.var.db, principal.orgId, runId);
+  const workspace = run && (await resolveWorkspace(c.var.db, principal.orgId, run.workspaceId));
+  if (!run || !workspace) {
     throw new ApiError("NOT_FOUND", `run ${runId} not found`);
   }
-  return run;
+  try {
+    await authorizeWorkspace(c.var.db, principal, action, workspace);
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "NOT_FOUND") {
+      throw new ApiError("NOT_FOUND", `run ${runId} not found`);
+    }
+    throw error;
+  }
+  return { run, workspace };
 }
 
 /** A run as the API answers it, with its recorded jobs. */
@@ -146,7 +177,13 @@ async function showRun(c: Context<AppEnv>, run: RunRow, waiting: string | null =
 
 async function listPage(
   c: Context<AppEnv>,
-  filter: { orgId: string; workspaceId?: string; commitSha?: string; status?: RunStatus },
+  filter: {
+    orgId: string;
+    workspaceId?: string;
+    commitSha?: string;
+    status?: RunStatus;
+    visible?: SQL | undefined;
+  },
   query: { limit: number; cursor?: string | undefined },
 ) {
   const after = query.cursor
@@ -179,7 +216,7 @@ const actionRoute = (action: RunAction, summary: string) =>
     tags: ["runs"],
     summary,
     security: [{ bearer: [] }],
-    middleware: [requireRole("member")] as const,
+    middleware: [requirePerson()] as const,
     request: { params: RunParams },
     responses: {
       200: jsonResponse(Run, "The run after the action"),
@@ -196,7 +233,7 @@ export const runRoutes = newRouter()
       tags: ["runs"],
       summary: "Queue a run (plan, apply or destroy; speculative plans never wait or apply)",
       security: [{ bearer: [] }],
-      middleware: [requireRole("member")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: WorkspaceParams, body: jsonBody(CreateRun) },
       responses: {
         201: jsonResponse(Run, "The queued run"),
@@ -206,14 +243,18 @@ export const runRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const body = c.req.valid("json");
-      const { principal, workspace } = await workspaceOf(c, workspaceId);
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "run.queue");
+      const speculative = body.isSpeculative || body.operation === "plan";
+      if (workspace.autoApply && !speculative) {
+        await authorizeWorkspace(c.var.db, principal, "run.queue_auto_apply", workspace);
+      }
       const result = await createRun(deps(c), workspace, {
         operation: body.operation,
         isSpeculative: body.isSpeculative,
         message: body.message,
         configurationVersionId: body.configurationVersionId,
         source: c.req.header("user-agent")?.startsWith("outpost-cli") ? "cli" : "api",
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         switch (result.reason) {
@@ -262,14 +303,14 @@ export const runRoutes = newRouter()
       tags: ["runs"],
       summary: "List a workspace's runs, newest first",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: WorkspaceParams, query: ListQuery },
       responses: { 200: jsonResponse(RunList, "A page of runs"), ...errorResponses(400, 401, 404) },
     }),
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const query = c.req.valid("query");
-      const { principal, workspace } = await workspaceOf(c, workspaceId);
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.read");
       const filter = {
         orgId: principal.orgId,
         workspaceId: workspace.id,
@@ -287,14 +328,16 @@ export const runRoutes = newRouter()
       tags: ["runs"],
       summary: "List the organization's runs, optionally by commit sha or status",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { query: ListQuery },
       responses: { 200: jsonResponse(RunList, "A page of runs"), ...errorResponses(400, 401) },
     }),
     async (c) => {
       const query = c.req.valid("query");
+      const principal = personOf(c);
       const filter = {
-        orgId: orgPrincipal(c).orgId,
+        orgId: principal.orgId,
+        visible: readableWorkspaces(c.var.db, principal, runs.workspaceId),
         ...(query.status ? { status: query.status } : {}),
         ...(query.commitSha ? { commitSha: query.commitSha } : {}),
       };
@@ -309,39 +352,34 @@ export const runRoutes = newRouter()
       tags: ["runs"],
       summary: "A run: status, timestamps, plan summary, and why it waits",
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: RunParams },
       responses: { 200: jsonResponse(Run, "The run"), ...errorResponses(400, 401, 404) },
     }),
     async (c) => {
-      const run = await loadRun(c, c.req.valid("param").runId);
+      const { run } = await loadRun(c, c.req.valid("param").runId, "workspace.read");
       return c.json(await showRun(c, run, await whyWaiting(deps(c), run)), 200);
     },
   )
   .openapi(actionRoute("confirm", "Confirm a planned run: its apply is queued"), async (c) => {
-    const principal = orgPrincipal(c);
-    const run = await loadRun(c, c.req.valid("param").runId);
-    const workspace = await resolveWorkspace(c.var.db, principal.orgId, run.workspaceId);
-    if (!workspace) {
-      throw new ApiError("NOT_FOUND", `workspace ${run.workspaceId} not found`);
-    }
-    const result = await confirmRun(deps(c), run, workspace, principal.tokenId);
+    const { run, workspace } = await loadRun(c, c.req.valid("param").runId, "run.confirm");
+    const result = await confirmRun(deps(c), run, workspace, actorOf(personOf(c)));
     if (!result.ok) {
       throw actionError(result.reason, run, "confirm");
     }
     return c.json(await showRun(c, result.value, await whyWaiting(deps(c), result.value)), 200);
   })
   .openapi(actionRoute("discard", "Discard a planned run"), async (c) => {
-    const run = await loadRun(c, c.req.valid("param").runId);
-    const result = await discardRun(deps(c), run, orgPrincipal(c).tokenId);
+    const { run } = await loadRun(c, c.req.valid("param").runId, "run.discard");
+    const result = await discardRun(deps(c), run, actorOf(personOf(c)));
     if (!result.ok) {
       throw actionError(result.reason, run, "discard");
     }
     return c.json(await showRun(c, result.value), 200);
   })
   .openapi(actionRoute("cancel", "Cancel a run (graceful: the engine gets SIGINT)"), async (c) => {
-    const run = await loadRun(c, c.req.valid("param").runId);
-    const result = await cancelRun(deps(c), run, orgPrincipal(c).tokenId);
+    const { run } = await loadRun(c, c.req.valid("param").runId, "run.cancel");
+    const result = await cancelRun(deps(c), run, actorOf(personOf(c)));
     if (!result.ok) {
       throw actionError(result.reason, run, "cancel");
     }
@@ -350,8 +388,8 @@ export const runRoutes = newRouter()
   .openapi(
     actionRoute("force-cancel", "Force-cancel a canceling run (10 s after cancel; SIGKILL)"),
     async (c) => {
-      const run = await loadRun(c, c.req.valid("param").runId);
-      const result = await forceCancelRun(deps(c), run, orgPrincipal(c).tokenId);
+      const { run } = await loadRun(c, c.req.valid("param").runId, "run.cancel");
+      const result = await forceCancelRun(deps(c), run, actorOf(personOf(c)));
       if (!result.ok) {
         throw actionError(result.reason, run, "force-cancel");
       }
@@ -367,7 +405,7 @@ export const runRoutes = newRouter()
       summary: "Log bytes of a phase from an offset (live while the phase runs)",
       description: `Answers text/plain bytes. \`${LOG_NEXT_OFFSET_HEADER}\` says where to continue; \`${LOG_COMPLETE_HEADER}: true\` once the phase ended and everything was read.`,
       security: [{ bearer: [] }],
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: {
         params: RunParams,
         query: z.strictObject({
@@ -398,7 +436,7 @@ export const runRoutes = newRouter()
       },
     }),
     async (c) => {
-      const run = await loadRun(c, c.req.valid("param").runId);
+      const { run } = await loadRun(c, c.req.valid("param").runId, "workspace.read");
       const { phase, offset, limit } = c.req.valid("query");
       const id = jobId(run.id, phase);
       const read = await runLog(c.env, run.workspaceId).read(id, offset, limit);

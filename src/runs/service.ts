@@ -8,6 +8,7 @@
 import { fail, newId, ok, type Result } from "@outpost/common";
 import type { WaitInfo } from "../../durable/pool-types.ts";
 import { auditQuery } from "../audit/service.ts";
+import { type AuditActor, plainActor } from "../authz/actor.ts";
 import {
   configurationVersionQuery,
   latestConfigurationVersionQuery,
@@ -47,7 +48,7 @@ export type CreateRunInput = {
   message: string;
   configurationVersionId?: string | undefined;
   source: RunRow["source"];
-  actor: string;
+  actor: AuditActor;
   vcs?: {
     commitSha?: string | null;
     branch?: string | null;
@@ -134,7 +135,7 @@ export async function createRun(
     statusTimestamps: (isSpeculative
       ? { pending: now, plan_queued: now }
       : { pending: now }) as Record<string, number>,
-    createdBy: input.actor,
+    createdBy: plainActor(input.actor),
     createdAt: now,
     updatedAt: now,
   } satisfies typeof runs.$inferInsert;
@@ -164,7 +165,7 @@ export async function createRun(
 function audit(
   deps: Deps,
   run: RunRow,
-  actor: string,
+  actor: AuditActor,
   action: string,
   data?: Record<string, unknown>,
 ) {
@@ -189,7 +190,7 @@ export async function confirmRun(
   deps: Deps,
   run: RunRow,
   workspace: WorkspaceRow,
-  actor: string,
+  actor: AuditActor,
 ): Promise<Result<RunRow, ActionFailure>> {
   if (run.status !== "planned") {
     return fail("invalid_status");
@@ -199,6 +200,7 @@ export async function confirmRun(
   if (changed) {
     const errored = await moveRun(deps.db, run.id, ["planned"], "errored", now, {
       statusReason: changed,
+      confirmedBy: plainActor(actor),
     });
     if (errored) {
       await audit(deps, errored, actor, "run.confirm", { refused: changed });
@@ -206,7 +208,9 @@ export async function confirmRun(
     }
     return fail("workspace_changed");
   }
-  const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", now);
+  const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", now, {
+    confirmedBy: plainActor(actor),
+  });
   if (!confirmed) {
     return fail("invalid_status");
   }
@@ -217,9 +221,11 @@ export async function confirmRun(
 export async function discardRun(
   deps: Deps,
   run: RunRow,
-  actor: string,
+  actor: AuditActor,
 ): Promise<Result<RunRow, ActionFailure>> {
-  const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", Date.now());
+  const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", Date.now(), {
+    discardedBy: plainActor(actor),
+  });
   if (!discarded) {
     return fail("invalid_status");
   }
@@ -235,7 +241,7 @@ export async function discardRun(
 export async function cancelRun(
   deps: Deps,
   run: RunRow,
-  actor: string,
+  actor: AuditActor,
 ): Promise<Result<RunRow, ActionFailure>> {
   const plan = planCancel(run.status, run.cancelRequestedAt);
   if (plan.kind === "refused") {
@@ -249,7 +255,7 @@ export async function cancelRun(
   }
   const now = Date.now();
   if (plan.kind === "signal_agent") {
-    if ((await setCancelRequested(deps.db, run.id, now)).length === 0) {
+    if ((await setCancelRequested(deps.db, run.id, now, plainActor(actor))).length === 0) {
       return fail("already_canceling");
     }
     await audit(deps, run, actor, "run.cancel");
@@ -258,7 +264,8 @@ export async function cancelRun(
   }
   const canceled = await moveRun(deps.db, run.id, [run.status], "canceled", now, {
     cancelRequestedAt: now,
-    statusReason: `canceled by ${actor}`,
+    canceledBy: plainActor(actor),
+    statusReason: `canceled by ${actor.name}`,
   });
   if (!canceled) {
     return fail("invalid_status");
@@ -273,7 +280,7 @@ export async function cancelRun(
 export async function forceCancelRun(
   deps: Deps,
   run: RunRow,
-  actor: string,
+  actor: AuditActor,
 ): Promise<Result<RunRow, ActionFailure>> {
   const now = Date.now();
   const allowed = canForceCancel(run.status, run.cancelRequestedAt, now);
@@ -281,7 +288,8 @@ export async function forceCancelRun(
     return fail(allowed.reason === "terminal" ? "invalid_status" : allowed.reason);
   }
   const forced = await moveRun(deps.db, run.id, [run.status], "force_canceled", now, {
-    statusReason: `force-canceled by ${actor}`,
+    canceledBy: plainActor(actor),
+    statusReason: `force-canceled by ${actor.name}`,
   });
   if (!forced) {
     return fail("invalid_status");

@@ -5,11 +5,14 @@
 
 import { ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
+import { SYSTEM_ACTOR } from "../authz/actor.ts";
+import { type WorkspaceAction, workspaceRefusal } from "../authz/model.ts";
+import { isPerson, type PersonPrincipal, type Principal } from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import type { Database } from "../db/client.ts";
 import type { ErrorCode } from "../errors.ts";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
 import { isJobLive } from "../runs/queries.ts";
-import { type Principal, roleAtLeast } from "../tokens/model.ts";
 import type { HeldLock } from "./model.ts";
 import {
   deleteLockQuery,
@@ -40,11 +43,35 @@ export function refuse(
 }
 
 /**
- * read: any org role, or any job of the workspace. outputs: also a job of a workspace it shares
- * its outputs with. lock: members on local workspaces, or any job of the workspace. write:
- * members on local workspaces, or the workspace's applying job. admin: admins.
+ * read: the metadata (versions, outputs with sensitive values hidden, the lock). outputs: also a
+ * job of a workspace it shares its outputs with. download: a state body. lock and write: people
+ * on local workspaces (write access), or a job of the workspace (any job locks; the applying job
+ * writes). unlock: the same callers, on any workspace (the lock itself then decides). rollback, force_unlock, delete: the workspace's admins. People's needs are `may`'s
+ * (`PERSON_NEEDS`); a run token's are decided here from its job.
  */
-export type Need = "read" | "outputs" | "lock" | "write" | "admin";
+export type Need =
+  | "read"
+  | "outputs"
+  | "download"
+  | "lock"
+  | "unlock"
+  | "write"
+  | "rollback"
+  | "force_unlock"
+  | "delete";
+
+/** The action `may` decides for a person's need. */
+const PERSON_NEEDS: Record<Need, WorkspaceAction> = {
+  read: "workspace.read",
+  outputs: "workspace.read",
+  download: "state.download",
+  lock: "state.write",
+  unlock: "state.write",
+  write: "state.write",
+  rollback: "state.rollback",
+  force_unlock: "state.force_unlock",
+  delete: "state.delete",
+};
 
 function isTerminal(status: string | undefined): boolean {
   return status === undefined || !isRunStatus(status) || isTerminalStatus(status);
@@ -68,27 +95,49 @@ export async function openWorkspace(
   if (principal.kind === "run") {
     return openForRun(db, principal, ws, need);
   }
-  if (principal.kind !== "org") {
+  if (!isPerson(principal)) {
     return refuse("FORBIDDEN", "agent tokens have no access to state");
   }
-  if (need === "read" || need === "outputs") {
-    return ok(ws);
+  return openForPerson(db, principal, ws, need);
+}
+
+/** The person half of {@link openWorkspace}: `may` decides, then the execution mode. */
+async function openForPerson(
+  db: Database,
+  principal: PersonPrincipal,
+  ws: StateWorkspace,
+  need: Need,
+): Promise<StateResult<StateWorkspace>> {
+  const resource = { type: "workspace" as const, orgId: ws.orgId, id: ws.id };
+  const action = PERSON_NEEDS[need];
+  switch (await may(db, principal, action, resource)) {
+    case "not_found":
+      return refuse("NOT_FOUND", `workspace ${ws.id} not found`);
+    case "forbidden":
+      return refuse("FORBIDDEN", workspaceRefusal(action, ws.id));
+    case "allow":
+      break;
   }
-  if (need === "admin") {
-    return roleAtLeast(principal.role, "admin")
-      ? ok(ws)
-      : refuse("FORBIDDEN", "this needs the admin role");
-  }
-  if (!roleAtLeast(principal.role, "member")) {
-    return refuse("FORBIDDEN", "writing or locking state needs the member role");
-  }
-  if (ws.executionMode !== "local") {
+  if ((need === "lock" || need === "write") && ws.executionMode !== "local") {
     return refuse(
       "FORBIDDEN",
       `workspace ${ws.id} runs on agents (execution mode "agent"): its state is written by its runs; set the execution mode to "local" to use it from your machine`,
     );
   }
   return ok(ws);
+}
+
+/**
+ * Whether a person may force the state lock of the workspace (release another's lock, or
+ * Terraform's empty-body force-unlock): the workspace's admins may.
+ */
+export async function mayForceState(
+  db: Database,
+  principal: Principal,
+  ws: { id: string; orgId: string },
+): Promise<boolean> {
+  const resource = { type: "workspace" as const, orgId: ws.orgId, id: ws.id };
+  return (await may(db, principal, "state.force_unlock", resource)) === "allow";
 }
 
 /** The run-token half of {@link openWorkspace}: the job's phase and run decide. */
@@ -115,11 +164,11 @@ async function openForRun(
           `workspace ${ws.id} not found, or it does not share its state with workspace ${principal.workspaceId}`,
         );
   }
-  if (need === "read" || need === "outputs" || need === "lock") {
+  if (["read", "outputs", "download", "lock", "unlock"].includes(need)) {
     return ok(ws);
   }
-  if (need === "admin") {
-    return refuse("FORBIDDEN", "this needs an admin token");
+  if (need !== "write") {
+    return refuse("FORBIDDEN", "this needs the workspace's admin access");
   }
   const allowed = mayWriteState({ workspaceId: principal.workspaceId, phase: job.phase, ...run });
   return allowed.ok ? ok(ws) : refuse("FORBIDDEN", allowed.reason);
@@ -170,7 +219,7 @@ export async function loadLock(db: Database, ws: StateWorkspace): Promise<HeldLo
         db,
         {
           orgId: ws.orgId,
-          actor: "system",
+          actor: SYSTEM_ACTOR,
           action: "state.lock.release",
           targetType: "workspace",
           targetId: ws.id,

@@ -5,18 +5,22 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { ActorSchema } from "../authz/actor.ts";
+import { PERSON_KINDS } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
 import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
-import { requireAuth, requireRole } from "../middleware/auth.ts";
+import { requireAuth, requirePerson } from "../middleware/auth.ts";
 import type { StateResult } from "./access.ts";
 import { forceUnlockState, getStateLock } from "./locks.ts";
 import { readOutputs, readVersionOutputs } from "./output-reads.ts";
 import { md5Base64 } from "./service.ts";
 import { downloadVersion, getVersion, listVersions, rollbackState } from "./versions.ts";
 
-const readers = requireAuth({ kinds: ["org", "run"], role: "reader" });
+// People's permissions on the workspace are `may`'s, asked by each service through
+// `openWorkspace`; run tokens keep their own rules there.
+const readers = requireAuth({ kinds: [...PERSON_KINDS, "run"] });
 
 const StateVersion = z
   .object({
@@ -32,7 +36,10 @@ const StateVersion = z
     outputsStatus: z.enum(["stored", "none", "encrypted", "too_large"]),
     restoredFromId: z.string().nullable().openapi({ description: "Set on a rollback" }),
     runId: z.string().nullable(),
-    createdBy: z.string().nullable().openapi({ description: "tok_… or run_… that wrote it" }),
+    createdBy: ActorSchema.nullable().openapi({
+      description:
+        "Who wrote it: a person or token, or for a run's write the person who confirmed the run",
+    }),
     createdAt: z.string(),
     discardedAt: z.string().nullable().openapi({ description: "Set once the state was deleted" }),
   })
@@ -195,7 +202,7 @@ export const stateApiRoutes = newRouter()
       tags,
       security,
       summary: "Make an old version current again: writes it as a new version with a higher serial",
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: VersionParams },
       responses: {
         201: jsonResponse(StateVersion, "The new current version"),
@@ -291,7 +298,7 @@ export const stateApiRoutes = newRouter()
       tags,
       security,
       summary: "Force-unlock the state (admins; audited)",
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: WorkspaceParams, query: ForceUnlockQuery },
       responses: {
         200: jsonResponse(

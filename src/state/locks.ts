@@ -6,9 +6,10 @@
 
 import { ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
+import { type AuditActor, SYSTEM_ACTOR } from "../authz/actor.ts";
+import { actorOf, type Principal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
-import type { Principal } from "../tokens/model.ts";
-import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
+import { loadLock, mayForceState, openWorkspace, refuse, type StateResult } from "./access.ts";
 import {
   callerOf,
   decideLock,
@@ -92,10 +93,16 @@ export async function unlockState(
   db: Database,
   input: { principal: Principal; workspaceId: string; request: UnlockRequest },
 ): Promise<StateResult<{ released: boolean }>> {
-  const caller = callerOf(input.principal);
+  const seen = await openWorkspace(db, input.principal, input.workspaceId, "read");
+  if (!seen.ok) {
+    return seen;
+  }
+  const caller = callerOf(input.principal, await mayForceState(db, input.principal, seen.value));
   // Who may force is decided with the lock in hand; releasing one's own lock needs lock access.
-  const need = input.request.kind === "empty" || caller.isAdmin ? "read" : "lock";
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, need);
+  const need = input.request.kind === "empty" ? "unlock" : "lock";
+  const ws = caller.isAdmin
+    ? seen
+    : await openWorkspace(db, input.principal, input.workspaceId, need);
   if (!ws.ok) {
     return ws;
   }
@@ -107,14 +114,15 @@ export async function unlockState(
   if (decision.kind === "conflict") {
     return refuse("CONFLICT", decision.message, lock.info);
   }
-  return ok({ released: await release(db, ws.value, lock, caller.principalId, decision.isForced) });
+  const actor = actorOf(input.principal);
+  return ok({ released: await release(db, ws.value, lock, actor, decision.isForced) });
 }
 
 async function release(
   db: Database,
   ws: { id: string; orgId: string },
   lock: HeldLock,
-  actor: string,
+  actor: AuditActor,
   isForced: boolean,
 ): Promise<boolean> {
   const remove = deleteLockQuery(db, ws.id, lock.lockId);
@@ -173,7 +181,7 @@ export async function forceUnlockState(
   db: Database,
   input: { principal: Principal; workspaceId: string; lockId: string | null },
 ): Promise<StateResult<{ released: ReturnType<typeof presentLock> | null }>> {
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, "admin");
+  const ws = await openWorkspace(db, input.principal, input.workspaceId, "force_unlock");
   if (!ws.ok) {
     return ws;
   }
@@ -184,8 +192,7 @@ export async function forceUnlockState(
   if (input.lockId !== null && input.lockId !== lock.lockId) {
     return refuse("CONFLICT", `the state is locked by lock ${lock.lockId}, not ${input.lockId}`);
   }
-  const caller = callerOf(input.principal);
-  const released = await release(db, ws.value, lock, caller.principalId, true);
+  const released = await release(db, ws.value, lock, actorOf(input.principal), true);
   return ok({ released: released ? presentLock(lock) : null });
 }
 
@@ -219,7 +226,7 @@ async function releaseLocks(
         db,
         {
           orgId: lock.orgId,
-          actor: "system",
+          actor: SYSTEM_ACTOR,
           action: "state.lock.release",
           targetType: "workspace",
           targetId: lock.workspaceId,

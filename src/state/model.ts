@@ -5,8 +5,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { fail, ok, type Result } from "@outpost/common";
-import type { Principal } from "../tokens/model.ts";
-import { roleAtLeast } from "../tokens/model.ts";
+import { type Principal, principalId } from "../authz/principal.ts";
 import type { FieldSpec, ScannedField } from "./json-scan.ts";
 
 /** Largest state body accepted (Cloudflare's smallest request limit is 100 MB). */
@@ -188,18 +187,16 @@ export type Caller = {
   isAdmin: boolean;
 };
 
-/** The principal id a lock or a workspace lock records: `tok_…` for org tokens, `run_…` for runs. */
-export function principalId(principal: Principal): string {
-  return principal.kind === "run" ? principal.runId : principal.tokenId;
-}
-
-/** The lock facts of a caller. */
-export function callerOf(principal: Principal): Caller {
+/**
+ * The lock facts of a caller; `isAdmin`: whether it may force the workspace's state lock (asked
+ * of `may` by `mayForceState`).
+ */
+export function callerOf(principal: Principal, isAdmin = false): Caller {
   return {
     principalId: principalId(principal),
     runId: principal.kind === "run" ? principal.runId : null,
     jobId: principal.kind === "run" ? principal.jobId : null,
-    isAdmin: principal.kind === "org" && roleAtLeast(principal.role, "admin"),
+    isAdmin,
   };
 }
 

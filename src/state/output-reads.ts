@@ -6,13 +6,12 @@
 
 import { ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
-import type { Principal } from "../tokens/model.ts";
+import { actorOf, type Principal } from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import { openWorkspace, refuse, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
-import { principalId } from "./model.ts";
 import {
   diffOutputs,
-  maySeeSensitiveOutputs,
   type OutputChange,
   type PresentedOutput,
   presentOutputs,
@@ -49,19 +48,23 @@ async function loadStored(
   return storedOutputs(await object.text()) ?? {};
 }
 
-/** Refuses a reveal below admin; records one that is allowed (with the names it shows). */
+/** Refuses a reveal `may` does not allow; records one that is allowed (with the names it shows). */
 async function checkReveal(
   deps: StateDeps,
   principal: Principal,
   target: { workspaceId: string; stateVersionId: string | null; sensitiveNames: string[] },
 ): Promise<StateResult<null>> {
-  if (!maySeeSensitiveOutputs(principal)) {
-    return refuse("FORBIDDEN", "showing sensitive output values needs the admin or owner role");
+  const resource = { type: "workspace" as const, orgId: principal.orgId, id: target.workspaceId };
+  if ((await may(deps.db, principal, "state.reveal", resource)) !== "allow") {
+    return refuse(
+      "FORBIDDEN",
+      "showing sensitive output values needs the admin or owner role, or write access to the workspace",
+    );
   }
   if (target.sensitiveNames.length > 0) {
     await auditQuery(deps.db, {
       orgId: principal.orgId,
-      actor: principalId(principal),
+      actor: actorOf(principal),
       action: "state.outputs.reveal",
       targetType: "workspace",
       targetId: target.workspaceId,

@@ -3,12 +3,6 @@
  * values hidden unless revealed, and the difference between two versions' outputs.
  */
 import { z } from "@hono/zod-openapi";
-import { type Principal, roleAtLeast } from "../tokens/model.ts";
-
-/** Only admins and owners may reveal sensitive output values (see docs/state-backend.md). */
-export function maySeeSensitiveOutputs(principal: Principal): boolean {
-  return principal.kind === "org" && roleAtLeast(principal.role, "admin");
-}
 
 const StoredOutputs = z.record(
   z.string(),

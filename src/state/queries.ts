@@ -61,6 +61,14 @@ export function findRunFacts(db: Database, orgId: string, runId: string) {
   });
 }
 
+/** Who queued and who confirmed a run, within the org. */
+export function findRunActors(db: Database, orgId: string, runId: string) {
+  return db.query.runs.findFirst({
+    where: and(eq(runs.orgId, orgId), eq(runs.id, runId)),
+    columns: { createdBy: true, confirmedBy: true },
+  });
+}
+
 /** The live version with the highest serial: the current state. */
 export async function findCurrentVersion(
   db: Database,

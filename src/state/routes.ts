@@ -8,20 +8,21 @@
 import { z } from "@hono/zod-openapi";
 import { idPattern } from "@outpost/common";
 import { type Context, Hono } from "hono";
+import type { Principal } from "../authz/principal.ts";
+import { PERSON_KINDS } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError, zodIssues } from "../errors.ts";
 import { toHex } from "../lib/crypto.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
-import type { Principal } from "../tokens/model.ts";
 import type { StateFailure, StateResult } from "./access.ts";
 import { lockState, type UnlockRequest, unlockState } from "./locks.ts";
 import { LOCK_INFO_MAX_BYTES, LockInfo, parseContentMd5, STATE_MAX_BYTES } from "./model.ts";
 import { deleteState, md5Base64, readState, writeState } from "./service.ts";
 
-const read = requireAuth({ kinds: ["org", "run"], role: "reader", allowBasic: true });
-const write = requireAuth({ kinds: ["org", "run"], role: "member", allowBasic: true });
-const admin = requireAuth({ kinds: ["org", "run"], role: "admin", allowBasic: true });
+// Who may do what to a workspace's state is decided by the service (`openWorkspace`): `may` for
+// people, the job's phase for run tokens.
+const callers = requireAuth({ kinds: [...PERSON_KINDS, "run"], allowBasic: true });
 
 const Params = z.object({
   workspaceId: z.string().regex(idPattern("workspace"), "must be a ws_ id"),
@@ -188,7 +189,7 @@ function methodNotAllowed(allow: string) {
 const lockLimit = limitBody(LOCK_INFO_MAX_BYTES);
 
 export const stateRoutes = new Hono<AppEnv>()
-  .get("/:workspaceId", read, async (c) => {
+  .get("/:workspaceId", callers, async (c) => {
     const result = await readState(
       { db: c.var.db, bucket: c.env.BLOBS },
       principal(c),
@@ -208,8 +209,8 @@ export const stateRoutes = new Hono<AppEnv>()
       "outpost-state-version-id": state.version.id,
     });
   })
-  .on(["POST", "PUT"], "/:workspaceId", write, handleWrite)
-  .delete("/:workspaceId", admin, async (c) => {
+  .on(["POST", "PUT"], "/:workspaceId", callers, handleWrite)
+  .delete("/:workspaceId", callers, async (c) => {
     const result = await deleteState(
       { db: c.var.db, bucket: c.env.BLOBS },
       principal(c),
@@ -218,10 +219,10 @@ export const stateRoutes = new Hono<AppEnv>()
     const outcome = unwrap(c, result);
     return outcome instanceof Response ? outcome : c.json(outcome, 200);
   })
-  .on(["LOCK"], ["/:workspaceId", "/:workspaceId/lock"], write, lockLimit, handleLock)
-  .on(["UNLOCK"], ["/:workspaceId", "/:workspaceId/unlock"], write, lockLimit, handleUnlock)
-  .post("/:workspaceId/lock", write, lockLimit, handleLock)
-  .post("/:workspaceId/unlock", write, lockLimit, handleUnlock)
+  .on(["LOCK"], ["/:workspaceId", "/:workspaceId/lock"], callers, lockLimit, handleLock)
+  .on(["UNLOCK"], ["/:workspaceId", "/:workspaceId/unlock"], callers, lockLimit, handleUnlock)
+  .post("/:workspaceId/lock", callers, lockLimit, handleLock)
+  .post("/:workspaceId/unlock", callers, lockLimit, handleUnlock)
   .all("/:workspaceId", methodNotAllowed("GET, POST, PUT, DELETE, LOCK, UNLOCK"))
   .all("/:workspaceId/lock", methodNotAllowed("LOCK, POST"))
   .all("/:workspaceId/unlock", methodNotAllowed("UNLOCK, POST"));

@@ -5,9 +5,10 @@
 
 import { newId, ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
+import { type Actor, plainActor, runActor } from "../authz/actor.ts";
+import { actorOf, type Principal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
 import { toHex } from "../lib/crypto.ts";
-import type { Principal } from "../tokens/model.ts";
 import { loadLock, openWorkspace, refuse, type StateFailure, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { type Ingested, ingestState } from "./ingest.ts";
@@ -16,12 +17,12 @@ import {
   checkWorkspaceLock,
   checkWriteLock,
   decideWrite,
-  principalId,
   type StateHeader,
 } from "./model.ts";
 import {
   discardLiveVersionsQuery,
   findCurrentVersion,
+  findRunActors,
   insertVersionQuery,
   PREVIOUS_STATEMENT_CHANGED,
   type StateVersionRow,
@@ -71,7 +72,12 @@ export async function readState(
   workspaceId: string,
 ): Promise<StateResult<StateBody | null>> {
   const isRemote = principal.kind === "run" && principal.workspaceId !== workspaceId;
-  const ws = await openWorkspace(deps.db, principal, workspaceId, isRemote ? "outputs" : "read");
+  const ws = await openWorkspace(
+    deps.db,
+    principal,
+    workspaceId,
+    isRemote ? "outputs" : "download",
+  );
   if (!ws.ok) {
     return ws;
   }
@@ -185,6 +191,18 @@ type Commit = {
   recheck: () => Promise<StateFailure | null>;
 };
 
+/**
+ * Who a version is recorded as written by: the person or token that wrote it, or for a run's
+ * write the person who confirmed the run (or queued it, when it applied on its own).
+ */
+async function writerOf(db: Database, principal: Principal): Promise<Actor> {
+  if (principal.kind !== "run") {
+    return plainActor(actorOf(principal));
+  }
+  const run = await findRunActors(db, principal.orgId, principal.runId);
+  return run?.confirmedBy ?? run?.createdBy ?? runActor(principal.runId);
+}
+
 function outputsStatus(header: StateHeader): StateVersionRow["outputsStatus"] {
   return header.outputs.status;
 }
@@ -234,7 +252,7 @@ export async function commitVersion(
       restoredFromId: commit.restoredFromId,
       discardedAt: null,
       runId: commit.principal.kind === "run" ? commit.principal.runId : null,
-      createdBy: principalId(commit.principal),
+      createdBy: await writerOf(deps.db, commit.principal),
       createdAt: now,
     };
     const insert = insertVersionQuery(deps.db, row, commit.guard);
@@ -248,7 +266,7 @@ export async function commitVersion(
                 deps.db,
                 {
                   orgId: row.orgId,
-                  actor: row.createdBy ?? "system",
+                  actor: actorOf(commit.principal),
                   action: "state.rollback",
                   targetType: "workspace",
                   targetId: row.workspaceId,
@@ -287,7 +305,7 @@ export async function deleteState(
   principal: Principal,
   workspaceId: string,
 ): Promise<StateResult<{ discarded: number }>> {
-  const ws = await openWorkspace(deps.db, principal, workspaceId, "admin");
+  const ws = await openWorkspace(deps.db, principal, workspaceId, "delete");
   if (!ws.ok) {
     return ws;
   }
@@ -311,7 +329,7 @@ export async function deleteState(
       deps.db,
       {
         orgId: ws.value.orgId,
-        actor: caller.principalId,
+        actor: actorOf(principal),
         action: "state.delete",
         targetType: "workspace",
         targetId: workspaceId,

@@ -2,9 +2,10 @@
  * State history for the API: listing and reading versions, and rollback, which writes an old
  * version's body again as a new version with a higher serial. Outputs are `output-reads.ts`.
  */
+
 import { newId, ok } from "@outpost/common";
+import type { Principal } from "../authz/principal.ts";
 import { decodeCursor, takePage } from "../lib/paging.ts";
-import type { Principal } from "../tokens/model.ts";
 import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { ingestState } from "./ingest.ts";
@@ -70,8 +71,9 @@ export async function readableVersion(
   principal: Principal,
   workspaceId: string,
   stateVersionId: string,
+  need: "read" | "download" = "read",
 ): Promise<StateResult<StateVersionRow>> {
-  const ws = await openWorkspace(deps.db, principal, workspaceId, "read");
+  const ws = await openWorkspace(deps.db, principal, workspaceId, need);
   if (!ws.ok) {
     return ws;
   }
@@ -101,7 +103,7 @@ export async function downloadVersion(
   workspaceId: string,
   stateVersionId: string,
 ): Promise<StateResult<StateBody>> {
-  const version = await readableVersion(deps, principal, workspaceId, stateVersionId);
+  const version = await readableVersion(deps, principal, workspaceId, stateVersionId, "download");
   return version.ok ? ok(await openVersionBody(deps, version.value)) : version;
 }
 
@@ -158,7 +160,7 @@ export async function rollbackState(
   deps: StateDeps,
   input: { principal: Principal; workspaceId: string; stateVersionId: string },
 ): Promise<StateResult<PresentedVersion>> {
-  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "admin");
+  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "rollback");
   if (!ws.ok) {
     return ws;
   }

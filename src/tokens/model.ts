@@ -14,11 +14,12 @@ export function roleAtLeast(role: Role, required: Role): boolean {
   return RANK[role] >= RANK[required];
 }
 
-export const TOKEN_KINDS = ["org", "agent", "run"] as const;
+/** `user`: a person's own API token; `team`: a team's token for CI (docs/people.md). */
+export const TOKEN_KINDS = ["org", "agent", "run", "user", "team"] as const;
 export type TokenKind = (typeof TOKEN_KINDS)[number];
 
 const SECRET_BYTES = 32;
-const TOKEN_PATTERN = /^op_(org|agent|run)_[A-Za-z0-9_-]{43}$/;
+const TOKEN_PATTERN = /^op_(org|agent|run|user|team)_[A-Za-z0-9_-]{43}$/;
 
 /** A fresh token secret of the given kind. */
 export function generateToken(kind: TokenKind): string {
@@ -35,29 +36,6 @@ export function tokenKind(token: string): TokenKind | null {
 export function hashToken(token: string): Promise<string> {
   return sha256Hex(token);
 }
-
-/** Who is calling: resolved once by the auth middleware. */
-export type Principal =
-  | { kind: "org"; orgId: string; tokenId: string; role: Role }
-  | {
-      kind: "agent";
-      orgId: string;
-      tokenId: string;
-      poolId: string;
-      /**
-       * What the pool binds the agent's registration to: the token's own id, or for a token
-       * issued by OIDC exchange the first token of its chain of renewals.
-       */
-      chainId: string;
-    }
-  | {
-      kind: "run";
-      orgId: string;
-      tokenId: string;
-      runId: string;
-      workspaceId: string;
-      jobId: string;
-    };
 
 /** `last_used_at` is written at most this often per token. */
 export const LAST_USED_RESOLUTION_MS = 60_000;

@@ -1,7 +1,7 @@
 /** D1 access for org tokens and for token lookups of every kind. */
 import { and, desc, eq, isNull, lt, or, sql } from "drizzle-orm";
 import { type Database, prepared } from "../db/client.ts";
-import { agentTokens, orgTokens, runTokens } from "../db/schema.ts";
+import { agentTokens, orgTokens, runTokens, teamTokens, userTokens } from "../db/schema.ts";
 import type { Role, TokenKind } from "./model.ts";
 
 export type OrgTokenRow = typeof orgTokens.$inferSelect;
@@ -17,8 +17,14 @@ export type TokenRecord = {
   /** Absent for run tokens, whose use is not recorded. */
   lastUsedAt?: number | null;
   role?: Role;
+  /** Org, user and team tokens: what the token is for, as its creator put it. */
+  description?: string;
   poolId?: string;
-  /** Agent tokens issued by OIDC exchange: when they stop working (null: never). */
+  /** User tokens: whose. */
+  userId?: string;
+  /** Team tokens: whose. */
+  teamId?: string;
+  /** When the token stops working (null: never): OIDC-exchanged agent, user and team tokens. */
   expiresAt?: number | null;
   /** Agent tokens: the chain an OIDC agent's renewals share (null for static tokens). */
   chainId?: string | null;
@@ -50,6 +56,14 @@ export async function findTokenByHash(
       return prepared(db, "token.run", (d) =>
         d.select().from(runTokens).where(eq(runTokens.tokenHash, hash)).prepare(),
       ).get({ hash: tokenHash });
+    case "user":
+      return prepared(db, "token.user", (d) =>
+        d.select().from(userTokens).where(eq(userTokens.tokenHash, hash)).prepare(),
+      ).get({ hash: tokenHash });
+    case "team":
+      return prepared(db, "token.team", (d) =>
+        d.select().from(teamTokens).where(eq(teamTokens.tokenHash, hash)).prepare(),
+      ).get({ hash: tokenHash });
   }
 }
 
@@ -61,7 +75,8 @@ export async function touchToken(
   now: number,
   resolutionMs: number,
 ): Promise<void> {
-  const table = kind === "org" ? orgTokens : kind === "agent" ? agentTokens : null;
+  const tables = { org: orgTokens, agent: agentTokens, user: userTokens, team: teamTokens };
+  const table = kind === "run" ? null : tables[kind];
   if (!table) {
     return;
   }

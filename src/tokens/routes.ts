@@ -1,8 +1,9 @@
 /** `/api/v1/tokens`: org tokens. Owners manage them; secrets appear only in the create response. */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { ROLES } from "./model.ts";
 import { createOrgToken, listTokens, revokeOrgToken } from "./service.ts";
 
@@ -39,7 +40,7 @@ export const tokenRoutes = newRouter()
       tags: ["tokens"],
       summary: "Create an org token",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("org_tokens.manage")] as const,
       request: { body: jsonBody(CreateOrgToken) },
       responses: {
         201: jsonResponse(CreatedOrgToken, "The token, with its secret shown this once"),
@@ -47,13 +48,13 @@ export const tokenRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const body = c.req.valid("json");
       const created = await createOrgToken(c.var.db, {
         orgId: principal.orgId,
         role: body.role,
         description: body.description,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       return c.json(created, 201);
     },
@@ -66,14 +67,14 @@ export const tokenRoutes = newRouter()
       tags: ["tokens"],
       summary: "List the org's active tokens (never their secrets)",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("org_tokens.manage")] as const,
       responses: {
         200: jsonResponse(z.object({ tokens: z.array(OrgToken) }), "Active tokens"),
         ...errorResponses(401, 403),
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       return c.json({ tokens: await listTokens(c.var.db, principal.orgId) }, 200);
     },
   )
@@ -85,7 +86,7 @@ export const tokenRoutes = newRouter()
       tags: ["tokens"],
       summary: "Revoke an org token; its next request gets 401",
       security: [{ bearer: [] }],
-      middleware: [requireRole("owner")] as const,
+      middleware: [requirePermission("org_tokens.manage")] as const,
       request: { params: TokenIdParams },
       responses: {
         200: jsonResponse(OrgToken, "The revoked token"),
@@ -93,12 +94,12 @@ export const tokenRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { tokenId } = c.req.valid("param");
       const result = await revokeOrgToken(c.var.db, {
         orgId: principal.orgId,
         id: tokenId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         if (result.reason === "not_found") {

@@ -3,6 +3,7 @@
 import { newId, type Result } from "@outpost/common";
 import { and, count, eq, isNull } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { orgTokens } from "../db/schema.ts";
 import { generateToken, hashToken, type Role } from "./model.ts";
@@ -29,7 +30,7 @@ export function presentOrgToken(row: OrgTokenRow) {
 /** Creates an org token; the returned secret is the only copy that will ever exist. */
 export async function createOrgToken(
   db: Database,
-  input: { orgId: string; role: Role; description: string; actor: string },
+  input: { orgId: string; role: Role; description: string; actor: AuditActor },
 ) {
   const secret = generateToken("org");
   const now = Date.now();
@@ -39,7 +40,7 @@ export async function createOrgToken(
     role: input.role,
     description: input.description,
     tokenHash: await hashToken(secret),
-    createdBy: input.actor,
+    createdBy: input.actor.id,
     createdAt: now,
     lastUsedAt: null,
     revokedAt: null,
@@ -69,7 +70,7 @@ export async function listTokens(db: Database, orgId: string) {
  */
 export async function revokeOrgToken(
   db: Database,
-  input: { orgId: string; id: string; actor: string },
+  input: { orgId: string; id: string; actor: AuditActor },
 ): Promise<Result<ReturnType<typeof presentOrgToken>, "not_found" | "last_owner">> {
   const token = await getOrgToken(db, input.orgId, input.id);
   if (!token) {

@@ -1,6 +1,7 @@
 /** Form handling for the dashboard: CSRF first, then zod on the remaining fields. */
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import type { Grants } from "../authz/model.ts";
 import { ApiError } from "../errors.ts";
 import type { Viewer } from "./layout.tsx";
 import { CSRF_FIELD, checkCsrf, type UiEnv } from "./session.ts";
@@ -64,10 +65,19 @@ export async function readForm<T extends z.ZodType>(
   return parsed.data;
 }
 
-/** What the layout needs to know about the signed-in token. */
-export function viewerOf(c: Context<UiEnv>): Viewer {
-  const s = c.var.session;
-  return { role: s.role, tokenDescription: s.tokenDescription, csrf: s.csrf };
+/**
+ * What the layout needs to know about who is signed in; with `grants`, what they hold on the
+ * workspace the page is about.
+ */
+export function viewerOf(c: Context<UiEnv>, grants?: Grants): Viewer {
+  const { principal, csrf } = c.var.session;
+  const name =
+    principal.kind === "user"
+      ? principal.name
+        ? `${principal.name} <${principal.email}>`
+        : principal.email
+      : principal.name;
+  return { name, role: principal.role, csrf, grants };
 }
 
 /** Post/redirect/get: a fixed notice key, never free text, so no message can be reflected. */

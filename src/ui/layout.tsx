@@ -4,19 +4,42 @@
  */
 import { raw } from "hono/html";
 import type { Child } from "hono/jsx";
+import { decideWorkspace, type Grants, type WorkspaceAction } from "../authz/model.ts";
 import { type Role, roleAtLeast } from "../tokens/model.ts";
 import { CSRF_FIELD } from "./session.ts";
 
-export type Viewer = { role: Role; tokenDescription: string; csrf: string };
+/**
+ * Who looks at a page: a name to show (a person's name or email, a token's description), the
+ * organization role, and on a workspace's pages what it holds there, so a page offers only what
+ * the viewer may do (the server decides again on submit).
+ */
+export type Viewer = {
+  name: string;
+  role: Role | null;
+  csrf: string;
+  grants?: Grants | undefined;
+};
+
+/** Whether the viewer's organization role is at least `role`. */
+export function viewerHasRole(viewer: Viewer, role: Role): boolean {
+  return viewer.role !== null && roleAtLeast(viewer.role, role);
+}
+
+/** Whether the viewer may do `action` on the workspace its page is about. */
+export function viewerMay(viewer: Viewer, action: WorkspaceAction): boolean {
+  const grants = viewer.grants ?? { role: viewer.role, teamLevel: null };
+  return decideWorkspace(grants, action) === "allow";
+}
 
 const NAV = [
   { href: "/ui/pools", label: "Agent pools", key: "pools", role: "reader" },
-  { href: "/ui/workspaces", label: "Workspaces", key: "workspaces", role: "reader" },
-  // Org tokens are an owner's business, as in the API.
+  { href: "/ui/workspaces", label: "Workspaces", key: "workspaces", role: null },
+  // Org tokens, people and sign-in are an owner's business, as in the API.
   { href: "/ui/tokens", label: "Org tokens", key: "tokens", role: "owner" },
+  { href: "/ui/people", label: "People", key: "people", role: "owner" },
 ] as const;
 
-export type Section = (typeof NAV)[number]["key"] | "login";
+export type Section = (typeof NAV)[number]["key"] | "login" | "account";
 
 /** The whole page: header with navigation and sign-out, then `children` in `<main>`. */
 export function Layout(props: {
@@ -43,12 +66,14 @@ export function Layout(props: {
             Skip to content
           </a>
           <header class="top">
-            <a href="/ui/pools">Outpost</a>
+            <a href="/ui">Outpost</a>
             {viewer ? (
               <>
                 <nav aria-label="Main">
                   <ul>
-                    {NAV.filter((item) => roleAtLeast(viewer.role, item.role)).map((item) => (
+                    {NAV.filter(
+                      (item) => item.role === null || viewerHasRole(viewer, item.role),
+                    ).map((item) => (
                       <li>
                         <a
                           href={item.href}
@@ -61,8 +86,8 @@ export function Layout(props: {
                   </ul>
                 </nav>
                 <div class="who">
-                  <span>
-                    {viewer.tokenDescription} ({viewer.role})
+                  <span id="signed-in-as">
+                    {viewer.name} ({viewer.role ?? "no organization role"})
                   </span>
                   <form method="post" action="/ui/logout" class="inline">
                     <Csrf token={viewer.csrf} />

@@ -4,6 +4,8 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
+import { decideOrganization } from "../authz/model.ts";
+import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
@@ -17,10 +19,9 @@ import {
   listPoolsWithSummary,
   revokeAgentToken,
 } from "../pools/service.ts";
-import { roleAtLeast } from "../tokens/model.ts";
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { AgentRows, type CreatedToken, PoolPage, PoolsPage } from "./pages/pools.tsx";
-import { requireUiRole, type UiEnv } from "./session.ts";
+import { requireUiPermission, type UiEnv } from "./session.ts";
 
 const NOTICES = {
   "token-revoked": "The agent token was revoked; its agents are told to exit.",
@@ -53,8 +54,8 @@ const TrustForm = z.strictObject({
 
 /** What only owners see on a pool's page, as in the API: its agent tokens and OIDC trusts. */
 async function ownerData(c: Context<UiEnv>, poolId: string) {
-  const { orgId, role } = c.var.session;
-  if (!roleAtLeast(role, "owner")) {
+  const { orgId, principal } = c.var.session;
+  if (decideOrganization(principal.role, "pools.manage") !== "allow") {
     return { tokens: null, trusts: null };
   }
   const [tokens, trusts] = await Promise.all([
@@ -96,11 +97,12 @@ async function renderPool(
 }
 
 export const poolPages = new Hono<UiEnv>()
+  .use("*", requireUiPermission("pools.read"))
   .get("/", async (c) => {
     const pools = await listPoolsWithSummary(c.var.db, c.env, c.var.session.orgId);
     return c.html(<PoolsPage viewer={viewerOf(c)} pools={pools} />);
   })
-  .post("/", requireUiRole("owner"), async (c) => {
+  .post("/", requireUiPermission("pools.manage"), async (c) => {
     const form = await readForm(
       c,
       z.strictObject({ name: PoolName, description: z.string().max(500).default("") }),
@@ -108,7 +110,7 @@ export const poolPages = new Hono<UiEnv>()
     const { session } = c.var;
     const result = await createPool(c.var.db, c.env, {
       orgId: session.orgId,
-      actor: session.tokenId,
+      actor: actorOf(session.principal),
       name: form.name,
       description: form.description,
     });
@@ -136,7 +138,7 @@ export const poolPages = new Hono<UiEnv>()
     c.header("Cache-Control", "no-store");
     return c.json({ fragments: { agents } });
   })
-  .post("/:poolId/tokens", requireUiRole("owner"), async (c) => {
+  .post("/:poolId/tokens", requireUiPermission("pools.manage"), async (c) => {
     const poolId = idOf(c, "poolId", "pool");
     const form = await readForm(
       c,
@@ -147,7 +149,7 @@ export const poolPages = new Hono<UiEnv>()
       orgId: session.orgId,
       poolId,
       description: form.description,
-      actor: session.tokenId,
+      actor: actorOf(session.principal),
     });
     if (!result.ok) {
       throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
@@ -158,7 +160,7 @@ export const poolPages = new Hono<UiEnv>()
       status: 201,
     });
   })
-  .post("/:poolId/tokens/:tokenId/revoke", requireUiRole("owner"), async (c) => {
+  .post("/:poolId/tokens/:tokenId/revoke", requireUiPermission("pools.manage"), async (c) => {
     const poolId = idOf(c, "poolId", "pool");
     const tokenId = idOf(c, "tokenId", "atok");
     const form = await readForm(c, z.strictObject({ confirm: z.string().max(200) }));
@@ -178,14 +180,14 @@ export const poolPages = new Hono<UiEnv>()
       orgId: session.orgId,
       poolId,
       id: tokenId,
-      actor: session.tokenId,
+      actor: actorOf(session.principal),
     });
     if (!result.ok) {
       throw new ApiError("NOT_FOUND", `agent token ${tokenId} not found`);
     }
     return redirectWithNotice(c, `/ui/pools/${poolId}`, "token-revoked");
   })
-  .post("/:poolId/oidc-trusts", requireUiRole("owner"), async (c) => {
+  .post("/:poolId/oidc-trusts", requireUiPermission("pools.manage"), async (c) => {
     const poolId = idOf(c, "poolId", "pool");
     const form = await readForm(c, TrustForm);
     const { session } = c.var;
@@ -193,7 +195,7 @@ export const poolPages = new Hono<UiEnv>()
       ...form,
       orgId: session.orgId,
       poolId,
-      actor: session.tokenId,
+      actor: actorOf(session.principal),
     });
     if (result.ok) {
       return redirectWithNotice(c, `/ui/pools/${poolId}`, "trust-added");
@@ -209,7 +211,7 @@ export const poolPages = new Hono<UiEnv>()
       status: result.reason === "invalid" ? 400 : 409,
     });
   })
-  .post("/:poolId/oidc-trusts/:trustId/delete", requireUiRole("owner"), async (c) => {
+  .post("/:poolId/oidc-trusts/:trustId/delete", requireUiPermission("pools.manage"), async (c) => {
     const poolId = idOf(c, "poolId", "pool");
     const trustId = idOf(c, "trustId", "otr");
     await readForm(c, z.strictObject({}));
@@ -218,7 +220,7 @@ export const poolPages = new Hono<UiEnv>()
       orgId: session.orgId,
       poolId,
       id: trustId,
-      actor: session.tokenId,
+      actor: actorOf(session.principal),
     });
     if (!result.ok) {
       throw new ApiError("NOT_FOUND", `OIDC trust ${trustId} not found`);

@@ -5,29 +5,19 @@
  * status the API would answer (JSON for `.json`).
  */
 
-import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { getCookie } from "hono/cookie";
 import type { AppEnv } from "../env.ts";
 import { ApiError, codeToStatus, handleError } from "../errors.ts";
-import { authenticate } from "../middleware/auth.ts";
-import { readForm, readFormBody } from "./forms.ts";
-import { ErrorPage, LoginPage } from "./pages/login.tsx";
+import { cliLoginPages } from "./cli-login-routes.tsx";
+import { landingFor, loginPages, logoutPage } from "./login-routes.tsx";
+import { ErrorPage } from "./pages/login.tsx";
+import { peoplePages } from "./people-routes.tsx";
 import { poolPages } from "./pool-routes.tsx";
 import { runPages } from "./run-routes.tsx";
-import {
-  CSRF_FIELD,
-  checkLoginCsrf,
-  endSession,
-  findSession,
-  issueLoginCsrf,
-  requireSession,
-  SESSION_COOKIE,
-  startSession,
-  type UiEnv,
-} from "./session.ts";
+import { requireSession, type UiEnv } from "./session.ts";
 import { statePages } from "./state-routes.tsx";
+import { teamAccessPages } from "./team-access-routes.tsx";
 import { tokenPages } from "./token-routes.tsx";
 import { workspacePages } from "./workspace-routes.tsx";
 
@@ -89,17 +79,6 @@ async function serveStatic(c: Context<AppEnv>): Promise<Response> {
 /** Form bodies are small; nothing the dashboard posts comes near this. */
 const FORM_BODY_LIMIT_BYTES = 64 * 1024;
 
-/** The sign-in form's fields besides its CSRF token; anything else (a file, say) is a 400. */
-const LoginForm = z.strictObject({
-  token: z.string().max(1024).default(""),
-  next: z.string().max(2048).optional(),
-});
-
-/** Only a path inside the dashboard may be returned to after sign-in (no open redirect). */
-function safeNext(next: unknown): string {
-  return typeof next === "string" && /^\/ui\/[A-Za-z0-9/_-]*$/.test(next) ? next : "/ui/pools";
-}
-
 function renderError(err: Error, c: Context<UiEnv>) {
   if (c.req.path.endsWith(".json") || !(err instanceof ApiError)) {
     return handleError(err, c);
@@ -121,42 +100,6 @@ function renderError(err: Error, c: Context<UiEnv>) {
     status,
   );
 }
-
-/** Sign-in: before any session exists, so typed with the app environment only. */
-const loginPages = new Hono<AppEnv>()
-  .get("/login", async (c) => {
-    const secret = getCookie(c, SESSION_COOKIE);
-    if (secret && (await findSession(c.var.db, secret))) {
-      return c.redirect(safeNext(c.req.query("next")), 303);
-    }
-    return c.html(<LoginPage csrf={issueLoginCsrf(c)} next={safeNext(c.req.query("next"))} />);
-  })
-  .post("/login", async (c) => {
-    const body = await readFormBody(c);
-    checkLoginCsrf(c, body[CSRF_FIELD]);
-    const { [CSRF_FIELD]: _csrf, ...fields } = body;
-    const form = LoginForm.safeParse(fields);
-    if (!form.success) {
-      throw new ApiError("BAD_REQUEST", "the sign-in form takes a token (text) and nothing else");
-    }
-    const token = form.data.token.trim();
-    const next = safeNext(form.data.next);
-    let principal: Awaited<ReturnType<typeof authenticate>>;
-    try {
-      principal = await authenticate(c, token, ["org"]);
-    } catch (err) {
-      if (!(err instanceof ApiError)) {
-        throw err;
-      }
-      const message =
-        err.code === "TOKEN_REVOKED"
-          ? "That token has been revoked."
-          : "That is not a valid org token (op_org_…).";
-      return c.html(<LoginPage csrf={issueLoginCsrf(c)} next={next} error={message} />, 401);
-    }
-    await startSession(c, c.var.db, principal);
-    return c.redirect(next, 303);
-  });
 
 const dashboard = new Hono<UiEnv>()
   .use("*", async function securityHeaders(c, next) {
@@ -182,17 +125,16 @@ const dashboard = new Hono<UiEnv>()
     }),
   )
   .get("/static/:file", serveStatic)
-  .get("/", (c) => c.redirect("/ui/pools", 303))
   .route("/", loginPages)
   .use("*", requireSession())
-  .post("/logout", async (c) => {
-    await readForm(c, z.strictObject({}));
-    await endSession(c);
-    return c.redirect("/ui/login", 303);
-  })
+  .get("/", (c) => c.redirect(landingFor(c.var.session.principal), 303))
+  .route("/", logoutPage)
   .route("/pools", poolPages)
   .route("/workspaces", workspacePages)
   .route("/workspaces", statePages)
+  .route("/workspaces", teamAccessPages)
+  .route("/people", peoplePages)
+  .route("/cli-login", cliLoginPages)
   .route("/runs", runPages)
   .route("/tokens", tokenPages)
   .all("*", (c) => {

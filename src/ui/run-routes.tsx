@@ -4,6 +4,14 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
+import {
+  decideWorkspace,
+  type Grants,
+  type WorkspaceAction,
+  workspaceRefusal,
+} from "../authz/model.ts";
+import { actorOf } from "../authz/principal.ts";
+import { grantsOn } from "../authz/service.ts";
 import { ApiError } from "../errors.ts";
 import { runLog } from "../runs/blobs.ts";
 import { listRunJobs } from "../runs/job-records.ts";
@@ -12,6 +20,7 @@ import { presentRun } from "../runs/present.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
 import { cancelRun, confirmRun, discardRun, forceCancelRun } from "../runs/service.ts";
 import { whyWaiting } from "../runs/why.ts";
+import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import {
@@ -23,7 +32,7 @@ import {
   RunSummary,
   Timeline,
 } from "./pages/runs.tsx";
-import { requireUiRole, type UiEnv } from "./session.ts";
+import type { UiEnv } from "./session.ts";
 
 /** Bytes of log one page load or one poll reads at most. */
 const LOG_READ_BYTES = 256 * 1024;
@@ -35,13 +44,26 @@ const NOTICES = {
   "force-cancel": "The run was force-canceled.",
 };
 
-async function runOf(c: Context<UiEnv>): Promise<RunRow> {
+/**
+ * The run of the page and its workspace once `may` allowed `action` there; a run of a workspace
+ * the viewer cannot see is not found.
+ */
+async function runOf(
+  c: Context<UiEnv>,
+  action: WorkspaceAction = "workspace.read",
+): Promise<{ row: RunRow; workspace: WorkspaceRow; grants: Grants }> {
   const id = idOf(c, "runId", "run");
   const run = await getRun(c.var.db, c.var.session.orgId, id);
-  if (!run) {
+  const workspace = run && (await resolveWorkspace(c.var.db, c.var.session.orgId, run.workspaceId));
+  const grants = workspace ? await grantsOn(c.var.db, c.var.session.principal, workspace) : null;
+  const decision = grants ? decideWorkspace(grants, action) : "not_found";
+  if (!run || !workspace || !grants || decision === "not_found") {
     throw new ApiError("NOT_FOUND", `run ${id} not found`);
   }
-  return run;
+  if (decision === "forbidden") {
+    throw new ApiError("FORBIDDEN", workspaceRefusal(action, workspace.name));
+  }
+  return { row: run, workspace, grants };
 }
 
 function phasesOf(run: RunRow): ("plan" | "apply")[] {
@@ -76,42 +98,50 @@ async function readTail(
 
 const deps = (c: Context<UiEnv>) => ({ db: c.var.db, env: c.env });
 
+const actor = (c: Context<UiEnv>) => actorOf(c.var.session.principal);
+
+/** Each action with what `may` must allow and what it does. */
 const actions = {
-  confirm: async (c: Context<UiEnv>, run: RunRow) => {
-    const workspace = await resolveWorkspace(c.var.db, c.var.session.orgId, run.workspaceId);
-    if (!workspace) {
-      throw new ApiError("NOT_FOUND", "workspace not found");
-    }
-    return confirmRun(deps(c), run, workspace, c.var.session.tokenId);
+  confirm: {
+    needs: "run.confirm",
+    run: (c: Context<UiEnv>, run: RunRow, workspace: WorkspaceRow) =>
+      confirmRun(deps(c), run, workspace, actor(c)),
   },
-  discard: (c: Context<UiEnv>, run: RunRow) => discardRun(deps(c), run, c.var.session.tokenId),
-  cancel: (c: Context<UiEnv>, run: RunRow) => cancelRun(deps(c), run, c.var.session.tokenId),
-  "force-cancel": (c: Context<UiEnv>, run: RunRow) =>
-    forceCancelRun(deps(c), run, c.var.session.tokenId),
-} as const;
+  discard: {
+    needs: "run.discard",
+    run: (c: Context<UiEnv>, run: RunRow) => discardRun(deps(c), run, actor(c)),
+  },
+  cancel: {
+    needs: "run.cancel",
+    run: (c: Context<UiEnv>, run: RunRow) => cancelRun(deps(c), run, actor(c)),
+  },
+  "force-cancel": {
+    needs: "run.cancel",
+    run: (c: Context<UiEnv>, run: RunRow) => forceCancelRun(deps(c), run, actor(c)),
+  },
+} as const satisfies Record<string, { needs: WorkspaceAction; run: unknown }>;
 
 export const runPages = new Hono<UiEnv>()
   .get("/:runId", async (c) => {
-    const row = await runOf(c);
-    const [waiting, workspace, logs, jobs] = await Promise.all([
+    const { row, workspace, grants } = await runOf(c);
+    const [waiting, logs, jobs] = await Promise.all([
       whyWaiting(deps(c), row),
-      resolveWorkspace(c.var.db, c.var.session.orgId, row.workspaceId),
       Promise.all(phasesOf(row).map((phase) => readTail(c, row, phase, 0))),
       listRunJobs(c.var.db, [row.id]),
     ]);
     return c.html(
       <RunPage
-        viewer={viewerOf(c)}
+        viewer={viewerOf(c, grants)}
         run={presentRun(row, waiting, jobs.get(row.id))}
         row={row}
-        workspaceName={workspace?.name ?? row.workspaceId}
+        workspaceName={workspace.name}
         logs={logs}
         notice={noticeText(c, NOTICES)}
       />,
     );
   })
   .get("/:runId/live.json", async (c) => {
-    const row = await runOf(c);
+    const { row } = await runOf(c);
     const offsets = z
       .strictObject({
         planOffset: z.coerce.number().int().min(0).default(0),
@@ -149,7 +179,7 @@ export const runPages = new Hono<UiEnv>()
       await Promise.all(
         phasesOf(row).map(async (phase) => [
           `log-${phase}-placeholder`,
-          await (<>{logPlaceholder(run, phase) ?? ""}</>).toString(),
+          await (logPlaceholder(run, phase) ?? "").toString(),
         ]),
       ),
     );
@@ -170,17 +200,13 @@ export const runPages = new Hono<UiEnv>()
       done: run.isTerminal && logs.every((log) => log.isDone),
     });
   })
-  .post(
-    "/:runId/:action{confirm|discard|cancel|force-cancel}",
-    requireUiRole("member"),
-    async (c) => {
-      const row = await runOf(c);
-      await readForm(c, z.strictObject({}));
-      const action = z.enum(RUN_ACTIONS).parse(c.req.param("action"));
-      const result = await actions[action](c, row);
-      if (!result.ok) {
-        throw new ApiError("CONFLICT", actionFailureMessage(result.reason, row, action));
-      }
-      return redirectWithNotice(c, `/ui/runs/${row.id}`, action);
-    },
-  );
+  .post("/:runId/:action{confirm|discard|cancel|force-cancel}", async (c) => {
+    const action = z.enum(RUN_ACTIONS).parse(c.req.param("action"));
+    const { row, workspace } = await runOf(c, actions[action].needs);
+    await readForm(c, z.strictObject({}));
+    const result = await actions[action].run(c, row, workspace);
+    if (!result.ok) {
+      throw new ApiError("CONFLICT", actionFailureMessage(result.reason, row, action));
+    }
+    return redirectWithNotice(c, `/ui/runs/${row.id}`, action);
+  });

@@ -1,38 +1,33 @@
 /**
- * Dashboard sessions: an org token is exchanged once for a random cookie secret whose SHA-256 is
- * stored in `sessions`. A session counts only while it is unexpired, not signed out, and its org
- * token is not revoked (checked on every request by a join), so revoking the token ends it.
- * CSRF: every form carries a token derived from the session secret (synchronizer token without
- * storage); the sign-in form, which has no session yet, uses a double-submit cookie.
+ * The dashboard's side of sessions (`src/sessions/`): who is signed in, sign-in pages' CSRF, and
+ * the middleware that sends a request without a live session to the sign-in page. A person
+ * behind Cloudflare Access gets a session on their first page without signing in. CSRF: every
+ * form carries a token derived from the session secret (synchronizer token without storage); the
+ * sign-in form, which has no session yet, uses a double-submit cookie.
  */
-
-import { newId } from "@outpost/common";
-import { and, eq, gt, isNotNull, isNull, lt, or } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
-import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import type { Database } from "../db/client.ts";
-import { orgTokens, sessions } from "../db/schema.ts";
+import { getCookie, setCookie } from "hono/cookie";
+import { type OrganizationAction, organizationRefusal } from "../authz/model.ts";
+import type { PersonPrincipal } from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { randomBase64Url, sha256Hex, timingSafeEqualString } from "../lib/crypto.ts";
-import { LAST_USED_RESOLUTION_MS, type Role, roleAtLeast } from "../tokens/model.ts";
+import { browserIdentity, isSecureCookie, setSessionCookie } from "../sessions/http.ts";
+import { SESSION_COOKIE, sessionSettings } from "../sessions/model.ts";
+import { startSession } from "../sessions/service.ts";
+import { LAST_USED_RESOLUTION_MS } from "../tokens/model.ts";
 import { touchToken } from "../tokens/queries.ts";
 
-/** A session lasts this long from sign-in, whatever happens; then the token is asked again. */
-export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
-export const SESSION_COOKIE = "outpost_session";
 export const LOGIN_CSRF_COOKIE = "outpost_login_csrf";
 export const CSRF_FIELD = "_csrf";
 
+/** Who is signed in to the dashboard, and the token every form of the session carries. */
 export type UiSession = {
   id: string;
   orgId: string;
-  tokenId: string;
-  role: Role;
-  tokenDescription: string;
-  expiresAt: number;
-  tokenLastUsedAt: number | null;
-  /** The token every form of this session carries. */
+  method: "token" | "sso" | "access";
+  principal: PersonPrincipal;
   csrf: string;
 };
 
@@ -41,105 +36,78 @@ export type UiEnv = {
   Variables: AppEnv["Variables"] & { session: UiSession };
 };
 
-function isLoopback(c: Context): boolean {
-  const host = new URL(c.req.url).hostname;
-  return host === "localhost" || host === "127.0.0.1" || host === "[::1]";
-}
-
-/** Cookie attributes: HttpOnly, SameSite=Strict, path /ui, Secure except on loopback http. */
-function cookieOptions(c: Context, maxAgeSeconds: number) {
-  return {
-    httpOnly: true,
-    sameSite: "Strict" as const,
-    secure: !isLoopback(c),
-    path: "/ui",
-    maxAge: maxAgeSeconds,
-  };
-}
-
 function csrfFor(secret: string): Promise<string> {
   return sha256Hex(`outpost-ui-csrf:${secret}`);
 }
 
-/** Starts a session for an authenticated org token and sets its cookie. */
-export async function startSession(
-  c: Context,
-  db: Database,
-  principal: { orgId: string; tokenId: string },
-): Promise<void> {
-  const secret = randomBase64Url(32);
+function recordTokenUse<E extends AppEnv>(
+  c: Context<E>,
+  tokenId: string,
+  lastUsedAt: number | null,
+) {
   const now = Date.now();
-  await db.batch([
-    db.insert(sessions).values({
-      id: newId("session"),
-      orgId: principal.orgId,
-      tokenId: principal.tokenId,
-      secretHash: await sha256Hex(secret),
-      createdAt: now,
-      expiresAt: now + SESSION_TTL_MS,
-      revokedAt: null,
-    }),
-    // Housekeeping where it is cheap: this token's sessions that can never be used again.
-    db
-      .delete(sessions)
-      .where(
-        and(
-          eq(sessions.tokenId, principal.tokenId),
-          or(lt(sessions.expiresAt, now), isNotNull(sessions.revokedAt)),
-        ),
-      ),
-  ]);
-  setCookie(c, SESSION_COOKIE, secret, cookieOptions(c, SESSION_TTL_MS / 1000));
-}
-
-/** The live session of a cookie secret, or null when unknown, expired, signed out or revoked. */
-export async function findSession(db: Database, secret: string): Promise<UiSession | null> {
-  const now = Date.now();
-  const [row] = await db
-    .select({
-      id: sessions.id,
-      orgId: sessions.orgId,
-      tokenId: sessions.tokenId,
-      expiresAt: sessions.expiresAt,
-      role: orgTokens.role,
-      tokenDescription: orgTokens.description,
-      tokenLastUsedAt: orgTokens.lastUsedAt,
-    })
-    .from(sessions)
-    .innerJoin(orgTokens, eq(orgTokens.id, sessions.tokenId))
-    .where(
-      and(
-        eq(sessions.secretHash, await sha256Hex(secret)),
-        isNull(sessions.revokedAt),
-        gt(sessions.expiresAt, now),
-        isNull(orgTokens.revokedAt),
-      ),
-    )
-    .limit(1);
-  if (!row) {
-    return null;
+  if (lastUsedAt === null || lastUsedAt < now - LAST_USED_RESOLUTION_MS) {
+    c.executionCtx.waitUntil(
+      touchToken(c.var.db, "org", tokenId, now, LAST_USED_RESOLUTION_MS).catch((err: unknown) => {
+        console.error(
+          JSON.stringify({ level: "warn", msg: "last_used_at update failed", err: String(err) }),
+        );
+      }),
+    );
   }
-  const { tokenLastUsedAt, ...session } = row;
-  return { ...session, tokenLastUsedAt, csrf: await csrfFor(secret) };
-}
-
-/** Signs the session out: the row is revoked (not just the cookie cleared) and the cookie goes. */
-export async function endSession(c: Context<UiEnv>): Promise<void> {
-  await c.var.db
-    .update(sessions)
-    .set({ revokedAt: Date.now() })
-    .where(eq(sessions.id, c.var.session.id));
-  deleteCookie(c, SESSION_COOKIE, { path: "/ui", secure: !isLoopback(c) });
 }
 
 /**
- * Middleware: resolves the session cookie. Without a live session a page request is sent to the
- * sign-in page and anything else answers 401; with one, `session` and an org `principal` are set.
+ * The dashboard session of the request, or null without one. A person Cloudflare Access let
+ * through gets a session started here (and its cookie), so forms have their CSRF token.
+ */
+export async function currentSession<E extends AppEnv>(c: Context<E>): Promise<UiSession | null> {
+  const identity = await browserIdentity(c, Date.now());
+  if (!identity?.ok) {
+    return null;
+  }
+  const { principal, session } = identity.value;
+  if (session) {
+    const secret = getCookie(c, SESSION_COOKIE) ?? "";
+    if (principal.kind === "org") {
+      // Using the dashboard is using the token: record it like the API does.
+      recordTokenUse(c, principal.tokenId, session.tokenLastUsedAt);
+    }
+    return {
+      id: session.id,
+      orgId: session.orgId,
+      method: session.method,
+      principal,
+      csrf: await csrfFor(secret),
+    };
+  }
+  if (principal.kind !== "user") {
+    return null;
+  }
+  const settings = sessionSettings(c.env);
+  const started = await startSession(
+    c.var.db,
+    { kind: "user", orgId: principal.orgId, userId: principal.userId, method: "access" },
+    settings,
+    Date.now(),
+  );
+  setSessionCookie(c, started.secret, settings);
+  return {
+    id: started.id,
+    orgId: principal.orgId,
+    method: "access",
+    principal,
+    csrf: await csrfFor(started.secret),
+  };
+}
+
+/**
+ * Middleware: resolves the session. Without a live one a page request is sent to the sign-in
+ * page and anything else answers 401; with one, `session` and `principal` are set.
  */
 export function requireSession(): MiddlewareHandler<UiEnv> {
   return async function session(c, next) {
-    const secret = getCookie(c, SESSION_COOKIE);
-    const found = secret ? await findSession(c.var.db, secret) : null;
+    const found = await currentSession(c);
     if (!found) {
       if (c.req.method === "GET" && !c.req.path.endsWith(".json")) {
         const back = new URL(c.req.url);
@@ -148,38 +116,18 @@ export function requireSession(): MiddlewareHandler<UiEnv> {
       throw new ApiError("UNAUTHORIZED", "sign in again: the session has ended");
     }
     c.set("session", found);
-    // Using the dashboard is using the token: record it like the API does, at most once a minute.
-    const now = Date.now();
-    if (found.tokenLastUsedAt === null || found.tokenLastUsedAt < now - LAST_USED_RESOLUTION_MS) {
-      c.executionCtx.waitUntil(
-        touchToken(c.var.db, "org", found.tokenId, now, LAST_USED_RESOLUTION_MS).catch(
-          (err: unknown) => {
-            console.error(
-              JSON.stringify({
-                level: "warn",
-                msg: "last_used_at update failed",
-                err: String(err),
-              }),
-            );
-          },
-        ),
-      );
-    }
-    c.set("principal", {
-      kind: "org",
-      orgId: found.orgId,
-      tokenId: found.tokenId,
-      role: found.role,
-    });
+    c.set("principal", found.principal);
     await next();
   };
 }
 
-/** Middleware: 403 unless the session's token has at least `role` (the same rule as the API). */
-export function requireUiRole(role: Role): MiddlewareHandler<UiEnv> {
-  return async function uiRole(c, next) {
-    if (!roleAtLeast(c.var.session.role, role)) {
-      throw new ApiError("FORBIDDEN", `this action needs the ${role} role`);
+/** Middleware: 403 unless `may` allows the organization action (the same rule as the API). */
+export function requireUiPermission(action: OrganizationAction): MiddlewareHandler<UiEnv> {
+  return async function uiPermission(c, next) {
+    const { principal } = c.var.session;
+    const resource = { type: "organization" as const, orgId: principal.orgId };
+    if ((await may(c.var.db, principal, action, resource)) !== "allow") {
+      throw new ApiError("FORBIDDEN", organizationRefusal(action));
     }
     await next();
   };
@@ -195,7 +143,13 @@ export function checkCsrf(session: UiSession, submitted: unknown): void {
 /** A fresh double-submit token for the sign-in form, set as a short-lived cookie. */
 export function issueLoginCsrf(c: Context): string {
   const value = randomBase64Url(24);
-  setCookie(c, LOGIN_CSRF_COOKIE, value, cookieOptions(c, 3600));
+  setCookie(c, LOGIN_CSRF_COOKIE, value, {
+    httpOnly: true,
+    sameSite: "Strict",
+    secure: isSecureCookie(c),
+    path: "/ui",
+    maxAge: 3600,
+  });
   return value;
 }
 

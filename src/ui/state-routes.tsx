@@ -5,24 +5,24 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
+import type { Principal } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
 import type { StateResult } from "../state/access.ts";
 import { diffVersionOutputs, readOutputs } from "../state/output-reads.ts";
 import { md5Base64 } from "../state/service.ts";
 import { downloadVersion, getVersion, listVersions, rollbackState } from "../state/versions.ts";
-import type { Principal } from "../tokens/model.ts";
-import { resolveWorkspace } from "../workspaces/service.ts";
+
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { StatePage } from "./pages/state.tsx";
-import { requireUiRole, type UiEnv } from "./session.ts";
+import type { UiEnv } from "./session.ts";
+import { workspaceOf } from "./workspace-routes.tsx";
 
 const NOTICES = { "rolled-back": "Rolled back: the chosen version is the current state again." };
 const VERSION_ID = /^sv_[a-z2-7]{26}$/;
 
 function principalOf(c: Context<UiEnv>): Principal {
-  const s = c.var.session;
-  return { kind: "org", orgId: s.orgId, tokenId: s.tokenId, role: s.role };
+  return c.var.session.principal;
 }
 
 function unwrap<T>(result: StateResult<T>): T {
@@ -32,20 +32,11 @@ function unwrap<T>(result: StateResult<T>): T {
   return result.value;
 }
 
-async function workspaceOf(c: Context<UiEnv>) {
-  const id = idOf(c, "workspaceId", "ws");
-  const row = await resolveWorkspace(c.var.db, c.var.session.orgId, id);
-  if (!row) {
-    throw new ApiError("NOT_FOUND", `workspace ${id} not found`);
-  }
-  return row;
-}
-
 const deps = (c: Context<UiEnv>) => ({ db: c.var.db, bucket: c.env.BLOBS });
 
 /** The page, with outputs revealed when an admin asked for them (by POST, so it is audited). */
 async function renderState(c: Context<UiEnv>, reveal: boolean) {
-  const ws = await workspaceOf(c);
+  const { row: ws, grants } = await workspaceOf(c, reveal ? "state.reveal" : "workspace.read");
   const principal = principalOf(c);
   const page = PageQuery.safeParse({ limit: 50, cursor: c.req.query("cursor") });
   if (!page.success) {
@@ -67,7 +58,7 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
   }
   return c.html(
     <StatePage
-      viewer={viewerOf(c)}
+      viewer={viewerOf(c, grants)}
       workspace={{ id: ws.id, name: ws.name }}
       outputs={{
         outputs: outputs.outputs,
@@ -84,12 +75,12 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
 
 export const statePages = new Hono<UiEnv>()
   .get("/:workspaceId/state", (c) => renderState(c, false))
-  .post("/:workspaceId/state/reveal", requireUiRole("admin"), async (c) => {
+  .post("/:workspaceId/state/reveal", async (c) => {
     await readForm(c, z.strictObject({}));
     return renderState(c, true);
   })
   .get("/:workspaceId/state/versions/:stateVersionId/download", async (c) => {
-    const ws = await workspaceOf(c);
+    const { row: ws } = await workspaceOf(c, "state.download");
     const versionId = idOf(c, "stateVersionId", "sv");
     const state = unwrap(await downloadVersion(deps(c), principalOf(c), ws.id, versionId));
     return new Response(state.body, {
@@ -102,26 +93,22 @@ export const statePages = new Hono<UiEnv>()
       },
     });
   })
-  .post(
-    "/:workspaceId/state/versions/:stateVersionId/rollback",
-    requireUiRole("admin"),
-    async (c) => {
-      // The form (CSRF, fields) first: a bad body is 400 whatever the ids.
-      const form = await readForm(c, z.strictObject({ confirm: z.string().max(100) }));
-      const ws = await workspaceOf(c);
-      const versionId = idOf(c, "stateVersionId", "sv");
-      const target = unwrap(await getVersion(deps(c), principalOf(c), ws.id, versionId));
-      // The typed text is checked here too, so the form works without the script.
-      if (form.confirm.trim() !== `serial ${target.serial}`) {
-        throw new ApiError("BAD_REQUEST", `type "serial ${target.serial}" to confirm the rollback`);
-      }
-      unwrap(
-        await rollbackState(deps(c), {
-          principal: principalOf(c),
-          workspaceId: ws.id,
-          stateVersionId: versionId,
-        }),
-      );
-      return redirectWithNotice(c, `/ui/workspaces/${ws.id}/state`, "rolled-back");
-    },
-  );
+  .post("/:workspaceId/state/versions/:stateVersionId/rollback", async (c) => {
+    // The form (CSRF, fields) first: a bad body is 400 whatever the ids.
+    const form = await readForm(c, z.strictObject({ confirm: z.string().max(100) }));
+    const { row: ws } = await workspaceOf(c, "state.rollback");
+    const versionId = idOf(c, "stateVersionId", "sv");
+    const target = unwrap(await getVersion(deps(c), principalOf(c), ws.id, versionId));
+    // The typed text is checked here too, so the form works without the script.
+    if (form.confirm.trim() !== `serial ${target.serial}`) {
+      throw new ApiError("BAD_REQUEST", `type "serial ${target.serial}" to confirm the rollback`);
+    }
+    unwrap(
+      await rollbackState(deps(c), {
+        principal: principalOf(c),
+        workspaceId: ws.id,
+        stateVersionId: versionId,
+      }),
+    );
+    return redirectWithNotice(c, `/ui/workspaces/${ws.id}/state`, "rolled-back");
+  });

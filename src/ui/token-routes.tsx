@@ -1,12 +1,13 @@
 /** Dashboard page for org tokens: owners only, like `/api/v1/tokens`. */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
+import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
 import { ROLES } from "../tokens/model.ts";
 import { createOrgToken, listTokens, revokeOrgToken } from "../tokens/service.ts";
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { TokensPage } from "./pages/tokens.tsx";
-import { requireUiRole, type UiEnv } from "./session.ts";
+import { requireUiPermission, type UiEnv } from "./session.ts";
 
 const NOTICES = { "token-revoked": "The org token was revoked; its sessions ended with it." };
 
@@ -32,7 +33,7 @@ async function render(
 }
 
 export const tokenPages = new Hono<UiEnv>()
-  .use("*", requireUiRole("owner"))
+  .use("*", requireUiPermission("org_tokens.manage"))
   .get("/", (c) => render(c))
   .post("/", async (c) => {
     const form = await readForm(
@@ -43,7 +44,7 @@ export const tokenPages = new Hono<UiEnv>()
       orgId: c.var.session.orgId,
       role: form.role,
       description: form.description,
-      actor: c.var.session.tokenId,
+      actor: actorOf(c.var.session.principal),
     });
     return render(c, {
       created: { description: created.description, token: created.token },
@@ -67,7 +68,7 @@ export const tokenPages = new Hono<UiEnv>()
     const result = await revokeOrgToken(c.var.db, {
       orgId: session.orgId,
       id: tokenId,
-      actor: session.tokenId,
+      actor: actorOf(session.principal),
     });
     if (!result.ok) {
       if (result.reason === "last_owner") {

@@ -5,13 +5,17 @@
 import { z } from "@hono/zod-openapi";
 import { RUN_OPERATIONS } from "@outpost/protocol";
 import { type Context, Hono } from "hono";
+import { authorizeWorkspace } from "../authz/http.ts";
+import { decideWorkspace, type Grants, type WorkspaceAction } from "../authz/model.ts";
+import { actorOf, principalId } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
 import { listPools } from "../pools/service.ts";
 import { presentRun } from "../runs/present.ts";
 import { listRunsPage } from "../runs/queries.ts";
 import { createRun } from "../runs/service.ts";
 import { whyWaiting } from "../runs/why.ts";
-import { roleAtLeast } from "../tokens/model.ts";
+import { listTeamAccess } from "../teams/access.ts";
+import { listTeams } from "../teams/service.ts";
 import { CATEGORIES } from "../variables/model.ts";
 import {
   deleteVariable,
@@ -31,7 +35,7 @@ import {
 } from "../workspaces/service.ts";
 import { Checkbox, idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { WorkspacePage, WorkspacesPage } from "./pages/workspaces.tsx";
-import { requireUiRole, type UiEnv } from "./session.ts";
+import type { UiEnv } from "./session.ts";
 
 const NOTICES = {
   saved: "Settings saved.",
@@ -39,16 +43,28 @@ const NOTICES = {
   unlocked: "Workspace unlocked.",
   "variable-saved": "Variable saved.",
   "variable-deleted": "Variable deleted.",
+  "team-access-saved": "Team access saved.",
+  "team-access-removed": "Team access removed.",
 };
 
-async function workspaceOf(c: Context<UiEnv>): Promise<WorkspaceRow> {
+/**
+ * The workspace of the page once `may` allowed `action` on it (404 when the viewer cannot see it,
+ * 403 when it may not act), with what the viewer holds there.
+ */
+export async function workspaceOf(
+  c: Context<UiEnv>,
+  action: WorkspaceAction,
+): Promise<{ row: WorkspaceRow; grants: Grants }> {
   const id = idOf(c, "workspaceId", "ws");
   const row = await resolveWorkspace(c.var.db, c.var.session.orgId, id);
   if (!row) {
     throw new ApiError("NOT_FOUND", `workspace ${id} not found`);
   }
-  return row;
+  const grants = await authorizeWorkspace(c.var.db, c.var.session.principal, action, row);
+  return { row, grants };
 }
+
+const actor = (c: Context<UiEnv>) => actorOf(c.var.session.principal);
 
 function workspaceProblem(failure: WorkspaceFailure): ApiError {
   switch (failure.reason) {
@@ -91,10 +107,10 @@ function variableProblem(failure: VariableFailure): ApiError {
 
 export const workspacePages = new Hono<UiEnv>()
   .get("/", async (c) => {
-    const { orgId } = c.var.session;
+    const { orgId, principal } = c.var.session;
     const [rows, pools] = await Promise.all([
-      listWorkspaces(c.var.db, orgId, { limit: 200 }),
-      listPools(c.var.db, orgId),
+      listWorkspaces(c.var.db, principal, { limit: 200 }),
+      principal.role === null ? [] : listPools(c.var.db, orgId),
     ]);
     return c.html(
       <WorkspacesPage
@@ -105,30 +121,34 @@ export const workspacePages = new Hono<UiEnv>()
     );
   })
   .get("/:workspaceId", async (c) => {
-    const row = await workspaceOf(c);
-    const { orgId } = c.var.session;
+    const { row, grants } = await workspaceOf(c, "workspace.read");
+    const { orgId, principal } = c.var.session;
     const deps = { db: c.var.db, env: c.env };
-    const [pools, runRows, variables] = await Promise.all([
-      listPools(c.var.db, orgId),
+    const [pools, runRows, variables, teamAccess, teams] = await Promise.all([
+      principal.role === null ? [] : listPools(c.var.db, orgId),
       listRunsPage(c.var.db, { orgId, workspaceId: row.id }, { limit: 20 }),
       listVariables(c.var.db, row.id),
+      listTeamAccess(c.var.db, row.id),
+      listTeams(c.var.db, orgId),
     ]);
     const runs = await Promise.all(
       runRows.slice(0, 20).map(async (r) => presentRun(r, await whyWaiting(deps, r))),
     );
     return c.html(
       <WorkspacePage
-        viewer={viewerOf(c)}
+        viewer={viewerOf(c, grants)}
         workspace={presentWorkspace(row)}
         pools={pools}
         runs={runs}
         variables={variables}
+        teamAccess={teamAccess}
+        teams={teams}
         notice={noticeText(c, NOTICES)}
       />,
     );
   })
-  .post("/:workspaceId/settings", requireUiRole("admin"), async (c) => {
-    const row = await workspaceOf(c);
+  .post("/:workspaceId/settings", async (c) => {
+    const { row } = await workspaceOf(c, "workspace.update");
     const form = await readForm(
       c,
       z.strictObject({
@@ -139,7 +159,7 @@ export const workspacePages = new Hono<UiEnv>()
     const result = await updateWorkspace(c.var.db, {
       orgId: c.var.session.orgId,
       ref: row.id,
-      actor: c.var.session.tokenId,
+      actor: actor(c),
       patch: { executionMode: form.executionMode, poolId: form.poolId === "" ? null : form.poolId },
     });
     if (!result.ok) {
@@ -147,8 +167,8 @@ export const workspacePages = new Hono<UiEnv>()
     }
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
   })
-  .post("/:workspaceId/workload-identity", requireUiRole("admin"), async (c) => {
-    const row = await workspaceOf(c);
+  .post("/:workspaceId/workload-identity", async (c) => {
+    const { row } = await workspaceOf(c, "workspace.update");
     const form = await readForm(
       c,
       z.strictObject({ enabled: Checkbox, audience: z.string().trim().max(500).default("") }),
@@ -156,7 +176,7 @@ export const workspacePages = new Hono<UiEnv>()
     const result = await updateWorkspace(c.var.db, {
       orgId: c.var.session.orgId,
       ref: row.id,
-      actor: c.var.session.tokenId,
+      actor: actor(c),
       patch: {
         workloadIdentity: form.enabled,
         workloadIdentityAudience: form.audience === "" ? null : form.audience,
@@ -167,13 +187,14 @@ export const workspacePages = new Hono<UiEnv>()
     }
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
   })
-  .post("/:workspaceId/lock", requireUiRole("member"), async (c) => {
-    const row = await workspaceOf(c);
+  .post("/:workspaceId/lock", async (c) => {
+    const { row } = await workspaceOf(c, "workspace.lock");
     await readForm(c, z.strictObject({}));
     const result = await lockWorkspace(c.var.db, {
       orgId: c.var.session.orgId,
       ref: row.id,
-      tokenId: c.var.session.tokenId,
+      holderId: principalId(c.var.session.principal),
+      actor: actor(c),
       reason: "locked from the dashboard",
     });
     if (!result.ok) {
@@ -181,14 +202,15 @@ export const workspacePages = new Hono<UiEnv>()
     }
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "locked");
   })
-  .post("/:workspaceId/unlock", requireUiRole("member"), async (c) => {
-    const row = await workspaceOf(c);
+  .post("/:workspaceId/unlock", async (c) => {
+    const { row, grants } = await workspaceOf(c, "workspace.lock");
     await readForm(c, z.strictObject({}));
-    const isAdmin = roleAtLeast(c.var.session.role, "admin");
+    const isAdmin = decideWorkspace(grants, "workspace.force_unlock") === "allow";
     const result = await unlockWorkspace(c.var.db, {
       orgId: c.var.session.orgId,
       ref: row.id,
-      tokenId: c.var.session.tokenId,
+      holderId: principalId(c.var.session.principal),
+      actor: actor(c),
       isAdmin,
       // Admins may release a user's lock from here; a run's lock is released by the run.
       force: isAdmin && row.lockedBy !== null && lockHolderKind(row.lockedBy) === "user",
@@ -198,8 +220,8 @@ export const workspacePages = new Hono<UiEnv>()
     }
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "unlocked");
   })
-  .post("/:workspaceId/vars", requireUiRole("admin"), async (c) => {
-    const row = await workspaceOf(c);
+  .post("/:workspaceId/vars", async (c) => {
+    const { row } = await workspaceOf(c, "variables.write");
     const form = await readForm(
       c,
       z.strictObject({
@@ -225,7 +247,7 @@ export const workspacePages = new Hono<UiEnv>()
         sensitive: form.sensitive,
         description: form.description,
       },
-      actor: c.var.session.tokenId,
+      actor: actor(c),
       encryptionKey: c.env.ENCRYPTION_KEY,
     });
     if (!result.ok) {
@@ -233,8 +255,8 @@ export const workspacePages = new Hono<UiEnv>()
     }
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "variable-saved");
   })
-  .post("/:workspaceId/vars/:category/:key/delete", requireUiRole("admin"), async (c) => {
-    const row = await workspaceOf(c);
+  .post("/:workspaceId/vars/:category/:key/delete", async (c) => {
+    const { row } = await workspaceOf(c, "variables.write");
     await readForm(c, z.strictObject({}));
     const category = z.enum(CATEGORIES).safeParse(c.req.param("category"));
     if (!category.success) {
@@ -245,15 +267,15 @@ export const workspacePages = new Hono<UiEnv>()
       workspaceId: row.id,
       key: c.req.param("key"),
       category: category.data,
-      actor: c.var.session.tokenId,
+      actor: actor(c),
     });
     if (!result.ok) {
       throw variableProblem(result);
     }
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "variable-deleted");
   })
-  .post("/:workspaceId/runs", requireUiRole("member"), async (c) => {
-    const row = await workspaceOf(c);
+  .post("/:workspaceId/runs", async (c) => {
+    const { row } = await workspaceOf(c, "run.queue");
     const form = await readForm(
       c,
       z.strictObject({
@@ -261,11 +283,14 @@ export const workspacePages = new Hono<UiEnv>()
         message: z.string().max(2000).default(""),
       }),
     );
+    if (row.autoApply && form.operation !== "plan") {
+      await authorizeWorkspace(c.var.db, c.var.session.principal, "run.queue_auto_apply", row);
+    }
     const result = await createRun({ db: c.var.db, env: c.env }, row, {
       operation: form.operation,
       message: form.message,
       source: "ui",
-      actor: c.var.session.tokenId,
+      actor: actor(c),
     });
     if (!result.ok) {
       const messages = {

@@ -4,9 +4,10 @@
  * Sensitive values are write-only: they read back as `sensitive: true, value: null`.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { requireRole } from "../middleware/auth.ts";
+import { requirePerson } from "../middleware/auth.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { ANY_KEY_PATTERN, CATEGORIES, MAX_VALUE_LENGTH } from "./model.ts";
@@ -96,7 +97,7 @@ export const variableRoutes = newRouter()
       tags,
       summary: "List a workspace's variables (sensitive values never included)",
       security,
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: WorkspaceParams, query: CategoryQuery },
       responses: {
         200: jsonResponse(z.object({ variables: z.array(VariableSchema) }), "The variables"),
@@ -104,7 +105,11 @@ export const variableRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspace } = await workspaceOf(c, c.req.valid("param").workspaceId);
+      const { workspace } = await workspaceOf(
+        c,
+        c.req.valid("param").workspaceId,
+        "workspace.read",
+      );
       const { category } = c.req.valid("query");
       const variables = await listVariables(c.var.db, workspace.id);
       return c.json(
@@ -121,7 +126,7 @@ export const variableRoutes = newRouter()
       tags,
       summary: "Get one variable",
       security,
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: VariableParams, query: CategoryQuery },
       responses: {
         200: jsonResponse(VariableSchema, "The variable"),
@@ -130,7 +135,7 @@ export const variableRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, key } = c.req.valid("param");
-      const { workspace } = await workspaceOf(c, workspaceId);
+      const { workspace } = await workspaceOf(c, workspaceId, "workspace.read");
       const found = await findVariable(c.var.db, workspace.id, key, c.req.valid("query").category);
       if (!found.ok) {
         throw variableError(found, key);
@@ -148,7 +153,7 @@ export const variableRoutes = newRouter()
       description:
         "Replace semantics: omitted flags take their defaults; an omitted value keeps the stored one. A sensitive variable becomes non-sensitive only with a new value.",
       security,
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: VariableParams, query: CategoryQuery, body: jsonBody(PutVariable) },
       responses: {
         200: jsonResponse(VariableSchema, "The replaced variable"),
@@ -158,6 +163,7 @@ export const variableRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, key } = c.req.valid("param");
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "variables.write");
       const write = c.req.valid("json");
       const query = c.req.valid("query");
       if (query.category !== undefined && query.category !== write.category) {
@@ -165,13 +171,12 @@ export const variableRoutes = newRouter()
           issues: [{ path: "query.category", message: "must match json.category" }],
         });
       }
-      const { principal, workspace } = await workspaceOf(c, workspaceId);
       const result = await putVariable(c.var.db, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         key,
         write,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         encryptionKey: c.env.ENCRYPTION_KEY,
       });
       if (!result.ok) {
@@ -189,7 +194,7 @@ export const variableRoutes = newRouter()
       tags,
       summary: "Delete a variable",
       security,
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: VariableParams, query: CategoryQuery },
       responses: {
         200: jsonResponse(VariableSchema, "The deleted variable"),
@@ -198,13 +203,13 @@ export const variableRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, key } = c.req.valid("param");
-      const { principal, workspace } = await workspaceOf(c, workspaceId);
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "variables.write");
       const result = await deleteVariable(c.var.db, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         key,
         category: c.req.valid("query").category,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw variableError(result, key);

@@ -7,6 +7,7 @@
 import { newId } from "@outpost/common";
 import { and, eq, sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { variables } from "../db/schema.ts";
 import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
@@ -100,7 +101,7 @@ type PutInput = {
   workspaceId: string;
   key: string;
   write: VariableWrite;
-  actor: string;
+  actor: AuditActor;
   encryptionKey: string | undefined;
 };
 
@@ -216,7 +217,13 @@ export async function putVariable(
 /** Deletes the variable; the category is needed only when the key exists in both. */
 export async function deleteVariable(
   db: Database,
-  input: { orgId: string; workspaceId: string; key: string; category?: Category; actor: string },
+  input: {
+    orgId: string;
+    workspaceId: string;
+    key: string;
+    category?: Category;
+    actor: AuditActor;
+  },
 ): Promise<VariableResult<Variable>> {
   const found = await findVariable(db, input.workspaceId, input.key, input.category);
   if (!found.ok) {

@@ -8,6 +8,7 @@
 import { newId } from "@outpost/common";
 import { and, desc, eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
@@ -67,7 +68,7 @@ export async function createHook(
     provider: Provider;
     repoUrl: string | null;
     description: string;
-    actor: string;
+    actor: AuditActor;
   },
 ): Promise<{ row: HookRow; secret: string }> {
   const keyring = await hookKeyring(env);
@@ -126,7 +127,7 @@ export async function updateHook(
   db: Database,
   hook: HookRow,
   patch: { description?: string | undefined; repoUrl?: string | null | undefined },
-  actor: string,
+  actor: AuditActor,
 ): Promise<HookRow> {
   const now = Date.now();
   const values = {
@@ -154,7 +155,7 @@ export async function updateHook(
 }
 
 /** Deletes the hook and its delivery records; its URL answers 404 from now on. */
-export async function deleteHook(db: Database, hook: HookRow, actor: string): Promise<void> {
+export async function deleteHook(db: Database, hook: HookRow, actor: AuditActor): Promise<void> {
   await db.batch([
     db.delete(vcsDeliveries).where(eq(vcsDeliveries.hookId, hook.id)),
     db.delete(vcsHooks).where(eq(vcsHooks.id, hook.id)),
@@ -179,7 +180,7 @@ export async function rotateHookSecret(
   env: Env,
   hook: HookRow,
   graceSeconds: number,
-  actor: string,
+  actor: AuditActor,
 ): Promise<{ row: HookRow; secret: string }> {
   const keyring = await hookKeyring(env);
   const secret = newSecret();

@@ -3,8 +3,9 @@
  * appears only in the create and rotate responses.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
+import { personOf, requirePermission } from "../middleware/auth.ts";
 import { RepoUrl } from "../workspaces/model.ts";
 import {
   createHook,
@@ -102,7 +103,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Create a GitHub or GitLab webhook endpoint",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { body: jsonBody(CreateVcsHook) },
       responses: {
         201: jsonResponse(VcsHookWithSecret, "The hook, with its secret shown this once"),
@@ -110,14 +111,14 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const body = c.req.valid("json");
       const { row, secret } = await createHook(c.var.db, c.env, {
         orgId: principal.orgId,
         provider: body.provider,
         repoUrl: body.repoUrl,
         description: body.description,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
       });
       return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 201);
     },
@@ -130,14 +131,14 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "List the org's VCS hooks (never their secrets)",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       responses: {
         200: jsonResponse(z.object({ hooks: z.array(VcsHook) }), "The hooks"),
         ...errorResponses(401, 403),
       },
     }),
     async (c) => {
-      const rows = await listHooks(c.var.db, orgPrincipal(c).orgId);
+      const rows = await listHooks(c.var.db, personOf(c).orgId);
       return c.json({ hooks: rows.map((r) => presentHook(r, origin(c.req.url))) }, 200);
     },
   )
@@ -149,7 +150,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Show a VCS hook",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams },
       responses: {
         200: jsonResponse(VcsHook, "The hook"),
@@ -157,7 +158,7 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const hook = await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId);
+      const hook = await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId);
       return c.json(presentHook(hook, origin(c.req.url)), 200);
     },
   )
@@ -169,7 +170,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Change a hook's description or the repository it serves",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams, body: jsonBody(UpdateVcsHook) },
       responses: {
         200: jsonResponse(VcsHook, "The updated hook"),
@@ -177,9 +178,9 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
-      const updated = await updateHook(c.var.db, hook, c.req.valid("json"), principal.tokenId);
+      const updated = await updateHook(c.var.db, hook, c.req.valid("json"), actorOf(principal));
       return c.json(presentHook(updated, origin(c.req.url)), 200);
     },
   )
@@ -191,7 +192,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Delete a hook; its URL answers 404 from then on",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams },
       responses: {
         200: jsonResponse(VcsHook, "The deleted hook"),
@@ -199,9 +200,9 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
-      await deleteHook(c.var.db, hook, principal.tokenId);
+      await deleteHook(c.var.db, hook, actorOf(principal));
       return c.json(presentHook(hook, origin(c.req.url)), 200);
     },
   )
@@ -213,7 +214,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "Replace the secret; the old one stays valid for graceSeconds",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams, body: jsonBody(RotateVcsHookSecret) },
       responses: {
         200: jsonResponse(VcsHookWithSecret, "The hook, with its new secret shown this once"),
@@ -221,7 +222,7 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
       const { graceSeconds } = c.req.valid("json");
       const { row, secret } = await rotateHookSecret(
@@ -229,7 +230,7 @@ export const vcsHookRoutes = newRouter()
         c.env,
         hook,
         graceSeconds,
-        principal.tokenId,
+        actorOf(principal),
       );
       return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 200);
     },
@@ -242,7 +243,7 @@ export const vcsHookRoutes = newRouter()
       tags: ["vcs"],
       summary: "The hook's 50 most recent deliveries and what each one did",
       security: [{ bearer: [] }],
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams },
       responses: {
         200: jsonResponse(z.object({ deliveries: z.array(Delivery) }), "Recent deliveries"),
@@ -250,7 +251,7 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const hook = await getHook(c.var.db, orgPrincipal(c).orgId, c.req.valid("param").hookId);
+      const hook = await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId);
       const rows = await recentDeliveries(c.var.db, hook.id, 50);
       return c.json(
         {

@@ -8,7 +8,8 @@
  */
 
 import { newId } from "@outpost/common";
-import { and, eq, inArray, isNotNull, isNull, lt, ne } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, isNull, lt, ne, sql } from "drizzle-orm";
+import { vcsActor } from "../authz/actor.ts";
 import { configurationVersions, runs, vcsDeliveries, workspaces } from "../db/schema.ts";
 import type { Deps } from "../runs/deps.ts";
 import { ACTIVE_STATUSES } from "../runs/model.ts";
@@ -149,7 +150,10 @@ async function queueFor(
     message,
     configurationVersionId: cvId,
     source: hook.provider,
-    actor: hook.id,
+    actor: vcsActor(
+      hook.id,
+      `${hook.provider} ${event.kind === "push" ? "push" : "pull request"}${event.author ? ` by ${event.author}` : ""}`,
+    ),
     vcs: {
       commitSha: event.commitSha,
       branch,
@@ -183,7 +187,10 @@ async function alreadyQueued(deps: Deps, hook: HookRow, wsId: string, event: Vcs
         eq(runs.isSpeculative, !isPush),
         isPush
           ? inArray(runs.source, [...VCS_SOURCES])
-          : and(eq(runs.createdBy, hook.id), inArray(runs.status, [...ACTIVE_STATUSES])),
+          : and(
+              sql`json_extract(${runs.createdBy}, '$.id') = ${hook.id}`,
+              inArray(runs.status, [...ACTIVE_STATUSES]),
+            ),
       ),
     )
     .limit(1);
@@ -274,7 +281,14 @@ export async function processDelivery(
         continue;
       }
       for (const old of await supersededPlans(deps, ws.id, hook.provider, event)) {
-        const canceled = await cancelRun(deps, old, hook.id);
+        const canceled = await cancelRun(
+          deps,
+          old,
+          vcsActor(
+            hook.id,
+            `${hook.provider} pull request #${event.kind === "pull_request" ? event.number : ""} superseded`,
+          ),
+        );
         if (canceled.ok) {
           outcome.canceled.push({ workspaceId: ws.id, runId: old.id });
         }

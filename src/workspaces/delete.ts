@@ -3,6 +3,7 @@
  */
 import { eq, sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
 import { deleteWorkspaceStateBlobs } from "../state/blobs.ts";
@@ -24,7 +25,7 @@ import {
 export async function deleteWorkspace(
   db: Database,
   blobs: R2Bucket,
-  input: { orgId: string; ref: string; actor: string },
+  input: { orgId: string; ref: string; actor: AuditActor },
 ): Promise<WorkspaceResult<Workspace>> {
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {

@@ -1,9 +1,11 @@
 /**
- * The user lock of a workspace. `locked_by` holds the holder's id: a user's token (`tok_…`) or,
- * set by the runs feature, a run (`run_…`); the state backend relies on that format.
+ * The user lock of a workspace. `locked_by` holds the holder's id: a person (`usr_…`), a team
+ * (`team_…`), an org token (`tok_…`) or, set by the runs feature, a run (`run_…`); the state
+ * backend relies on that format.
  */
 import { sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
 import { unlockDecision } from "./model.ts";
@@ -11,18 +13,18 @@ import { acquireLockQuery, findWorkspace, releaseLockQuery } from "./queries.ts"
 import { presentWorkspace, refuse, type Workspace, type WorkspaceResult } from "./service.ts";
 
 /**
- * Locks the workspace for the calling token (`locked_by` = its `tok_…` id). Locking a workspace
+ * Locks the workspace for the caller (`locked_by` = its holder id). Locking a workspace
  * the caller already holds changes nothing and succeeds, so a retried request is harmless.
  */
 export async function lockWorkspace(
   db: Database,
-  input: { orgId: string; ref: string; tokenId: string; reason: string },
+  input: { orgId: string; ref: string; holderId: string; actor: AuditActor; reason: string },
 ): Promise<WorkspaceResult<Workspace>> {
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return refuse({ reason: "not_found" });
   }
-  if (current.lockedBy === input.tokenId) {
+  if (current.lockedBy === input.holderId) {
     return { ok: true, value: presentWorkspace(current) };
   }
   if (current.lockedBy) {
@@ -31,7 +33,7 @@ export async function lockWorkspace(
   const now = Date.now();
   const [updated] = await db.batch([
     acquireLockQuery(db, input.orgId, current.id, {
-      lockedBy: input.tokenId,
+      lockedBy: input.holderId,
       reason: input.reason,
       now,
     }),
@@ -39,14 +41,14 @@ export async function lockWorkspace(
       db,
       {
         orgId: input.orgId,
-        actor: input.tokenId,
+        actor: input.actor,
         action: "workspace.lock",
         targetType: "workspace",
         targetId: current.id,
         data: { reason: input.reason },
         now,
       },
-      sql`EXISTS (SELECT 1 FROM ${workspaces} WHERE ${workspaces.id} = ${current.id} AND ${workspaces.lockedBy} = ${input.tokenId} AND ${workspaces.lockedAt} = ${now})`,
+      sql`EXISTS (SELECT 1 FROM ${workspaces} WHERE ${workspaces.id} = ${current.id} AND ${workspaces.lockedBy} = ${input.holderId} AND ${workspaces.lockedAt} = ${now})`,
     ),
   ]);
   const row = updated[0];
@@ -66,7 +68,14 @@ export async function lockWorkspace(
  */
 export async function unlockWorkspace(
   db: Database,
-  input: { orgId: string; ref: string; tokenId: string; isAdmin: boolean; force: boolean },
+  input: {
+    orgId: string;
+    ref: string;
+    holderId: string;
+    actor: AuditActor;
+    isAdmin: boolean;
+    force: boolean;
+  },
 ): Promise<WorkspaceResult<Workspace>> {
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
@@ -90,7 +99,7 @@ export async function unlockWorkspace(
       db,
       {
         orgId: input.orgId,
-        actor: input.tokenId,
+        actor: input.actor,
         action: decision === "force_release" ? "workspace.force_unlock" : "workspace.unlock",
         targetType: "workspace",
         targetId: current.id,

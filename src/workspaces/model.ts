@@ -389,14 +389,14 @@ export function lockHolderKind(lockedBy: string): "user" | "run" {
 }
 
 /**
- * Whether `tokenId` may release a lock held by `lockedBy`: the holder always may; an admin may
+ * Whether `holderId` may release a lock held by `lockedBy`: the holder always may; an admin may
  * only when forcing, so an admin never breaks someone else's lock by accident.
  */
 export function unlockDecision(
   lockedBy: string,
-  caller: { tokenId: string; isAdmin: boolean; force: boolean },
+  caller: { holderId: string; isAdmin: boolean; force: boolean },
 ): "release" | "force_release" | "needs_force" | "forbidden" {
-  if (lockedBy === caller.tokenId) {
+  if (lockedBy === caller.holderId) {
     return "release";
   }
   if (!caller.isAdmin) {

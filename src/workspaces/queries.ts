@@ -1,5 +1,16 @@
 /** D1 access for workspaces. Every query is scoped by org id: nothing crosses organizations. */
-import { and, asc, eq, gt, inArray, isNull, notExists, notInArray, sql } from "drizzle-orm";
+import {
+  and,
+  asc,
+  eq,
+  gt,
+  inArray,
+  isNull,
+  notExists,
+  notInArray,
+  type SQL,
+  sql,
+} from "drizzle-orm";
 import { type Database, prepared } from "../db/client.ts";
 import { agentPools, runs, stateLocks, workspaces } from "../db/schema.ts";
 import { TERMINAL_STATUSES } from "../runs/model.ts";
@@ -46,12 +57,18 @@ export function findWorkspaceByName(db: Database, orgId: string, name: string) {
 
 /**
  * One page of the org's workspaces in name order, `limit + 1` rows to detect a next page;
- * `search` keeps names containing it (literally: no wildcards).
+ * `search` keeps names containing it (literally: no wildcards); `visible` keeps the workspaces a
+ * caller may see (`authz/queries.ts`).
  */
 export function listWorkspaceRows(
   db: Database,
   orgId: string,
-  page: { limit: number; after?: string; search?: string },
+  page: {
+    limit: number;
+    after?: string | undefined;
+    search?: string | undefined;
+    visible?: SQL | undefined;
+  },
 ): Promise<WorkspaceRow[]> {
   return db
     .select()
@@ -61,6 +78,7 @@ export function listWorkspaceRows(
         eq(workspaces.orgId, orgId),
         page.after === undefined ? undefined : gt(workspaces.name, page.after),
         page.search === undefined ? undefined : sql`instr(${workspaces.name}, ${page.search}) > 0`,
+        page.visible,
       ),
     )
     .orderBy(asc(workspaces.name))

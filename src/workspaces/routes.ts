@@ -1,13 +1,16 @@
 /**
- * `/api/v1/workspaces`: admins create, update and delete; every role reads; members and up lock
- * and unlock. `{workspaceId}` in a path is the workspace's `ws_…` id or its name.
+ * `/api/v1/workspaces`: organization admins create; what a caller may do to a workspace is
+ * `may`'s (read to see it, write to lock and unlock, admin to change settings, delete or
+ * force-unlock). `{workspaceId}` in a path is the workspace's `ws_…` id or its name.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { decideWorkspace } from "../authz/model.ts";
+import { actorOf, principalId } from "../authz/principal.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
-import { orgPrincipal, requireRole } from "../middleware/auth.ts";
-import { roleAtLeast } from "../tokens/model.ts";
+import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
 import { deleteWorkspace } from "./delete.ts";
+import { workspaceOf } from "./http.ts";
 import { lockWorkspace, unlockWorkspace } from "./lock.ts";
 import {
   CreateWorkspace,
@@ -18,13 +21,7 @@ import {
   WorkspaceSchema,
   workspaceError,
 } from "./schemas.ts";
-import {
-  createWorkspace,
-  listWorkspaces,
-  presentWorkspace,
-  resolveWorkspace,
-  updateWorkspace,
-} from "./service.ts";
+import { createWorkspace, listWorkspaces, presentWorkspace, updateWorkspace } from "./service.ts";
 
 const tags = ["workspaces"];
 const security = [{ bearer: [] }];
@@ -38,7 +35,7 @@ export const workspaceRoutes = newRouter()
       tags,
       summary: "Create a workspace",
       security,
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePermission("workspace.create")] as const,
       request: { body: jsonBody(CreateWorkspace) },
       responses: {
         201: jsonResponse(WorkspaceSchema, "The workspace"),
@@ -46,11 +43,11 @@ export const workspaceRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const body = c.req.valid("json");
       const result = await createWorkspace(c.var.db, {
         orgId: principal.orgId,
-        actor: principal.tokenId,
+        actor: actorOf(principal),
         settings: body,
       });
       if (!result.ok) {
@@ -65,9 +62,10 @@ export const workspaceRoutes = newRouter()
       operationId: "listWorkspaces",
       path: "/",
       tags,
-      summary: "List workspaces by name, a page at a time, optionally by part of the name",
+      summary:
+        "List the workspaces the caller may see by name, a page at a time, optionally by part of the name",
       security,
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: {
         query: PageQuery.extend({
           search: z
@@ -90,10 +88,10 @@ export const workspaceRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
+      const principal = personOf(c);
       const { limit, cursor, search } = c.req.valid("query");
       const after = cursor === undefined ? undefined : decodeCursor(cursor, ["string"])[0];
-      const rows = await listWorkspaces(c.var.db, principal.orgId, { limit, after, search });
+      const rows = await listWorkspaces(c.var.db, principal, { limit, after, search });
       const page = takePage(rows, limit, (r) => [r.row.name]);
       return c.json(
         { workspaces: page.items.map((r) => r.workspace), nextCursor: page.nextCursor },
@@ -109,7 +107,7 @@ export const workspaceRoutes = newRouter()
       tags,
       summary: "Get a workspace by id or name",
       security,
-      middleware: [requireRole("reader")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: Params },
       responses: {
         200: jsonResponse(WorkspaceSchema, "The workspace"),
@@ -117,13 +115,12 @@ export const workspaceRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
-      const { workspaceId } = c.req.valid("param");
-      const row = await resolveWorkspace(c.var.db, principal.orgId, workspaceId);
-      if (!row) {
-        throw workspaceError({ reason: "not_found" }, workspaceId);
-      }
-      return c.json(presentWorkspace(row), 200);
+      const { workspace } = await workspaceOf(
+        c,
+        c.req.valid("param").workspaceId,
+        "workspace.read",
+      );
+      return c.json(presentWorkspace(workspace), 200);
     },
   )
   .openapi(
@@ -136,7 +133,7 @@ export const workspaceRoutes = newRouter()
       description:
         "Switching to local without poolId drops the pool; setting vcsRepoUrl to null drops the branch and trigger paths.",
       security,
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: Params, body: jsonBody(UpdateWorkspace) },
       responses: {
         200: jsonResponse(WorkspaceSchema, "The workspace"),
@@ -144,12 +141,12 @@ export const workspaceRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.update");
       const result = await updateWorkspace(c.var.db, {
         orgId: principal.orgId,
-        ref: workspaceId,
-        actor: principal.tokenId,
+        ref: workspace.id,
+        actor: actorOf(principal),
         patch: c.req.valid("json"),
       });
       if (!result.ok) {
@@ -167,7 +164,7 @@ export const workspaceRoutes = newRouter()
       summary: "Delete a workspace with its variables, configurations, runs and state",
       description: "Refused (409) while a run is active, the workspace is locked or its state is.",
       security,
-      middleware: [requireRole("admin")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: Params },
       responses: {
         200: jsonResponse(WorkspaceSchema, "The deleted workspace"),
@@ -175,12 +172,12 @@ export const workspaceRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.delete");
       const result = await deleteWorkspace(c.var.db, c.env.BLOBS, {
         orgId: principal.orgId,
-        ref: workspaceId,
-        actor: principal.tokenId,
+        ref: workspace.id,
+        actor: actorOf(principal),
       });
       if (!result.ok) {
         throw workspaceError(result, workspaceId);
@@ -197,7 +194,7 @@ export const workspaceRoutes = newRouter()
       summary: "Lock a workspace: new runs wait until it is unlocked",
       description: "Locking a workspace the calling token already holds succeeds unchanged.",
       security,
-      middleware: [requireRole("member")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: Params, body: jsonBody(LockBody) },
       responses: {
         200: jsonResponse(WorkspaceSchema, "The locked workspace"),
@@ -205,12 +202,13 @@ export const workspaceRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.lock");
       const result = await lockWorkspace(c.var.db, {
         orgId: principal.orgId,
-        ref: workspaceId,
-        tokenId: principal.tokenId,
+        ref: workspace.id,
+        holderId: principalId(principal),
+        actor: actorOf(principal),
         reason: c.req.valid("json").reason,
       });
       if (!result.ok) {
@@ -229,7 +227,7 @@ export const workspaceRoutes = newRouter()
       description:
         "Unlocking an unlocked workspace succeeds unchanged. Forced unlocks are audited.",
       security,
-      middleware: [requireRole("member")] as const,
+      middleware: [requirePerson()] as const,
       request: { params: Params, query: UnlockQuery },
       responses: {
         200: jsonResponse(WorkspaceSchema, "The unlocked workspace"),
@@ -237,13 +235,14 @@ export const workspaceRoutes = newRouter()
       },
     }),
     async (c) => {
-      const principal = orgPrincipal(c);
       const { workspaceId } = c.req.valid("param");
+      const { principal, workspace, grants } = await workspaceOf(c, workspaceId, "workspace.lock");
       const result = await unlockWorkspace(c.var.db, {
         orgId: principal.orgId,
-        ref: workspaceId,
-        tokenId: principal.tokenId,
-        isAdmin: roleAtLeast(principal.role, "admin"),
+        ref: workspace.id,
+        holderId: principalId(principal),
+        actor: actorOf(principal),
+        isAdmin: decideWorkspace(grants, "workspace.force_unlock") === "allow",
         force: c.req.valid("query").force === "true",
       });
       if (!result.ok) {

@@ -6,6 +6,9 @@
 
 import { newId } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
+import type { PersonPrincipal } from "../authz/principal.ts";
+import { readableWorkspaces } from "../authz/queries.ts";
 import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
 import { findCurrentVersion } from "../state/queries.ts";
@@ -170,7 +173,7 @@ export async function createWorkspace(
   db: Database,
   input: {
     orgId: string;
-    actor: string;
+    actor: AuditActor;
     settings: SettingsInput & { name: string };
   },
 ): Promise<WorkspaceResult<Workspace>> {
@@ -219,13 +222,16 @@ export async function createWorkspace(
   return { ok: true, value: presentWorkspace(row) };
 }
 
-/** One page of the org's workspaces, by name. */
+/** One page of the workspaces of the viewer's org that it may see, by name. */
 export async function listWorkspaces(
   db: Database,
-  orgId: string,
-  page: { limit: number; after?: string; search?: string },
+  viewer: PersonPrincipal,
+  page: { limit: number; after?: string | undefined; search?: string | undefined },
 ) {
-  const rows = await listWorkspaceRows(db, orgId, page);
+  const rows = await listWorkspaceRows(db, viewer.orgId, {
+    ...page,
+    visible: readableWorkspaces(db, viewer, workspaces.id),
+  });
   return rows.map((row) => ({ row, workspace: presentWorkspace(row) }));
 }
 
@@ -235,7 +241,7 @@ export async function listWorkspaces(
  */
 export async function updateWorkspace(
   db: Database,
-  input: { orgId: string; ref: string; actor: string; patch: SettingsInput },
+  input: { orgId: string; ref: string; actor: AuditActor; patch: SettingsInput },
 ): Promise<WorkspaceResult<Workspace>> {
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {

@@ -70,7 +70,7 @@ describe("the dashboard in chromium", () => {
     await page.waitForURL(/\/ui\/pools$/);
     const cookies = await browser.context.cookies(`${world.coordinator.url}/ui/`);
     const session = cookies.find((c) => c.name === "outpost_session");
-    expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/ui" });
+    expect(session).toMatchObject({ httpOnly: true, sameSite: "Lax", path: "/" });
     expect(await page.evaluate<string>("document.cookie")).not.toContain("outpost_session");
     await page.close();
   });
@@ -126,6 +126,7 @@ describe("the dashboard in chromium", () => {
           HOME: home,
           OUTPOST_NAME: `edge ${xss(3)}`,
           OUTPOST_RELEASE_MIRROR: world.mirror.url,
+          OUTPOST_ENGINE_KEYRING: world.keyringFile,
         },
         home,
         { label: "the pasted install command", dataDir },

@@ -189,7 +189,15 @@ describe("the packed npm package", () => {
     const dataDir = world.freshDir("packaged-data");
     const child = spawn(
       path.join(installDir, "node_modules/.bin/outpost-agent"),
-      ["--single", "--release-mirror", world.mirror.url, "--data-dir", dataDir],
+      [
+        "--single",
+        "--release-mirror",
+        world.mirror.url,
+        "--engine-keyring",
+        world.keyringFile,
+        "--data-dir",
+        dataDir,
+      ],
       {
         env: hostEnv({ OUTPOST_ADDRESS: world.coordinator.url, OUTPOST_TOKEN: world.agentToken }),
         stdio: ["ignore", "pipe", "pipe"],

@@ -83,6 +83,7 @@ describe("behind a proxy, with a private CA", () => {
     // The mirror was reached only through the tunnel: the agent made no direct connection.
     expect(world.mirror.requests).toEqual([
       `/terraform/${ENGINE_VERSION}/terraform_${ENGINE_VERSION}_SHA256SUMS`,
+      `/terraform/${ENGINE_VERSION}/terraform_${ENGINE_VERSION}_SHA256SUMS.sig`,
       expect.stringMatching(/\.zip$/),
     ]);
     const bundle = path.join(dataDir, "ca-certificates.pem");

@@ -103,7 +103,7 @@ describe("automatic updates", () => {
 });
 
 describe("automatic updates from a coordinator whose manifest names a wrong SHA-256", () => {
-  const tampered = useWorld({ assetsDir: tamperedAssets });
+  const tampered = useWorld(async () => ({ assetsDir: await tamperedAssets() }));
 
   it("keeps running the old build, its file untouched, when the checksum does not match", async () => {
     const manifest = ReleaseManifest.parse(

@@ -379,7 +379,9 @@ describe("outpost CLI", () => {
       /^Outpost agent (\S+ \()?agt_\w+\)? v\S+ in pool pool_\w+, isolation (bwrap|none): plan job run_\w+:plan for run/,
     );
     expect(first.stdout).toContain('Resolving terraform "latest" against');
-    expect(first.stdout).toContain(`Using terraform ${ENGINE_VERSION} (newest for "latest")`);
+    expect(first.stdout).toContain(
+      `Using terraform ${ENGINE_VERSION} (newest for "latest" in ${world.mirror.url}/terraform/index.json)`,
+    );
     const second = await cli([
       "run",
       configDir({ "main.tf": resource("a", "2") + outputsTf("https://two.internal", "s3cret-2") }),
@@ -422,9 +424,11 @@ describe("outpost CLI", () => {
     const list = await cli(["state", "list", "cli-state"]);
     expect(list.stdout.split("\n")[0]).toMatch(/^SERIAL\s+ID\s+LINEAGE\s+WRITTEN\s+BY\s+SIZE$/);
     expect(list.stdout).toMatch(/current/);
-    const firstSerial = /^(\d+)\s+sv_\w+\s+\w+\s+\S+\s+run_\w+/m.exec(
-      list.stdout.split("\n").slice(-2)[0] ?? "",
-    );
+    // WRITTEN BY names who confirmed the run (the saved owner token, by its description), and the run.
+    const firstSerial =
+      /^(\d+)\s+sv_\w+\s+\w+\s+\S+\s+owner token created with the organization \(run_\w+\)/m.exec(
+        list.stdout.split("\n").slice(-2)[0] ?? "",
+      );
     expect(firstSerial?.[1]).toBe("1");
     const old = await cli(["state", "show", "cli-state", "1"]);
     expect(old.stdout).toMatch(/^Serial: +1$/m);

@@ -96,7 +96,9 @@ describe("Pulumi stacks on the agent", () => {
     expect(run.planSummary).toMatchObject({ adds: 2, changes: 0, destroys: 0, sames: 1 });
     expect(await stateVersions(world, ws)).toHaveLength(0);
     const planLog = await readRunLog(world, runId, "plan");
-    expect(planLog).toContain('Using pulumi 3.151.2 (newest for "^3.150")');
+    expect(planLog).toContain(
+      `Using pulumi 3.151.2 (newest for "^3.150" in ${world.mirror.url}/pulumi/index.json)`,
+    );
     expect(planLog).toContain("$ pulumi config set token --secret -s dev --non-interactive");
     expect(planLog).toContain("pulumi preview --json --save-plan");
     expect(planLog).toContain("+ urn:pulumi:dev::demo::standin:index:Thing::first (create)");

@@ -211,11 +211,41 @@ describe("loadConfig", () => {
       configFile: null,
       envForward: [],
       releaseMirror: null,
+      engineKeyringFile: null,
       caCertFile: null,
       forwardNetworkEnv: true,
       autoUpdate: true,
       allowFileRepos: false,
+      metricsAddress: null,
     });
+  });
+
+  it("reads --metrics-address as HOST:PORT from a flag, its variable or the config file", () => {
+    const yaml = file("metrics.yaml", "metricsAddress: 0.0.0.0:9464\n");
+    expect(loadConfig(["--config", yaml], GOOD_ENV)).toMatchObject({
+      metricsAddress: { host: "0.0.0.0", port: 9464 },
+    });
+    expect(
+      loadConfig(["--config", yaml], { ...GOOD_ENV, OUTPOST_METRICS_ADDRESS: "[::]:9100" }),
+    ).toMatchObject({ metricsAddress: { host: "::", port: 9100 } });
+    expect(
+      loadConfig(["--metrics-address", "localhost:0"], {
+        ...GOOD_ENV,
+        OUTPOST_METRICS_ADDRESS: "[::]:9100",
+      }),
+    ).toMatchObject({ metricsAddress: { host: "localhost", port: 0 } });
+    for (const bad of [
+      "9464",
+      ":9464",
+      "0.0.0.0:70000",
+      "host:port",
+      "http://0.0.0.0:9464",
+      "a b:1",
+    ]) {
+      expect(() => loadConfig(["--metrics-address", bad], GOOD_ENV), bad).toThrow(
+        "--metrics-address must be HOST:PORT, e.g. 0.0.0.0:9464, 127.0.0.1:9464 or [::]:9464",
+      );
+    }
   });
 
   it("reads flags over variables over the YAML file, merging nothing but the winner", () => {

@@ -102,6 +102,7 @@ class FakeCoordinator implements LoopApi {
       heartbeatIntervalSeconds: 1,
       pollWaitSeconds: 1,
       leaseStartTimeoutSeconds: 30,
+      unknownAfterSeconds: 30,
       agentVersion: this.script.agentVersion ?? null,
     };
   };

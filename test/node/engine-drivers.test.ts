@@ -145,6 +145,7 @@ const shellformDriver: EngineDriver = {
       archiveName: `shellform-${version}.tar.gz`,
       archiveUrl: `${mirror}/shellform/${version}/shellform-${version}.tar.gz`,
       sumsUrl: `${mirror}/shellform/${version}/SHA256SUMS`,
+      signatureUrl: `${mirror}/shellform/${version}/SHA256SUMS.sig`,
     }),
     unpack: () => Promise.reject(new EngineInstallError("shellform is installed by hand")),
     indexUrl: () => null,
@@ -153,6 +154,7 @@ const shellformDriver: EngineDriver = {
       args: ["--version"],
       parse: (out) => /^shellform (\S+)$/.exec(out.trim())?.[1] ?? null,
     },
+    signingKey: null,
   }),
   environment: (j) => ({ SHELLFORM_WORKSPACE: j.workspaceName }),
   refusal: (j) => (j.operation === "refresh" ? "shellform cannot refresh" : null),
@@ -243,7 +245,9 @@ describe("a fourth engine is one driver in the list", () => {
       engineVersion: "0.3.1",
       planSummary: { adds: 2, destroys: 0, hasChanges: true },
     });
-    expect(log).toContain('Resolving shellform "^0.3" against the cache and PATH');
+    expect(log).toContain(
+      'Resolving shellform "^0.3" against the engines on this agent (its cache and PATH): shellform publishes no release index',
+    );
     expect(log).toContain("Using shellform 0.3.1 found at");
     expect(log).toContain("planned for core");
 

@@ -10,13 +10,19 @@ import { locatePulumi, PULUMI_RELEASE } from "../../agent/src/engines/pulumi-rel
 import { type EngineRelease, parseSha256Sums } from "../../agent/src/engines/release.ts";
 import { resolveEngineVersion } from "../../agent/src/engines/resolve.ts";
 import { MirrorServer, releaseZip, sha256Hex, standinSource } from "./helpers/mirror.ts";
+import { type TestSigner, testSigner, trustedKeyOf, writeKeyring } from "./helpers/signing.ts";
 
 const run = promisify(execFile);
 const LINUX = { os: "linux", arch: "amd64" };
 const mirror = new MirrorServer();
 let dataDir: string;
+let signer: TestSigner;
 
-beforeAll(() => mirror.start());
+beforeAll(async () => {
+  // The mirror re-signs every checksums file with a key of this test's, given as the keyring.
+  [signer] = await Promise.all([testSigner(), mirror.start()]);
+  mirror.signer = signer;
+});
 afterAll(() => mirror.stop());
 beforeEach(() => {
   dataDir = mkdtempSync(path.join(tmpdir(), "outpost-engines-"));
@@ -43,6 +49,7 @@ function ensureEngine(options: { engine: string; version: string } & Partial<Ins
     releaseMirror: mirror.url,
     platform: LINUX,
     searchPath: "",
+    engineKeyring: [trustedKeyOf(signer)],
     ...rest,
   });
 }
@@ -61,9 +68,14 @@ function leftovers(engine: string): string[] {
 }
 
 describe("the installer, for Terraform and OpenTofu", () => {
-  it("downloads, verifies against SHA256SUMS, extracts and caches per version", async () => {
+  it("downloads, verifies SHA256SUMS's signature then the zip, extracts and caches per version", async () => {
     mirror.publish("terraform", "1.9.5");
-    const first = await install("terraform", "1.9.5");
+    const progress: string[] = [];
+    const first = await ensureEngine({
+      engine: "terraform",
+      version: "1.9.5",
+      onProgress: (line) => progress.push(line),
+    });
     expect(first).toEqual({
       path: path.join(dataDir, "engines/terraform/1.9.5/terraform"),
       version: "1.9.5",
@@ -72,12 +84,14 @@ describe("the installer, for Terraform and OpenTofu", () => {
     expect(await reportedVersion(first.path)).toBe("1.9.5");
     expect(mirror.requests).toEqual([
       "/terraform/1.9.5/terraform_1.9.5_SHA256SUMS",
+      "/terraform/1.9.5/terraform_1.9.5_SHA256SUMS.sig",
       "/terraform/1.9.5/terraform_1.9.5_linux_amd64.zip",
     ]);
+    expect(progress).toContain(`terraform_1.9.5_SHA256SUMS is signed by ${signer.label}`);
 
     const second = await install("terraform", "1.9.5");
     expect(second.source).toBe("cache");
-    expect(mirror.requests).toHaveLength(2);
+    expect(mirror.requests).toHaveLength(3);
     expect(leftovers("terraform")).toEqual([]);
   });
 
@@ -131,11 +145,14 @@ describe("the installer, for Terraform and OpenTofu", () => {
   it("is safe when separate processes install the same version at once", async () => {
     mirror.publish("terraform", "1.7.0");
     mirror.delayMs = 300;
+    const keyring = writeKeyring(dataDir, signer);
     const script = `
       import { installEngine } from ${JSON.stringify(path.resolve("agent/src/engines/install.ts"))};
       import { terraformDriver } from ${JSON.stringify(path.resolve("agent/src/engines/terraform.ts"))};
+      import { readEngineKeyring } from ${JSON.stringify(path.resolve("agent/src/engines/signatures.ts"))};
       const r = await installEngine(terraformDriver.release("terraform"), "1.7.0", {
         dataDir: process.argv[1], releaseMirror: process.argv[2], searchPath: "",
+        engineKeyring: await readEngineKeyring(process.argv[3], "--engine-keyring"),
         platform: { os: "linux", arch: "amd64" } });
       process.stdout.write(r.path);`;
     const child = () =>
@@ -146,6 +163,7 @@ describe("the installer, for Terraform and OpenTofu", () => {
           script,
           dataDir,
           mirror.url,
+          keyring,
         ]);
         let out = "";
         let err = "";
@@ -224,6 +242,7 @@ describe("release locations", () => {
       archiveName: "terraform_1.9.5_linux_amd64.zip",
       archiveUrl: "https://releases.hashicorp.com/terraform/1.9.5/terraform_1.9.5_linux_amd64.zip",
       sumsUrl: "https://releases.hashicorp.com/terraform/1.9.5/terraform_1.9.5_SHA256SUMS",
+      signatureUrl: "https://releases.hashicorp.com/terraform/1.9.5/terraform_1.9.5_SHA256SUMS.sig",
     });
     expect(releaseOf("tofu").locate("1.8.3", { os: "darwin", arch: "arm64" }, null)).toEqual({
       archiveName: "tofu_1.8.3_darwin_arm64.zip",
@@ -231,6 +250,8 @@ describe("release locations", () => {
         "https://github.com/opentofu/opentofu/releases/download/v1.8.3/tofu_1.8.3_darwin_arm64.zip",
       sumsUrl:
         "https://github.com/opentofu/opentofu/releases/download/v1.8.3/tofu_1.8.3_SHA256SUMS",
+      signatureUrl:
+        "https://github.com/opentofu/opentofu/releases/download/v1.8.3/tofu_1.8.3_SHA256SUMS.gpgsig",
     });
   });
 
@@ -278,6 +299,9 @@ describe("the installer, for Pulumi", () => {
         "https://github.com/pulumi/pulumi/releases/download/v3.150.0/pulumi-v3.150.0-linux-x64.tar.gz",
       sumsUrl:
         "https://github.com/pulumi/pulumi/releases/download/v3.150.0/pulumi-3.150.0-checksums.txt",
+      // Pulumi's own `.sig` is a cosign bundle: an OpenPGP one is a mirror's, beside it.
+      signatureUrl:
+        "https://github.com/pulumi/pulumi/releases/download/v3.150.0/pulumi-3.150.0-checksums.txt.gpgsig",
     });
     expect(locatePulumi("3.150.0", { os: "darwin", arch: "arm64" }, "https://m/").archiveUrl).toBe(
       "https://m/pulumi/3.150.0/pulumi-v3.150.0-darwin-arm64.tar.gz",

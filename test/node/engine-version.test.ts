@@ -198,7 +198,7 @@ describe("resolveEngineVersion against a mirror", () => {
     expect(version).toBe("1.9.7");
     expect(lines).toEqual([
       `Resolving terraform "~> 1.9.0" against ${mirror.url}/terraform/index.json`,
-      'Using terraform 1.9.7 (newest for "~> 1.9.0")',
+      `Using terraform 1.9.7 (newest for "~> 1.9.0" in ${mirror.url}/terraform/index.json)`,
     ]);
     expect(await resolve("terraform", "latest")).toBe("1.9.7");
     const pulumi: string[] = [];
@@ -207,7 +207,7 @@ describe("resolveEngineVersion against a mirror", () => {
     );
     expect(pulumi).toEqual([
       `Resolving pulumi "^3.150" against ${mirror.url}/pulumi/index.json`,
-      'Using pulumi 3.151.2 (newest for "^3.150")',
+      `Using pulumi 3.151.2 (newest for "^3.150" in ${mirror.url}/pulumi/index.json)`,
     ]);
   });
 
@@ -248,10 +248,15 @@ describe("resolveEngineVersion against a mirror", () => {
     expect(
       await resolve("pulumi", "<3.158", { releaseMirror: null, onProgress: (l) => lines.push(l) }),
     ).toBe("3.155.0");
-    expect(lines[0]).toBe('Resolving pulumi "<3.158" against the cache and PATH');
+    expect(lines).toEqual([
+      'Resolving pulumi "<3.158" against the engines on this agent (its cache and PATH): pulumi publishes no release index and --release-mirror is not set (the official release sites)',
+      'Using pulumi 3.155.0 in the agent\'s cache: the newest on this agent for "<3.158", because pulumi publishes no release index and --release-mirror is not set (the official release sites)',
+    ]);
     expect(await resolve("pulumi", "^3", { releaseMirror: null, searchPath: bin })).toBe("3.160.0");
     await expect(resolve("pulumi", "^4", { releaseMirror: null })).rejects.toThrow(
-      /no version satisfies "\^4"; the newest offered are 3.155.0/,
+      new EngineInstallError(
+        "cannot resolve pulumi \"^4\": pulumi publishes no release index and --release-mirror is not set (the official release sites), and no pulumi on this agent satisfies it (found: 3.155.0 in the agent's cache); pin the workspace's engine version to one this agent has, or set --release-mirror to a mirror it can reach",
+      ),
     );
   });
 
@@ -279,10 +284,101 @@ describe("resolveEngineVersion against a mirror", () => {
     await expect(resolve("tofu", "latest")).rejects.toThrow(
       new EngineInstallError(`the release index ${mirror.url}/tofu/index.json lists no versions`),
     );
-    await expect(
-      resolve("pulumi", "^3.150", { releaseMirror: "http://127.0.0.1:1" }),
-    ).rejects.toThrow(
-      /^cannot resolve "\^3\.150": cannot download http:\/\/127\.0\.0\.1:1\/pulumi\/index\.json/,
+    // Unreachable is another matter: see "without a reachable index".
+    await expect(resolve("terraform", ">= 2.0")).rejects.toThrow(
+      `(release index ${mirror.url}/terraform/index.json; --release-mirror is ${mirror.url})`,
     );
+  });
+});
+
+/**
+ * No internet: when the release index cannot be reached at all, `latest` and constraints resolve
+ * against the engines the agent has (cache and PATH), and the log says which and why; an index
+ * that answers always decides, whatever is on PATH.
+ */
+describe("without a reachable index", () => {
+  const offline = "http://127.0.0.1:1";
+  let home: string;
+  let searchPath: string;
+  beforeAll(() => {
+    home = mkdtempSync(path.join(tmpdir(), "outpost-offline-"));
+    const bin = path.join(home, "bin");
+    mkdirSync(bin);
+    writeFileSync(path.join(bin, "terraform"), standinSource("1.9.5"), { mode: 0o755 });
+    // A binary that answers nothing usable is listed, not chosen.
+    writeFileSync(path.join(bin, "tofu"), "#!/bin/sh\nexit 3\n", { mode: 0o755 });
+    const cached = path.join(home, "data/engines/terraform/1.8.0");
+    mkdirSync(cached, { recursive: true });
+    writeFileSync(path.join(cached, "terraform"), "", { mode: 0o755 });
+    // The stand-in is a Node script: PATH must find node too, and nothing else (this host has a
+    // real terraform in /usr/local/bin, which must not decide these answers).
+    searchPath = `${bin}${path.delimiter}${path.dirname(process.execPath)}`;
+  });
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+  function resolveOffline(engine: string, constraint: string, lines: string[] = []) {
+    const release = RELEASES[engine];
+    if (release === undefined) {
+      throw new Error(`no release for ${engine}`);
+    }
+    return resolveEngineVersion(release, constraint, {
+      releaseMirror: offline,
+      dataDir: path.join(home, "data"),
+      searchPath,
+      retryBaseMs: 1,
+      onProgress: (line) => lines.push(line),
+    });
+  }
+
+  it("resolves latest to the newest engine on PATH or in the cache, and says why", async () => {
+    const lines: string[] = [];
+    expect(await resolveOffline("terraform", "latest", lines)).toBe("1.9.5");
+    const why = `the release index ${offline}/terraform/index.json is unreachable (cannot download ${offline}/terraform/index.json: `;
+    expect(lines[0]).toBe(`Resolving terraform "latest" against ${offline}/terraform/index.json`);
+    // Every attempt is tried first, and each retry is in the log.
+    expect(lines.filter((l) => l.startsWith("Release index attempt"))).toHaveLength(4);
+    expect(lines.at(-2)).toContain(
+      `Resolving terraform "latest" against the engines on this agent (its cache and PATH): ${why}`,
+    );
+    expect(lines.at(-1)).toMatch(
+      new RegExp(
+        `^Using terraform 1\\.9\\.5 at ${home}/bin/terraform: the newest on this agent for "latest", because the release index .+ is unreachable`,
+      ),
+    );
+    expect(await resolveOffline("terraform", "~> 1.8.0")).toBe("1.8.0");
+  });
+
+  it("names what was asked, what was found and the mirror setting when nothing matches", async () => {
+    await expect(resolveOffline("terraform", "~> 1.10")).rejects.toThrow(
+      new RegExp(
+        `^cannot resolve terraform "~> 1\\.10": the release index ${offline}/terraform/index\\.json is unreachable \\(.+\\), and no terraform on this agent satisfies it \\(found: 1\\.8\\.0 in the agent's cache, 1\\.9\\.5 at ${home}/bin/terraform\\); pin the workspace's engine version to one this agent has, or set --release-mirror to a mirror it can reach$`,
+      ),
+    );
+    await expect(resolveOffline("tofu", "latest")).rejects.toThrow(
+      `and no tofu on this agent satisfies it (found: no version reported at ${home}/bin/tofu)`,
+    );
+  });
+
+  it("never lets PATH or the cache compete with an index that answers", async () => {
+    const answering = new MirrorServer();
+    await answering.start();
+    try {
+      answering.listInIndex("terraform", "1.7.0");
+      const release = TERRAFORM;
+      const settings = { dataDir: path.join(home, "data"), searchPath, retryBaseMs: 1 };
+      // Newer engines on PATH (1.9.5) and in the cache (1.8.0): the index's 1.7.0 is latest.
+      expect(
+        await resolveEngineVersion(release, "latest", {
+          ...settings,
+          releaseMirror: answering.url,
+        }),
+      ).toBe("1.7.0");
+      // An index that answers 404 is a broken mirror, not an offline one: no fallback.
+      await expect(
+        resolveEngineVersion(TOFU, "latest", { ...settings, releaseMirror: answering.url }),
+      ).rejects.toThrow(`the release index ${answering.url}/tofu/index.json answered 404`);
+    } finally {
+      await answering.stop();
+    }
   });
 });

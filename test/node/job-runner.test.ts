@@ -9,6 +9,7 @@ import { startJob } from "../../agent/src/job/runner.ts";
 import type { JobSettings, JobVariable, RunnerJob } from "../../agent/src/job/types.ts";
 import { bubblewrapIsolation } from "./helpers/isolation.ts";
 import { MirrorServer } from "./helpers/mirror.ts";
+import { type TestSigner, testSigner, trustedKeyOf } from "./helpers/signing.ts";
 import { StateServer } from "./helpers/state-server.ts";
 import { buildTarGz, type TarEntry } from "./helpers/tarball.ts";
 import { TestPort } from "./helpers/test-port.ts";
@@ -22,9 +23,11 @@ let settings: JobSettings;
 let port: TestPort;
 let runCounter = 0;
 let sandboxed: JobIsolation;
+let signer: TestSigner;
 
 beforeAll(async () => {
-  await Promise.all([mirror.start(), state.start()]);
+  [signer] = await Promise.all([testSigner(), mirror.start(), state.start()]);
+  mirror.signer = signer;
   mirror.publish("terraform", "1.9.5");
   base = mkdtempSync(path.join(tmpdir(), "outpost-runner-"));
   sandboxed = await bubblewrapIsolation({ agentHome: process.env.HOME ?? null });
@@ -44,6 +47,7 @@ beforeEach(() => {
     hostEnv: { ...process.env, ALLOWED_HOST_VAR: "forwarded", SECRET_HOST_VAR: "must-not-leak" },
     networkEnv: {},
     releaseMirror: mirror.url,
+    engineKeyring: [trustedKeyOf(signer)],
     allowFileRepos: false,
     cancelGraceMs: 10_000,
     maxConfigurationBytes: 10 * 1024 * 1024,

@@ -2,7 +2,15 @@
  * The bubblewrap sandbox of a job process, built by the agent's own code (`jobContainment`,
  * `startProcess`) and run for real: what a process inside can see, read, write and signal.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -11,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startProcess } from "../../agent/src/exec/process.ts";
 import { bubblewrapArgs } from "../../agent/src/exec/sandbox.ts";
 import { type JobIsolation, jobContainment } from "../../agent/src/job/containment.ts";
+import { explainNotFound } from "../../agent/src/job/not-found.ts";
 import type { JobSettings } from "../../agent/src/job/types.ts";
 import type { JobDir } from "../../agent/src/job/workdirs.ts";
 import { bubblewrapIsolation, NO_ISOLATION } from "./helpers/isolation.ts";
@@ -111,15 +120,20 @@ afterAll(async () => {
   rmSync(path.dirname(hostTmpFile), { recursive: true, force: true });
 });
 
-/** Runs `script` with /bin/sh as the job's engine would run (engine containment). */
+/**
+ * Runs `script` with /bin/sh as the job's engine would run (engine containment), the agent's
+ * PATH and the job's being `hostPath`.
+ */
 async function sh(
   script: string,
   kind: "engine" | "hook" | "git" = "engine",
   mode: JobIsolation = isolation,
+  hostPath = "/usr/bin:/bin",
 ): Promise<{ code: number | null; output: string }> {
   const containment = jobContainment(
     {
       ...settingsFor(mode),
+      hostEnv: { PATH: hostPath },
       networkEnv: { SSL_CERT_FILE: path.join(host.dataDir, "ca-certificates.pem") },
     },
     host.own,
@@ -130,7 +144,7 @@ async function sh(
     command: "/bin/sh",
     args: ["-c", script],
     cwd,
-    env: { PATH: "/usr/bin:/bin", HOME: path.join(host.own.root, "home") },
+    env: { PATH: hostPath, HOME: path.join(host.own.root, "home") },
     onOutput: (chunk) => {
       output += chunk.toString();
     },
@@ -363,5 +377,91 @@ describe("signals into the sandbox", () => {
     plan.forceKill();
     expect(await plan.exited).toEqual({ code: null, signal: "SIGKILL" });
     state.workspaces.delete("ws_box");
+  });
+});
+
+/**
+ * The job's PATH inside the sandbox: tools under the agent's home (nvm's node, ~/.local/bin) and
+ * under /tmp are shown read-only; a PATH directory inside the data or hooks directory, or one
+ * that holds them, stays hidden, and a command not found there is explained.
+ */
+describe("the job's PATH in the sandbox", () => {
+  let dirs: Record<"nvm" | "local" | "data" | "hooks" | "tmp" | "dotLocal", string>;
+  let hostPath: string;
+  beforeAll(() => {
+    const home = host.agentHome;
+    dirs = {
+      nvm: path.join(home, ".nvm/versions/node/v22.0.0/bin"),
+      local: path.join(home, ".local/bin"),
+      data: path.join(host.dataDir, "bin"),
+      hooks: path.join(host.hooksDir, "bin"),
+      tmp: mkdtempSync(path.join(tmpdir(), "outpost-pathbin-")),
+      dotLocal: path.join(home, ".local"),
+    };
+    for (const dir of Object.values(dirs)) {
+      mkdirSync(dir, { recursive: true });
+    }
+    symlinkSync(process.execPath, path.join(dirs.nvm, "node"));
+    for (const [dir, name] of [
+      [dirs.local, "tool"],
+      [dirs.data, "leak"],
+      [dirs.hooks, "hooktool"],
+      [dirs.tmp, "tmptool"],
+    ] as const) {
+      writeFileSync(path.join(dir, name), `#!/bin/sh\necho ${name}-ran\n`, { mode: 0o755 });
+    }
+    hostPath = [...Object.values(dirs), home, "/usr/bin", "/bin"].join(":");
+  });
+  afterAll(() => rmSync(dirs.tmp, { recursive: true, force: true }));
+
+  it("shows the PATH directories it would hide, read-only, but never the agent's own", async () => {
+    const { output } = await sh(
+      [
+        "node -e 'console.log(`node-ran ${process.version}`)'",
+        "tool; tmptool",
+        "leak 2>&1; hooktool 2>&1",
+        `ls -A ${host.agentHome}/.ssh 2>&1`,
+        `touch ${dirs.nvm}/planted 2>&1`,
+      ].join("; "),
+      "engine",
+      isolation,
+      hostPath,
+    );
+    expect(output).toContain(`node-ran ${process.version}`);
+    expect(output).toContain("tool-ran\ntmptool-ran");
+    expect(output).toMatch(/leak: not found/);
+    expect(output).toMatch(/hooktool: not found/);
+    expect(output).toMatch(/\.ssh': No such file or directory/);
+    expect(output).toMatch(/Read-only file system/);
+  });
+
+  it("says which PATH directories stay hidden, and why a command there was not found", () => {
+    const containment = jobContainment(
+      { ...settingsFor(isolation), hostEnv: { PATH: hostPath } },
+      host.own,
+    );
+    expect(containment.withheldPath).toEqual([
+      { dir: dirs.data, why: "inside the agent's data directory" },
+      { dir: dirs.hooks, why: "inside the hooks directory" },
+      { dir: dirs.dotLocal, why: "it holds the agent's data directory" },
+      { dir: host.agentHome, why: "it holds the agent's data directory" },
+    ]);
+    const hidden = (file: string) => containment.hiddenBecause(file, host.enginePath);
+    expect(explainNotFound("leak", hostPath, hidden)).toBe(
+      `command not found: leak; the job's PATH is ${hostPath}; the host has it at ${dirs.data}/leak, but the sandbox hides it: ${dirs.data}/leak is inside the agent's data directory (${host.dataDir})`,
+    );
+    expect(explainNotFound("tool", hostPath, hidden)).toContain(
+      `the host has it at ${dirs.local}/tool, which the sandbox shows`,
+    );
+    expect(explainNotFound("nowhere", "/usr/bin:/bin", hidden)).toBe(
+      "command not found: nowhere; the job's PATH is /usr/bin:/bin, and none of those directories has it on this host either: install it there, or start the agent with its directory on PATH",
+    );
+    // Unsandboxed, nothing is hidden.
+    const none = jobContainment(
+      { ...settingsFor(NO_ISOLATION), hostEnv: { PATH: hostPath } },
+      host.own,
+    );
+    expect(none.withheldPath).toEqual([]);
+    expect(none.hiddenBecause(`${dirs.data}/leak`, host.enginePath)).toBeNull();
   });
 });

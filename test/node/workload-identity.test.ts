@@ -17,6 +17,7 @@ import type { JobSettings, JobVariable, RunnerJob } from "../../agent/src/job/ty
 import { gcpCredentials, WORKLOAD_IDENTITY_FILE } from "../../agent/src/job/workload-identity.ts";
 import { bubblewrapIsolation } from "./helpers/isolation.ts";
 import { MirrorServer } from "./helpers/mirror.ts";
+import { type TestSigner, testSigner, trustedKeyOf } from "./helpers/signing.ts";
 import { StateServer } from "./helpers/state-server.ts";
 import { buildTarGz } from "./helpers/tarball.ts";
 import { TestPort } from "./helpers/test-port.ts";
@@ -32,9 +33,11 @@ let settings: JobSettings;
 let port: TestPort;
 let counter = 0;
 let sandboxed: JobIsolation;
+let signer: TestSigner;
 
 beforeAll(async () => {
-  await Promise.all([mirror.start(), state.start()]);
+  [signer] = await Promise.all([testSigner(), mirror.start(), state.start()]);
+  mirror.signer = signer;
   mirror.publish("terraform", "1.9.5");
   base = mkdtempSync(path.join(tmpdir(), "outpost-identity-"));
   sandboxed = await bubblewrapIsolation({ agentHome: process.env.HOME ?? null });
@@ -53,6 +56,7 @@ beforeEach(() => {
     hostEnv: { ...process.env },
     networkEnv: {},
     releaseMirror: mirror.url,
+    engineKeyring: [trustedKeyOf(signer)],
     allowFileRepos: false,
     cancelGraceMs: 10_000,
     maxConfigurationBytes: 10 * 1024 * 1024,

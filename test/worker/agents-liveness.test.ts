@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import type { HeartbeatResponse, JobsNextResponse } from "@outpost/protocol";
+import type { HeartbeatResponse, JobsNextResponse, RegisterResponse } from "@outpost/protocol";
 import { describe, expect, it, vi } from "vitest";
 import { poolStub } from "../../src/pools/service.ts";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
@@ -136,6 +136,27 @@ describe("agent statuses driven by the alarm", () => {
     expect(await statusOf(pool.poolId, agentId)).toBe("unknown");
     expect((await beat(pool.token, agentId, [])).body.exit).toBeNull();
     expect(await statusOf(pool.poolId, agentId)).toBe("idle");
+  });
+
+  it("tells a registering agent the pool's unknown threshold (its readiness window)", async () => {
+    const org = await seedOrg();
+    const pool = await seedPool(org);
+    const register = () =>
+      requestJson<RegisterResponse>("/agent/v1/register", {
+        method: "POST",
+        token: pool.token,
+        body: { version: "0.1.0", os: "linux", arch: "amd64" },
+      });
+    const first = await register();
+    expect(first.status).toBe(201);
+    expect(first.body.unknownAfterSeconds).toBe(30);
+    const patched = await requestJson(`/api/v1/pools/${pool.poolId}`, {
+      method: "PATCH",
+      token: org.ownerToken,
+      body: { unknownAfterSeconds: 45 },
+    });
+    expect(patched.status).toBe(200);
+    expect((await register()).body.unknownAfterSeconds).toBe(45);
   });
 
   it("uses the pool's own liveness settings (PATCH)", async () => {

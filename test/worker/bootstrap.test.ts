@@ -5,7 +5,7 @@ import { newApp } from "../../src/app.ts";
 import { createOrgToken } from "../../src/tokens/service.ts";
 import { BASE, type ErrorBody, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db } from "./helpers/fixtures.ts";
+import { db, tokenActor } from "./helpers/fixtures.ts";
 
 type Created = {
   organization: { id: string; name: string };
@@ -86,7 +86,7 @@ describe("POST /api/v1/organizations", () => {
         orgId: row?.id ?? "",
         role: "owner",
         description: "t",
-        actor: "test",
+        actor: tokenActor("test"),
       })
     ).token;
   }
@@ -137,7 +137,7 @@ describe("POST /api/v1/organizations", () => {
       orgId: row?.id ?? "",
       role: "admin",
       description: "a",
-      actor: "t",
+      actor: tokenActor("t"),
     });
     const res = await requestJson<ErrorBody>("/api/v1/organizations", {
       method: "POST",

@@ -9,7 +9,7 @@ import { uploadConfigurationVersion } from "../../src/configuration-versions/ser
 import type { ErrorBody } from "./helpers/api.ts";
 import { upload } from "./helpers/configuration-versions.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import {
   GNU_ABSOLUTE_TAR_GZ,
   GNU_DOTDOT_TAR_GZ,
@@ -279,7 +279,7 @@ describe("configured upload limits", () => {
     uploadConfigurationVersion(db, env.BLOBS, {
       orgId: org.orgId,
       workspaceId,
-      actor: "test",
+      actor: tokenActor("test"),
       body: new Blob([bytes]).stream(),
       contentLength: bytes.byteLength,
       limits: { maxBytes: 1 << 20, maxUnpackedBytes: 1 << 30, maxEntries: 10, ...limits },

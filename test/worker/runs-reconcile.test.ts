@@ -14,7 +14,7 @@ import { reconcile } from "../../src/runs/reconcile.ts";
 import { createRun } from "../../src/runs/service.ts";
 import { resolveWorkspace } from "../../src/workspaces/service.ts";
 import { request } from "./helpers/api.ts";
-import { db, seedOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg, tokenActor } from "./helpers/fixtures.ts";
 import { advancePoolClock } from "./helpers/pools.ts";
 import { getRun, queueRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 
@@ -163,13 +163,13 @@ describe("one phase timeout, configured in one place", () => {
       operation: "plan",
       message: "short",
       source: "api",
-      actor: org.ownerTokenId,
+      actor: tokenActor(org.ownerTokenId),
     });
     const long = await createRun({ env, db: createDb(env.DB) }, row, {
       operation: "plan",
       message: "default",
       source: "api",
-      actor: org.ownerTokenId,
+      actor: tokenActor(org.ownerTokenId),
     });
     if (!short.ok || !long.ok) {
       throw new Error("runs not created");

@@ -117,7 +117,11 @@ describe("per-run tokens", () => {
     )
       .bind(ws)
       .first();
-    expect(row).toEqual({ run_id: run.runId, created_by: run.runId });
+    // A seeded run has nobody who queued or confirmed it: the run itself is the writer.
+    expect(row).toEqual({
+      run_id: run.runId,
+      created_by: JSON.stringify({ type: "run", id: run.runId, name: `run ${run.runId}` }),
+    });
   });
 
   it("reach nothing of another workspace of the org that does not share its state (404)", async () => {

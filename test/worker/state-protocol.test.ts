@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createOrgToken } from "../../src/tokens/service.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import {
   BackendClient,
   lockInfo,
@@ -66,7 +66,10 @@ describe("terraform init / plan / apply", () => {
     const stored = await versions(ws);
     expect(stored.map((v) => v.serial)).toEqual([1, 2, 3, 4, 5]);
     expect(new Set(stored.map((v) => v.lineage))).toEqual(new Set([lineage]));
-    expect(new Set(stored.map((v) => v.created_by))).toEqual(new Set([await tokenId(org)]));
+    // Every version names the token that wrote it (an actor, with the token's description).
+    expect(new Set(stored.map((v) => JSON.parse(v.created_by).id))).toEqual(
+      new Set([await tokenId(org)]),
+    );
 
     const read = await tf.get();
     expect(read.status).toBe(200);
@@ -272,7 +275,7 @@ async function seedOrgToken(org: TestOrg): Promise<string | undefined> {
     orgId: org.orgId,
     role: "member",
     description: "bob",
-    actor: org.ownerTokenId,
+    actor: tokenActor(org.ownerTokenId),
   });
   return created.token;
 }

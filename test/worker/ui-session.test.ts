@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { orgTokens, sessions } from "../../src/db/schema.ts";
 import { createOrgToken, revokeOrgToken } from "../../src/tokens/service.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import { setCookieValue, signIn, submitLogin, uiFetch } from "./helpers/ui.ts";
 import { tokenIdOf } from "./helpers/workspaces.ts";
 
@@ -26,16 +26,18 @@ describe("signing in", () => {
     expect(await login.text()).toContain('<label for="token">Org token</label>');
   });
 
-  it("exchanges an org token for an HttpOnly, SameSite=Strict, expiring, Secure cookie", async () => {
+  it("exchanges an org token for an HttpOnly, SameSite=Lax, expiring, Secure cookie on /", async () => {
     const res = await submitLogin(org.tokens.reader);
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/ui/pools");
     const line = res.headers.getSetCookie().find((l) => l.startsWith("outpost_session="));
     expect(line).toBeDefined();
     expect(line).toMatch(/HttpOnly/);
-    expect(line).toMatch(/SameSite=Strict/);
+    // Lax, not Strict: the provider's redirect back after SSO is a cross-site navigation, and
+    // the session serves the API too (path /), where same-origin checks refuse other sites.
+    expect(line).toMatch(/SameSite=Lax/);
     expect(line).toMatch(/Secure/);
-    expect(line).toMatch(/Path=\/ui/);
+    expect(line).toMatch(/Path=\/;/);
     expect(line).toMatch(/Max-Age=43200/);
     // Only the hash of the cookie secret is stored.
     const secret = setCookieValue(res, "outpost_session") ?? "";
@@ -130,14 +132,14 @@ describe("ending a session", () => {
       orgId: org.orgId,
       role: "admin",
       description: "short-lived",
-      actor: org.ownerTokenId,
+      actor: tokenActor(org.ownerTokenId),
     });
     const session = await signIn(created.token);
     expect((await session.get("/ui/workspaces")).status).toBe(200);
     const revoked = await revokeOrgToken(db, {
       orgId: org.orgId,
       id: created.id,
-      actor: org.ownerTokenId,
+      actor: tokenActor(org.ownerTokenId),
     });
     expect(revoked.ok).toBe(true);
     expect((await session.get("/ui/workspaces")).status).toBe(303);
@@ -150,7 +152,7 @@ describe("ending a session", () => {
       orgId: org.orgId,
       role: "reader",
       description: "housekeeping",
-      actor: org.ownerTokenId,
+      actor: tokenActor(org.ownerTokenId),
     });
     const first = await signIn(created.token);
     await first.post("/ui/logout");

@@ -17,7 +17,7 @@ import {
 } from "../../src/variables/service.ts";
 import type { ErrorBody } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import { createWorkspace } from "./helpers/workspaces.ts";
 
 const OLD = env.ENCRYPTION_KEY;
@@ -131,7 +131,7 @@ describe("sensitive variables and the encryption key", () => {
       workspaceId: `ws_${"z".repeat(26)}`,
       key: "X",
       write: { category: "env", value: "v", hcl: false, sensitive: false, description: "" },
-      actor: "test",
+      actor: tokenActor("test"),
       encryptionKey: OLD,
     });
     expect(result).toEqual({ ok: false, reason: "not_found" });

@@ -18,9 +18,10 @@ export class UserApi {
   readonly address: string;
   readonly client: ReturnType<typeof createClient<paths>>;
   private readonly target: HttpTarget;
-  private readonly token: string;
+  private readonly token: string | undefined;
 
-  constructor(credentials: Credentials) {
+  /** With credentials; with an address alone, for the calls that take no token (a login). */
+  constructor(credentials: Credentials | { address: string; token?: undefined }) {
     this.address = credentials.address;
     this.target = { address: credentials.address, userAgent: CLI_USER_AGENT };
     this.token = credentials.token;
@@ -36,7 +37,12 @@ export class UserApi {
     path: string,
     options: { body?: Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {},
   ): Promise<HttpResponse> {
-    return send(this.target, { method, path, token: this.token, ...options });
+    return send(this.target, {
+      method,
+      path,
+      ...(this.token === undefined ? {} : { token: this.token }),
+      ...options,
+    });
   }
 
   private async transport(request: Request): Promise<Response> {

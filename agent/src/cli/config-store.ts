@@ -4,13 +4,21 @@ import path from "node:path";
 import { z } from "zod";
 import { UsageError } from "./errors.ts";
 
-/** What `outpost login` saves: where the coordinator is and the org token to use. */
+/**
+ * What `outpost login` saves: where the coordinator is and the token to use (an org token, a
+ * team token, or the personal token `outpost login --sso` receives).
+ */
 export const Credentials = z.strictObject({
   address: z
     .string()
     .regex(/^https?:\/\/[^\s]+$/, "must be an http(s) URL")
     .transform((v) => v.replace(/\/+$/, "")),
-  token: z.string().regex(/^op_org_[A-Za-z0-9_-]+$/, "must be an org token (op_org_…)"),
+  token: z
+    .string()
+    .regex(
+      /^op_(org|team|user)_[A-Za-z0-9_-]+$/,
+      "must be an org, team or personal token (op_org_…, op_team_…, op_user_…)",
+    ),
 });
 export type Credentials = z.infer<typeof Credentials>;
 

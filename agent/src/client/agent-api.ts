@@ -18,6 +18,7 @@ import {
   CoordinatorError,
   type HttpTarget,
   type RequestInput,
+  type RequestObserver,
   readJson,
   segment,
   send,
@@ -48,6 +49,8 @@ export type AgentApiOptions = {
   contact?: Pick<ContactMonitor, "failed" | "succeeded">;
   /** Told the coordinator's agent version whenever an answer carries it. */
   onAgentVersion?: (version: string) => void;
+  /** Told of every request and its answer's status (metrics). */
+  observe?: RequestObserver;
 };
 
 /**
@@ -62,7 +65,11 @@ export class AgentApi {
   private readonly o: AgentApiOptions;
 
   constructor(options: AgentApiOptions) {
-    this.target = { address: options.address, userAgent: options.userAgent };
+    this.target = {
+      address: options.address,
+      userAgent: options.userAgent,
+      ...(options.observe ? { observe: options.observe } : {}),
+    };
     this.o = options;
   }
 

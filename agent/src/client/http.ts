@@ -47,7 +47,19 @@ export type HttpTarget = {
   /** Base URL without a trailing slash. */
   address: string;
   userAgent: string;
+  /** Told of every request (the agent's metrics and readiness); never changes its outcome. */
+  observe?: RequestObserver;
 };
+
+/**
+ * Called as a request is sent; the function it returns is called once, with the status of the
+ * answer's headers, `failed` when none came (network error, timeout) or `aborted` when the
+ * caller gave up on it (a shutdown ending a long-poll).
+ */
+export type RequestObserver = (request: {
+  method: string;
+  path: string;
+}) => (outcome: number | "failed" | "aborted") => void;
 
 /**
  * Sends one request. Resolves with a 2xx response (or one in `passStatuses`). Network errors,
@@ -58,6 +70,7 @@ export async function send(target: HttpTarget, input: RequestInput): Promise<Htt
   const timeout = AbortSignal.timeout(input.timeoutMs ?? 60_000);
   const signal = input.signal ? AbortSignal.any([input.signal, timeout]) : timeout;
   const what = `${input.method} ${input.path.split("?")[0]}`;
+  const answered = target.observe?.({ method: input.method, path: input.path });
   let res: HttpResponse;
   try {
     res = await httpFetch(`${target.address}${input.path}`, {
@@ -72,13 +85,16 @@ export async function send(target: HttpTarget, input: RequestInput): Promise<Htt
     });
   } catch (error) {
     if (input.signal?.aborted) {
+      answered?.("aborted");
       throw input.signal.reason;
     }
+    answered?.("failed");
     const reason = timeout.aborted ? "no answer in time" : describeNetworkError(error);
     throw new TransientError(`${what}: cannot reach ${target.address} (${reason})`, {
       cause: error,
     });
   }
+  answered?.(res.status);
   if (res.ok || input.passStatuses?.includes(res.status)) {
     return res;
   }

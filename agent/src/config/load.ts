@@ -7,6 +7,7 @@ import { readCaFile } from "../net/ca.ts";
 import { parseDurationSeconds } from "./duration.ts";
 import { type FileValue, readConfigFile } from "./file.ts";
 import { parseFlags } from "./flags.ts";
+import { type ListenAddress, parseListenAddress } from "./listen-address.ts";
 import {
   SETTINGS,
   type SettingFlag,
@@ -60,6 +61,11 @@ export type AgentConfig = {
   envForward: string[];
   /** Base URL of a release mirror laid out as `{mirror}/{engine}/{version}/{file}`; null = official sites. */
   releaseMirror: string | null;
+  /**
+   * Absolute path of OpenPGP public keys trusted to sign engine checksums files besides the
+   * vendors' built-in keys (read and checked at start), or null.
+   */
+  engineKeyringFile: string | null;
   /** Absolute path of extra trusted CA certificates (PEM), or null. */
   caCertFile: string | null;
   /** Proxy variables and CA certificates go on to engines, hooks and git. */
@@ -68,6 +74,8 @@ export type AgentConfig = {
   autoUpdate: boolean;
   /** Development only: let VCS jobs clone `file://` repositories. */
   allowFileRepos: boolean;
+  /** Where `/metrics`, `/healthz` and `/readyz` are served (port 0: any free port); null = off. */
+  metricsAddress: ListenAddress | null;
 };
 
 /** Where a raw value came from, to name it in an error. */
@@ -125,10 +133,12 @@ const VALIDATORS = {
     z.string().regex(ENV_PATTERN, "must be variable names like AWS_REGION or prefixes like AWS_*"),
   ),
   "release-mirror": httpUrl,
+  "engine-keyring": z.string().min(1),
   "ca-cert": z.string().min(1),
   "forward-network-env": z.boolean(),
   "auto-update": z.boolean(),
   "allow-file-repos": z.boolean(),
+  "metrics-address": z.string().transform(parseListenAddress),
   config: z.string().min(1),
 } satisfies Record<SettingFlag, z.ZodType>;
 
@@ -193,10 +203,14 @@ export function loadConfig(
     configFile: configFile.value === undefined ? null : path.resolve(String(configFile.value)),
     envForward: [...new Set(get("env-forward", []))],
     releaseMirror: raw("release-mirror").value === undefined ? null : get("release-mirror", null),
+    engineKeyringFile:
+      raw("engine-keyring").value === undefined ? null : path.resolve(get("engine-keyring", null)),
     caCertFile,
     forwardNetworkEnv: get("forward-network-env", true),
     autoUpdate: get("auto-update", true),
     allowFileRepos: get("allow-file-repos", false),
+    metricsAddress:
+      raw("metrics-address").value === undefined ? null : get("metrics-address", null),
   };
 }
 

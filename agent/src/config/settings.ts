@@ -214,6 +214,16 @@ export const SETTINGS = [
     description: "engine mirror laid out as URL/{engine}/{version}/{file}",
   },
   {
+    flag: "engine-keyring",
+    arg: "FILE",
+    kind: "string",
+    env: "OUTPOST_ENGINE_KEYRING",
+    fileKey: "engineKeyring",
+    defaultText: "none",
+    description:
+      "OpenPGP public keys (armored or binary) also trusted to sign engine checksums, for a mirror that re-signs",
+  },
+  {
     flag: "ca-cert",
     arg: "FILE",
     kind: "string",
@@ -248,6 +258,16 @@ export const SETTINGS = [
     fileKey: "allowFileRepos",
     defaultText: "off",
     description: "development only: VCS jobs may clone file:// repositories",
+  },
+  {
+    flag: "metrics-address",
+    arg: "HOST:PORT",
+    kind: "string",
+    env: "OUTPOST_METRICS_ADDRESS",
+    fileKey: "metricsAddress",
+    defaultText: "off",
+    description:
+      "serve /metrics (Prometheus), /healthz and /readyz on HOST:PORT, e.g. 0.0.0.0:9464 (no auth: keep it private)",
   },
   {
     flag: "config",

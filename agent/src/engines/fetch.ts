@@ -22,8 +22,11 @@ const TIMEOUT_MS = 10 * 60_000;
 /** Attempts at a request to the mirror before the job fails (transient failures only). */
 export const MIRROR_ATTEMPTS = 5;
 
-/** How a fetched thing is named in messages (`the release index <url>` or the URL itself). */
-type Named = { url: string; label?: string };
+/**
+ * How a fetched thing is named in messages (`the release index <url>` or the URL itself), and
+ * the size cap of a list ({@link MAX_LIST_BYTES} unless smaller).
+ */
+type Named = { url: string; label?: string; maxBytes?: number };
 
 async function request({ url, label = url }: Named): Promise<HttpResponse> {
   let res: HttpResponse;
@@ -49,18 +52,20 @@ async function request({ url, label = url }: Named): Promise<HttpResponse> {
   return res;
 }
 
-/** The body of a list (an index or a checksums file), refused past {@link MAX_LIST_BYTES}. */
+/**
+ * The body of a list (an index, a checksums file, a signature), refused past its cap
+ * ({@link MAX_LIST_BYTES} by default).
+ */
 export async function fetchList(named: Named): Promise<Buffer> {
   const res = await request(named);
+  const maxBytes = named.maxBytes ?? MAX_LIST_BYTES;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of Readable.fromWeb(res.body as WebReadableStream<Uint8Array>)) {
     size += (chunk as Buffer).length;
-    if (size > MAX_LIST_BYTES) {
+    if (size > maxBytes) {
       // Leaving the loop cancels the rest of the body.
-      throw new EngineInstallError(
-        `${named.label ?? named.url} is larger than ${MAX_LIST_BYTES} bytes`,
-      );
+      throw new EngineInstallError(`${named.label ?? named.url} is larger than ${maxBytes} bytes`);
     }
     chunks.push(chunk as Buffer);
   }

@@ -1,22 +1,23 @@
 /**
  * The one installer, for every engine: an executable of an engine at an exact version from the
  * cache, else from the host PATH, else downloaded from the release mirror and verified against
- * the release's checksums file. What differs between engines (file names, archive format, how a
- * binary reports its version) comes from the engine's {@link EngineRelease}.
+ * the release's checksums file, itself verified against its OpenPGP signature first
+ * (`checksums.ts`). What differs between engines (file names, archive format, how a binary
+ * reports its version, the vendor's signing key) comes from the engine's {@link EngineRelease}.
  */
 import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import { retry } from "../retry.ts";
-import { downloadTo, fetchList, MIRROR_ATTEMPTS } from "./fetch.ts";
+import { trustedChecksums } from "./checksums.ts";
+import { downloadTo, MIRROR_ATTEMPTS } from "./fetch.ts";
 import { binariesOnPath, isExecutable, type PathBinary, versionDir } from "./local.ts";
 import {
   currentPlatform,
   EngineInstallError,
   type EngineRelease,
   type Platform,
-  parseSha256Sums,
-  type ReleaseLocation,
 } from "./release.ts";
+import type { TrustedKey } from "./signatures.ts";
 import { isExactVersion } from "./versions.ts";
 
 export type InstallOptions = {
@@ -29,6 +30,8 @@ export type InstallOptions = {
   onProgress?: (line: string) => void;
   /** Backoff between download attempts (tests shorten it). */
   retryBaseMs?: number;
+  /** Keys trusted to sign checksums besides the vendor's (`--engine-keyring`); none if absent. */
+  engineKeyring?: readonly TrustedKey[];
 };
 
 export type InstalledEngine = {
@@ -42,8 +45,9 @@ const inFlight = new Map<string, Promise<InstalledEngine>>();
 /**
  * An executable of the engine at exactly `version`: from the cache under `dataDir/engines`,
  * else a binary on `searchPath` that reports that version, else downloaded from the mirror
- * (upstream without one). A download is used only if the archive's SHA-256 equals its entry in
- * the release's checksums file (a missing entry or a mismatch is refused). Installs are built in
+ * (upstream without one). A download is used only if the checksums file's signature is by a
+ * trusted key (see `trustedChecksums`) and the archive's SHA-256 equals its entry there (a
+ * missing entry or a mismatch is refused). Installs are built in
  * a temp dir and renamed into place, so concurrent installs of one version (in this process,
  * which share one download, or in another agent sharing the data dir) never expose a
  * half-written engine. Fails with an {@link EngineInstallError} that names the cause, the
@@ -125,7 +129,11 @@ async function download(
     options.releaseMirror,
   );
   options.onProgress?.(`Downloading ${release.engine} ${version} from ${where.archiveUrl}`);
-  const expected = (await trustedChecksums(where)).get(where.archiveName);
+  const sums = await trustedChecksums(release, where, {
+    engineKeyring: options.engineKeyring ?? [],
+    ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+  });
+  const expected = sums.get(where.archiveName);
   if (expected === undefined) {
     throw new EngineInstallError(
       `${where.sumsUrl} has no checksum for ${where.archiveName}; refusing to install`,
@@ -159,16 +167,4 @@ async function download(
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
-}
-
-/**
- * The release's checksums, file name → hex SHA-256: the one place the checksums file becomes
- * trusted. Today it is trusted as fetched from the configured mirror (over TLS upstream). An
- * OpenPGP check of its detached signature goes here, between the fetch and the parse, so
- * nothing reads a checksum the signature does not cover; where the signature is and which key
- * signs would come from the engine's {@link EngineRelease}, like the rest of its release.
- */
-async function trustedChecksums(where: ReleaseLocation): Promise<Map<string, string>> {
-  const file = await fetchList({ url: where.sumsUrl });
-  return parseSha256Sums(file.toString("utf8"));
 }

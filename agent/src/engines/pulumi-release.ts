@@ -25,6 +25,7 @@ export function pulumiPlatform(platform: Platform): string {
  * Where a release lives. Without a mirror: Pulumi's GitHub releases with their official names
  * (`pulumi-v3.150.0-linux-x64.tar.gz`, `pulumi-3.150.0-checksums.txt`: the checksums file has
  * no `v`). With a mirror: `{mirror}/pulumi/{version}/{file}`, the layout used for every engine.
+ * The signature URL is where a mirror that re-signs puts an OpenPGP signature of the checksums.
  */
 export function locatePulumi(
   version: string,
@@ -38,7 +39,11 @@ export function locatePulumi(
     mirror === null
       ? `https://github.com/pulumi/pulumi/releases/download/v${version}`
       : `${mirrorBase(mirror)}/pulumi/${version}`;
-  return { archiveName, archiveUrl: `${base}/${archiveName}`, sumsUrl: `${base}/${sumsName}` };
+  const sumsUrl = `${base}/${sumsName}`;
+  // Pulumi signs with cosign only (its `.sig` is a Sigstore bundle): an OpenPGP signature is
+  // one a mirror adds, named as OpenTofu names its own.
+  const signatureUrl = `${sumsUrl}.gpgsig`;
+  return { archiveName, archiveUrl: `${base}/${archiveName}`, sumsUrl, signatureUrl };
 }
 
 /** The version a `pulumi version` line reports (`v3.150.0` → `3.150.0`), or null. */
@@ -69,4 +74,6 @@ export const PULUMI_RELEASE: EngineRelease = {
     env: { PULUMI_SKIP_UPDATE_CHECK: "true" },
     parse: parsePulumiVersionOutput,
   },
+  // Pulumi signs its checksums with cosign (keyless, Sigstore), not OpenPGP: nothing built in.
+  signingKey: null,
 };

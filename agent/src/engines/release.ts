@@ -4,6 +4,7 @@
  * checksums file live, how the archive unpacks, where the index of versions is and its shape,
  * and how a binary on PATH says its version. Also the helpers every engine shares.
  */
+import type { VendorKey } from "./vendor-keys.ts";
 import { type ConstraintSyntax, isExactVersion } from "./versions.ts";
 
 /** Go-style platform names (`linux`/`amd64`, `darwin`/`arm64`); engines rename them as they publish. */
@@ -16,8 +17,16 @@ export function currentPlatform(): Platform {
   return { os, arch: arch ?? process.arch };
 }
 
-/** A release's archive for one platform, its checksums file, and where to fetch both. */
-export type ReleaseLocation = { archiveName: string; archiveUrl: string; sumsUrl: string };
+/**
+ * A release's archive for one platform, its checksums file, the checksums file's detached
+ * OpenPGP signature, and where to fetch each.
+ */
+export type ReleaseLocation = {
+  archiveName: string;
+  archiveUrl: string;
+  sumsUrl: string;
+  signatureUrl: string;
+};
 
 /** How a binary says its version: the arguments, extra environment, and how to read its answer. */
 export type VersionProbe = {
@@ -35,7 +44,10 @@ export type EngineRelease = {
   readonly constraints: ConstraintSyntax;
   /** The executable inside an installed version's directory. */
   binaryIn(versionDir: string): string;
-  /** Where `version`'s archive for `platform` and its checksums file are (mirror or upstream). */
+  /**
+   * Where `version`'s archive for `platform`, its checksums file and the signature of that file
+   * are (mirror or upstream).
+   */
   locate(version: string, platform: Platform, mirror: string | null): ReleaseLocation;
   /** Unpacks a verified archive into `dir` (so that `binaryIn(dir)` is its executable). */
   unpack(archive: string, dir: string): Promise<void>;
@@ -44,6 +56,11 @@ export type EngineRelease = {
   /** The exact versions an index document names, in the one shape this engine's index has. */
   versionsOf(index: unknown): string[];
   readonly probe: VersionProbe;
+  /**
+   * The vendor's key that signs every checksums file, built in; null for a vendor that signs its
+   * checksums with no OpenPGP key (then only `--engine-keyring` keys can sign them).
+   */
+  readonly signingKey: VendorKey | null;
 };
 
 /** A release that cannot be trusted, found or unpacked; the job fails with this message. */

@@ -1,10 +1,13 @@
 /**
  * The exact engine version a job runs, for every engine: the workspace's own when it names one
  * exactly, else the newest version satisfying its constraint in the engine's release index (the
- * mirror's, or upstream's); an engine without an index (Pulumi without a mirror) resolves
- * against the versions in the agent's cache and on its PATH. An index that cannot be read fails
- * the job with why, whatever the engine.
+ * mirror's, or upstream's). Only when there is no index to ask (Pulumi without a mirror), or
+ * the index cannot be reached at all (network errors, 5xx, 429, after every attempt), does the
+ * constraint resolve against the engines the agent already has, in its cache and on its PATH;
+ * the job's log says which version was chosen and why. An index that answers but cannot be
+ * used (404, not JSON, no versions) fails the job: a reachable index always decides.
  */
+import { TransientError } from "../errors.ts";
 import { retry } from "../retry.ts";
 import { fetchList, MIRROR_ATTEMPTS } from "./fetch.ts";
 import { binariesOnPath, cachedVersions } from "./local.ts";
@@ -32,51 +35,111 @@ export async function resolveEngineVersion(
   if (isExactVersion(wanted)) {
     return wanted;
   }
+  const say = (line: string) => options.onProgress?.(line);
   const url = release.indexUrl(options.releaseMirror);
-  options.onProgress?.(
-    `Resolving ${release.engine} "${wanted}" against ${url ?? "the cache and PATH"}`,
-  );
-  // The one place the mirror's answer is required. An offline fallback (resolve against the
-  // cache and PATH when the mirror cannot be reached) catches this call's failure when its
-  // cause is a TransientError, says so in the log, and goes on with `localVersions`.
-  const offered =
-    url === null
-      ? await localVersions(release, options)
-      : await indexedVersions(release, url, wanted, options);
+  if (url === null) {
+    return resolveLocally(release, wanted, options, {
+      why: `${release.engine} publishes no release index and ${mirrorSetting(options)}`,
+    });
+  }
+  say(`Resolving ${release.engine} "${wanted}" against ${url}`);
+  let offered: string[];
+  try {
+    offered = await indexedVersions(release, url, options);
+  } catch (error) {
+    if (!(error instanceof TransientError)) {
+      throw error;
+    }
+    return resolveLocally(release, wanted, options, {
+      why: `the release index ${url} is unreachable (${error.message})`,
+    });
+  }
   const resolved = resolveVersion(wanted, offered, release.constraints);
   if (!resolved.ok) {
-    throw new EngineInstallError(resolved.reason);
+    throw new EngineInstallError(
+      `${resolved.reason} (release index ${url}; ${mirrorSetting(options)})`,
+    );
   }
-  options.onProgress?.(`Using ${release.engine} ${resolved.version} (newest for "${wanted}")`);
+  say(`Using ${release.engine} ${resolved.version} (newest for "${wanted}" in ${url})`);
   return resolved.version;
 }
 
-/** The versions this agent already has: cached, or on PATH. */
-async function localVersions(release: EngineRelease, options: ResolveOptions): Promise<string[]> {
+/** How the `--release-mirror` setting reads in a sentence. */
+function mirrorSetting(options: ResolveOptions): string {
+  return options.releaseMirror === null
+    ? "--release-mirror is not set (the official release sites)"
+    : `--release-mirror is ${options.releaseMirror}`;
+}
+
+/** One engine this agent already has, and where. */
+type LocalEngine = { version: string | null; where: string };
+
+/** The engines this agent already has: cached, or on PATH (with what each reports). */
+async function localEngines(
+  release: EngineRelease,
+  options: ResolveOptions,
+): Promise<LocalEngine[]> {
   const [cached, onPath] = await Promise.all([
     cachedVersions(release, options.dataDir),
     binariesOnPath(release, options.searchPath),
   ]);
-  return [...cached, ...onPath.flatMap((b) => (b.version === null ? [] : [b.version]))];
+  return [
+    ...cached.map((version): LocalEngine => ({ version, where: "in the agent's cache" })),
+    ...onPath.map((b): LocalEngine => ({ version: b.version, where: `at ${b.path}` })),
+  ];
 }
 
-/** The versions the index at `url` lists, retrying transient failures. */
+/**
+ * The newest engine on this agent satisfying `wanted`, said in the log with `why` the index was
+ * not asked; else an error naming what was asked, what was found and the mirror setting.
+ */
+async function resolveLocally(
+  release: EngineRelease,
+  wanted: string,
+  options: ResolveOptions,
+  context: { why: string },
+): Promise<string> {
+  const { engine } = release;
+  options.onProgress?.(
+    `Resolving ${engine} "${wanted}" against the engines on this agent (its cache and PATH): ${context.why}`,
+  );
+  const local = await localEngines(release, options);
+  const versions = local.flatMap((e) => (e.version === null ? [] : [e.version]));
+  const resolved = resolveVersion(wanted, versions, release.constraints);
+  if (!resolved.ok) {
+    const found =
+      local.length === 0
+        ? "none in the agent's cache or on its PATH"
+        : local.map((e) => `${e.version ?? "no version reported"} ${e.where}`).join(", ");
+    throw new EngineInstallError(
+      `cannot resolve ${engine} "${wanted}": ${context.why}, and no ${engine} on this agent satisfies it (found: ${found}); pin the workspace's engine version to one this agent has, or set --release-mirror to a mirror it can reach`,
+    );
+  }
+  const chosen = local.find((e) => e.version === resolved.version);
+  options.onProgress?.(
+    `Using ${engine} ${resolved.version} ${chosen?.where ?? ""}: the newest on this agent for "${wanted}", because ${context.why}`,
+  );
+  return resolved.version;
+}
+
+/**
+ * The versions the index at `url` lists, retrying transient failures (each said in the log).
+ * Rejects with the last {@link TransientError} when the index cannot be reached, and with an
+ * {@link EngineInstallError} when it answers with something unusable.
+ */
 async function indexedVersions(
   release: EngineRelease,
   url: string,
-  constraint: string,
   options: ResolveOptions,
 ): Promise<string[]> {
   const label = `the release index ${url}`;
   const body = await retry(() => fetchList({ url, label }), {
     retries: MIRROR_ATTEMPTS - 1,
     ...(options.retryBaseMs === undefined ? {} : { baseMs: options.retryBaseMs }),
-  }).catch((error: unknown) => {
-    throw error instanceof EngineInstallError
-      ? error
-      : new EngineInstallError(`cannot resolve "${constraint}": ${(error as Error).message}`, {
-          cause: error,
-        });
+    onRetry: ({ error, attempt, waitMs }) =>
+      options.onProgress?.(
+        `Release index attempt ${attempt} of ${MIRROR_ATTEMPTS} failed (${(error as Error).message}); retrying in ${(waitMs / 1000).toFixed(1)} s`,
+      ),
   });
   let document: unknown;
   try {

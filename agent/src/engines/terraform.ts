@@ -20,6 +20,7 @@ import {
 } from "./release.ts";
 import { writeBackendOverride, writeTerraformVariables } from "./terraform-files.ts";
 import { summarizePlan } from "./terraform-plan.ts";
+import { HASHICORP_KEY, OPENTOFU_KEY } from "./vendor-keys.ts";
 import { isExactVersion } from "./versions.ts";
 
 const PLAN_FILE = "plan.tfplan";
@@ -30,7 +31,9 @@ type Flavour = "terraform" | "tofu";
 /**
  * Where a release lives. Without a mirror: releases.hashicorp.com for terraform and the
  * OpenTofu GitHub releases for tofu, with their official file names. With a mirror base URL:
- * `{mirror}/{engine}/{version}/{file}`, the releases.hashicorp.com layout, easy to copy.
+ * `{mirror}/{engine}/{version}/{file}`, the releases.hashicorp.com layout, easy to copy. The
+ * checksums file's OpenPGP signature is `…_SHA256SUMS.sig` for terraform (HashiCorp's detached
+ * binary signature) and `…_SHA256SUMS.gpgsig` for tofu (OpenTofu's `.sig` is a cosign one).
  */
 function locate(engine: Flavour, version: string, platform: Platform, mirror: string | null) {
   const archiveName = `${engine}_${version}_${platform.os}_${platform.arch}.zip`;
@@ -41,7 +44,9 @@ function locate(engine: Flavour, version: string, platform: Platform, mirror: st
       : engine === "terraform"
         ? `https://releases.hashicorp.com/terraform/${version}`
         : `https://github.com/opentofu/opentofu/releases/download/v${version}`;
-  return { archiveName, archiveUrl: `${base}/${archiveName}`, sumsUrl: `${base}/${sumsName}` };
+  const sumsUrl = `${base}/${sumsName}`;
+  const signatureUrl = `${sumsUrl}.${engine === "terraform" ? "sig" : "gpgsig"}`;
+  return { archiveName, archiveUrl: `${base}/${archiveName}`, sumsUrl, signatureUrl };
 }
 
 /**
@@ -100,6 +105,7 @@ function release(engine: Flavour): EngineRelease {
         return typeof reported === "string" && isExactVersion(reported) ? reported : null;
       },
     },
+    signingKey: engine === "terraform" ? HASHICORP_KEY : OPENTOFU_KEY,
   };
 }
 

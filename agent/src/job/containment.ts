@@ -6,7 +6,15 @@ import { existsSync, realpathSync } from "node:fs";
 import path from "node:path";
 import type { Containment } from "../exec/process.ts";
 import { bubblewrapArgs, type IsolationMode } from "../exec/sandbox.ts";
-import { isForwarded } from "./environment.ts";
+import { FALLBACK_PATH, isForwarded } from "./environment.ts";
+import {
+  hiddenBecause,
+  isInside,
+  type Protected,
+  pathExposure,
+  type Shadow,
+  type Withheld,
+} from "./sandbox-paths.ts";
 import type { JobSettings } from "./types.ts";
 import { type JobDir, recordOwner } from "./workdirs.ts";
 
@@ -34,6 +42,10 @@ export type JobContainment = {
    * `readOnly` adds a local repository (development's file:// URLs).
    */
   git(cwd: string, readOnly?: string[]): Containment;
+  /** Directories of the job's PATH the engine's sandbox leaves hidden, and why (none unsandboxed). */
+  readonly withheldPath: readonly Withheld[];
+  /** Why the engine's sandbox (engine at `enginePath`) does not show `file`, or null if it does. */
+  hiddenBecause(file: string, enginePath: string): string | null;
 };
 
 /**
@@ -41,8 +53,10 @@ export type JobContainment = {
  * agent die, stops it (SIGINT, then SIGKILL after the grace period) and removes the job's
  * directory. With `bwrap` each process also runs in a sandbox where only `dir.root` is writable
  * and the agent's data directory, hooks, token and config files are not visible (see
- * docs/security.md, "Job isolation"). `isFork`: the job of a fork's pull request, which gets no
- * host paths from `--env-forward`.
+ * docs/security.md, "Job isolation"); every directory of the job's PATH the sandbox would hide
+ * (in the agent's home, under /tmp) is shown read-only unless it is, is inside or holds one of
+ * those (`sandbox-paths.ts`). `isFork`: the job of a fork's pull request, which gets no host
+ * paths from `--env-forward`.
  */
 export function jobContainment(settings: JobSettings, dir: JobDir, isFork = false): JobContainment {
   const isolation = settings.isolation;
@@ -55,6 +69,12 @@ export function jobContainment(settings: JobSettings, dir: JobDir, isFork = fals
     .map((name) => settings.networkEnv[name])
     .filter((value): value is string => value !== undefined && path.isAbsolute(value));
   const engineFiles = enginePaths(settings, isFork);
+  const home = isolation.agentHome;
+  const { shadows, protect } = sandboxRules(settings);
+  const searchPath = settings.hostEnv.PATH || FALLBACK_PATH;
+  const exposure = (hideHome: boolean) =>
+    pathExposure({ searchPath, shadows: shadows(hideHome), protect });
+  const engineExposure = isolation.mode === "bwrap" ? exposure(true) : null;
   const sandboxed = (
     cwd: string,
     hideHome: boolean,
@@ -66,15 +86,16 @@ export function jobContainment(settings: JobSettings, dir: JobDir, isFork = fals
     const hiddenDirs = existing([
       settings.dataDir,
       settings.hooksDir,
-      ...(hideHome && isolation.agentHome !== null ? [isolation.agentHome] : []),
+      ...(hideHome && home !== null ? [home] : []),
     ]).filter((d) => path.resolve(d) !== path.parse(path.resolve(d)).root);
     const isHidden = (p: string) => hiddenDirs.some((d) => isInside(p, d));
+    const pathDirs = (hideHome ? engineExposure : null) ?? exposure(hideHome);
     return {
       bwrap: isolation.bwrap,
       args: bubblewrapArgs({
         hiddenDirs,
         hiddenFiles: existing(isolation.secretFiles).filter((f) => !isHidden(f)),
-        readOnly: existing([...readOnly, ...networkFiles]),
+        readOnly: existing([...readOnly, ...networkFiles, ...pathDirs.shown]),
         writable: [dir.root],
         cwd,
       }),
@@ -102,6 +123,43 @@ export function jobContainment(settings: JobSettings, dir: JobDir, isFork = fals
       ...watch,
       sandbox: sandboxed(cwd, false, [...readOnly, ...hostGitPaths(settings.hostEnv)]),
     }),
+    withheldPath: engineExposure?.withheld ?? [],
+    hiddenBecause: (file, enginePath) =>
+      engineExposure === null
+        ? null
+        : hiddenBecause(file, {
+            shadows: shadows(true),
+            binds: [...engineDirs(enginePath), ...engineFiles, ...engineExposure.shown, dir.root],
+            hiddenFiles: isolation.secretFiles,
+          }),
+  };
+}
+
+/**
+ * What the sandbox replaces with empty directories (the agent's home only for engines and
+ * hooks), and what it must never show through a directory of PATH.
+ */
+function sandboxRules(settings: JobSettings): {
+  shadows: (hideHome: boolean) => Shadow[];
+  protect: Protected[];
+} {
+  const { dataDir, hooksDir, isolation } = settings;
+  const home = isolation.agentHome;
+  return {
+    shadows: (hideHome) => [
+      { dir: dataDir, why: `the agent's data directory (${dataDir})` },
+      { dir: hooksDir, why: `the hooks directory (${hooksDir})` },
+      ...(hideHome && home !== null ? [{ dir: home, why: `the agent's home (${home})` }] : []),
+      { dir: "/tmp", why: "/tmp, which the sandbox replaces with its own" },
+    ],
+    protect: [
+      { path: dataDir, what: "the agent's data directory" },
+      { path: hooksDir, what: "the hooks directory" },
+      ...isolation.secretFiles.map((f) => ({
+        path: f,
+        what: `the agent's token or config (${f})`,
+      })),
+    ],
   };
 }
 
@@ -148,9 +206,4 @@ function hostGitPaths(hostEnv: NodeJS.ProcessEnv): string[] {
 
 function existing(paths: string[]): string[] {
   return [...new Set(paths.map((p) => path.resolve(p)))].filter((p) => existsSync(p));
-}
-
-function isInside(child: string, parent: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
 }

@@ -4,7 +4,8 @@ import { PROXY_VARIABLES } from "../net/fetch.ts";
 import type { RunnerJob } from "./types.ts";
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin";
+/** The PATH of a job whose agent has none. */
+export const FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin";
 
 /** Names a workspace variable or hook export cannot set: the agent owns them. */
 export function isReservedName(name: string): boolean {

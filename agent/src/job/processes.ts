@@ -5,7 +5,19 @@
  */
 import { type Containment, type RunningProcess, startProcess } from "../exec/process.ts";
 import { MASK } from "../logs/masker.ts";
-import { type HookName, type HookSink, runHeldHook } from "./hooks.ts";
+import { HookError, type HookName, type HookSink, runHeldHook } from "./hooks.ts";
+import { missingCommand, NOT_FOUND_EXIT } from "./not-found.ts";
+
+/** Output kept per process to explain a failure (a "not found" line is near the end). */
+const TAIL_CHARS = 8192;
+
+/** The last {@link TAIL_CHARS} of a process's output. */
+class Tail {
+  text = "";
+  add(chunk: Buffer | string): void {
+    this.text = (this.text + chunk.toString()).slice(-TAIL_CHARS);
+  }
+}
 
 /** A job that failed; `exitCode` is the engine's when an engine command failed. */
 export class JobFailure extends Error {
@@ -34,10 +46,15 @@ export type EngineCommand = {
   containment: Containment;
   /** The reason the engine printed in an output chunk, if any (see `EngineDriver.reasonIn`). */
   reasonIn(output: string): string | null;
+  /** A sentence on a command the process could not find: where it looked, what hid it. */
+  explainNotFound?(command: string): string;
 };
 
 /** One hook, as `runHeldHook` takes it. */
-export type HookRun = Omit<Parameters<typeof runHeldHook>[0], "control" | "name">;
+export type HookRun = Omit<Parameters<typeof runHeldHook>[0], "control" | "name"> & {
+  /** As {@link EngineCommand.explainNotFound}, for a hook that failed. */
+  explainNotFound?(command: string): string;
+};
 
 export class JobProcesses {
   canceled: "graceful" | "force" | null = null;
@@ -83,6 +100,7 @@ export class JobProcesses {
     this.checkCanceled();
     this.o.write(`\n$ ${command.engine} ${command.args.join(" ")}\n`);
     let reason: string | null = null;
+    const tail = new Tail();
     const child = startProcess({
       command: command.path,
       args: command.args,
@@ -90,6 +108,7 @@ export class JobProcesses {
       env: command.env,
       onOutput: (chunk) => {
         reason = this.reasonOf(command, chunk) ?? reason;
+        tail.add(chunk);
         this.o.write(chunk);
       },
       stdoutFile: command.stdoutFile,
@@ -115,7 +134,8 @@ export class JobProcesses {
     const how =
       exit.code === null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
     const because = reason === null ? "" : `: ${reason}`;
-    throw new JobFailure(`${command.engine} ${command.what} ${how}${because}`, exit.code);
+    const missing = notFoundNote(tail.text, exit.code, command.explainNotFound);
+    throw new JobFailure(`${command.engine} ${command.what} ${how}${because}${missing}`, exit.code);
   }
 
   /** The engine's reason in `chunk`, masked (it leaves the log) and at most 500 characters. */
@@ -134,11 +154,44 @@ export class JobProcesses {
   /** Runs a hook (see `runHeldHook`); resolves with its exports. */
   async hook(name: HookName, run: HookRun, sink: HookSink): Promise<Record<string, string>> {
     this.checkCanceled();
+    const { explainNotFound, ...hook } = run;
+    const tail = new Tail();
+    const keep: HookSink = { ...sink, write: (chunk) => (tail.add(chunk), sink.write(chunk)) };
     return runHeldHook(
-      { ...run, name, control: { onStart: (kill) => (this.killHook = kill) } },
-      sink,
-    ).finally(() => {
-      this.killHook = null;
-    });
+      { ...hook, name, control: { onStart: (kill) => (this.killHook = kill) } },
+      keep,
+    )
+      .catch((error: unknown) => {
+        const exitCode = /exited with code (\d+)/.exec(String((error as Error).message))?.[1];
+        const note = notFoundNote(
+          tail.text,
+          exitCode === undefined ? null : Number(exitCode),
+          explainNotFound,
+        );
+        throw error instanceof HookError && note !== ""
+          ? new HookError(`${error.message}${note}`, error.sensitive)
+          : error;
+      })
+      .finally(() => {
+        this.killHook = null;
+      });
   }
+}
+
+/**
+ * `; command not found: …` when the output names a command that was not found (or the exit
+ * status is 127 without a name), explained by `explain`; else "".
+ */
+function notFoundNote(
+  output: string,
+  exitCode: number | null,
+  explain: ((command: string) => string) | undefined,
+): string {
+  const command = missingCommand(output);
+  if (command !== null) {
+    return `; ${explain?.(command) ?? `command not found: ${command}`}`;
+  }
+  return exitCode === NOT_FOUND_EXIT
+    ? "; exit status 127 usually means a command was not found (see the log above)"
+    : "";
 }

@@ -12,6 +12,7 @@ import { fetchConfiguration } from "./configuration.ts";
 import { type JobContainment, jobContainment } from "./containment.ts";
 import { applyExports, buildJobEnvironment } from "./environment.ts";
 import type { HookName } from "./hooks.ts";
+import { explainNotFound } from "./not-found.ts";
 import { downloadVerifiedPlan } from "./plan-file.ts";
 import { Canceled, JobFailure, JobProcesses } from "./processes.ts";
 import type { CoordinatorPort, JobResult, JobSettings, RunnerJob } from "./types.ts";
@@ -190,12 +191,20 @@ class Job {
       dataDir: settings.dataDir,
       releaseMirror: settings.releaseMirror,
       searchPath: settings.hostEnv.PATH ?? "",
+      engineKeyring: settings.engineKeyring ?? [],
       onProgress: (line: string) => this.say(line),
     };
+    const installStarted = performance.now();
     const release = driver.release(job.engine);
     this.engineVersion = await resolveEngineVersion(release, job.engineVersion, install);
     processes.checkCanceled();
-    this.enginePath = (await installEngine(release, this.engineVersion, install)).path;
+    const installed = await installEngine(release, this.engineVersion, install);
+    this.enginePath = installed.path;
+    settings.onEngineReady?.({
+      engine: job.engine,
+      source: installed.source,
+      seconds: (performance.now() - installStarted) / 1000,
+    });
     processes.checkCanceled();
     await Promise.all(["home", "tmp", "scratch"].map((d) => mkdir(path.join(root, d))));
     const workDir = await fetchConfiguration({
@@ -225,6 +234,9 @@ class Job {
     for (const line of await prepareWorkloadIdentity({ root, job, env })) {
       this.say(line);
     }
+    for (const { dir, why } of this.contained().withheldPath) {
+      this.say(`Outpost agent: the sandbox hides ${dir}, a directory of the job's PATH: ${why}`);
+    }
     this.env = env;
     this.engineEnv = driver.environment(job, root);
     return this.session(driver, root, workDir);
@@ -252,6 +264,7 @@ class Job {
           ...(io.stdinText === undefined ? {} : { stdinText: io.stdinText }),
           containment: this.contained().engine(workDir, this.enginePath),
           reasonIn: (output) => driver.reasonIn(output),
+          explainNotFound: (command) => this.explainNotFound(command),
         }),
       hook: (name) => this.hook(name, root, workDir),
       retry: retryTransient,
@@ -261,6 +274,13 @@ class Job {
       },
       isCanceled: () => processes.canceled !== null,
     };
+  }
+
+  /** Where a command a job process could not find was looked for, and what hid it. */
+  private explainNotFound(command: string): string {
+    return explainNotFound(command, this.env.PATH ?? "", (file) =>
+      this.contained().hiddenBecause(file, this.enginePath),
+    );
   }
 
   /** Runs a hook; its output reaches the log when it exits (see `runHeldHook`). */
@@ -275,6 +295,7 @@ class Job {
         scratchDir: path.join(root, "scratch"),
         isFork: this.job.isFork,
         containment: this.contained().hook(workDir, this.enginePath),
+        explainNotFound: (command) => this.explainNotFound(command),
       },
       {
         write: (chunk) => this.log?.write(chunk),

@@ -6,6 +6,7 @@ import type {
   WithheldVariable,
 } from "@outpost/protocol";
 import type { EngineDriver } from "../engines/driver.ts";
+import type { TrustedKey } from "../engines/signatures.ts";
 import type { LogSender } from "../logs/streamer.ts";
 import type { JobIsolation } from "./containment.ts";
 
@@ -138,6 +139,11 @@ export type JobSettings = {
    */
   networkEnv: Record<string, string>;
   releaseMirror: string | null;
+  /**
+   * Keys trusted to sign engine checksums besides the vendors' (`--engine-keyring`); absent or
+   * empty: the built-in keys only.
+   */
+  engineKeyring?: readonly TrustedKey[];
   allowFileRepos: boolean;
   /** Between the first and the second SIGINT of a graceful cancel. */
   cancelGraceMs: number;
@@ -149,4 +155,13 @@ export type JobSettings = {
   isolation: JobIsolation;
   /** The engines this agent runs; `DRIVERS` (`engines/drivers.ts`) unless a test adds one. */
   drivers?: readonly EngineDriver[];
+  /** Told once the job's engine binary is ready, where it came from and how long that took. */
+  onEngineReady?: (ready: EngineReady) => void;
+};
+
+/** A job's engine, ready to run: for the agent's metrics. */
+export type EngineReady = {
+  engine: string;
+  source: "cache" | "path" | "download";
+  seconds: number;
 };

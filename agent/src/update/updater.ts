@@ -32,6 +32,10 @@ export type UpdaterOptions = {
   now?: () => number;
 };
 
+/** See {@link Updater.state}. */
+export const UPDATE_STATES = ["current", "available", "pending", "failing"] as const;
+export type UpdateState = (typeof UPDATE_STATES)[number];
+
 /** A verified build, staged next to the agent file, ready to be renamed over it. */
 export type StagedUpdate = { version: string; file: string; sha256: string };
 
@@ -85,6 +89,21 @@ export class Updater {
       this.o.agentFile !== null &&
       (this.o.now ?? Date.now)() >= this.retryAt
     );
+  }
+
+  /**
+   * Where this agent stands against the coordinator's build: `current` (no newer build known),
+   * `available` (newer, but auto-update is off or the agent runs from its sources), `pending`
+   * (will update once no job runs), `failing` (an update try failed; retried later).
+   */
+  get state(): UpdateState {
+    if (this.wanted === null) {
+      return "current";
+    }
+    if (!this.o.enabled || this.o.agentFile === null) {
+      return "available";
+    }
+    return this.failures > 0 ? "failing" : "pending";
   }
 
   /** Downloads and verifies the release; null (logged, retried later) when anything fails. */

@@ -20,6 +20,12 @@ const PREFIXES = {
   lease: "lease",
   session: "sess",
   oidcTrust: "otr",
+  user: "usr",
+  team: "team",
+  userToken: "utok",
+  teamToken: "ttok",
+  ssoRequest: "sso",
+  cliLogin: "cli",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;

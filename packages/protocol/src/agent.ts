@@ -67,6 +67,12 @@ export const RegisterResponse = z.object({
   pollWaitSeconds: z.int().positive(),
   leaseStartTimeoutSeconds: z.int().positive(),
   /**
+   * The pool's threshold: without contact this long an agent is `unknown`. The agent's
+   * `/readyz` says ready only while its last contact is more recent. Older coordinators do not
+   * send it; 30 s is the pools' default.
+   */
+  unknownAfterSeconds: z.int().positive().default(30),
+  /**
    * The version of the agent build this coordinator ships (`GET /agent/v1/release`); null when
    * it was deployed without one. An older agent updates itself to it between jobs.
    */

@@ -3,8 +3,16 @@ import type { PoolSummary } from "../../../durable/pool-types.ts";
 import { installCommands } from "../../agents/install-commands.ts";
 import type { presentTrust } from "../../oidc/trust-model.ts";
 import type { presentAgent, presentAgentToken, presentPool } from "../../pools/model.ts";
-import { roleAtLeast } from "../../tokens/model.ts";
-import { Badge, Csrf, Layout, Notice, Secret, Time, type Viewer } from "../layout.tsx";
+import {
+  Badge,
+  Csrf,
+  Layout,
+  Notice,
+  Secret,
+  Time,
+  type Viewer,
+  viewerHasRole,
+} from "../layout.tsx";
 import { TokenTable } from "./agent-tokens.tsx";
 import { OidcTrustsSection } from "./oidc.tsx";
 
@@ -41,7 +49,7 @@ function jobsText(summary: PoolSummary): string {
 }
 
 export function PoolsPage(props: { viewer: Viewer; pools: PoolWithSummary[]; error?: string }) {
-  const canManage = roleAtLeast(props.viewer.role, "owner");
+  const canManage = viewerHasRole(props.viewer, "owner");
   return (
     <Layout title="Agent pools" section="pools" viewer={props.viewer}>
       {props.error ? <Notice kind="error">{props.error}</Notice> : null}
@@ -197,7 +205,7 @@ export function PoolPage(props: {
   error?: string | undefined;
 }) {
   const { pool } = props;
-  const canManage = roleAtLeast(props.viewer.role, "owner");
+  const canManage = viewerHasRole(props.viewer, "owner");
   return (
     <Layout title={`Pool ${pool.name}`} section="pools" viewer={props.viewer}>
       {props.error ? <Notice kind="error">{props.error}</Notice> : null}

@@ -6,9 +6,8 @@
 import { canForceCancel, planCancel, type RunAction } from "../../runs/model.ts";
 import type { presentRun } from "../../runs/present.ts";
 import type { RunRow } from "../../runs/queries.ts";
-import { roleAtLeast } from "../../tokens/model.ts";
 import { parseAnsi } from "../ansi.ts";
-import { Badge, Csrf, Layout, Notice, Time, type Viewer } from "../layout.tsx";
+import { Badge, Csrf, Layout, Notice, Time, type Viewer, viewerMay } from "../layout.tsx";
 
 type Run = ReturnType<typeof presentRun>;
 
@@ -58,6 +57,45 @@ export function LogText(props: { text: string }) {
   );
 }
 
+/** Who queued, confirmed, discarded and canceled the run, by name (never a token id). */
+function People(props: { run: Run }) {
+  const rows = [
+    ["Queued by", props.run.createdBy],
+    ["Confirmed by", props.run.confirmedBy],
+    ["Discarded by", props.run.discardedBy],
+    ["Canceled by", props.run.canceledBy],
+  ] as const;
+  return (
+    <>
+      {rows.map(([label, actor]) =>
+        actor ? (
+          <>
+            <dt>{label}</dt>
+            <dd class="actor">
+              {actor.name} <span class="muted">({actorWords(actor.type)})</span>
+            </dd>
+          </>
+        ) : null,
+      )}
+    </>
+  );
+}
+
+/** The kind of an actor in words. */
+export function actorWords(type: string): string {
+  const words: Record<string, string> = {
+    user: "person",
+    team: "team token",
+    "org-token": "org token",
+    vcs: "VCS",
+    schedule: "schedule",
+    run: "run",
+    agent: "agent",
+    system: "Outpost",
+  };
+  return words[type] ?? type;
+}
+
 export function RunSummary(props: { run: Run }) {
   const { run } = props;
   const plan = run.planSummary as {
@@ -88,6 +126,7 @@ export function RunSummary(props: { run: Run }) {
       ) : null}
       <dt>Why it waits</dt>
       <dd>{run.waitingReason ?? <span class="muted">not waiting</span>}</dd>
+      <People run={run} />
       <dt>Plan</dt>
       <dd>
         {plan ? (
@@ -150,20 +189,24 @@ export function Timeline(props: { run: Run }) {
 /** The buttons this viewer may use on this run now; the server checks both again on submit. */
 export function RunActions(props: { viewer: Viewer; row: RunRow }) {
   const { row, viewer } = props;
-  if (!roleAtLeast(viewer.role, "member")) {
-    return <p class="muted">Your role can view runs but not act on them.</p>;
+  const mayApply = viewerMay(viewer, "run.confirm");
+  const mayCancel = viewerMay(viewer, "run.cancel");
+  if (!mayApply && !mayCancel) {
+    return <p class="muted">Your access can view runs but not act on them.</p>;
   }
   const status = row.status;
   const actions: { action: RunAction; label: string; danger?: boolean }[] = [];
-  if (status === "planned") {
+  if (status === "planned" && mayApply) {
     actions.push({ action: "confirm", label: "Confirm and apply" });
+  }
+  if (status === "planned" && viewerMay(viewer, "run.discard")) {
     actions.push({ action: "discard", label: "Discard", danger: true });
   }
-  if (planCancel(status, row.cancelRequestedAt).kind !== "refused") {
+  if (mayCancel && planCancel(status, row.cancelRequestedAt).kind !== "refused") {
     actions.push({ action: "cancel", label: "Cancel run", danger: true });
   }
   const force = canForceCancel(status, row.cancelRequestedAt, Date.now());
-  if (force.ok) {
+  if (mayCancel && force.ok) {
     actions.push({ action: "force-cancel", label: "Force cancel", danger: true });
   }
   if (actions.length === 0) {

@@ -5,7 +5,7 @@
  */
 import type { OutputChange, PresentedOutput } from "../../state/outputs.ts";
 import type { PresentedVersion } from "../../state/versions.ts";
-import { Badge, Csrf, Layout, Notice, Time, type Viewer } from "../layout.tsx";
+import { Badge, Csrf, Layout, Notice, Time, type Viewer, viewerMay } from "../layout.tsx";
 
 const HIDDEN = "(sensitive, hidden)";
 
@@ -79,10 +79,15 @@ function RollbackForm(props: { workspaceId: string; version: PresentedVersion; c
 
 function writer(version: PresentedVersion) {
   if (version.runId) {
-    return <a href={`/ui/runs/${version.runId}`}>{version.runId}</a>;
+    return (
+      <span>
+        {version.createdBy?.name ?? "a run"} through{" "}
+        <a href={`/ui/runs/${version.runId}`}>{version.runId}</a>
+      </span>
+    );
   }
   const restored = version.restoredFromId ? ` (rollback to ${version.restoredFromId})` : "";
-  return <span class="mono">{`${version.createdBy ?? "unknown"}${restored}`}</span>;
+  return <span>{`${version.createdBy?.name ?? "unknown"}${restored}`}</span>;
 }
 
 function VersionsTable(props: {
@@ -225,7 +230,8 @@ export type StatePageProps = {
 };
 
 export function StatePage(props: StatePageProps) {
-  const isAdmin = props.viewer.role === "owner" || props.viewer.role === "admin";
+  const mayReveal = viewerMay(props.viewer, "state.reveal");
+  const mayRollBack = viewerMay(props.viewer, "state.rollback");
   const base = `/ui/workspaces/${props.workspace.id}`;
   return (
     <Layout title={`State of ${props.workspace.name}`} section="workspaces" viewer={props.viewer}>
@@ -238,7 +244,7 @@ export function StatePage(props: StatePageProps) {
         <Notice>The state is encrypted by the client; its outputs cannot be read here.</Notice>
       ) : null}
       <OutputsTable outputs={props.outputs.outputs} isRevealed={props.outputs.isRevealed} />
-      {isAdmin && !props.outputs.isRevealed ? (
+      {mayReveal && !props.outputs.isRevealed ? (
         <form method="post" action={`${base}/state/reveal`} class="inline">
           <Csrf token={props.viewer.csrf} />
           <button type="submit" class="secondary">
@@ -250,7 +256,7 @@ export function StatePage(props: StatePageProps) {
       <VersionsTable
         workspaceId={props.workspace.id}
         versions={props.versions}
-        isAdmin={isAdmin}
+        isAdmin={mayRollBack}
         csrf={props.viewer.csrf}
       />
       {props.nextCursor ? (

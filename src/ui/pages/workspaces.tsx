@@ -4,11 +4,11 @@
  */
 import type { presentPool } from "../../pools/model.ts";
 import type { presentRun } from "../../runs/present.ts";
-import { roleAtLeast } from "../../tokens/model.ts";
 import type { Variable } from "../../variables/service.ts";
 import type { Workspace } from "../../workspaces/service.ts";
-import { Badge, Csrf, Layout, Notice, Time, type Viewer } from "../layout.tsx";
+import { Badge, Csrf, Layout, Notice, Time, type Viewer, viewerMay } from "../layout.tsx";
 import { WorkloadIdentityForm, workloadIdentityText } from "./oidc.tsx";
+import { type TeamAccessEntry, TeamAccessSection } from "./team-access.tsx";
 import { VariableForm, VariablesTable } from "./variables.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
@@ -95,12 +95,16 @@ export function WorkspacePage(props: {
   pools: Pool[];
   runs: Run[];
   variables: Variable[];
+  teamAccess: TeamAccessEntry[];
+  teams: { id: string; name: string }[];
   notice?: string | undefined;
   error?: string | undefined;
 }) {
   const { workspace: ws, viewer } = props;
-  const isAdmin = roleAtLeast(viewer.role, "admin");
-  const isMember = roleAtLeast(viewer.role, "member");
+  const isAdmin = viewerMay(viewer, "workspace.update");
+  const mayQueue = viewerMay(viewer, "run.queue");
+  const mayLock = viewerMay(viewer, "workspace.lock");
+  const mayEditVariables = viewerMay(viewer, "variables.write");
   return (
     <Layout title={`Workspace ${ws.name}`} section="workspaces" viewer={viewer}>
       {props.error ? <Notice kind="error">{props.error}</Notice> : null}
@@ -150,9 +154,9 @@ export function WorkspacePage(props: {
           )}
         </dd>
       </dl>
-      {isMember ? (
+      {mayQueue || mayLock ? (
         <div class="row">
-          {ws.executionMode === "agent" ? (
+          {ws.executionMode === "agent" && mayQueue ? (
             <form method="post" action={`/ui/workspaces/${ws.id}/runs`}>
               <Csrf token={viewer.csrf} />
               <fieldset>
@@ -176,12 +180,14 @@ export function WorkspacePage(props: {
               </fieldset>
             </form>
           ) : null}
-          <form method="post" action={`/ui/workspaces/${ws.id}/${ws.lock ? "unlock" : "lock"}`}>
-            <Csrf token={viewer.csrf} />
-            <button type="submit" class="secondary">
-              {ws.lock ? "Unlock workspace" : "Lock workspace"}
-            </button>
-          </form>
+          {mayLock ? (
+            <form method="post" action={`/ui/workspaces/${ws.id}/${ws.lock ? "unlock" : "lock"}`}>
+              <Csrf token={viewer.csrf} />
+              <button type="submit" class="secondary">
+                {ws.lock ? "Unlock workspace" : "Lock workspace"}
+              </button>
+            </form>
+          ) : null}
         </div>
       ) : null}
       {isAdmin ? (
@@ -228,9 +234,15 @@ export function WorkspacePage(props: {
         viewer={viewer}
         workspaceId={ws.id}
         variables={props.variables}
-        isAdmin={isAdmin}
+        isAdmin={mayEditVariables}
       />
-      {isAdmin ? <VariableForm viewer={viewer} workspaceId={ws.id} /> : null}
+      {mayEditVariables ? <VariableForm viewer={viewer} workspaceId={ws.id} /> : null}
+      <TeamAccessSection
+        viewer={viewer}
+        workspaceId={ws.id}
+        teamAccess={props.teamAccess}
+        teams={props.teams}
+      />
     </Layout>
   );
 }

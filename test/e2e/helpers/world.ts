@@ -1,7 +1,8 @@
 /**
  * The one test world of the end-to-end files: the real coordinator (scripts/local-coordinator.ts)
- * with an organization, a pool and an agent token, the loopback engine mirror, optionally a git
- * server, and real agent processes. `useWorld` starts it for a file (or a describe block) and
+ * with an organization, a pool and an agent token, the loopback engine mirror (its checksums
+ * files signed by a key every agent trusts through `--engine-keyring`), optionally a git server,
+ * and real agent processes. `useWorld` starts it for a file (or a describe block) and
  * stops it after; when a test fails, the coordinator's log and every process's output are printed
  * (and only then).
  */
@@ -12,6 +13,7 @@ import path from "node:path";
 import { afterAll, beforeAll, beforeEach, inject } from "vitest";
 import { type LocalCoordinator, startCoordinator } from "../../../scripts/local-coordinator.ts";
 import { MirrorServer } from "../../node/helpers/mirror.ts";
+import { type TestSigner, testSigner, writeKeyring } from "../../node/helpers/signing.ts";
 import { makeTestCa, type TestCa } from "../../node/helpers/tls.ts";
 import { type Answer, ENGINE_VERSION, expectStatus, type Json } from "./e2e.ts";
 import { FailureLog } from "./failure-log.ts";
@@ -30,6 +32,10 @@ export type AgentOptions = {
   dataDir?: string;
   /** Another agent entry point, e.g. a built single-file agent; the sources by default. */
   bin?: string;
+  /** Another release mirror (the world's by default; null: none). */
+  releaseMirror?: string | null;
+  /** Another `--engine-keyring` (the world's by default; null: none). */
+  engineKeyring?: string | null;
 };
 
 export type WorldOptions = {
@@ -42,10 +48,15 @@ export type WorldOptions = {
   /** An https mirror with a certificate from a test CA (`world.ca`), for agents told `--ca-cert`. */
   httpsMirror?: boolean;
   /** Liveness windows of the world's pool. */
-  pool?: { unknownAfterSeconds: number; erroredAfterSeconds: number };
-  /** Static assets to serve instead of the agent build, made when the world starts. */
-  assetsDir?: () => Promise<string>;
+  pool?: { unknownAfterSeconds?: number; erroredAfterSeconds?: number };
+  /** Overrides of wrangler.toml vars. */
+  vars?: Record<string, string>;
+  /** Static assets to serve instead of the build in `dist/assets`. */
+  assetsDir?: string;
 };
+
+/** Options, or a function making them as the world starts (after the file's earlier hooks). */
+export type WorldOptionsSource = WorldOptions | (() => WorldOptions | Promise<WorldOptions>);
 
 /** A started world; its parts throw when read before `useWorld`'s `beforeAll` has run. */
 export class World {
@@ -54,6 +65,8 @@ export class World {
     mirror: MirrorServer;
     git: GitServer | null;
     ca: TestCa | null;
+    signer: TestSigner;
+    keyringFile: string;
     ownerToken: string;
     poolId: string;
     agentToken: string;
@@ -63,10 +76,11 @@ export class World {
   readonly processes: AgentProcess[] = [];
   /** The coordinator's log and the processes' output, printed when a test fails. */
   private readonly failureLog = new FailureLog();
-  private readonly options: WorldOptions;
+  private readonly source: WorldOptionsSource;
+  private options: WorldOptions = {};
 
-  constructor(options: WorldOptions = {}) {
-    this.options = options;
+  constructor(source: WorldOptionsSource = {}) {
+    this.source = source;
   }
 
   private get started() {
@@ -98,6 +112,14 @@ export class World {
     }
     return ca;
   }
+  /** The key that signs the mirror's checksums files. */
+  get signer(): TestSigner {
+    return this.started.signer;
+  }
+  /** The keyring holding the signer's public key, which every agent is given by default. */
+  get keyringFile(): string {
+    return this.started.keyringFile;
+  }
   get ownerToken(): string {
     return this.started.ownerToken;
   }
@@ -123,19 +145,26 @@ export class World {
   /** Starts the coordinator, mirror and git server at once, then the pool and the agents. */
   async start(): Promise<void> {
     const dir = mkdtempSync(path.join(tmpdir(), "outpost-e2e-"));
+    this.options = typeof this.source === "function" ? await this.source() : this.source;
     const { options } = this;
-    const [coordinator, git, { mirror, ca }] = await Promise.all([
-      (async () =>
-        startCoordinator({
-          ...(options.assetsDir ? { assetsDir: await options.assetsDir() } : {}),
-          // Migrated once per run by test/setup/migrated-state.ts.
-          migratedState: inject("migratedState"),
-          onLog: (level, message) => this.failureLog.coordinator(level, message),
-        }))(),
+    const [coordinator, git, { mirror, ca }, signer] = await Promise.all([
+      startCoordinator({
+        ...(options.vars ? { vars: options.vars } : {}),
+        ...(options.assetsDir ? { assetsDir: options.assetsDir } : {}),
+        // Migrated once per run by test/setup/migrated-state.ts.
+        migratedState: inject("migratedState"),
+        onLog: (level, message) => this.failureLog.coordinator(level, message),
+      }),
       options.git ? startGitServer(path.join(dir, "git")) : null,
       startMirror(options.httpsMirror ?? false),
+      testSigner(),
     ]);
-    this.parts = { coordinator, mirror, git, ca, ownerToken: "", poolId: "", agentToken: "", dir };
+    mirror.signer = signer;
+    const keyringFile = writeKeyring(dir, signer);
+    this.parts = {
+      ...{ coordinator, mirror, git, ca, signer, keyringFile, dir },
+      ...{ ownerToken: "", poolId: "", agentToken: "" },
+    };
     this.publishEngines();
     this.parts.ownerToken = await coordinator.bootstrap();
     const pool = await expectStatus(this.api("POST", "/api/v1/pools", { name: "e2e" }), 201);
@@ -192,12 +221,14 @@ export class World {
   startAgent(options: AgentOptions = {}): AgentProcess {
     const dataDir = options.dataDir ?? path.join(this.dir, "agent-data");
     mkdirSync(dataDir, { recursive: true });
+    const mirror = options.releaseMirror === undefined ? this.mirror.url : options.releaseMirror;
+    const keyring = options.engineKeyring === undefined ? this.keyringFile : options.engineKeyring;
     const child = spawn(
       process.execPath,
       [
         options.bin ?? AGENT_BIN,
-        "--release-mirror",
-        this.mirror.url,
+        ...(mirror === null ? [] : ["--release-mirror", mirror]),
+        ...(keyring === null ? [] : ["--engine-keyring", keyring]),
         "--data-dir",
         dataDir,
         "--hooks-dir",
@@ -276,7 +307,7 @@ async function startMirror(isHttps: boolean): Promise<{ mirror: MirrorServer; ca
  * from then on), stopped in `afterAll`; a failing test prints the coordinator's log and every
  * process's output, a passing one prints nothing.
  */
-export function useWorld(options: WorldOptions = {}): World {
+export function useWorld(options: WorldOptionsSource = {}): World {
   const world = new World(options);
   beforeAll(async () => {
     try {

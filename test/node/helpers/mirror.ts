@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { zipSync } from "fflate";
+import { detachedSignature, type TestSigner } from "./signing.ts";
 import { buildTarGz } from "./tarball.ts";
 
 export const STANDIN_PATH = path.resolve(
@@ -42,14 +43,21 @@ export function sha256Hex(data: Uint8Array): string {
   return createHash("sha256").update(data).digest("hex");
 }
 
+/** Where a checksums file's detached OpenPGP signature is, as the agent looks for it. */
+const SIGNATURE = /^(.+(?:_SHA256SUMS|-checksums\.txt))\.(?:sig|gpgsig)$/;
+
 /**
  * A release mirror on 127.0.0.1 laid out as `/{engine}/{version}/{file}`. Files are set per
  * test; every request is recorded; `delayMs` slows zip answers to make install races overlap.
+ * With a `signer`, it signs as a mirror that re-signs releases does: a request for a checksums
+ * file's signature (`…_SHA256SUMS.sig`/`.gpgsig`, `…-checksums.txt.gpgsig`) that `files` does
+ * not hold is answered with the signer's detached signature of that checksums file as it is now.
  */
 export class MirrorServer {
   readonly files = new Map<string, Buffer>();
   readonly requests: string[] = [];
   delayMs = 0;
+  signer: TestSigner | null = null;
   private server: Server | null = null;
   private readonly tls: { key: string; cert: string } | null;
 
@@ -147,7 +155,15 @@ export class MirrorServer {
       this.requests.push(url);
       const body = this.files.get(url);
       if (body === undefined) {
-        res.writeHead(404).end("not found");
+        const signed = this.signatureOf(url);
+        if (signed === null) {
+          res.writeHead(404).end("not found");
+          return;
+        }
+        signed.then(
+          (signature) => res.writeHead(200).end(signature),
+          (error: unknown) => res.writeHead(500).end(String(error)),
+        );
         return;
       }
       setTimeout(
@@ -158,6 +174,13 @@ export class MirrorServer {
     this.server = this.tls ? createTlsServer(this.tls, handler) : createServer(handler);
     const server = this.server;
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  }
+
+  /** The signer's signature of the checksums file `url` signs, or null (404). */
+  private signatureOf(url: string): Promise<Buffer> | null {
+    const sums = SIGNATURE.exec(url)?.[1];
+    const data = sums === undefined ? undefined : this.files.get(sums);
+    return this.signer === null || data === undefined ? null : detachedSignature(this.signer, data);
   }
 
   async stop(): Promise<void> {

@@ -3,10 +3,12 @@
  * 127.0.0.1, each at `/<name>` with its discovery document and JWKS. Keys are whatever a test
  * publishes (`PUT /<name>/jwks` with a JSON Web Key Set, or `publish()` from Node), so Worker
  * tests can generate and sign with jose inside workerd and only host the public half here.
- * An issuer named `…-redirected` publishes a `jwks_uri` that answers a redirect, one named
+ * Its discovery document names a token endpoint that redeems codes a test scripted (`PUT
+ * /<name>/codes/<code>`), as a provider would. An issuer named `…-redirected` publishes a `jwks_uri` that answers a redirect, one named
  * `…-lying` a discovery document naming another issuer (the attacks a verifier must refuse). Every
  * request is counted per path, so a test can see that a key set was (or was not) fetched again.
  */
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from "jose";
@@ -47,9 +49,22 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
+/**
+ * An authorization code a test made for the token endpoint: redeemed once, with the PKCE verifier
+ * whose S256 is `codeChallenge` and the client's basic credentials, for `idToken`.
+ */
+type ScriptedCode = {
+  idToken: string;
+  codeChallenge: string;
+  clientId: string;
+  clientSecret: string;
+  redirectUri: string;
+};
+
 export class OidcIssuerServer {
   private server: Server | null = null;
   private readonly keySets = new Map<string, { keys: JWK[] }>();
+  private readonly codes = new Map<string, ScriptedCode>();
   readonly hits = new Map<string, number>();
 
   get url(): string {
@@ -104,6 +119,13 @@ export class OidcIssuerServer {
       this.publish(name, (JSON.parse(await readBody(req)) as { keys: JWK[] }).keys);
       return { status: 204, body: "" };
     }
+    if (req.method === "PUT" && tail.startsWith("codes/")) {
+      this.codes.set(`${name}/${tail.slice(6)}`, JSON.parse(await readBody(req)) as ScriptedCode);
+      return { status: 204, body: "" };
+    }
+    if (req.method === "POST" && tail === "token") {
+      return this.redeem(name, req);
+    }
     if (tail.startsWith("redirect/")) {
       return {
         status: 302,
@@ -116,12 +138,51 @@ export class OidcIssuerServer {
       const jwksUri = name.endsWith("-redirected")
         ? `${this.issuer(name)}/redirect/jwks`
         : `${this.issuer(name)}/jwks`;
-      return { status: 200, body: JSON.stringify({ issuer, jwks_uri: jwksUri }) };
+      return {
+        status: 200,
+        body: JSON.stringify({
+          issuer,
+          jwks_uri: jwksUri,
+          authorization_endpoint: `${this.issuer(name)}/authorize`,
+          token_endpoint: `${this.issuer(name)}/token`,
+        }),
+      };
     }
     const keySet = this.keySets.get(name);
     if (tail === "jwks" && keySet) {
       return { status: 200, body: JSON.stringify(keySet) };
     }
     return { status: 404, body: "{}" };
+  }
+
+  /**
+   * The token endpoint, as a provider answers it: a code is redeemed once (a replay is
+   * `invalid_grant`), only with the client's credentials, the same redirect URI, and the PKCE
+   * verifier of the challenge the code was made for.
+   */
+  private async redeem(name: string, req: IncomingMessage) {
+    const form = new URLSearchParams(await readBody(req));
+    const key = `${name}/${form.get("code") ?? ""}`;
+    const code = this.codes.get(key);
+    this.codes.delete(key);
+    const refuse = (error: string) => ({ status: 400, body: JSON.stringify({ error }) });
+    if (!code || form.get("grant_type") !== "authorization_code") {
+      return refuse("invalid_grant");
+    }
+    const basic = Buffer.from(
+      `${encodeURIComponent(code.clientId)}:${encodeURIComponent(code.clientSecret)}`,
+    ).toString("base64");
+    if (req.headers.authorization !== `Basic ${basic}`) {
+      return { status: 401, body: JSON.stringify({ error: "invalid_client" }) };
+    }
+    const verifier = form.get("code_verifier") ?? "";
+    const challenge = createHash("sha256").update(verifier).digest("base64url");
+    if (challenge !== code.codeChallenge || form.get("redirect_uri") !== code.redirectUri) {
+      return refuse("invalid_grant");
+    }
+    return {
+      status: 200,
+      body: JSON.stringify({ access_token: "at", token_type: "Bearer", id_token: code.idToken }),
+    };
   }
 }

@@ -2,13 +2,16 @@
  * The auth cases every route must pass, in one place so none can be forgotten: no token, a
  * malformed header, an unknown token, a revoked token, each role below the required one, and a
  * valid token of another organization against this organization's ids (404, never 403). Every
- * refused request must leave D1 exactly as it was.
+ * refused request must leave D1 exactly as it was. Workspace routes also pass the team-access
+ * matrix ({@link describeAccess}): each access level below the route's, for people and team tokens.
  */
 import { describe, expect, it } from "vitest";
+import { ACCESS_LEVELS, type AccessLevel } from "../../../src/authz/model.ts";
 import { ROLES, type Role } from "../../../src/tokens/model.ts";
 import { type ErrorBody, type RequestOptions, requestJson } from "./api.ts";
 import { snapshotD1 } from "./d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./fixtures.ts";
+import { personWithAccess } from "./people.ts";
 
 export type AuthTarget = {
   method: string;
@@ -51,7 +54,6 @@ async function expectRefused(
   expect(await snapshotD1()).toEqual(before);
 }
 
-/** Registers the auth matrix for one route as a `describe` block. */
 /** Runs `make` once and hands every caller the same promise. */
 function once<T>(make: () => Promise<T>): () => Promise<T> {
   let value: Promise<T> | undefined;
@@ -136,5 +138,80 @@ export function describeAuth(name: string, authCase: AuthCase): void {
         await expectRefused(target, { headers: header(token) }, 404, "NOT_FOUND");
       });
     }
+  });
+}
+
+export type AccessCase = {
+  /**
+   * Builds the request against a workspace of `org` the case creates; called once for the
+   * refusals and again for each allowed caller, since an allowed request may change things.
+   */
+  target: (org: TestOrg) => Promise<AuthTarget & { workspaceId: string }>;
+  /** The lowest team access the route needs. */
+  level: AccessLevel;
+  /** The status the request answers once allowed. */
+  allowedStatus: number;
+  /** Another way to send the token (basic auth for the state backend). */
+  authScheme?: (token: string) => Record<string, string>;
+};
+
+async function expectAnswer(
+  target: AuthTarget,
+  headers: Record<string, string>,
+  status: number,
+): Promise<void> {
+  const res = await requestJson<ErrorBody>(target.path, {
+    method: target.method,
+    body: target.body,
+    headers: { ...target.headers, ...headers },
+  });
+  expect(res.status, `${target.method} ${target.path}: ${JSON.stringify(res.body)}`).toBe(status);
+}
+
+/**
+ * Registers the team-access matrix of one workspace route as a `describe` block, for people (a
+ * personal token) and team tokens alike, neither with an organization role: without access to
+ * the workspace it is not found (404), below the route's level it is forbidden (403), at the
+ * level it is allowed. Every refusal must leave D1 as it was.
+ */
+export function describeAccess(name: string, accessCase: AccessCase): void {
+  describe(`${name}: team access`, () => {
+    const header = (token: string) =>
+      accessCase.authScheme ? accessCase.authScheme(token) : { authorization: `Bearer ${token}` };
+    const home = once(async () => {
+      const org = await seedOrg();
+      return { org, target: await accessCase.target(org) };
+    });
+    const below = ACCESS_LEVELS.slice(0, ACCESS_LEVELS.indexOf(accessCase.level));
+
+    it("answers 404 to a person and a team token without access to the workspace", async () => {
+      const { org, target } = await home();
+      const { user, team } = await personWithAccess(org, { id: target.workspaceId }, null);
+      for (const token of [user.token, team.token]) {
+        await expectRefused(target, { headers: header(token) }, 404, "NOT_FOUND");
+      }
+    });
+
+    if (below.length > 0) {
+      it(`refuses ${below.join(", ")} access (403), for a person and a team token`, async () => {
+        const { org, target } = await home();
+        for (const level of below) {
+          const { user, team } = await personWithAccess(org, { id: target.workspaceId }, level);
+          for (const token of [user.token, team.token]) {
+            await expectRefused(target, { headers: header(token) }, 403, "FORBIDDEN");
+          }
+        }
+      });
+    }
+
+    it(`allows ${accessCase.level} access, for a person and a team token`, async () => {
+      const { org } = await home();
+      for (const who of ["user", "team"] as const) {
+        const target = await accessCase.target(org);
+        const access = await personWithAccess(org, { id: target.workspaceId }, accessCase.level);
+        const token = who === "user" ? access.user.token : access.team.token;
+        await expectAnswer(target, header(token), accessCase.allowedStatus);
+      }
+    });
   });
 }

@@ -1,11 +1,17 @@
 /** Seeds organizations and tokens through the real services (no HTTP, no mocks). */
 import { env } from "cloudflare:workers";
+import type { AuditActor } from "../../../src/authz/actor.ts";
 import { createDb } from "../../../src/db/client.ts";
 import { createOrganization } from "../../../src/orgs/service.ts";
 import type { Role } from "../../../src/tokens/model.ts";
 import { createOrgToken, revokeOrgToken } from "../../../src/tokens/service.ts";
 
 export const db = createDb(env.DB);
+
+/** An org token as the actor of a change made in a test. */
+export function tokenActor(id: string): AuditActor {
+  return { type: "org-token", id, name: `token ${id}` };
+}
 
 let counter = 0;
 
@@ -23,22 +29,32 @@ export type TestOrg = {
 export async function seedOrg(
   name = `org-${Date.now().toString(36)}-${counter++}`,
 ): Promise<TestOrg> {
-  const created = await createOrganization(db, { name, actor: "test", onlyIfNone: false });
+  const created = await createOrganization(db, {
+    name,
+    actor: tokenActor("test"),
+    onlyIfNone: false,
+  });
   if (!created.ok) {
     throw new Error(`seedOrg: ${created.reason}`);
   }
   const orgId = created.value.organization.id;
   const owner = created.value.token;
   const make = async (role: Role) =>
-    (await createOrgToken(db, { orgId, role, description: `${role} token`, actor: owner.id }))
-      .token;
+    (
+      await createOrgToken(db, {
+        orgId,
+        role,
+        description: `${role} token`,
+        actor: tokenActor(owner.id),
+      })
+    ).token;
   const revoked = await createOrgToken(db, {
     orgId,
     role: "owner",
     description: "revoked owner",
-    actor: owner.id,
+    actor: tokenActor(owner.id),
   });
-  const result = await revokeOrgToken(db, { orgId, id: revoked.id, actor: owner.id });
+  const result = await revokeOrgToken(db, { orgId, id: revoked.id, actor: tokenActor(owner.id) });
   if (!result.ok) {
     throw new Error(`seedOrg: revoke failed: ${result.reason}`);
   }

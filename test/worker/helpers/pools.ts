@@ -15,7 +15,7 @@ import {
   revokeAgentToken,
 } from "../../../src/pools/service.ts";
 import { requestJson } from "./api.ts";
-import { db, type TestOrg } from "./fixtures.ts";
+import { db, type TestOrg, tokenActor } from "./fixtures.ts";
 
 let counter = 0;
 
@@ -30,7 +30,7 @@ export async function seedPool(
 ): Promise<{ poolId: string; token: string; tokenId: string }> {
   const pool = await createPool(db, env, {
     orgId: org.orgId,
-    actor: org.ownerTokenId,
+    actor: tokenActor(org.ownerTokenId),
     name: `pool-${counter++}-${Date.now().toString(36)}`,
     ...settings,
   });
@@ -46,7 +46,7 @@ export async function addAgentToken(org: TestOrg, poolId: string) {
     orgId: org.orgId,
     poolId,
     description: "test agents",
-    actor: org.ownerTokenId,
+    actor: tokenActor(org.ownerTokenId),
   });
   if (!created.ok) {
     throw new Error(`addAgentToken: ${created.reason}`);
@@ -61,7 +61,7 @@ export async function revokedAgentToken(org: TestOrg, poolId: string): Promise<s
     orgId: org.orgId,
     poolId,
     id: tokenId,
-    actor: org.ownerTokenId,
+    actor: tokenActor(org.ownerTokenId),
   });
   if (!revoked.ok) {
     throw new Error(`revokedAgentToken: ${revoked.reason}`);

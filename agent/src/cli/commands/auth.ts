@@ -1,17 +1,33 @@
 import { must, UserApi } from "../api.ts";
 import { command } from "../args.ts";
-import { Credentials, configFile, removeCredentials, saveCredentials } from "../config-store.ts";
+import {
+  Credentials,
+  configFile,
+  loadCredentials,
+  removeCredentials,
+  saveCredentials,
+} from "../config-store.ts";
+import type { CliContext } from "../context.ts";
 import { CLI_EXIT, UsageError } from "../errors.ts";
 import { json } from "../output.ts";
+import { ssoLogin } from "./sso-login.ts";
 
 /**
- * Checks an org token against the coordinator and saves address and token in the 0600 config
- * file. The token is never taken from the command line (it would show in `ps` and shell history).
+ * Checks a token against the coordinator and saves address and token in the 0600 config file.
+ * The token is never taken from the command line (it would show in `ps` and shell history).
+ * With `--sso`, the browser signs in instead and the CLI receives a personal token.
  */
 export const login = command(
   {
-    summary: "check an org token (stdin, OUTPOST_TOKEN or a prompt) and save the login",
-    options: { address: { type: "string", description: "the coordinator's base URL" } },
+    summary:
+      "sign in through the browser (--sso), or check a token (stdin, OUTPOST_TOKEN or a prompt), and save the login",
+    options: {
+      address: { type: "string", description: "the coordinator's base URL" },
+      sso: {
+        type: "boolean",
+        description: "sign in through the organization's provider in a browser (prints an address)",
+      },
+    },
     positionals: [],
     required: 0,
   },
@@ -19,6 +35,9 @@ export const login = command(
     const address = values.address ?? ctx.env.OUTPOST_ADDRESS;
     if (address === undefined) {
       throw new UsageError("missing --address (outpost login --address URL)");
+    }
+    if (values.sso) {
+      return ssoLogin(ctx, address);
     }
     const token =
       ctx.env.OUTPOST_TOKEN ||
@@ -37,7 +56,7 @@ export const login = command(
     const org = await must(new UserApi(parsed.data).client.GET("/api/v1/organization"));
     const file = await saveCredentials(ctx.env, parsed.data);
     ctx.err.write(
-      `Logged in to ${parsed.data.address} as ${org.role} of ${org.name}; saved in ${file}\n`,
+      `Logged in to ${parsed.data.address} as ${org.role ?? "no role"} of ${org.name}; saved in ${file}\n`,
     );
     return CLI_EXIT.ok;
   },
@@ -52,9 +71,10 @@ export const logout = command(
   },
 );
 
+/** Who the login is: for a person, their email, name and teams; always the org and role. */
 export const whoami = command(
   {
-    summary: "show the organization and role of the login",
+    summary: "show who the login is: the person (email, teams) or token, the organization and role",
     options: {},
     positionals: [],
     required: 0,
@@ -62,9 +82,26 @@ export const whoami = command(
   async (ctx, { values }) => {
     const api = await ctx.api();
     const org = await must(api.client.GET("/api/v1/organization"));
+    const role = org.role ?? "no organization role";
+    if (!(await loginToken(ctx)).startsWith("op_user_")) {
+      ctx.out.write(
+        values.json ? json(org) : `${org.name} (${org.id}) as ${role} on ${api.address}\n`,
+      );
+      return CLI_EXIT.ok;
+    }
+    const me = await must(api.client.GET("/api/v1/user"));
+    const who = me.name ? `${me.name} <${me.email}>` : me.email;
+    const teams =
+      me.teams.length === 0 ? "no teams" : `teams ${me.teams.map((t) => t.name).join(", ")}`;
     ctx.out.write(
-      values.json ? json(org) : `${org.name} (${org.id}) as ${org.role} on ${api.address}\n`,
+      values.json
+        ? json({ user: me, organization: org })
+        : `${who} in ${org.name} (${org.id}) as ${role}, ${teams}, on ${api.address}\n`,
     );
     return CLI_EXIT.ok;
   },
 );
+
+async function loginToken(ctx: CliContext): Promise<string> {
+  return (await loadCredentials(ctx.env)).token;
+}

@@ -42,6 +42,10 @@ export function describeRun(run: Run, address: string): string {
       `${job.phase === "plan" ? "Plan" : "Apply"} agent:`,
       agentOf(job),
     ]),
+    ["Queued by:", run.createdBy?.name ?? null],
+    ["Confirmed by:", run.confirmedBy?.name ?? null],
+    ["Discarded by:", run.discardedBy?.name ?? null],
+    ["Canceled by:", run.canceledBy?.name ?? null],
     ["Created:", run.createdAt],
     ["URL:", runUrl(address, run.id)],
   ];

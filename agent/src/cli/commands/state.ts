@@ -57,8 +57,13 @@ async function pickVersion(api: UserApi, wsId: string, ref: string | undefined) 
   return found;
 }
 
+/** Who wrote a version, by name (a person's email, a token's description), and through which run. */
 function writer(v: StateVersion): string {
-  return v.runId ?? (v.restoredFromId ? `rollback of ${v.restoredFromId}` : cell(v.createdBy));
+  const who = v.createdBy?.name ?? "unknown";
+  if (v.runId) {
+    return `${who} (${v.runId})`;
+  }
+  return v.restoredFromId ? `${who}, rollback of ${v.restoredFromId}` : cell(who);
 }
 
 const list = command(

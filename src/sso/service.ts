@@ -1,0 +1,112 @@
+/**
+ * An organization's single sign-on settings, for owners: the provider's issuer (checked by its
+ * discovery document), the client, and which claims carry the email and the groups. The client
+ * secret is sealed with ENCRYPTION_KEY and never shown; `secretContext` binds it to its org.
+ */
+
+import { fail, ok, type Result } from "@outpost/common";
+import { auditQuery } from "../audit/service.ts";
+import type { AuditActor } from "../authz/actor.ts";
+import type { Database } from "../db/client.ts";
+import { loadKeyring, seal } from "../lib/encryption.ts";
+import { discover } from "../oidc/discovery.ts";
+import { allowsLoopbackIssuers } from "../oidc/trust-service.ts";
+import { type PutSso, presentSso, ssoIssuerProblem } from "./model.ts";
+import { deleteSsoConfigQuery, getSsoConfig, putSsoConfigQuery } from "./queries.ts";
+
+type Ctx = { orgId: string; actor: AuditActor; now: number };
+type Settings = ReturnType<typeof PutSso.parse>;
+
+/** The associated data the client secret is sealed with: it opens only for its organization. */
+export const secretContext = (orgId: string) => `sso-client-secret:${orgId}`;
+
+/** The org's SSO settings without the secret, or undefined when it has none. */
+export async function showSso(db: Database, orgId: string) {
+  const row = await getSsoConfig(db, orgId);
+  return row ? presentSso(row) : undefined;
+}
+
+/**
+ * Sets the org's SSO: the issuer must be https (loopback http only where the deployment allows
+ * it) and its discovery document must name an authorization and a token endpoint.
+ */
+export async function putSso(
+  db: Database,
+  env: Env,
+  ctx: Ctx,
+  settings: Settings,
+): Promise<
+  Result<ReturnType<typeof presentSso>, { reason: "invalid" | "unavailable"; message: string }>
+> {
+  const allowLoopback = allowsLoopbackIssuers(env);
+  const problem = ssoIssuerProblem(settings.issuer, allowLoopback);
+  if (problem) {
+    return fail({ reason: "invalid", message: `issuer ${problem}` });
+  }
+  try {
+    const { document } = await discover(settings.issuer, allowLoopback);
+    if (!document.authorizationEndpoint || !document.tokenEndpoint) {
+      throw new Error("its discovery document has no usable authorization and token endpoints");
+    }
+  } catch (error) {
+    return fail({
+      reason: "invalid",
+      message: `issuer ${settings.issuer} cannot be used: ${error instanceof Error ? error.message : "discovery failed"}`,
+    });
+  }
+  const keyring = await loadKeyring(env.ENCRYPTION_KEY);
+  if (!keyring.ok) {
+    return fail({
+      reason: "unavailable",
+      message: "the deployment's ENCRYPTION_KEY is not usable",
+    });
+  }
+  const sealed = await seal(keyring.value, settings.clientSecret, secretContext(ctx.orgId));
+  const row = {
+    orgId: ctx.orgId,
+    issuer: settings.issuer,
+    clientId: settings.clientId,
+    clientSecretCiphertext: sealed.sealed,
+    groupsClaim: settings.groupsClaim,
+    emailClaim: settings.emailClaim,
+    createdAt: ctx.now,
+    updatedAt: ctx.now,
+  };
+  await db.batch([
+    putSsoConfigQuery(db, row),
+    auditQuery(db, {
+      orgId: ctx.orgId,
+      actor: ctx.actor,
+      action: "sso.update",
+      targetType: "organization",
+      targetId: ctx.orgId,
+      data: {
+        issuer: row.issuer,
+        clientId: row.clientId,
+        groupsClaim: row.groupsClaim,
+        emailClaim: row.emailClaim,
+      },
+      now: ctx.now,
+    }),
+  ]);
+  return ok(presentSso(row));
+}
+
+/** Turns the org's SSO off; sessions already started live on until they end. */
+export async function deleteSso(db: Database, ctx: Ctx): Promise<Result<null, "not_found">> {
+  if (!(await getSsoConfig(db, ctx.orgId))) {
+    return fail("not_found");
+  }
+  await db.batch([
+    deleteSsoConfigQuery(db, ctx.orgId),
+    auditQuery(db, {
+      orgId: ctx.orgId,
+      actor: ctx.actor,
+      action: "sso.delete",
+      targetType: "organization",
+      targetId: ctx.orgId,
+      now: ctx.now,
+    }),
+  ]);
+  return ok(null);
+}
