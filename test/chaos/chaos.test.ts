@@ -14,8 +14,8 @@ import {
   waitForLog,
   waitForRun,
 } from "../e2e/helpers/e2e.ts";
-import type { AgentProcess } from "../e2e/helpers/processes.ts";
-import { type AgentOptions, useWorld } from "../e2e/helpers/world.ts";
+import type { AgentOptions, AgentProcess } from "../e2e/helpers/processes.ts";
+import { useWorld } from "../e2e/helpers/world.ts";
 import { applyStarts, expectNoJobOnDeadAgents, expectStateHistory } from "./helpers/invariants.ts";
 import { ChaosProxy } from "./helpers/proxy.ts";
 

@@ -16,8 +16,8 @@ import {
   uploadConfiguration,
   waitForRun,
 } from "./helpers/e2e.ts";
-import { exitWithin } from "./helpers/processes.ts";
-import { type AgentOptions, useWorld } from "./helpers/world.ts";
+import { type AgentOptions, exitWithin } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
 const world = useWorld();
 const PLATFORM = { os: process.platform, arch: process.arch === "x64" ? "amd64" : process.arch };

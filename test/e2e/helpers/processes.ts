@@ -110,6 +110,72 @@ export function watch(
   return watched;
 }
 
+/** How one agent process is started. */
+export type AgentOptions = {
+  args?: string[];
+  env?: Record<string, string>;
+  /** Another agent token (the world's by default). */
+  token?: string;
+  /** Read the token from this file (`--token-file`) instead of `OUTPOST_TOKEN`. */
+  tokenFile?: string;
+  /** `<world dir>/agent-data` by default (shared by the agents that take the default). */
+  dataDir?: string;
+  /** Another agent entry point, e.g. a built single-file agent; the sources by default. */
+  bin?: string;
+  /** Another release mirror (the world's by default; null: none). */
+  releaseMirror?: string | null;
+  /** Another `--engine-keyring` (the world's by default; null: none). */
+  engineKeyring?: string | null;
+};
+
+/** What an agent gets unless its options say otherwise: the world's parts. */
+export type AgentDefaults = {
+  label: string;
+  address: string;
+  token: string;
+  dataDir: string;
+  home: string;
+  releaseMirror: string;
+  engineKeyring: string;
+  /** Added to the environment before `options.env`. */
+  env: Record<string, string>;
+};
+
+/** Starts the real agent bin (the sources unless `options.bin`), not waiting for it. */
+export function spawnAgent(options: AgentOptions, defaults: AgentDefaults): AgentProcess {
+  const dataDir = options.dataDir ?? defaults.dataDir;
+  mkdirSync(dataDir, { recursive: true });
+  const mirror =
+    options.releaseMirror === undefined ? defaults.releaseMirror : options.releaseMirror;
+  const keyring =
+    options.engineKeyring === undefined ? defaults.engineKeyring : options.engineKeyring;
+  const child = spawn(
+    process.execPath,
+    [
+      options.bin ?? AGENT_BIN,
+      ...(mirror === null ? [] : ["--release-mirror", mirror]),
+      ...(keyring === null ? [] : ["--engine-keyring", keyring]),
+      ...["--data-dir", dataDir, "--hooks-dir", path.join(dataDir, "hooks")],
+      ...(options.tokenFile === undefined ? [] : ["--token-file", options.tokenFile]),
+      ...(options.args ?? []),
+    ],
+    {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: defaults.home,
+        OUTPOST_ADDRESS: defaults.address,
+        ...(options.tokenFile === undefined
+          ? { OUTPOST_TOKEN: options.token ?? defaults.token }
+          : {}),
+        ...defaults.env,
+        ...options.env,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  return watch(child, { label: defaults.label, dataDir, kill: (signal) => child.kill(signal) });
+}
+
 /** Resolves with the exit, or throws (after killing it) when the process outlives `timeoutMs`. */
 export async function exitWithin(agent: AgentProcess, timeoutMs: number): Promise<Exit> {
   const result = await Promise.race([agent.exited, delay(timeoutMs, null)]);

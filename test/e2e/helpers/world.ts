@@ -6,8 +6,7 @@
  * stops it after; when a test fails, the coordinator's log and every process's output are printed
  * (and only then).
  */
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, inject } from "vitest";
@@ -18,25 +17,7 @@ import { makeTestCa, type TestCa } from "../../node/helpers/tls.ts";
 import { type Answer, ENGINE_VERSION, expectStatus, type Json } from "./e2e.ts";
 import { FailureLog } from "./failure-log.ts";
 import { agentGitEnv, type GitServer, startGitServer } from "./git-server.ts";
-import { AGENT_BIN, type AgentProcess, watch } from "./processes.ts";
-
-/** How one agent process is started. */
-export type AgentOptions = {
-  args?: string[];
-  env?: Record<string, string>;
-  /** Another agent token (the world's by default). */
-  token?: string;
-  /** Read the token from this file (`--token-file`) instead of `OUTPOST_TOKEN`. */
-  tokenFile?: string;
-  /** `<world dir>/agent-data` by default (shared by the agents that take the default). */
-  dataDir?: string;
-  /** Another agent entry point, e.g. a built single-file agent; the sources by default. */
-  bin?: string;
-  /** Another release mirror (the world's by default; null: none). */
-  releaseMirror?: string | null;
-  /** Another `--engine-keyring` (the world's by default; null: none). */
-  engineKeyring?: string | null;
-};
+import { type AgentOptions, type AgentProcess, spawnAgent } from "./processes.ts";
 
 export type WorldOptions = {
   /** Agents started once the coordinator is up, each awaited until it registered. */
@@ -161,29 +142,42 @@ export class World {
     ]);
     mirror.signer = signer;
     const keyringFile = writeKeyring(dir, signer);
+    const [ownerToken, poolId, agentToken] = ["", "", ""];
     this.parts = {
-      ...{ coordinator, mirror, git, ca, signer, keyringFile, dir },
-      ...{ ownerToken: "", poolId: "", agentToken: "" },
+      coordinator,
+      mirror,
+      git,
+      ca,
+      signer,
+      keyringFile,
+      dir,
+      ownerToken,
+      poolId,
+      agentToken,
     };
     this.publishEngines();
-    this.parts.ownerToken = await coordinator.bootstrap();
-    const pool = await expectStatus(this.api("POST", "/api/v1/pools", { name: "e2e" }), 201);
-    this.parts.poolId = String(pool.id);
-    const [token] = await Promise.all([
-      expectStatus(
-        this.api("POST", `/api/v1/pools/${this.parts.poolId}/tokens`, {
-          description: "e2e agents",
-        }),
-        201,
-      ),
-      options.pool
-        ? expectStatus(this.api("PATCH", `/api/v1/pools/${this.parts.poolId}`, options.pool), 200)
-        : null,
-    ]);
-    this.parts.agentToken = String(token.token);
+    await this.createPool();
     await Promise.all(
       (options.agents ?? []).map((agent) => this.startAgent(agent).waitForOutput(/registered/)),
     );
+  }
+
+  /** Bootstraps the organization; creates its pool (with `options.pool`) and an agent token. */
+  private async createPool(): Promise<void> {
+    const parts = this.started;
+    parts.ownerToken = await parts.coordinator.bootstrap();
+    const pool = await expectStatus(this.api("POST", "/api/v1/pools", { name: "e2e" }), 201);
+    parts.poolId = String(pool.id);
+    const [token] = await Promise.all([
+      expectStatus(
+        this.api("POST", `/api/v1/pools/${parts.poolId}/tokens`, { description: "e2e agents" }),
+        201,
+      ),
+      this.options.pool
+        ? expectStatus(this.api("PATCH", `/api/v1/pools/${parts.poolId}`, this.options.pool), 200)
+        : null,
+    ]);
+    parts.agentToken = String(token.token);
   }
 
   private publishEngines(): void {
@@ -219,39 +213,18 @@ export class World {
 
   /** Starts the real agent bin against the coordinator and the mirror (not awaited). */
   startAgent(options: AgentOptions = {}): AgentProcess {
-    const dataDir = options.dataDir ?? path.join(this.dir, "agent-data");
-    mkdirSync(dataDir, { recursive: true });
-    const mirror = options.releaseMirror === undefined ? this.mirror.url : options.releaseMirror;
-    const keyring = options.engineKeyring === undefined ? this.keyringFile : options.engineKeyring;
-    const child = spawn(
-      process.execPath,
-      [
-        options.bin ?? AGENT_BIN,
-        ...(mirror === null ? [] : ["--release-mirror", mirror]),
-        ...(keyring === null ? [] : ["--engine-keyring", keyring]),
-        "--data-dir",
-        dataDir,
-        "--hooks-dir",
-        path.join(dataDir, "hooks"),
-        ...(options.tokenFile === undefined ? [] : ["--token-file", options.tokenFile]),
-        ...(options.args ?? []),
-      ],
-      {
-        env: {
-          PATH: process.env.PATH ?? "",
-          HOME: this.dir,
-          OUTPOST_ADDRESS: this.coordinator.url,
-          ...(options.tokenFile === undefined
-            ? { OUTPOST_TOKEN: options.token ?? this.agentToken }
-            : {}),
-          ...(this.parts?.git ? agentGitEnv(this.parts.git) : {}),
-          ...options.env,
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    const label = `agent #${this.processes.length + 1} (${[...(options.args ?? [])].join(" ") || "no flags"})`;
-    return this.track(watch(child, { label, dataDir, kill: (signal) => child.kill(signal) }));
+    const label = `agent #${this.processes.length + 1} (${options.args?.join(" ") || "no flags"})`;
+    const agent = spawnAgent(options, {
+      label,
+      address: this.coordinator.url,
+      token: this.agentToken,
+      dataDir: path.join(this.dir, "agent-data"),
+      home: this.dir,
+      releaseMirror: this.mirror.url,
+      engineKeyring: this.keyringFile,
+      env: this.parts?.git ? agentGitEnv(this.parts.git) : {},
+    });
+    return this.track(agent);
   }
 
   /** Keeps `process` for the log dump and stops it with the world. */
