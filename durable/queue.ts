@@ -4,7 +4,6 @@
  * reference model in the tests both follow these rules (docs/queue.md says them in words).
  */
 
-import { fail, ok, type Result } from "@outpost/common";
 import type { AgentStatus, JobPhase } from "@outpost/protocol";
 
 /** Liveness and lease settings of one pool (the phase timeout travels with each job). */
@@ -44,11 +43,6 @@ const JOB_MOVES: Record<JobState, readonly JobState[]> = {
 /** Whether a job may move `from → to`; every write of a job's state goes through it. */
 export function canMoveJob(from: JobState, to: JobState): boolean {
   return JOB_MOVES[from].includes(to);
-}
-
-/** Checks one job transition; a refused one is a bug in the caller, never a user error. */
-export function moveJob(from: JobState, to: JobState): Result<JobState, "invalid_transition"> {
-  return canMoveJob(from, to) ? ok(to) : fail("invalid_transition");
 }
 
 /** The queue classes an agent may take from, in the order they are served (apply first). */

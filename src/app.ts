@@ -1,17 +1,17 @@
 /**
- * Builds the Hono app: middleware order (request id → db → body limits), feature mounts, the
+ * Builds the Hono app: middleware order (request id → deps → body limits), feature mounts, the
  * OpenAPI document with `/healthz` (`openapi.ts`), and the one error handler.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
-import { agentVersionHeader } from "./agents/release.ts";
 import { releaseRoutes } from "./agents/release-routes.ts";
 import { agentRoutes } from "./agents/routes.ts";
 import { auditRoutes } from "./audit/routes.ts";
 import { configurationVersionRoutes } from "./configuration-versions/routes.ts";
-import { createDb } from "./db/client.ts";
+import { buildDeps, type Clock } from "./deps.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError, errorResponse, handleError } from "./errors.ts";
+import { agentVersionHeader } from "./middleware/agent-version.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
 import { exchangeRoutes } from "./oidc/exchange-routes.ts";
 import { issuerRoutes } from "./oidc/issuer-routes.ts";
@@ -36,13 +36,15 @@ import { vcsHookRoutes } from "./vcs/routes.ts";
 import { webhookRoutes } from "./vcs/webhook-routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
-/** A fresh app; the Worker builds one per isolate. */
-export function newApp(): OpenAPIHono<AppEnv> {
+/** A fresh app whose requests read the time from `clock`; the Worker builds one per isolate. */
+export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
 
   app.use("*", requestId({ headerName: "Outpost-Request-Id" }));
-  app.use("*", async function database(c, next) {
-    c.set("db", createDb(c.env.DB));
+  app.use("*", async function dependencies(c, next) {
+    const deps = buildDeps(c.env, clock);
+    c.set("deps", deps);
+    c.set("db", deps.db);
     await next();
   });
   app.use("/api/*", limitJsonBodies());

@@ -4,6 +4,7 @@
  */
 
 import type { z } from "@hono/zod-openapi";
+import type { Result } from "@outpost/common";
 import {
   type ErrorCode,
   type ErrorEnvelope as ErrorEnvelopeBody,
@@ -12,6 +13,7 @@ import {
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { Reason, ReasonKind } from "./lib/reason.ts";
 
 /** Maps every code to its HTTP status; exhaustive, so a new code cannot be forgotten. */
 export function codeToStatus(code: ErrorCode): ContentfulStatusCode {
@@ -76,6 +78,60 @@ function statusToCode(status: number): ErrorCode {
     default:
       return status >= 500 ? "INTERNAL" : "BAD_REQUEST";
   }
+}
+
+/**
+ * The one table from a service's kind of refusal to the code a client sees; every route and page
+ * answers a {@link Reason} through it.
+ */
+const REASON_CODES: Record<ReasonKind, ErrorCode> = {
+  invalid: "BAD_REQUEST",
+  not_found: "NOT_FOUND",
+  forbidden: "FORBIDDEN",
+  conflict: "CONFLICT",
+  locked: "LOCKED",
+  too_large: "PAYLOAD_TOO_LARGE",
+  over_limit: "RATE_LIMITED",
+  revoked: "TOKEN_REVOKED",
+  rejected: "OIDC_REJECTED",
+  lease_lost: "LEASE_LOST",
+  gone: "GONE",
+  out_of_range: "RANGE_NOT_SATISFIABLE",
+  unavailable: "UNAVAILABLE",
+};
+
+/** The error code of a refusal. */
+function reasonCode(reason: Pick<Reason, "kind">): ErrorCode {
+  return REASON_CODES[reason.kind];
+}
+
+/** The HTTP status of a refusal, for pages that answer HTML. */
+export function reasonStatus(reason: Pick<Reason, "kind">): ContentfulStatusCode {
+  return codeToStatus(reasonCode(reason));
+}
+
+/**
+ * A service's refusal as the error the edge answers: its code, sentence, issues and details,
+ * plus the headers a route's protocol adds (the log length of a refused append).
+ */
+export function reasonError(reason: Reason, headers: Record<string, string> = {}): ApiError {
+  const all: Record<string, string> = { ...headers };
+  if (reason.retryAfterSeconds !== undefined) {
+    all["Retry-After"] = String(reason.retryAfterSeconds);
+  }
+  return new ApiError(reasonCode(reason), reason.message, {
+    ...(reason.issues ? { issues: reason.issues.map((issue) => ({ ...issue })) } : {}),
+    ...(reason.details ? { details: { ...reason.details } } : {}),
+    ...(Object.keys(all).length > 0 ? { headers: all } : {}),
+  });
+}
+
+/** The value of a service outcome, or its refusal thrown as the {@link ApiError} to answer. */
+export function valueOrThrow<T>(result: Result<T, Reason>): T {
+  if (!result.ok) {
+    throw reasonError(result.reason);
+  }
+  return result.value;
 }
 
 /** The envelope as the OpenAPI document names it (`#/components/schemas/Error`). */

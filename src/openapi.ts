@@ -6,7 +6,7 @@
  */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "./env.ts";
-import { jsonResponse } from "./lib/router.ts";
+import { jsonResponse } from "./router.ts";
 import { describeStateBackend, STATE_CUSTOM_METHODS } from "./state/backend-doc.ts";
 
 export const API_VERSION = "0.1.0";

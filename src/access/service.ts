@@ -34,7 +34,7 @@ export async function verifyAssertion(
     return ok(payload);
   } catch (error) {
     const refusal = refusalOf(error, settings.issuer);
-    return fail({ reason: refusal.reason, message: `the Access assertion: ${refusal.message}` });
+    return fail({ reason: refusal.check, message: `the Access assertion: ${refusal.why}` });
   }
 }
 

@@ -7,7 +7,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { AgentRelease, type ReleaseFile, type ReleaseManifest } from "@outpost/protocol";
 import { ApiError } from "../errors.ts";
-import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
+import { errorResponses, jsonResponse, newRouter } from "../router.ts";
 import { installScript } from "./install-script.ts";
 import { shippedRelease } from "./release.ts";
 

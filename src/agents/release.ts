@@ -3,9 +3,7 @@
  * it. Read through the ASSETS binding once per isolate: assets change only with a deploy,
  * which starts new isolates.
  */
-import { AGENT_VERSION_HEADER, RELEASE_MANIFEST_PATH, ReleaseManifest } from "@outpost/protocol";
-import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../env.ts";
+import { RELEASE_MANIFEST_PATH, ReleaseManifest } from "@outpost/protocol";
 
 /** What the manifest read needs of the ASSETS binding. */
 export type AssetFetcher = { fetch(request: Request): Promise<Response> };
@@ -50,25 +48,4 @@ async function readManifest(assets: AssetFetcher): Promise<ReleaseManifest | nul
     return null;
   }
   return parsed.data;
-}
-
-/**
- * Adds {@link AGENT_VERSION_HEADER} to every agent API answer, so running agents learn of a
- * newer build between jobs. A manifest that cannot be read leaves the header out.
- */
-export function agentVersionHeader(): MiddlewareHandler<AppEnv> {
-  return async function agentVersion(c, next) {
-    await next();
-    const release = await shippedRelease(c.env.ASSETS).catch(() => null);
-    if (release === null) {
-      return;
-    }
-    try {
-      c.res.headers.set(AGENT_VERSION_HEADER, release.version);
-    } catch {
-      // A passed-through response has immutable headers: answer with a copy.
-      c.res = new Response(c.res.body, c.res);
-      c.res.headers.set(AGENT_VERSION_HEADER, release.version);
-    }
-  };
 }

@@ -24,12 +24,12 @@ import {
 import type { Context } from "hono";
 import type { AgentRef } from "../../durable/pool-types.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { requireAuth } from "../middleware/auth.ts";
-import { poolStub } from "../pools/service.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { finishJob, nextJob, startJob } from "../runs/agent-jobs.ts";
 import { shippedRelease } from "./release.ts";
+import { agentGoodbye, agentHeartbeat, registerAgent } from "./service.ts";
 
 const agentAuth = requireAuth({ kinds: ["agent"] });
 /** Polls and heartbeats: the pool keeps their time as the agent's last contact, D1 nothing. */
@@ -75,28 +75,7 @@ function agentRef(c: Context<AppEnv>, agentId: string): { poolId: string; ref: A
   return { poolId: principal.poolId, ref: { agentId, tokenId: principal.chainId } };
 }
 
-function agentFailure(reason: string, ids: { agentId: string; jobId?: string; leaseId?: string }) {
-  switch (reason) {
-    case "agent_not_found":
-      return new ApiError(
-        "NOT_FOUND",
-        `agent ${ids.agentId} is not registered in this pool with this token; register again`,
-      );
-    case "job_not_found":
-      return new ApiError("NOT_FOUND", `job ${ids.jobId} not found in this pool`);
-    case "lease_lost":
-      return new ApiError(
-        "LEASE_LOST",
-        `lease ${ids.leaseId} of job ${ids.jobId} is not held by agent ${ids.agentId}`,
-      );
-    default:
-      return new ApiError("GONE", "the agent pool of this token was deleted");
-  }
-}
-
 const common = { tags: ["agent"], security: [{ bearer: [] }] };
-
-const deps = (c: Context<AppEnv>) => ({ env: c.env, db: c.var.db });
 
 export const agentRoutes = newRouter()
   .openapi(
@@ -116,7 +95,7 @@ export const agentRoutes = newRouter()
     async (c) => {
       const { poolId, ref } = agentRef(c, "");
       const body = c.req.valid("json");
-      const result = await poolStub(c.env, poolId).register({
+      const result = await registerAgent(c.env, poolId, {
         tokenId: ref.tokenId,
         name: body.name ?? null,
         version: body.version,
@@ -126,11 +105,9 @@ export const agentRoutes = newRouter()
         acceptedPhases: body.acceptedPhases,
         isolation: body.isolation ?? null,
       });
-      if (!result.ok) {
-        throw agentFailure(result.reason, { agentId: "" });
-      }
+      const registered = valueOrThrow(result);
       const release = await shippedRelease(c.env.ASSETS).catch(() => null);
-      return c.json({ ...result.value, poolId, agentVersion: release?.version ?? null }, 201);
+      return c.json({ ...registered, poolId, agentVersion: release?.version ?? null }, 201);
     },
   )
   .openapi(
@@ -152,11 +129,7 @@ export const agentRoutes = newRouter()
       const agentId = c.req.valid("header")["outpost-agent-id"];
       const { poolId, ref } = agentRef(c, agentId);
       const waitMs = Math.min(c.req.valid("query").wait, MAX_POLL_WAIT_SECONDS) * 1000;
-      const result = await nextJob(deps(c), poolId, ref, waitMs);
-      if (!result.ok) {
-        throw agentFailure(result.reason, { agentId });
-      }
-      const outcome = result.value;
+      const outcome = valueOrThrow(await nextJob(c.var.deps, poolId, ref, waitMs));
       if (outcome.kind === "none") {
         return c.body(null, 204);
       }
@@ -184,10 +157,7 @@ export const agentRoutes = newRouter()
       const agentId = c.req.valid("header")["outpost-agent-id"];
       const { jobId, leaseId } = c.req.valid("param");
       const { poolId, ref } = agentRef(c, agentId);
-      const result = await startJob(deps(c), poolId, ref, { jobId, leaseId });
-      if (!result.ok) {
-        throw agentFailure(result.reason, { agentId, jobId, leaseId });
-      }
+      valueOrThrow(await startJob(c.var.deps, poolId, ref, { jobId, leaseId }));
       return c.json({ jobId, leaseId, state: "started" as const }, 200);
     },
   )
@@ -211,11 +181,8 @@ export const agentRoutes = newRouter()
     async (c) => {
       const agentId = c.req.valid("header")["outpost-agent-id"];
       const { poolId, ref } = agentRef(c, agentId);
-      const result = await poolStub(c.env, poolId).heartbeat(ref, c.req.valid("json").running);
-      if (!result.ok) {
-        throw agentFailure(result.reason, { agentId });
-      }
-      return c.json(result.value, 200);
+      const result = await agentHeartbeat(c.env, poolId, ref, c.req.valid("json").running);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -242,7 +209,7 @@ export const agentRoutes = newRouter()
       const body = c.req.valid("json");
       const { poolId, ref } = agentRef(c, agentId);
       const result = await finishJob(
-        deps(c),
+        c.var.deps,
         poolId,
         ref,
         { jobId, leaseId },
@@ -254,10 +221,7 @@ export const agentRoutes = newRouter()
         },
         body.engineVersion ?? null,
       );
-      if (!result.ok) {
-        throw agentFailure(result.reason, { agentId, jobId, leaseId });
-      }
-      const outcome = result.value.ending.outcome;
+      const outcome = valueOrThrow(result).ending.outcome;
       return c.json({ jobId, state: "ended" as const, outcome }, 200);
     },
   )
@@ -281,10 +245,8 @@ export const agentRoutes = newRouter()
     async (c) => {
       const agentId = c.req.valid("header")["outpost-agent-id"];
       const { poolId, ref } = agentRef(c, agentId);
-      const result = await poolStub(c.env, poolId).goodbye(ref, c.req.valid("json").reason ?? null);
-      if (!result.ok) {
-        throw agentFailure(result.reason, { agentId });
-      }
+      const result = await agentGoodbye(c.env, poolId, ref, c.req.valid("json").reason ?? null);
+      valueOrThrow(result);
       return c.json({ agentId, status: "exited" as const }, 200);
     },
   );

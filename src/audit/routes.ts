@@ -4,9 +4,10 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { ACTOR_TYPES, SIGN_IN_METHODS } from "../authz/actor.ts";
+import { valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, jsonResponse, newRouter } from "../router.ts";
 import { listAuditEvents, presentAuditEvent } from "./service.ts";
 
 const AuditEvent = z
@@ -75,7 +76,8 @@ export const auditRoutes = newRouter().openapi(
   }),
   async (c) => {
     const { limit, cursor, ...filter } = c.req.valid("query");
-    const after = cursor === undefined ? undefined : decodeCursor(cursor, ["number", "string"]);
+    const after =
+      cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["number", "string"]));
     const rows = await listAuditEvents(c.var.db, personOf(c).orgId, filter, { limit, after });
     const { items, nextCursor } = takePage(rows, limit, (row) => [row.createdAt, row.id]);
     return c.json({ auditEvents: items.map(presentAuditEvent), nextCursor }, 200);

@@ -108,6 +108,7 @@ export const ORGANIZATION_ACTIONS = {
   "pools.read": "reader",
   "pools.manage": "owner",
   "oidc_trusts.manage": "owner",
+  "secrets.reencrypt": "owner",
   "sso.manage": "owner",
   "teams.manage": "owner",
   "users.manage": "owner",

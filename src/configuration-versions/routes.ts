@@ -5,19 +5,15 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
 import { requirePerson } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { isUploadMediaType, UPLOAD_MEDIA_TYPES, uploadLimits } from "./model.ts";
-import {
-  getConfigurationVersion,
-  listConfigurationVersionRows,
-  presentConfigurationVersion,
-  uploadConfigurationVersion,
-} from "./service.ts";
+import { getConfigurationVersion, listConfigurationVersionRows } from "./queries.ts";
+import { presentConfigurationVersion, uploadConfigurationVersion } from "./service.ts";
 
 export const ConfigurationVersionSchema = z
   .object({
@@ -110,7 +106,7 @@ export const configurationVersionRoutes = newRouter()
       if (!body) {
         throw new ApiError("BAD_REQUEST", "the body is empty; send a tar.gz");
       }
-      const result = await uploadConfigurationVersion(c.var.db, c.env.BLOBS, {
+      const result = await uploadConfigurationVersion(c.var.deps, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         actor: actorOf(principal),
@@ -118,16 +114,7 @@ export const configurationVersionRoutes = newRouter()
         contentLength,
         limits,
       });
-      if (!result.ok) {
-        const code =
-          result.reason === "too_large"
-            ? "PAYLOAD_TOO_LARGE"
-            : result.reason === "workspace_gone"
-              ? "NOT_FOUND"
-              : "BAD_REQUEST";
-        throw new ApiError(code, `configuration refused: ${result.message}`);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -158,7 +145,8 @@ export const configurationVersionRoutes = newRouter()
         "workspace.read",
       );
       const { limit, cursor } = c.req.valid("query");
-      const before = cursor === undefined ? undefined : decodeCursor(cursor, ["number", "string"]);
+      const before =
+        cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["number", "string"]));
       const rows = await listConfigurationVersionRows(c.var.db, workspace.id, { limit, before });
       const page = takePage(rows, limit, (r) => [r.createdAt, r.id]);
       return c.json(

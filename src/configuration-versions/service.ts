@@ -3,17 +3,19 @@
  * structure are checked in the same pass. A refused upload leaves nothing in R2 or D1.
  */
 
-import { newId } from "@outpost/common";
-import { and, desc, eq, lt, or } from "drizzle-orm";
+import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
-import type { Database } from "../db/client.ts";
 import { configurationVersions } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { toHex } from "../lib/crypto.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { inspectTarGz, type TarRejection } from "../lib/tar.ts";
 import { configurationVersionKey, type UploadLimits } from "./model.ts";
 
-export type ConfigurationVersionRow = typeof configurationVersions.$inferSelect;
+import type { ConfigurationVersionRow } from "./queries.ts";
+
+export type { ConfigurationVersionRow } from "./queries.ts";
 
 /** The public shape of a configuration version. */
 export function presentConfigurationVersion(row: ConfigurationVersionRow) {
@@ -34,10 +36,12 @@ export function presentConfigurationVersion(row: ConfigurationVersionRow) {
 }
 export type ConfigurationVersion = ReturnType<typeof presentConfigurationVersion>;
 
-export type UploadFailure =
-  | { reason: "too_large"; message: string }
-  | { reason: "invalid_archive"; message: string }
-  | { reason: "workspace_gone"; message: string };
+/** Why an upload was refused: `too_large`, `invalid` (not a safe tar.gz), `not_found` (the workspace went). */
+type UploadResult<T> = Outcome<T, "too_large" | "invalid" | "not_found">;
+
+function uploadRefused(kind: "too_large" | "invalid" | "not_found", why: string) {
+  return refuse(kind, `configuration refused: ${why}`);
+}
 
 /**
  * The pass-through between the request body and R2: counts the bytes (refusing past the limit),
@@ -114,8 +118,7 @@ async function pump(body: ReadableStream<Uint8Array>, into: WritableStream<Uint8
  * object and the archive passed; on any failure the object is deleted again.
  */
 export async function uploadConfigurationVersion(
-  db: Database,
-  blobs: R2Bucket,
+  deps: Deps,
   input: {
     orgId: string;
     workspaceId: string;
@@ -124,7 +127,9 @@ export async function uploadConfigurationVersion(
     contentLength: number;
     limits: UploadLimits;
   },
-): Promise<{ ok: true; value: ConfigurationVersion } | ({ ok: false } & UploadFailure)> {
+): Promise<UploadResult<ConfigurationVersion>> {
+  const { db } = deps;
+  const blobs = deps.env.BLOBS;
   const id = newId("configurationVersion");
   const key = configurationVersionKey(input.orgId, input.workspaceId, id);
   const tap = uploadTap(input.limits);
@@ -142,8 +147,7 @@ export async function uploadConfigurationVersion(
     const verdict = await tap.verdict;
     await blobs.delete(key);
     if (tap.state.isTooLarge) {
-      const message = `the body is larger than ${input.limits.maxBytes} bytes`;
-      return { ok: false, reason: "too_large", message };
+      return uploadRefused("too_large", `the body is larger than ${input.limits.maxBytes} bytes`);
     }
     if (!verdict.ok) {
       return failure(verdict.rejection);
@@ -157,7 +161,7 @@ export async function uploadConfigurationVersion(
     return failure(verdict.rejection);
   }
   const sizeBytes = tap.state.sizeBytes;
-  const now = Date.now();
+  const now = deps.now();
   const row: ConfigurationVersionRow = {
     id,
     orgId: input.orgId,
@@ -198,92 +202,54 @@ export async function uploadConfigurationVersion(
       err instanceof Error &&
       /FOREIGN KEY constraint failed/i.test(`${err.message} ${err.cause}`)
     ) {
-      return { ok: false, reason: "workspace_gone", message: "the workspace was deleted" };
+      return uploadRefused("not_found", "the workspace was deleted");
     }
     throw err;
   }
-  return { ok: true, value: presentConfigurationVersion(row) };
+  return ok(presentConfigurationVersion(row));
 }
 
-function failure(rejection: TarRejection): { ok: false } & UploadFailure {
-  return rejection.reason === "too_large"
-    ? { ok: false, reason: "too_large", message: rejection.message }
-    : { ok: false, reason: "invalid_archive", message: rejection.message };
-}
-
-/** A configuration version of the workspace, or undefined. */
-export function getConfigurationVersion(
-  db: Database,
-  workspaceId: string,
-  id: string,
-): Promise<ConfigurationVersionRow | undefined> {
-  return configurationVersionQuery(db, workspaceId, id).get();
-}
-
-/** {@link getConfigurationVersion} as a query to put in a batch: zero or one row. */
-export function configurationVersionQuery(db: Database, workspaceId: string, id: string) {
-  return db
-    .select()
-    .from(configurationVersions)
-    .where(
-      and(eq(configurationVersions.workspaceId, workspaceId), eq(configurationVersions.id, id)),
-    )
-    .limit(1);
-}
-
-/**
- * The workspace's newest configuration version (the default of a new run), or undefined when it
- * has none. Ties on the creation time break by id, so the answer is stable.
- */
-export function latestConfigurationVersion(
-  db: Database,
-  workspaceId: string,
-): Promise<ConfigurationVersionRow | undefined> {
-  return latestConfigurationVersionQuery(db, workspaceId).get();
-}
-
-/** {@link latestConfigurationVersion} as a query to put in a batch: zero or one row. */
-export function latestConfigurationVersionQuery(db: Database, workspaceId: string) {
-  return (
-    db
-      .select()
-      .from(configurationVersions)
-      // A pull request's commit is not the workspace's code until it is merged.
-      .where(
-        and(
-          eq(configurationVersions.workspaceId, workspaceId),
-          eq(configurationVersions.isSpeculative, false),
-        ),
-      )
-      .orderBy(desc(configurationVersions.createdAt), desc(configurationVersions.id))
-      .limit(1)
+function failure(rejection: TarRejection) {
+  return uploadRefused(
+    rejection.reason === "too_large" ? "too_large" : "invalid",
+    rejection.message,
   );
 }
 
-/** One page of the workspace's versions, newest first, `limit + 1` rows to detect a next page. */
-export function listConfigurationVersionRows(
-  db: Database,
-  workspaceId: string,
-  page: { limit: number; before?: readonly [number, string] },
-): Promise<ConfigurationVersionRow[]> {
-  const before = page.before;
-  return db
-    .select()
-    .from(configurationVersions)
-    .where(
-      and(
-        eq(configurationVersions.workspaceId, workspaceId),
-        before === undefined
-          ? undefined
-          : or(
-              lt(configurationVersions.createdAt, before[0]),
-              and(
-                eq(configurationVersions.createdAt, before[0]),
-                lt(configurationVersions.id, before[1]),
-              ),
-            ),
-      ),
-    )
-    .orderBy(desc(configurationVersions.createdAt), desc(configurationVersions.id))
-    .limit(page.limit + 1);
+/**
+ * A configuration version for a VCS commit: no tarball, the agent clones the repository at the
+ * commit inside the private network. A pull request's commit is speculative (only ever planned);
+ * a fork's is marked so its runs get no secrets and write no state.
+ */
+export async function createVcsConfigurationVersion(
+  deps: Deps,
+  input: {
+    orgId: string;
+    workspaceId: string;
+    repoUrl: string;
+    commitSha: string;
+    branch: string;
+    isSpeculative: boolean;
+    isFork: boolean;
+    actor: string;
+  },
+): Promise<ConfigurationVersionRow> {
+  const row: ConfigurationVersionRow = {
+    id: newId("configurationVersion"),
+    orgId: input.orgId,
+    workspaceId: input.workspaceId,
+    source: "vcs",
+    r2Key: null,
+    sha256: null,
+    sizeBytes: null,
+    repoUrl: input.repoUrl,
+    commitSha: input.commitSha,
+    branch: input.branch,
+    isSpeculative: input.isSpeculative,
+    isFork: input.isFork,
+    createdBy: input.actor,
+    createdAt: deps.now(),
+  };
+  await deps.db.insert(configurationVersions).values(row);
+  return row;
 }

@@ -144,11 +144,6 @@ export const workspaces = sqliteTable(
     engineVersion: text().notNull(),
     /** Pulumi workspaces: the stack (`dev`, `org/project/dev`); null for other engines. */
     stackName: text(),
-    /**
-     * Kept in step with the workspace's `PULUMI_BACKEND_URL` env variable by the variables
-     * service: the stack lives in the workspace's own backend and Outpost keeps no checkpoint.
-     */
-    hasOwnStateBackend: integer({ mode: "boolean" }).notNull().default(false),
     workingDirectory: text().notNull().default(""),
     autoApply: integer({ mode: "boolean" }).notNull().default(false),
     vcsRepoUrl: text(),

@@ -4,7 +4,8 @@
  * repeats or skips rows when others are inserted meanwhile.
  */
 import { z } from "@hono/zod-openapi";
-import { ApiError } from "../errors.ts";
+import { ok } from "@outpost/common";
+import { invalidInput, type Outcome } from "./reason.ts";
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
@@ -37,30 +38,32 @@ export function encodeCursor(key: readonly (string | number)[]): string {
 
 /**
  * Decodes a cursor made by {@link encodeCursor} whose key must match `shape` (the type of each
- * element). Throws 400 BAD_REQUEST for anything else, so a forged cursor is bad input, not a 500.
+ * element). Anything else is refused as `invalid`, so a forged cursor is bad input, not a 500.
  */
 export function decodeCursor<const T extends readonly ("string" | "number")[]>(
   cursor: string,
   shape: T,
-): { [K in keyof T]: T[K] extends "string" ? string : number } {
-  const invalid = new ApiError("BAD_REQUEST", "invalid cursor", {
-    issues: [{ path: "query.cursor", message: "must be a nextCursor from a previous page" }],
-  });
+): Outcome<{ [K in keyof T]: T[K] extends "string" ? string : number }, "invalid"> {
+  const invalid = invalidInput(
+    "query.cursor",
+    "must be a nextCursor from a previous page",
+    "invalid cursor",
+  );
   let parsed: unknown;
   try {
     const binary = atob(cursor.replaceAll("-", "+").replaceAll("_", "/"));
     parsed = JSON.parse(new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0))));
   } catch {
-    throw invalid;
+    return invalid;
   }
   if (
     !Array.isArray(parsed) ||
     parsed.length !== shape.length ||
     parsed.some((value, i) => typeof value !== shape[i])
   ) {
-    throw invalid;
+    return invalid;
   }
-  return parsed as { [K in keyof T]: T[K] extends "string" ? string : number };
+  return ok(parsed as { [K in keyof T]: T[K] extends "string" ? string : number });
 }
 
 /** Splits a `limit + 1` query result into the page and the cursor of the next one. */

@@ -168,7 +168,7 @@ export async function authenticate(
   if (record.revokedAt !== null) {
     throw new ApiError("TOKEN_REVOKED", "this token has been revoked");
   }
-  const now = Date.now();
+  const now = c.var.deps.now();
   // A distinct code, so an OIDC agent logs in again with a fresh OIDC token instead of exiting
   // as it does for a revoked token.
   if (record.expiresAt != null && record.expiresAt <= now) {
@@ -213,7 +213,7 @@ async function fromBrowser(c: Context<AppEnv>): Promise<PersonPrincipal | null> 
       "a browser session is accepted only from this site's own pages; send a token in the Authorization header",
     );
   }
-  const identity = await browserIdentity(c, Date.now());
+  const identity = await browserIdentity(c, c.var.deps.now());
   if (identity === null) {
     return null;
   }

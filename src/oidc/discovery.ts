@@ -62,11 +62,16 @@ function endpoint(value: unknown, allowLoopbackHttp: boolean): string | null {
 
 /**
  * The issuer's discovery document and key set, fetched again when not cached or older than an
- * hour. Throws an Error saying what is wrong with the document (callers turn it into a refusal).
+ * hour at `now`. Throws an Error saying what is wrong with the document (callers turn it into a
+ * refusal).
  */
-export async function discover(issuer: string, allowLoopbackHttp: boolean): Promise<Discovered> {
+export async function discover(
+  issuer: string,
+  allowLoopbackHttp: boolean,
+  now: number,
+): Promise<Discovered> {
   const cached = discovered.get(issuer);
-  if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) {
+  if (cached && now - cached.at < DISCOVERY_TTL_MS) {
     return cached.value;
   }
   const url = `${issuer.replace(/\/+$/, "")}/.well-known/openid-configuration`;
@@ -96,6 +101,6 @@ export async function discover(issuer: string, allowLoopbackHttp: boolean): Prom
     },
     keys: keySetAt(jwksUri),
   };
-  remember(discovered, issuer, { value, at: Date.now() });
+  remember(discovered, issuer, { value, at: now });
   return value;
 }

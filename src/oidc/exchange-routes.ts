@@ -5,9 +5,9 @@
  * that failed (401 `TOKEN_REVOKED` when the renewed chain was revoked); none echoes the token.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { ApiError } from "../errors.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { credentialFromHeader } from "../middleware/auth.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { tokenKind } from "../tokens/model.ts";
 import { exchangeOidcToken } from "./exchange.ts";
 
@@ -60,15 +60,7 @@ export const exchangeRoutes = newRouter().openapi(
       );
     }
     const body = c.req.valid("json");
-    const result = await exchangeOidcToken(c.var.db, c.env, { ...body, previousToken: previous });
-    if (!result.ok) {
-      const { reason, message } = result;
-      throw reason === "chain_revoked"
-        ? new ApiError("TOKEN_REVOKED", message)
-        : new ApiError("OIDC_REJECTED", `OIDC token refused (${reason}): ${message}`, {
-            details: { reason },
-          });
-    }
-    return c.json(result.value, 200);
+    const result = await exchangeOidcToken(c.var.deps, { ...body, previousToken: previous });
+    return c.json(valueOrThrow(result), 200);
   },
 );

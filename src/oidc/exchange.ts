@@ -8,6 +8,8 @@
 import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
+import type { Deps } from "../deps.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { DEFAULT_MAX_TOKEN_EXPIRATION_MS } from "../pools/model.ts";
 import { generateToken, hashToken, tokenKind } from "../tokens/model.ts";
 import { findTokenByHash } from "../tokens/queries.ts";
@@ -19,15 +21,12 @@ import {
   trustsOfPool,
 } from "./queries.ts";
 import { allowsLoopbackIssuers } from "./trust-service.ts";
-import { type Refusal, verifyForTrusts } from "./verify.ts";
+import { verifyForTrusts } from "./verify.ts";
 
 /** How long a renewed token's predecessor still works, for requests already on their way. */
 export const PREDECESSOR_GRACE_MS = 60_000;
 /** Expired exchange-issued tokens are deleted from the pool's listing history after this. */
 const ISSUED_TOKEN_HISTORY_MS = 7 * 86_400_000;
-
-export type ExchangeRefusal = Refusal | { reason: "chain_revoked"; message: string };
-type Outcome<T> = { ok: true; value: T } | ({ ok: false } & ExchangeRefusal);
 
 export type ExchangeInput = {
   poolId: string;
@@ -44,7 +43,7 @@ async function chainOf(
   db: Database,
   previous: string | null,
   match: { poolId: string; issuer: string; subject: string | null },
-): Promise<Outcome<{ chainId: string; predecessorId: string } | null>> {
+): Promise<Outcome<{ chainId: string; predecessorId: string } | null, "revoked">> {
   if (previous === null || tokenKind(previous) !== "agent") {
     return ok(null);
   }
@@ -59,11 +58,10 @@ async function chainOf(
     return ok(null);
   }
   if (record.revokedAt !== null) {
-    return {
-      ok: false,
-      reason: "chain_revoked",
-      message: "this agent's token has been revoked; start a new agent to log in again",
-    };
+    return refuse(
+      "revoked",
+      "this agent's token has been revoked; start a new agent to log in again",
+    );
   }
   return ok({ chainId: record.chainId ?? record.id, predecessorId: record.id });
 }
@@ -72,21 +70,30 @@ async function chainOf(
  * Verifies `oidcToken` against the pool's trusts and issues an agent token of the pool expiring
  * after the requested seconds, capped by the pool's maximum. An unknown pool is refused like a
  * pool that does not trust the issuer, so the route does not reveal which pool ids exist.
+ * Refused `rejected` (the check that failed in `details.reason`), or `revoked` when the renewed
+ * chain was revoked.
  */
 export async function exchangeOidcToken(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: ExchangeInput,
-): Promise<Outcome<Exchanged>> {
+): Promise<Outcome<Exchanged, "rejected" | "revoked">> {
+  const { db, env } = deps;
   const pool = await poolById(db, input.poolId);
   const trusts = pool ? await trustsOfPool(db, pool.id) : [];
   const verified = await verifyForTrusts(input.oidcToken, trusts, {
     allowLoopbackHttp: allowsLoopbackIssuers(env),
     poolId: input.poolId,
+    now: deps.now(),
   });
   if (!pool || !verified.ok) {
     return verified.ok
-      ? { ok: false, reason: "untrusted_issuer", message: `pool ${input.poolId} trusts no issuer` }
+      ? refuse(
+          "rejected",
+          `OIDC token refused (untrusted_issuer): pool ${input.poolId} trusts no issuer`,
+          {
+            details: { reason: "untrusted_issuer" },
+          },
+        )
       : verified;
   }
   const { trust, claims } = verified.value;
@@ -99,7 +106,7 @@ export async function exchangeOidcToken(
   if (!chain.ok) {
     return chain;
   }
-  const now = Date.now();
+  const now = deps.now();
   const maxMs = pool.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS;
   const expiresAt = now + Math.min(input.tokenExpirationSeconds * 1000, maxMs);
   const secret = generateToken("agent");

@@ -4,9 +4,9 @@
  * the deployment has no `PUBLIC_URL` or no usable `OIDC_SIGNING_KEYS`.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import { ApiError } from "../errors.ts";
-import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
-import { discoveryDocument, issuerProblem, issuerUrl, publishedKeys } from "./issuer.ts";
+import { valueOrThrow } from "../errors.ts";
+import { errorResponses, jsonResponse, newRouter } from "../router.ts";
+import { discoveryDocument, publishedKeys } from "./issuer.ts";
 
 /** Clouds cache these; five minutes keeps a rotation's new key visible soon. */
 const CACHE_CONTROL = "public, max-age=300";
@@ -51,13 +51,9 @@ export const issuerRoutes = newRouter()
       },
     }),
     async (c) => {
-      const problem = await issuerProblem(c.env);
-      const issuer = issuerUrl(c.env);
-      if (problem !== null || issuer === null) {
-        throw new ApiError("UNAVAILABLE", `workload identity is not configured: ${problem}`);
-      }
+      const document = valueOrThrow(await discoveryDocument(c.env));
       c.header("cache-control", CACHE_CONTROL);
-      return c.json(discoveryDocument(issuer), 200);
+      return c.json(document, 200);
     },
   )
   .openapi(
@@ -73,11 +69,8 @@ export const issuerRoutes = newRouter()
       },
     }),
     async (c) => {
-      const keys = await publishedKeys(c.env);
-      if (!keys.ok) {
-        throw new ApiError("UNAVAILABLE", `workload identity is not configured: ${keys.reason}`);
-      }
+      const keys = valueOrThrow(await publishedKeys(c.env));
       c.header("cache-control", CACHE_CONTROL);
-      return c.json({ keys: keys.value }, 200);
+      return c.json({ keys }, 200);
     },
   );

@@ -7,6 +7,7 @@
 
 import { fail, ok, type Result } from "@outpost/common";
 import { SignJWT } from "jose";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import {
   KEYRING_PROBLEMS,
   type PublicJwk,
@@ -14,8 +15,7 @@ import {
   signingKeyring,
 } from "./signing-keys.ts";
 
-export const DISCOVERY_PATH = "/.well-known/openid-configuration";
-export const JWKS_PATH = "/.well-known/jwks";
+const JWKS_PATH = "/.well-known/jwks";
 
 /**
  * The issuer URL: `PUBLIC_URL` without a trailing slash, or null when it is unset or not an
@@ -35,17 +35,27 @@ export function issuerUrl(env: Pick<Env, "PUBLIC_URL">): string | null {
   }
 }
 
-/** Whether this deployment can issue tokens, and if not, what the deployer must set. */
-export async function issuerProblem(env: Env): Promise<string | null> {
-  if (issuerUrl(env) === null) {
-    return "PUBLIC_URL is not set to the deployment's https origin in wrangler.toml";
-  }
-  const keyring = await signingKeyring(env.OIDC_SIGNING_KEYS);
-  return keyring.ok ? null : KEYRING_PROBLEMS[keyring.reason];
+/** Workload identity is off on this deployment: what the deployer must set. */
+function notConfigured(problem: string) {
+  return refuse("unavailable", `workload identity is not configured: ${problem}`);
 }
 
-/** The OpenID Provider metadata clouds read before they trust a token. */
-export function discoveryDocument(issuer: string) {
+/**
+ * The OpenID Provider metadata clouds read before they trust a token, or `unavailable` naming
+ * what the deployer must set when this deployment cannot issue tokens.
+ */
+export async function discoveryDocument(env: Env): Promise<Outcome<Discovery, "unavailable">> {
+  const issuer = issuerUrl(env);
+  if (issuer === null) {
+    return notConfigured("PUBLIC_URL is not set to the deployment's https origin in wrangler.toml");
+  }
+  const keyring = await signingKeyring(env.OIDC_SIGNING_KEYS);
+  return keyring.ok ? ok(discoveryOf(issuer)) : notConfigured(KEYRING_PROBLEMS[keyring.reason]);
+}
+
+type Discovery = ReturnType<typeof discoveryOf>;
+
+function discoveryOf(issuer: string) {
   return {
     issuer,
     jwks_uri: `${issuer}${JWKS_PATH}`,
@@ -74,21 +84,22 @@ export const OUTPOST_CLAIMS = [
   "outpost_fork",
 ] as const;
 
-/** Every published public key, or why there are none. */
-export async function publishedKeys(env: Env): Promise<Result<PublicJwk[], string>> {
+/** Every published public key, or `unavailable` saying why there are none. */
+export async function publishedKeys(env: Env): Promise<Outcome<PublicJwk[], "unavailable">> {
   const keyring = await signingKeyring(env.OIDC_SIGNING_KEYS);
-  return keyring.ok ? ok(keyring.value.published) : fail(KEYRING_PROBLEMS[keyring.reason]);
+  return keyring.ok ? ok(keyring.value.published) : notConfigured(KEYRING_PROBLEMS[keyring.reason]);
 }
 
 /**
  * Signs `claims` with the first key of the ring: RS256 with its `kid`, `iss` the issuer URL,
- * `iat` and `nbf` now, a fresh `jti`, `exp` as given. Fails when the deployment cannot issue.
+ * `iat` and `nbf` at `nowMs`, a fresh `jti`, `exp` as given. Fails when the deployment cannot
+ * issue.
  */
 export async function signToken(
   env: Env,
   claims: Record<string, unknown> & { sub: string; aud: string },
   expiresAtMs: number,
-  nowMs = Date.now(),
+  nowMs: number,
 ): Promise<Result<string, string>> {
   const issuer = issuerUrl(env);
   if (issuer === null) {

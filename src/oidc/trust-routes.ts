@@ -4,11 +4,11 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
-import { ClaimConditions, MAX_TRUSTS_PER_POOL } from "./trust-model.ts";
-import { createTrust, deleteTrust, listTrusts, type TrustFailure } from "./trust-service.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { ClaimConditions } from "./trust-model.ts";
+import { createTrust, deleteTrust, listTrusts } from "./trust-service.ts";
 
 const OidcTrust = z
   .object({
@@ -40,19 +40,6 @@ const CreateOidcTrust = z
 const PoolParams = z.strictObject({ poolId: idParam("pool", "poolId") });
 const TrustParams = PoolParams.extend({ trustId: idParam("otr", "trustId") });
 
-function trustError(failure: TrustFailure, what: string): ApiError {
-  switch (failure.reason) {
-    case "not_found":
-      return new ApiError("NOT_FOUND", `${what} not found`);
-    case "invalid":
-      return new ApiError("BAD_REQUEST", `invalid request: ${failure.message}`, {
-        issues: [{ path: `json.${failure.field}`, message: failure.message }],
-      });
-    case "too_many":
-      return new ApiError("CONFLICT", `a pool holds at most ${MAX_TRUSTS_PER_POOL} OIDC trusts`);
-  }
-}
-
 export const oidcTrustRoutes = newRouter()
   .openapi(
     createRoute({
@@ -72,16 +59,13 @@ export const oidcTrustRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await createTrust(c.var.db, c.env, {
+      const result = await createTrust(c.var.deps, {
         ...c.req.valid("json"),
         orgId: principal.orgId,
         poolId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw trustError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -103,10 +87,7 @@ export const oidcTrustRoutes = newRouter()
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await listTrusts(c.var.db, principal.orgId, poolId);
-      if (!result.ok) {
-        throw trustError(result, `pool ${poolId}`);
-      }
-      return c.json({ trusts: result.value }, 200);
+      return c.json({ trusts: valueOrThrow(result) }, 200);
     },
   )
   .openapi(
@@ -130,15 +111,12 @@ export const oidcTrustRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId, trustId } = c.req.valid("param");
-      const result = await deleteTrust(c.var.db, c.env, {
+      const result = await deleteTrust(c.var.deps, {
         orgId: principal.orgId,
         poolId,
         id: trustId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw trustError(result, `OIDC trust ${trustId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -10,6 +10,8 @@ import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { agentTokens } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
 import { getPool } from "../pools/queries.ts";
 import { poolStub } from "../pools/service.ts";
 import {
@@ -20,14 +22,6 @@ import {
   listTrustRows,
 } from "./queries.ts";
 import { issuerProblem, MAX_TRUSTS_PER_POOL, presentTrust } from "./trust-model.ts";
-
-export type TrustFailure =
-  | { reason: "not_found" }
-  | { reason: "invalid"; field: string; message: string }
-  | { reason: "too_many" };
-
-type Outcome<T> = { ok: true; value: T } | ({ ok: false } & TrustFailure);
-const refuse = (failure: TrustFailure): { ok: false } & TrustFailure => ({ ok: false, ...failure });
 
 export type TrustInput = {
   issuer: string;
@@ -41,23 +35,26 @@ export function allowsLoopbackIssuers(env: Pick<Env, "OIDC_ALLOW_LOOPBACK_ISSUER
   return env.OIDC_ALLOW_LOOPBACK_ISSUERS === "true";
 }
 
-/** Adds a trust to a pool of the org. */
+/**
+ * Adds a trust to a pool of the org: `not_found` for another org's pool, `invalid` for an issuer
+ * that is not an https URL, `conflict` past {@link MAX_TRUSTS_PER_POOL}.
+ */
 export async function createTrust(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; poolId: string; actor: AuditActor } & TrustInput,
-): Promise<Outcome<ReturnType<typeof presentTrust>>> {
+): Promise<Outcome<ReturnType<typeof presentTrust>, "not_found" | "invalid" | "conflict">> {
+  const { db, env } = deps;
   if (!(await getPool(db, input.orgId, input.poolId))) {
-    return refuse({ reason: "not_found" });
+    return refuse("not_found", `pool ${input.poolId} not found`);
   }
   const problem = issuerProblem(input.issuer, allowsLoopbackIssuers(env));
   if (problem !== null) {
-    return refuse({ reason: "invalid", field: "issuer", message: `issuer ${problem}` });
+    return invalidInput("json.issuer", `issuer ${problem}`);
   }
   if ((await countTrusts(db, input.poolId)) >= MAX_TRUSTS_PER_POOL) {
-    return refuse({ reason: "too_many" });
+    return refuse("conflict", `a pool holds at most ${MAX_TRUSTS_PER_POOL} OIDC trusts`);
   }
-  const now = Date.now();
+  const now = deps.now();
   const row = {
     id: newId("oidcTrust"),
     orgId: input.orgId,
@@ -94,9 +91,9 @@ export async function listTrusts(
   db: Database,
   orgId: string,
   poolId: string,
-): Promise<Outcome<ReturnType<typeof presentTrust>[]>> {
+): Promise<Outcome<ReturnType<typeof presentTrust>[], "not_found">> {
   if (!(await getPool(db, orgId, poolId))) {
-    return refuse({ reason: "not_found" });
+    return refuse("not_found", `pool ${poolId} not found`);
   }
   return ok((await listTrustRows(db, orgId, poolId)).map(presentTrust));
 }
@@ -106,19 +103,19 @@ export async function listTrusts(
  * Returns the ids of the revoked tokens.
  */
 export async function deleteTrust(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; poolId: string; id: string; actor: AuditActor },
-): Promise<Outcome<{ revokedTokenIds: string[] }>> {
+): Promise<Outcome<{ revokedTokenIds: string[] }, "not_found">> {
+  const { db, env } = deps;
   const trust = await getTrust(db, input.orgId, input.poolId, input.id);
   if (!trust) {
-    return refuse({ reason: "not_found" });
+    return refuse("not_found", `OIDC trust ${input.id} not found`);
   }
   const issued = await db
     .select({ id: agentTokens.id, chainId: agentTokens.chainId })
     .from(agentTokens)
     .where(and(eq(agentTokens.oidcTrustId, trust.id), isNull(agentTokens.revokedAt)));
-  const now = Date.now();
+  const now = deps.now();
   await db.batch([
     deleteTrustQuery(db, trust.id),
     db

@@ -1,13 +1,14 @@
 /**
  * Verifies an OIDC token presented for exchange against the trusts of a pool, with jose: the
  * issuer's keys come from its discovery document's `jwks_uri` (`discovery.ts`: fetched without
- * following redirects, cached per isolate); only asymmetric algorithms; `iss`, `aud`, `exp` (required), `nbf`
- * and `iat` with a 30 s clock skew; then every claim condition of a trust. Each refusal names the
- * check that failed and never carries the token.
+ * following redirects, cached per isolate); only asymmetric algorithms; `iss`, `aud`, `exp`
+ * (required), `nbf` and `iat` with a 30 s clock skew; then every claim condition of a trust. Each
+ * refusal is `rejected`, names the check that failed and never carries the token.
  */
 
-import { ok } from "@outpost/common";
+import { ok, type Result } from "@outpost/common";
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from "jose";
+import { type Reason, refuse } from "../lib/reason.ts";
 import { discover } from "./discovery.ts";
 import { audienceMatches, type TrustRow, unmetCondition } from "./trust-model.ts";
 
@@ -41,15 +42,20 @@ export const REFUSAL_REASONS = [
   "claim_mismatch",
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
-export type Refusal = { reason: RefusalReason; message: string };
-/** A verification outcome: the value, or the refusal spread beside `ok: false`. */
-export type Verified<T> = { ok: true; value: T } | ({ ok: false } & Refusal);
+/** A refused token: the check that failed (also in `details.reason`, for clients) and why. */
+export type Rejection = Reason<"rejected"> & { readonly check: RefusalReason };
+/** A verification outcome: the value, or the rejection. */
+export type Verified<T> = Result<T, Rejection>;
 
-const refuse = (reason: RefusalReason, message: string): { ok: false } & Refusal => ({
-  ok: false,
-  reason,
-  message,
-});
+/** The rejection for a failed `check`, its sentence naming the check. */
+function reject(check: RefusalReason, why: string): { ok: false; reason: Rejection } {
+  return refuse("rejected", `OIDC token refused (${check}): ${why}`, {
+    check,
+    details: { reason: check },
+  });
+}
+
+const refused = (check: RefusalReason, why: string) => ({ check, why });
 
 /** The token's header and claims, read without trusting them, only to route it to a trust. */
 function peek(token: string): Verified<{ alg: string; iss: string }> {
@@ -57,54 +63,58 @@ function peek(token: string): Verified<{ alg: string; iss: string }> {
     const header = decodeProtectedHeader(token);
     const payload = decodeJwt(token);
     if (typeof payload.iss !== "string") {
-      return refuse("malformed_token", "the token has no iss claim");
+      return reject("malformed_token", "the token has no iss claim");
     }
     return ok({ alg: typeof header.alg === "string" ? header.alg : "", iss: payload.iss });
   } catch {
-    return refuse("malformed_token", "the token is not a signed JWT (header.payload.signature)");
+    return reject("malformed_token", "the token is not a signed JWT (header.payload.signature)");
   }
 }
 
-/** Maps jose's verification failures to the check that failed (also for SSO and Access). */
-export function refusalOf(error: unknown, issuer: string): { ok: false } & Refusal {
+/**
+ * Maps jose's verification failures to the check that failed and why, in words (also for SSO
+ * and Access, which word their own refusals).
+ */
+export function refusalOf(error: unknown, issuer: string): { check: RefusalReason; why: string } {
   if (error instanceof errors.JWTExpired) {
-    return refuse("expired", "the token has expired (exp is in the past)");
+    return refused("expired", "the token has expired (exp is in the past)");
   }
   if (error instanceof errors.JWTClaimValidationFailed) {
     if (error.claim === "exp") {
-      return refuse("missing_expiration", "the token has no valid exp claim");
+      return refused("missing_expiration", "the token has no valid exp claim");
     }
     if (error.claim === "nbf") {
-      return refuse("not_yet_valid", "the token is not valid yet (nbf is in the future)");
+      return refused("not_yet_valid", "the token is not valid yet (nbf is in the future)");
     }
-    return refuse("malformed_token", `the token's ${error.claim} claim is invalid`);
+    return refused("malformed_token", `the token's ${error.claim} claim is invalid`);
   }
   if (
     error instanceof errors.JWKSNoMatchingKey ||
     error instanceof errors.JWKSMultipleMatchingKeys
   ) {
-    return refuse("unknown_key", `no key of ${issuer} matches the token's kid and alg`);
+    return refused("unknown_key", `no key of ${issuer} matches the token's kid and alg`);
   }
   if (error instanceof errors.JWSSignatureVerificationFailed) {
-    return refuse("invalid_signature", "the token's signature does not verify");
+    return refused("invalid_signature", "the token's signature does not verify");
   }
   if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported) {
-    return refuse("unsupported_algorithm", "the token's algorithm is not accepted");
+    return refused("unsupported_algorithm", "the token's algorithm is not accepted");
   }
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) {
-    return refuse("malformed_token", "the token is not a valid signed JWT");
+    return refused("malformed_token", "the token is not a valid signed JWT");
   }
-  return refuse("issuer_unreachable", `the keys of ${issuer} could not be fetched`);
+  return refused("issuer_unreachable", `the keys of ${issuer} could not be fetched`);
 }
 
 /**
  * The trust of `trusts` the token satisfies and its verified claims, or the refusal. Trusts are
  * tried in order; when none matches, the refusal names the first failing check of the closest.
+ * Times (`exp`, `nbf`, `iat`) are checked against `options.now`.
  */
 export async function verifyForTrusts(
   token: string,
   trusts: readonly TrustRow[],
-  options: { allowLoopbackHttp: boolean; poolId: string },
+  options: { allowLoopbackHttp: boolean; poolId: string; now: number },
 ): Promise<Verified<{ trust: TrustRow; claims: JWTPayload & { iss: string } }>> {
   const peeked = peek(token);
   if (!peeked.ok) {
@@ -112,32 +122,34 @@ export async function verifyForTrusts(
   }
   const { alg, iss } = peeked.value;
   if (!ALLOWED_ALGORITHMS.includes(alg)) {
-    return refuse(
+    return reject(
       "unsupported_algorithm",
       `alg ${JSON.stringify(alg)} is refused: only asymmetric signatures (${ALLOWED_ALGORITHMS.join(", ")})`,
     );
   }
   const candidates = trusts.filter((trust) => trust.issuer === iss);
   if (candidates.length === 0) {
-    return refuse(
+    return reject(
       "untrusted_issuer",
       `pool ${options.poolId} trusts no issuer ${JSON.stringify(iss.slice(0, 200))}`,
     );
   }
   let claims: JWTPayload;
   try {
-    const { keys } = await discover(iss, options.allowLoopbackHttp);
+    const { keys } = await discover(iss, options.allowLoopbackHttp, options.now);
     ({ payload: claims } = await jwtVerify(token, keys, {
+      currentDate: new Date(options.now),
       issuer: iss,
       algorithms: ALLOWED_ALGORITHMS,
       clockTolerance: CLOCK_SKEW_SECONDS,
       requiredClaims: ["exp"],
     }));
   } catch (error) {
-    return refusalOf(error, iss);
+    const { check, why } = refusalOf(error, iss);
+    return reject(check, why);
   }
-  if (typeof claims.iat === "number" && claims.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) {
-    return refuse("not_yet_valid", "the token was issued in the future (iat)");
+  if (typeof claims.iat === "number" && claims.iat > options.now / 1000 + CLOCK_SKEW_SECONDS) {
+    return reject("not_yet_valid", "the token was issued in the future (iat)");
   }
   return matchTrust({ ...claims, iss }, candidates);
 }
@@ -146,11 +158,11 @@ function matchTrust(
   claims: JWTPayload & { iss: string },
   candidates: readonly TrustRow[],
 ): Verified<{ trust: TrustRow; claims: JWTPayload & { iss: string } }> {
-  let unmet: Refusal | null = null;
+  let unmet: { check: RefusalReason; message: string } | null = null;
   for (const trust of candidates) {
     if (!audienceMatches(claims.aud, trust.audience)) {
       unmet ??= {
-        reason: "audience_mismatch",
+        check: "audience_mismatch",
         message: `the token's aud does not name ${JSON.stringify(trust.audience)}`,
       };
       continue;
@@ -164,11 +176,11 @@ function matchTrust(
         ? "is missing or not a string"
         : `is ${JSON.stringify(condition.actual.slice(0, 200))}`;
     unmet = {
-      reason: "claim_mismatch",
+      check: "claim_mismatch",
       message: `claim ${condition.claim} ${actual}; trust ${trust.id} requires ${JSON.stringify(condition.pattern)}`,
     };
   }
   return unmet === null
-    ? refuse("claim_mismatch", "no trust matches the token")
-    : refuse(unmet.reason, unmet.message);
+    ? reject("claim_mismatch", "no trust matches the token")
+    : reject(unmet.check, unmet.message);
 }

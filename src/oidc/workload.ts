@@ -10,6 +10,7 @@ import { eq, sql } from "drizzle-orm";
 import type { LeasedJob } from "../../durable/pool-types.ts";
 import type { Database } from "../db/client.ts";
 import { organizations, type runs, workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { issuerUrl, signToken } from "./issuer.ts";
 
 export type WorkloadRun = {
@@ -98,7 +99,7 @@ export type WorkloadSubject = Awaited<ReturnType<typeof workloadSubjectQuery>>[n
  * keys), so the agent fails the job rather than run it without the identity it expects.
  */
 export async function workloadIdentityFor(
-  env: Env,
+  deps: Pick<Deps, "env" | "now">,
   subject: WorkloadSubject | undefined,
   run: WorkloadRun,
   leased: LeasedJob,
@@ -106,8 +107,9 @@ export async function workloadIdentityFor(
   if (run.isFork || !subject?.isEnabled) {
     return undefined;
   }
+  const { env } = deps;
   const spec = JobSpec.safeParse(leased.spec);
-  const now = Date.now();
+  const now = deps.now();
   const claims = workloadClaims({
     org: { id: run.orgId, name: subject.orgName },
     workspace: { id: run.workspaceId, name: subject.workspaceName },

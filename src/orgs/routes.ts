@@ -1,14 +1,16 @@
 /**
  * `/api/v1/bootstrap` (first organization, with the deployment's bootstrap secret),
- * `/api/v1/organizations` (further organizations, where allowed) and `/api/v1/organization`.
+ * `/api/v1/organizations` (further organizations, where allowed), `/api/v1/organization` and
+ * its key rotation step, `/api/v1/organization/reencrypt` (owners).
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { timingSafeEqualString } from "../lib/crypto.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ROLES } from "../tokens/model.ts";
+import { MAX_REENCRYPT_BATCH, reencryptSecrets } from "./reencrypt.ts";
 import { createOrganization, getOrganization } from "./service.ts";
 
 const Organization = z
@@ -34,6 +36,25 @@ const CreateOrganization = z
       .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "lowercase letters, digits and dashes, at most 63"),
   })
   .openapi("CreateOrganization");
+
+const Reencrypted = z.object({
+  reencrypted: z.number().int().openapi({ description: "Sealed again with the primary key now" }),
+  remaining: z.number().int().openapi({
+    description: "Still sealed with another key after this call; 0 when the old key may go",
+  }),
+});
+
+const Reencryption = z
+  .object({ variables: Reencrypted, webhookSecrets: Reencrypted })
+  .openapi("Reencryption");
+
+const ReencryptRequest = z
+  .strictObject({
+    limit: z.int().min(1).max(MAX_REENCRYPT_BATCH).default(100).openapi({
+      description: "Most sensitive variables, and most webhooks' secrets, this call re-encrypts",
+    }),
+  })
+  .openapi("ReencryptRequest");
 
 function checkBootstrapSecret(header: string | undefined, expected: string | undefined): void {
   const match = /^Bearer\s+(\S+)$/i.exec(header?.trim() ?? "");
@@ -73,15 +94,12 @@ export const bootstrapRoutes = newRouter().openapi(
   }),
   async (c) => {
     const { name } = c.req.valid("json");
-    const result = await createOrganization(c.var.db, {
+    const result = await createOrganization(c.var.deps, {
       name,
       actor: { type: "system", id: "bootstrap", name: "bootstrap" },
       onlyIfNone: true,
     });
-    if (!result.ok) {
-      throw new ApiError("CONFLICT", "this deployment is already bootstrapped");
-    }
-    return c.json(result.value, 201);
+    return c.json(valueOrThrow(result), 201);
   },
 );
 
@@ -110,15 +128,12 @@ export const organizationRoutes = newRouter()
         );
       }
       const { name } = c.req.valid("json");
-      const result = await createOrganization(c.var.db, {
+      const result = await createOrganization(c.var.deps, {
         name,
         actor: actorOf(principal),
         onlyIfNone: false,
       });
-      if (!result.ok) {
-        throw new ApiError("CONFLICT", `an organization named ${name} exists`);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -157,5 +172,32 @@ export const organizationRoutes = newRouter()
         },
         200,
       );
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      operationId: "reencryptSecrets",
+      path: "/organization/reencrypt",
+      tags: ["organizations"],
+      summary: "Key rotation: seal the organization's secrets again with the first ENCRYPTION_KEY",
+      description:
+        "Re-encrypts a batch of sensitive variables and webhook secrets sealed with an older key of the ring; call again until both remaining counts are 0, then drop the old key (docs/workspaces.md).",
+      security: [{ bearer: [] }],
+      middleware: [requirePermission("secrets.reencrypt")] as const,
+      request: { body: jsonBody(ReencryptRequest) },
+      responses: {
+        200: jsonResponse(Reencryption, "What this call re-encrypted, and what remains"),
+        ...errorResponses(400, 401, 403, 413, 415, 503),
+      },
+    }),
+    async (c) => {
+      const principal = personOf(c);
+      const result = await reencryptSecrets(c.var.deps, {
+        orgId: principal.orgId,
+        actor: actorOf(principal),
+        limit: c.req.valid("json").limit,
+      });
+      return c.json(valueOrThrow(result), 200);
     },
   );

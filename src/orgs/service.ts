@@ -1,10 +1,12 @@
 /** Organizations: the first one via bootstrap, further ones only where the deployment allows. */
 
-import { fail, newId, ok, type Result } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { organizations, orgTokens } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 
 export type CreatedOrganization = {
@@ -15,19 +17,29 @@ export type CreatedOrganization = {
 /**
  * Creates an organization with an owner token, atomically. With `onlyIfNone`, the insert is
  * conditional on no organization existing, inside the same batch, so two racing bootstraps
- * cannot both succeed.
+ * cannot both succeed. Refused `conflict`: the deployment is already bootstrapped
+ * (`onlyIfNone`), or the name is taken.
  */
 export async function createOrganization(
-  db: Database,
+  deps: Deps,
   input: { name: string; actor: AuditActor; onlyIfNone: boolean },
-): Promise<Result<CreatedOrganization, "exists" | "name_taken">> {
+): Promise<Outcome<CreatedOrganization, "conflict">> {
+  const { db } = deps;
+  // Bootstrapping into a deployment that has any organization is what is refused.
+  const taken = () =>
+    refuse(
+      "conflict",
+      input.onlyIfNone
+        ? "this deployment is already bootstrapped"
+        : `an organization named ${input.name} exists`,
+    );
   const existing = await db.query.organizations.findFirst({
     where: eq(organizations.name, input.name),
   });
   if (existing) {
-    return fail("name_taken");
+    return taken();
   }
-  const now = Date.now();
+  const now = deps.now();
   const orgId = newId("org");
   const tokenId = newId("orgToken");
   const secret = generateToken("org");
@@ -69,7 +81,7 @@ export async function createOrganization(
   const token = await db.query.orgTokens.findFirst({ where: eq(orgTokens.id, tokenId) });
   if (!token) {
     // The guard refused the insert: someone else got there first; nothing was written.
-    return fail(input.onlyIfNone ? "exists" : "name_taken");
+    return taken();
   }
   return ok({
     organization: { id: orgId, name: input.name, createdAt: new Date(now).toISOString() },

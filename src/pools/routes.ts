@@ -5,10 +5,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { actorOf } from "../authz/principal.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
-import { poolError } from "./errors.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { livenessSetting, PoolName } from "./model.ts";
 import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
@@ -99,15 +99,12 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const body = c.req.valid("json");
-      const result = await createPool(c.var.db, c.env, {
+      const result = await createPool(c.var.deps, {
         ...body,
         orgId: principal.orgId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw poolError(result, "pool");
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -148,10 +145,7 @@ export const poolRoutes = newRouter()
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
       const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -172,16 +166,13 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await updatePool(c.var.db, c.env, {
+      const result = await updatePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: actorOf(principal),
         patch: c.req.valid("json"),
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -202,14 +193,12 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await deletePool(c.var.db, c.env, {
+      const result = await deletePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
+      valueOrThrow(result);
       return c.body(null, 204);
     },
   )

@@ -1,15 +1,17 @@
 /**
  * Agent pools and their agent tokens: each D1 change lands with its audit event in one batch, and
  * the pool's Durable Object is told what concerns it (liveness settings, revoked tokens, deletion).
- * Expected refusals come back as {@link PoolFailure}, never thrown.
+ * Expected refusals come back as {@link PoolResult} reasons, never thrown.
  */
 
-import { newId } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import type { agentPools } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import {
@@ -37,14 +39,25 @@ import {
   workspacesUsingPool,
 } from "./queries.ts";
 
-export type PoolFailure =
-  | { reason: "not_found" }
-  | { reason: "name_taken"; name: string }
-  | { reason: "in_use"; workspaces: { id: string; name: string }[] };
+/** A pool operation's outcome: `not_found` (also another org's), or `conflict` (a name, a use). */
+export type PoolResult<T> = Outcome<T, "not_found" | "conflict">;
 
-export type PoolResult<T> = { ok: true; value: T } | ({ ok: false } & PoolFailure);
+function poolNotFound(poolId: string) {
+  return refuse("not_found", `pool ${poolId} not found`);
+}
 
-const refuse = (failure: PoolFailure): { ok: false } & PoolFailure => ({ ok: false, ...failure });
+function nameTaken(name: string) {
+  return refuse("conflict", `a pool named ${JSON.stringify(name)} exists`);
+}
+
+/** A pool that workspaces use cannot be deleted; the reason names them. */
+function inUse(workspaces: { id: string; name: string }[]) {
+  return refuse(
+    "conflict",
+    `the pool is assigned to ${workspaces.map((w) => w.name).join(", ")}; assign them another pool first`,
+    { details: { workspaces } },
+  );
+}
 
 /** The pool's Durable Object; one per pool, addressed by the pool id. */
 export function poolStub(env: Env, poolId: string) {
@@ -73,11 +86,11 @@ function isUniqueViolation(err: unknown): boolean {
 
 /** Creates a pool; its name is unique in the org. */
 export async function createPool(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; actor: AuditActor; name: string } & PoolInput,
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
-  const now = Date.now();
+  const { db, env } = deps;
+  const now = deps.now();
   const id = newId("pool");
   const [inserted] = await db.batch([
     insertPoolQuery(db, {
@@ -105,10 +118,10 @@ export async function createPool(
   ]);
   const row = inserted[0];
   if (!row) {
-    return refuse({ reason: "name_taken", name: input.name });
+    return nameTaken(input.name);
   }
   await poolStub(env, id).configure(poolOverrides(row));
-  return { ok: true, value: presentPool(row) };
+  return ok(presentPool(row));
 }
 
 export async function listPools(db: Database, orgId: string) {
@@ -127,36 +140,33 @@ export async function listPoolsWithSummary(db: Database, env: Env, orgId: string
 export async function getPoolDetail(db: Database, env: Env, orgId: string, id: string) {
   const row = await getPool(db, orgId, id);
   if (!row) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(id);
   }
   const [agents, assigned] = await Promise.all([
     poolStub(env, id).listAgents(),
     workspacesUsingPool(db, id),
   ]);
-  return {
-    ok: true as const,
-    value: { ...presentPool(row), agents: agents.map(presentAgent), workspaces: assigned },
-  };
+  return ok({ ...presentPool(row), agents: agents.map(presentAgent), workspaces: assigned });
 }
 
 /** Renames, redescribes or changes liveness settings; the Durable Object applies them at once. */
 export async function updatePool(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; id: string; actor: AuditActor; patch: PoolInput },
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
+  const { db, env } = deps;
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(input.id);
   }
   const { name, description } = input.patch;
   if (name !== undefined && name !== current.name) {
     const taken = await findPoolByName(db, input.orgId, name);
     if (taken) {
-      return refuse({ reason: "name_taken", name });
+      return nameTaken(name);
     }
   }
-  const now = Date.now();
+  const now = deps.now();
   const set = {
     ...(name === undefined ? {} : { name }),
     ...(description === undefined ? {} : { description }),
@@ -180,15 +190,15 @@ export async function updatePool(
     updated = rows[0];
   } catch (err) {
     if (name !== undefined && isUniqueViolation(err)) {
-      return refuse({ reason: "name_taken", name });
+      return nameTaken(name);
     }
     throw err;
   }
   if (!updated) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(input.id);
   }
   await poolStub(env, input.id).configure(poolOverrides(updated));
-  return { ok: true, value: presentPool(updated) };
+  return ok(presentPool(updated));
 }
 
 /**
@@ -196,19 +206,19 @@ export async function updatePool(
  * go with it, its agents are told to exit and its Durable Object is emptied.
  */
 export async function deletePool(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; id: string; actor: AuditActor },
 ): Promise<PoolResult<null>> {
+  const { db, env } = deps;
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(input.id);
   }
   const assigned = await workspacesUsingPool(db, input.id);
   if (assigned.length > 0) {
-    return refuse({ reason: "in_use", workspaces: assigned });
+    return inUse(assigned);
   }
-  const now = Date.now();
+  const now = deps.now();
   try {
     await db.batch([
       deletePoolTokensQuery(db, input.id),
@@ -228,25 +238,26 @@ export async function deletePool(
     // A workspace was assigned between the check and the delete: the foreign key refused it.
     const raced = await workspacesUsingPool(db, input.id);
     if (raced.length > 0) {
-      return refuse({ reason: "in_use", workspaces: raced });
+      return inUse(raced);
     }
     throw err;
   }
   await poolStub(env, input.id).retire();
-  return { ok: true, value: null };
+  return ok(null);
 }
 
 /** Creates an agent token for a pool; the returned secret is the only copy there will be. */
 export async function createAgentToken(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; poolId: string; description: string; actor: AuditActor },
 ) {
+  const { db } = deps;
   const pool = await getPool(db, input.orgId, input.poolId);
   if (!pool) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(input.poolId);
   }
   const secret = generateToken("agent");
-  const now = Date.now();
+  const now = deps.now();
   const row = {
     id: newId("agentToken"),
     orgId: input.orgId,
@@ -275,7 +286,7 @@ export async function createAgentToken(
       now,
     }),
   ]);
-  return { ok: true as const, value: { ...presentAgentToken(row), token: secret } };
+  return ok({ ...presentAgentToken(row), token: secret });
 }
 
 /**
@@ -284,24 +295,24 @@ export async function createAgentToken(
  * last contact in the pool (polls and heartbeats, which write nothing to D1), which the pool keeps
  * per chain for OIDC agents.
  */
-export async function listAgentTokens(db: Database, env: Env, orgId: string, poolId: string) {
+export async function listAgentTokens(deps: Deps, orgId: string, poolId: string) {
+  const { db, env } = deps;
   const pool = await getPool(db, orgId, poolId);
   if (!pool) {
-    return refuse({ reason: "not_found" });
+    return poolNotFound(poolId);
   }
   const [rows, contact] = await Promise.all([
-    listAgentTokenRows(db, poolId, Date.now()),
+    listAgentTokenRows(db, poolId, deps.now()),
     poolStub(env, poolId).tokenLastContact(),
   ]);
-  return {
-    ok: true as const,
-    value: rows.map((row) =>
+  return ok(
+    rows.map((row) =>
       presentAgentToken({
         ...row,
         lastUsedAt: Math.max(row.lastUsedAt ?? 0, contact[row.chainId ?? row.id] ?? 0) || null,
       }),
     ),
-  };
+  );
 }
 
 /**
@@ -311,15 +322,15 @@ export async function listAgentTokens(db: Database, env: Env, orgId: string, poo
  * renewed.
  */
 export async function revokeAgentToken(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: { orgId: string; poolId: string; id: string; actor: AuditActor },
 ): Promise<PoolResult<ReturnType<typeof presentAgentToken> & { exitedAgentIds: string[] }>> {
+  const { db, env } = deps;
   const token = await getAgentToken(db, input.orgId, input.poolId, input.id);
   if (!token) {
-    return refuse({ reason: "not_found" });
+    return refuse("not_found", `agent token ${input.id} not found`);
   }
-  const now = token.revokedAt ?? Date.now();
+  const now = token.revokedAt ?? deps.now();
   if (token.revokedAt === null) {
     await db.batch([
       revokeAgentTokenQuery(db, token, now),
@@ -336,8 +347,5 @@ export async function revokeAgentToken(
   }
   // Also on a repeated revoke, so a Durable Object call lost the first time is made again.
   const { agentIds } = await poolStub(env, input.poolId).revokeToken(token.chainId ?? input.id);
-  return {
-    ok: true,
-    value: { ...presentAgentToken({ ...token, revokedAt: now }), exitedAgentIds: agentIds },
-  };
+  return ok({ ...presentAgentToken({ ...token, revokedAt: now }), exitedAgentIds: agentIds });
 }

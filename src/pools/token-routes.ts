@@ -4,9 +4,9 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
-import { poolError } from "./errors.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { createAgentToken, listAgentTokens, revokeAgentToken } from "./service.ts";
 
 const AgentToken = z
@@ -72,16 +72,13 @@ export const poolTokenRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await createAgentToken(c.var.db, {
+      const result = await createAgentToken(c.var.deps, {
         orgId: principal.orgId,
         poolId,
         description: c.req.valid("json").description,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -102,11 +99,8 @@ export const poolTokenRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await listAgentTokens(c.var.db, c.env, principal.orgId, poolId);
-      if (!result.ok) {
-        throw poolError(result, `pool ${poolId}`);
-      }
-      return c.json({ tokens: result.value }, 200);
+      const result = await listAgentTokens(c.var.deps, principal.orgId, poolId);
+      return c.json({ tokens: valueOrThrow(result) }, 200);
     },
   )
   .openapi(
@@ -127,15 +121,12 @@ export const poolTokenRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId, tokenId } = c.req.valid("param");
-      const result = await revokeAgentToken(c.var.db, c.env, {
+      const result = await revokeAgentToken(c.var.deps, {
         orgId: principal.orgId,
         poolId,
         id: tokenId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw poolError(result, `agent token ${tokenId}`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -4,11 +4,13 @@
  * the Worker. A lost application is repeated by the agent's retry or by the reconciler.
  */
 
-import { ok, type Result } from "@outpost/common";
+import { fail, ok } from "@outpost/common";
 import type { ExitInstruction, JobAssignment } from "@outpost/protocol";
 import type { AgentRef, FinishReport } from "../../durable/pool-types.ts";
+import { poolRefusal } from "../agents/service.ts";
+import type { Deps } from "../deps.ts";
+import type { Outcome } from "../lib/reason.ts";
 import { poolStub } from "../pools/service.ts";
-import type { Deps } from "./deps.ts";
 import { handleJobEnded, handleJobStarted, prepareLease } from "./events.ts";
 import { recordEngineVersionQuery } from "./job-records.ts";
 
@@ -22,17 +24,18 @@ export type NextJob =
  * An agent asks for work: the pool leases a job (now, or when one arrives while the poll is
  * held), and the lease becomes what the agent receives: the job and its spec as queued, a fresh
  * per-run token and the workspace's variables. A lease whose run has ended meanwhile is handed
- * out without token and variables; the agent refuses it and the job ends.
+ * out without token and variables; the agent refuses it and the job ends. An agent the pool
+ * does not know is refused `not_found`.
  */
 export async function nextJob(
   deps: Deps,
   poolId: string,
   ref: AgentRef,
   waitMs: number,
-): Promise<Result<NextJob, "agent_not_found">> {
+): Promise<Outcome<NextJob>> {
   const polled = await poolStub(deps.env, poolId).pollJob(ref, waitMs);
   if (!polled.ok) {
-    return polled;
+    return fail(poolRefusal(polled.reason, { agentId: ref.agentId }));
   }
   if (polled.value.kind !== "job") {
     return ok(polled.value);
@@ -52,7 +55,10 @@ export async function nextJob(
   return ok({ kind: "job", job });
 }
 
-/** The agent acknowledged its lease: the pool starts the job, then the run moves on in D1. */
+/**
+ * The agent acknowledged its lease: the pool starts the job, then the run moves on in D1. A
+ * lease the agent no longer holds is `lease_lost`.
+ */
 export async function startJob(
   deps: Deps,
   poolId: string,
@@ -60,18 +66,19 @@ export async function startJob(
   target: { jobId: string; leaseId: string },
 ) {
   const result = await poolStub(deps.env, poolId).startJob(ref, target.jobId, target.leaseId);
-  if (result.ok) {
-    await handleJobStarted(deps, {
-      runId: result.value.runId,
-      orgId: result.value.orgId,
-      jobId: target.jobId,
-      leaseId: target.leaseId,
-      phase: result.value.phase,
-      poolId,
-      agent: result.value.agent,
-    });
+  if (!result.ok) {
+    return fail(poolRefusal(result.reason, { agentId: ref.agentId, ...target }));
   }
-  return result;
+  await handleJobStarted(deps, {
+    runId: result.value.runId,
+    orgId: result.value.orgId,
+    jobId: target.jobId,
+    leaseId: target.leaseId,
+    phase: result.value.phase,
+    poolId,
+    agent: result.value.agent,
+  });
+  return ok(result.value);
 }
 
 /**
@@ -94,11 +101,12 @@ export async function finishJob(
     target.leaseId,
     report,
   );
-  if (result.ok) {
-    if (engineVersion !== null) {
-      await recordEngineVersionQuery(deps.db, target.jobId, engineVersion);
-    }
-    await handleJobEnded(deps, result.value.ending);
+  if (!result.ok) {
+    return fail(poolRefusal(result.reason, { agentId: ref.agentId, ...target }));
   }
-  return result;
+  if (engineVersion !== null) {
+    await recordEngineVersionQuery(deps.db, target.jobId, engineVersion);
+  }
+  await handleJobEnded(deps, result.value.ending);
+  return ok(result.value);
 }

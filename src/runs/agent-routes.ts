@@ -8,12 +8,12 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { ArtifactName, JobId, LeaseId, LOG_LENGTH_HEADER, SHA256_HEADER } from "@outpost/protocol";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
-import { errorResponses, jsonResponse, newRouter } from "../lib/router.ts";
+import { ApiError, reasonError, valueOrThrow } from "../errors.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
-import { storeArtifact } from "./artifacts.ts";
-import { artifactKey, runLog } from "./blobs.ts";
+import { errorResponses, jsonResponse, newRouter } from "../router.ts";
+import { appendJobLog, storeArtifact } from "./artifacts.ts";
+import { artifactKey } from "./blobs.ts";
 import { parseJobId } from "./model.ts";
 import { getRunById } from "./queries.ts";
 
@@ -79,22 +79,13 @@ export const jobDataRoutes = newRouter()
       const { offset } = c.req.valid("query");
       const { principal } = scopedJob(c, jobId);
       const data = new Uint8Array(await c.req.arrayBuffer());
-      const log = runLog(c.env, principal.workspaceId);
-      const result = await log.append(jobId, leaseId, offset, data);
-      if (!result.ok) {
-        if (result.reason === "lease_lost") {
-          throw new ApiError("LEASE_LOST", `lease ${leaseId} no longer holds job ${jobId}`);
-        }
-        throw new ApiError(
-          "RANGE_NOT_SATISFIABLE",
-          `expected offset ${result.received}, got ${offset}`,
-          {
-            details: { received: result.received },
-            headers: { [LOG_LENGTH_HEADER]: String(result.received) },
-          },
-        );
+      const result = await appendJobLog(c.var.deps, principal, { leaseId, offset, data });
+      if (!result.ok && result.reason.kind === "out_of_range") {
+        // The agent resumes from the length the coordinator holds.
+        const held = { [LOG_LENGTH_HEADER]: String(result.reason.received) };
+        throw reasonError(result.reason, held);
       }
-      return c.json({ received: result.received }, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -180,25 +171,8 @@ export const jobDataRoutes = newRouter()
       if (!body || !Number.isInteger(length)) {
         throw new ApiError("BAD_REQUEST", "a body with Content-Length is required");
       }
-      const result = await storeArtifact({ env: c.env, db: c.var.db }, principal, {
-        name,
-        sha256,
-        body,
-      });
-      if (!result.ok) {
-        switch (result.reason) {
-          case "not_planning":
-            throw new ApiError("CONFLICT", result.message);
-          case "already_stored":
-            throw new ApiError(
-              "CONFLICT",
-              `artefact ${name} of job ${jobId} is already stored with SHA-256 ${result.sha256}; artefacts are written once`,
-            );
-          case "digest_mismatch":
-            throw new ApiError("BAD_REQUEST", `the body does not match its ${SHA256_HEADER}`);
-        }
-      }
-      return c.json({ name, sizeBytes: result.sizeBytes, sha256 }, 200);
+      const result = await storeArtifact(c.var.deps, principal, { name, sha256, body });
+      return c.json({ name, sizeBytes: valueOrThrow(result).sizeBytes, sha256 }, 200);
     },
   )
   .openapi(

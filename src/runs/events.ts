@@ -11,6 +11,7 @@
 import { newId } from "@outpost/common";
 import type { JobVariable, WithheldVariable, WorkloadIdentity } from "@outpost/protocol";
 import type { JobEndedEvent, LeasedJob, StartingAgent } from "../../durable/pool-types.ts";
+import type { Deps } from "../deps.ts";
 import { workloadIdentityFor, workloadSubjectQuery } from "../oidc/workload.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
 import { latestSerialWrittenBy } from "../state/queries.ts";
@@ -26,7 +27,6 @@ import {
   runLog,
   SHA256_METADATA,
 } from "./blobs.ts";
-import type { Deps } from "./deps.ts";
 import { endRunJobQuery, insertRunJobQuery } from "./job-records.ts";
 import { cancelPoolJob } from "./jobs.ts";
 import { closingLogLine } from "./log-closing.ts";
@@ -34,16 +34,14 @@ import { isLostApply, isTerminal, moveForEnding, planningContextChanged } from "
 import { afterRunEnded, endRun, endRunQueries, queueApply } from "./progress.ts";
 import {
   getRunById,
-  insertRunTokenQuery,
   jobEndedAuditQuery,
   jobHoldsStateLockQuery,
   moveRun,
   moveRunQuery,
-  revokeRunTokensQuery,
   runByIdQuery,
   startPlanningQuery,
-  startRunTokenQuery,
 } from "./queries.ts";
+import { insertRunTokenQuery, revokeRunTokensQuery, startRunTokenQuery } from "./token-queries.ts";
 
 /**
  * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
@@ -62,7 +60,7 @@ export async function prepareLease(
   withheldVariables?: WithheldVariable[];
   workloadIdentity?: WorkloadIdentity;
 } | null> {
-  const now = Date.now();
+  const now = deps.now();
   const secret = generateToken("run");
   // One round trip: the run, its workspace's variables and workload identity subject, and the
   // lease's token (older tokens of the job die); the job's log opens at the same time.
@@ -103,7 +101,7 @@ export async function prepareLease(
     includeSensitive: !run.isFork,
     rows,
   });
-  const workloadIdentity = await workloadIdentityFor(deps.env, subject, run, leased);
+  const workloadIdentity = await workloadIdentityFor(deps, subject, run, leased);
   const withheld = run.isFork ? rows.filter((r) => r.isSensitive) : [];
   return {
     ...(workloadIdentity ? { workloadIdentity } : {}),
@@ -138,7 +136,7 @@ export async function handleJobStarted(
     agent: StartingAgent;
   },
 ): Promise<void> {
-  const now = Date.now();
+  const now = deps.now();
   const record = insertRunJobQuery(deps.db, job, job.agent, now);
   if (job.phase === "plan") {
     // One round trip: the run records the execution mode and pool it is planned under, and the
@@ -191,7 +189,7 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
   const { db } = deps;
   const [[, jobLocks], { query: audit }, planSha256] = await Promise.all([
     db.batch([
-      revokeRunTokensQuery(db, event.runId, Date.now(), event.jobId),
+      revokeRunTokensQuery(db, event.runId, deps.now(), event.jobId),
       jobHoldsStateLockQuery(db, event.jobId),
       endRunJobQuery(db, event.jobId, event.endedAt),
     ]),
@@ -199,7 +197,7 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
     event.phase === "plan" && event.outcome === "succeeded" ? storedPlanSha256(deps, event) : null,
   ]);
   if (jobLocks.length > 0) {
-    await releaseJobStateLocks(db, event.jobId);
+    await releaseJobStateLocks(deps, event.jobId);
   }
   // The log is stored before the run moves: a run that reads ended has its whole log.
   await runLog(deps.env, event.workspaceId).finish(
@@ -210,7 +208,7 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
   // What an engine saved after its agent died is the truth of what the apply did: say so.
   const saved = isLostApply(event) ? await latestSerialWrittenBy(db, event.runId) : null;
   const move = moveForEnding(event, event, saved);
-  const now = Date.now();
+  const now = deps.now();
   const extra = {
     ...(move.statusReason ? { statusReason: move.statusReason } : {}),
     ...(move.planSummary ? { planSummary: move.planSummary, planSha256 } : {}),
@@ -236,7 +234,7 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
   }
   const [, [moved]] = await db.batch([first, moveQuery, audit]);
   if (moved?.status === "planned" && moved.isAutoApply) {
-    const confirmed = await moveRun(db, moved.id, ["planned"], "confirmed", Date.now());
+    const confirmed = await moveRun(db, moved.id, ["planned"], "confirmed", deps.now());
     if (confirmed) {
       await queueApply(deps, confirmed);
     }

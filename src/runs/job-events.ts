@@ -6,7 +6,7 @@
  * line (retrying cannot fix it). The reconciler repairs whatever still got lost.
  */
 import { JobEndedEvent } from "../../durable/pool-types.ts";
-import { createDb } from "../db/client.ts";
+import type { Deps } from "../deps.ts";
 import { handleJobEnded } from "./events.ts";
 
 /** Seconds before a failed message is delivered again: 2, 4, 8 … at most 5 minutes. */
@@ -15,8 +15,7 @@ export function retryDelaySeconds(attempts: number): number {
 }
 
 /** Applies a batch of job endings, acknowledging each message on its own. */
-export async function consumeJobEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const deps = { env, db: createDb(env.DB) };
+export async function consumeJobEvents(batch: MessageBatch<unknown>, deps: Deps): Promise<void> {
   for (const message of batch.messages) {
     const event = JobEndedEvent.safeParse(message.body);
     if (!event.success) {

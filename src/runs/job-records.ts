@@ -96,4 +96,3 @@ export function presentRunJob(row: RunJobRow) {
     endedAt: iso(row.endedAt),
   };
 }
-export type PresentedRunJob = ReturnType<typeof presentRunJob>;

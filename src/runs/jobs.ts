@@ -6,11 +6,11 @@
 
 import type { JobSpec } from "@outpost/protocol";
 import type { JobEndedEvent, QueuedJob, WaitInfo } from "../../durable/pool-types.ts";
-import { getConfigurationVersion } from "../configuration-versions/service.ts";
+import { getConfigurationVersion } from "../configuration-versions/queries.ts";
 import type { configurationVersions } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { poolStub } from "../pools/service.ts";
 import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
-import type { Deps } from "./deps.ts";
 import { plannedEngineVersion } from "./job-records.ts";
 import { jobId, phaseTimeoutMs, priorityClass } from "./model.ts";
 import type { RunRow } from "./queries.ts";

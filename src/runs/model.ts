@@ -72,14 +72,6 @@ export function canTransition(from: RunStatus, to: RunStatus): boolean {
   return ALLOWED[from].includes(to);
 }
 
-/** Checks one transition; refused ones name both ends so the caller can say why. */
-export function transition(
-  from: RunStatus,
-  to: RunStatus,
-): Result<RunStatus, "invalid_transition"> {
-  return canTransition(from, to) ? ok(to) : fail("invalid_transition");
-}
-
 export type { RunOperation } from "@outpost/protocol";
 
 import type { RunOperation } from "@outpost/protocol";

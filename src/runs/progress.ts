@@ -3,8 +3,8 @@
  * the apply, and the cleanup every run gets when it reaches a terminal status.
  */
 import type { BatchItem } from "drizzle-orm/batch";
+import type { Deps } from "../deps.ts";
 import { releaseRunStateLocks } from "../state/locks.ts";
-import type { Deps } from "./deps.ts";
 import { enqueueJob } from "./jobs.ts";
 import {
   claimWorkspace,
@@ -13,13 +13,13 @@ import {
   nextPendingRun,
   type RunRow,
   releaseWorkspaceQuery,
-  revokeEndedRunTokensQuery,
   runHoldsStateLockQuery,
 } from "./queries.ts";
+import { revokeEndedRunTokensQuery } from "./token-queries.ts";
 
 /** Moves a pending run to `plan_queued` and puts its plan job in the pool's queue. */
 export async function startPlan(deps: Deps, runId: string): Promise<void> {
-  const run = await moveRun(deps.db, runId, ["pending"], "plan_queued", Date.now());
+  const run = await moveRun(deps.db, runId, ["pending"], "plan_queued", deps.now());
   if (run) {
     await enqueueJob(deps, run, "plan");
   }
@@ -34,14 +34,14 @@ export async function advanceWorkspace(deps: Deps, workspaceId: string): Promise
   if (!next) {
     return;
   }
-  if (await claimWorkspace(deps.db, workspaceId, next.id, Date.now())) {
+  if (await claimWorkspace(deps.db, workspaceId, next.id, deps.now())) {
     await startPlan(deps, next.id);
   }
 }
 
 /** confirmed → apply_queued, with the apply job enqueued. */
 export async function queueApply(deps: Deps, run: RunRow): Promise<RunRow> {
-  const queued = await moveRun(deps.db, run.id, ["confirmed"], "apply_queued", Date.now());
+  const queued = await moveRun(deps.db, run.id, ["confirmed"], "apply_queued", deps.now());
   if (queued) {
     await enqueueJob(deps, queued, "apply");
     return queued;
@@ -60,7 +60,7 @@ export async function endRun(
   alongside: readonly BatchItem<"sqlite">[] = [],
 ): Promise<void> {
   const [, , locks] = await deps.db.batch([
-    ...endRunQueries(deps.db, run, Date.now()),
+    ...endRunQueries(deps.db, run, deps.now()),
     ...alongside,
   ]);
   await afterRunEnded(deps, run, locks.length > 0);
@@ -85,7 +85,7 @@ export function endRunQueries(
 /** What follows {@link endRunQueries}: the run's state locks, then the workspace's next run. */
 export async function afterRunEnded(deps: Deps, run: RunRow, holdsLock: boolean): Promise<void> {
   if (holdsLock) {
-    await releaseRunStateLocks(deps.db, run.id);
+    await releaseRunStateLocks(deps, run.id);
   }
   if (!run.isSpeculative) {
     await advanceWorkspace(deps, run.workspaceId);

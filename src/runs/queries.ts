@@ -1,4 +1,7 @@
-/** D1 access for runs and per-run tokens. Status changes are compare-and-set on the status. */
+/**
+ * D1 access for runs (the per-run tokens are in `token-queries.ts`). Status changes are
+ * compare-and-set on the status.
+ */
 
 import { base32 } from "@outpost/common";
 import {
@@ -9,9 +12,9 @@ import {
   eq,
   exists,
   inArray,
-  isNotNull,
   isNull,
   lt,
+  ne,
   or,
   type SQL,
   sql,
@@ -20,8 +23,14 @@ import type { JobEndedEvent } from "../../durable/pool-types.ts";
 import { actorColumns } from "../audit/service.ts";
 import { type Actor, agentActor, SYSTEM_ACTOR } from "../authz/actor.ts";
 import { type Database, prepared } from "../db/client.ts";
-import { agentPools, auditEvents, runs, runTokens, stateLocks, workspaces } from "../db/schema.ts";
-import { canTransition, type RunStatus, TERMINAL_STATUSES, WAITING_STATUSES } from "./model.ts";
+import { agentPools, auditEvents, runs, stateLocks, workspaces } from "../db/schema.ts";
+import {
+  ACTIVE_STATUSES,
+  canTransition,
+  type RunStatus,
+  TERMINAL_STATUSES,
+  WAITING_STATUSES,
+} from "./model.ts";
 
 export type RunRow = typeof runs.$inferSelect;
 
@@ -201,7 +210,8 @@ export function moveRunQuery(
 }
 
 /** True (in SQL) while the run is in a terminal status: what every end-of-run effect waits for. */
-function runHasEnded(db: Database, runId: string) {
+/** SQL: the run has ended (a terminal status). */
+export function runHasEnded(db: Database, runId: string) {
   return exists(
     db
       .select({ one: sql`1` })
@@ -311,59 +321,64 @@ export function releaseWorkspaceQuery(
     );
 }
 
-export function insertRunTokenQuery(db: Database, row: typeof runTokens.$inferInsert) {
-  return db.insert(runTokens).values(row);
-}
+/** Sources of the runs a webhook queued. */
+const VCS_SOURCES = ["github", "gitlab"] as const;
 
-/** Revokes every token of an ended run; nothing while the run is still active. */
-export function revokeEndedRunTokensQuery(db: Database, runId: string, now: number) {
-  return db
-    .update(runTokens)
-    .set({ revokedAt: now })
-    .where(and(eq(runTokens.runId, runId), isNull(runTokens.revokedAt), runHasEnded(db, runId)));
-}
-
-/** Revokes every token of a run (or only those of one job). */
-export function revokeRunTokensQuery(db: Database, runId: string, now: number, jobId?: string) {
-  return db
-    .update(runTokens)
-    .set({ revokedAt: now })
+/**
+ * The run that makes a VCS event a repeat on the workspace, or undefined. A push: any run a
+ * webhook queued for the commit, whatever its status (a commit is never applied twice through
+ * VCS). A pull request: an active speculative plan the hook queued for the commit.
+ */
+export async function vcsRunForCommit(
+  db: Database,
+  target: { workspaceId: string; commitSha: string; isPush: boolean; hookId: string },
+): Promise<string | undefined> {
+  const { isPush } = target;
+  const [found] = await db
+    .select({ id: runs.id })
+    .from(runs)
     .where(
       and(
-        eq(runTokens.runId, runId),
-        isNull(runTokens.revokedAt),
-        jobId ? eq(runTokens.jobId, jobId) : undefined,
+        eq(runs.workspaceId, target.workspaceId),
+        eq(runs.commitSha, target.commitSha),
+        eq(runs.isSpeculative, !isPush),
+        isPush
+          ? inArray(runs.source, [...VCS_SOURCES])
+          : and(
+              // Runs name their actor as JSON; a webhook's is the hook.
+              sql`json_extract(${runs.createdBy}, '$.id') = ${target.hookId}`,
+              inArray(runs.status, [...ACTIVE_STATUSES]),
+            ),
       ),
-    );
+    )
+    .limit(1);
+  return found?.id;
 }
 
 /**
- * The agent acknowledged `leaseId` of `jobId`: that lease's token becomes usable. A token of
- * another lease, or one already revoked, is left as it is.
+ * The active speculative plans of pull request `number` on the workspace, queued by `source`;
+ * with `otherThan`, only those at another commit (a newer commit supersedes them).
  */
-export function startRunTokenQuery(db: Database, jobId: string, leaseId: string, now: number) {
+export function activePullRequestPlans(
+  db: Database,
+  target: {
+    workspaceId: string;
+    source: RunRow["source"];
+    number: number;
+    otherThan: string | null;
+  },
+): Promise<RunRow[]> {
   return db
-    .update(runTokens)
-    .set({ startedAt: now })
+    .select()
+    .from(runs)
     .where(
       and(
-        eq(runTokens.jobId, jobId),
-        eq(runTokens.leaseId, leaseId),
-        isNull(runTokens.revokedAt),
-        isNull(runTokens.startedAt),
+        eq(runs.workspaceId, target.workspaceId),
+        eq(runs.source, target.source),
+        eq(runs.pullRequestNumber, target.number),
+        eq(runs.isSpeculative, true),
+        inArray(runs.status, [...ACTIVE_STATUSES]),
+        target.otherThan === null ? undefined : ne(runs.commitSha, target.otherThan),
       ),
     );
-}
-
-/** True while `jobId` has a started, unrevoked token: its lease is live. */
-export async function isJobLive(db: Database, jobId: string): Promise<boolean> {
-  const row = await db.query.runTokens.findFirst({
-    where: and(
-      eq(runTokens.jobId, jobId),
-      isNull(runTokens.revokedAt),
-      isNotNull(runTokens.startedAt),
-    ),
-    columns: { id: true },
-  });
-  return row !== undefined;
 }

@@ -12,9 +12,9 @@ import type { JobView } from "../../durable/pool-types.ts";
 import { endingOf } from "../../durable/pool-views.ts";
 import { phaseTimeoutReason } from "../../durable/queue.ts";
 import { runs, workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { poolStub } from "../pools/service.ts";
-import type { WorkspaceRow } from "../workspaces/queries.ts";
-import type { Deps } from "./deps.ts";
+import { getWorkspacesByIds, type WorkspaceRow } from "../workspaces/queries.ts";
 import { applyEndings, handleJobEnded } from "./events.ts";
 import { cancelPoolJob, enqueueJob } from "./jobs.ts";
 import {
@@ -43,9 +43,9 @@ export type ReconcileReport = {
 /** One reconciliation pass over every scheduled run; returns what it repaired. */
 export async function reconcile(
   deps: Deps,
-  now = Date.now(),
   pageSize = RECONCILE_PAGE_SIZE,
 ): Promise<ReconcileReport> {
+  const now = deps.now();
   const report: ReconcileReport = {
     reenqueued: [],
     endedFromPool: [],
@@ -120,7 +120,7 @@ async function eachPage<T>(
 /** One page of scheduled runs: their pools are asked about all of the page's jobs at once. */
 async function reconcileRuns(deps: Deps, page: RunRow[], now: number, report: ReconcileReport) {
   const ids = [...new Set(page.map((run) => run.workspaceId))];
-  const rows = await deps.db.select().from(workspaces).where(inArray(workspaces.id, ids));
+  const rows = await getWorkspacesByIds(deps.db, ids);
   const workspaceOf = new Map(rows.map((w) => [w.id, w]));
   const jobs = await poolJobs(deps, page, workspaceOf);
   for (const run of page) {

@@ -18,25 +18,17 @@ import { actorOf } from "../authz/principal.ts";
 import { readableWorkspaces } from "../authz/queries.ts";
 import { runs } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { runLog } from "./blobs.ts";
 import { listRunJobs } from "./job-records.ts";
-import {
-  type ActionFailure,
-  actionFailureMessage,
-  isPhaseOver,
-  jobId,
-  RUN_STATUSES,
-  type RunAction,
-  type RunStatus,
-} from "./model.ts";
+import { isPhaseOver, jobId, RUN_STATUSES, type RunAction, type RunStatus } from "./model.ts";
 import { presentRun } from "./present.ts";
 import { getRun, listRunsPage, type RunRow } from "./queries.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "./service.ts";
@@ -141,8 +133,6 @@ const RunList = z
   .object({ runs: z.array(Run), nextCursor: z.string().nullable() })
   .openapi("RunList");
 
-const deps = (c: Context<AppEnv>) => ({ env: c.env, db: c.var.db });
-
 /**
  * The run and its workspace once `may` allowed `action` there. A run of a workspace the caller
  * cannot see answers 404 like a missing one.
@@ -187,7 +177,7 @@ async function listPage(
   query: { limit: number; cursor?: string | undefined },
 ) {
   const after = query.cursor
-    ? decodeCursor(query.cursor, ["number", "string"] as const)
+    ? valueOrThrow(decodeCursor(query.cursor, ["number", "string"] as const))
     : undefined;
   const rows = await listRunsPage(c.var.db, filter, {
     limit: query.limit,
@@ -199,13 +189,9 @@ async function listPage(
     page.items.map((r) => r.id),
   );
   const runs = await Promise.all(
-    page.items.map(async (r) => presentRun(r, await whyWaiting(deps(c), r), jobs.get(r.id))),
+    page.items.map(async (r) => presentRun(r, await whyWaiting(c.var.deps, r), jobs.get(r.id))),
   );
   return { runs, nextCursor: page.nextCursor };
-}
-
-function actionError(failure: ActionFailure, run: RunRow, action: RunAction): ApiError {
-  return new ApiError("CONFLICT", actionFailureMessage(failure, run, action));
 }
 
 const actionRoute = (action: RunAction, summary: string) =>
@@ -248,7 +234,7 @@ export const runRoutes = newRouter()
       if (workspace.autoApply && !speculative) {
         await authorizeWorkspace(c.var.db, principal, "run.queue_auto_apply", workspace);
       }
-      const result = await createRun(deps(c), workspace, {
+      const result = await createRun(c.var.deps, workspace, {
         operation: body.operation,
         isSpeculative: body.isSpeculative,
         message: body.message,
@@ -256,42 +242,8 @@ export const runRoutes = newRouter()
         source: c.req.header("user-agent")?.startsWith("outpost-cli") ? "cli" : "api",
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        switch (result.reason) {
-          case "local_workspace":
-            throw new ApiError(
-              "CONFLICT",
-              `workspace ${workspace.name} uses local execution: run terraform on your machine against its state backend, or set executionMode to agent`,
-            );
-          case "no_pool":
-            throw new ApiError("CONFLICT", `workspace ${workspace.name} has no agent pool`);
-          case "no_configuration":
-            throw new ApiError(
-              "CONFLICT",
-              `workspace ${workspace.name} has no configuration version; upload one first`,
-            );
-          case "configuration_not_found":
-            throw new ApiError(
-              "NOT_FOUND",
-              `configuration version ${body.configurationVersionId} not found in this workspace`,
-            );
-          case "pull_request_configuration":
-            throw new ApiError(
-              "CONFLICT",
-              `configuration version ${body.configurationVersionId} is a pull request's commit: only a speculative plan may run on it (isSpeculative true, or operation plan)`,
-            );
-          case "over_queue_limit":
-            throw new ApiError(
-              "RATE_LIMITED",
-              "too many queued runs in this organization; retry later",
-              {
-                headers: { "Retry-After": "30" },
-              },
-            );
-        }
-      }
-      const { run, wait, poolName } = result.value;
-      const waiting = await whyWaiting(deps(c), run, { workspace, wait, poolName });
+      const { run, wait, poolName } = valueOrThrow(result);
+      const waiting = await whyWaiting(c.var.deps, run, { workspace, wait, poolName });
       return c.json(presentRun(run, waiting), 201);
     },
   )
@@ -358,42 +310,31 @@ export const runRoutes = newRouter()
     }),
     async (c) => {
       const { run } = await loadRun(c, c.req.valid("param").runId, "workspace.read");
-      return c.json(await showRun(c, run, await whyWaiting(deps(c), run)), 200);
+      return c.json(await showRun(c, run, await whyWaiting(c.var.deps, run)), 200);
     },
   )
   .openapi(actionRoute("confirm", "Confirm a planned run: its apply is queued"), async (c) => {
     const { run, workspace } = await loadRun(c, c.req.valid("param").runId, "run.confirm");
-    const result = await confirmRun(deps(c), run, workspace, actorOf(personOf(c)));
-    if (!result.ok) {
-      throw actionError(result.reason, run, "confirm");
-    }
-    return c.json(await showRun(c, result.value, await whyWaiting(deps(c), result.value)), 200);
+    const result = await confirmRun(c.var.deps, run, workspace, actorOf(personOf(c)));
+    const confirmed = valueOrThrow(result);
+    return c.json(await showRun(c, confirmed, await whyWaiting(c.var.deps, confirmed)), 200);
   })
   .openapi(actionRoute("discard", "Discard a planned run"), async (c) => {
     const { run } = await loadRun(c, c.req.valid("param").runId, "run.discard");
-    const result = await discardRun(deps(c), run, actorOf(personOf(c)));
-    if (!result.ok) {
-      throw actionError(result.reason, run, "discard");
-    }
-    return c.json(await showRun(c, result.value), 200);
+    const result = await discardRun(c.var.deps, run, actorOf(personOf(c)));
+    return c.json(await showRun(c, valueOrThrow(result)), 200);
   })
   .openapi(actionRoute("cancel", "Cancel a run (graceful: the engine gets SIGINT)"), async (c) => {
     const { run } = await loadRun(c, c.req.valid("param").runId, "run.cancel");
-    const result = await cancelRun(deps(c), run, actorOf(personOf(c)));
-    if (!result.ok) {
-      throw actionError(result.reason, run, "cancel");
-    }
-    return c.json(await showRun(c, result.value), 200);
+    const result = await cancelRun(c.var.deps, run, actorOf(personOf(c)));
+    return c.json(await showRun(c, valueOrThrow(result)), 200);
   })
   .openapi(
     actionRoute("force-cancel", "Force-cancel a canceling run (10 s after cancel; SIGKILL)"),
     async (c) => {
       const { run } = await loadRun(c, c.req.valid("param").runId, "run.cancel");
-      const result = await forceCancelRun(deps(c), run, actorOf(personOf(c)));
-      if (!result.ok) {
-        throw actionError(result.reason, run, "force-cancel");
-      }
-      return c.json(await showRun(c, result.value), 200);
+      const result = await forceCancelRun(c.var.deps, run, actorOf(personOf(c)));
+      return c.json(await showRun(c, valueOrThrow(result)), 200);
     },
   )
   .openapi(

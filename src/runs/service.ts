@@ -5,27 +5,30 @@
  * loses or double-applies a run. The rules themselves are in `model.ts`.
  */
 
-import { fail, newId, ok, type Result } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import type { WaitInfo } from "../../durable/pool-types.ts";
 import { auditQuery } from "../audit/service.ts";
 import { type AuditActor, plainActor } from "../authz/actor.ts";
 import {
   configurationVersionQuery,
   latestConfigurationVersionQuery,
-} from "../configuration-versions/service.ts";
+} from "../configuration-versions/queries.ts";
 import type { runs } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
-import type { Deps } from "./deps.ts";
 import { applyEndings } from "./events.ts";
 import { cancelPoolJob, enqueueJob } from "./jobs.ts";
 import {
   type ActionFailure,
+  actionFailureMessage,
   canForceCancel,
   isOverQueueLimit,
   isSpeculativeRun,
   planCancel,
   planningContextChanged,
   queueLimit,
+  type RunAction,
   type RunOperation,
 } from "./model.ts";
 import { advanceWorkspace, endRun, queueApply } from "./progress.ts";
@@ -38,8 +41,6 @@ import {
   type RunRow,
   setCancelRequested,
 } from "./queries.ts";
-
-export type { ActionFailure } from "./model.ts";
 
 export type CreateRunInput = {
   operation: RunOperation;
@@ -59,13 +60,8 @@ export type CreateRunInput = {
   };
 };
 
-export type CreateRunFailure =
-  | "local_workspace"
-  | "no_pool"
-  | "no_configuration"
-  | "configuration_not_found"
-  | "pull_request_configuration"
-  | "over_queue_limit";
+/** How long a client told `over_limit` should wait before it queues again. */
+const QUEUE_RETRY_AFTER_SECONDS = 30;
 
 /**
  * A queued run, where its plan job waits when it was queued at once, and its pool's name (for
@@ -77,20 +73,25 @@ export type CreatedRun = { run: RunRow; wait: WaitInfo | null; poolName: string 
  * Queues a run: a speculative plan goes to its pool's queue at once (it never waits for the
  * workspace); any other run starts `pending` and plans when the workspace is free. Refuses local
  * workspaces, workspaces without a pool or a configuration, a non-speculative run on a pull
- * request's configuration, and orgs over their queue limit. A run on a fork's configuration is a
- * fork's run.
+ * request's configuration (`conflict`), a configuration version not in the workspace
+ * (`not_found`), and orgs over their queue limit (`over_limit`). A run on a fork's configuration
+ * is a fork's run.
  */
 export async function createRun(
   deps: Deps,
   workspace: WorkspaceRow,
   input: CreateRunInput,
-): Promise<Result<CreatedRun, CreateRunFailure>> {
+): Promise<Outcome<CreatedRun, "conflict" | "not_found" | "over_limit">> {
   const { db, env } = deps;
+  const name = workspace.name;
   if (workspace.executionMode === "local") {
-    return fail("local_workspace");
+    return refuse(
+      "conflict",
+      `workspace ${name} uses local execution: run terraform on your machine against its state backend, or set executionMode to agent`,
+    );
   }
   if (!workspace.poolId) {
-    return fail("no_pool");
+    return refuse("conflict", `workspace ${name} has no agent pool`);
   }
   // One round trip: the configuration, the org's queue, the pool's name.
   const [[configuration], [waiting], [pool]] = await db.batch([
@@ -101,17 +102,27 @@ export async function createRun(
     poolNameQuery(db, workspace.poolId),
   ]);
   if (!configuration) {
-    return fail(input.configurationVersionId ? "configuration_not_found" : "no_configuration");
+    return input.configurationVersionId
+      ? refuse(
+          "not_found",
+          `configuration version ${input.configurationVersionId} not found in this workspace`,
+        )
+      : refuse("conflict", `workspace ${name} has no configuration version; upload one first`);
   }
   // A pull request's code is unmerged (a fork's is untrusted): it is only ever planned.
   if (configuration.isSpeculative && !isSpeculativeRun(input)) {
-    return fail("pull_request_configuration");
+    return refuse(
+      "conflict",
+      `configuration version ${configuration.id} is a pull request's commit: only a speculative plan may run on it (isSpeculative true, or operation plan)`,
+    );
   }
   if (isOverQueueLimit(waiting?.n ?? 0, queueLimit(env))) {
-    return fail("over_queue_limit");
+    return refuse("over_limit", "too many queued runs in this organization; retry later", {
+      retryAfterSeconds: QUEUE_RETRY_AFTER_SECONDS,
+    });
   }
   const poolName = pool?.name ?? null;
-  const now = Date.now();
+  const now = deps.now();
   const isSpeculative = isSpeculativeRun(input);
   const row = {
     id: newId("run"),
@@ -162,6 +173,11 @@ export async function createRun(
   return ok({ run: (await getRunById(db, row.id)) ?? inserted, wait: null, poolName });
 }
 
+/** A refused user action: `conflict`, in the words the API and the dashboard both show. */
+function actionRefused(failure: ActionFailure, run: RunRow, action: RunAction) {
+  return refuse("conflict", actionFailureMessage(failure, run, action));
+}
+
 function audit(
   deps: Deps,
   run: RunRow,
@@ -177,7 +193,7 @@ function audit(
       targetType: "run",
       targetId: run.id,
       data: { workspaceId: run.workspaceId, ...data },
-      now: Date.now(),
+      now: deps.now(),
     }),
   ]);
 }
@@ -191,11 +207,11 @@ export async function confirmRun(
   run: RunRow,
   workspace: WorkspaceRow,
   actor: AuditActor,
-): Promise<Result<RunRow, ActionFailure>> {
+): Promise<Outcome<RunRow, "conflict">> {
   if (run.status !== "planned") {
-    return fail("invalid_status");
+    return actionRefused("invalid_status", run, "confirm");
   }
-  const now = Date.now();
+  const now = deps.now();
   const changed = planningContextChanged(run, workspace);
   if (changed) {
     const errored = await moveRun(deps.db, run.id, ["planned"], "errored", now, {
@@ -206,13 +222,13 @@ export async function confirmRun(
       await audit(deps, errored, actor, "run.confirm", { refused: changed });
       await endRun(deps, errored);
     }
-    return fail("workspace_changed");
+    return actionRefused("workspace_changed", run, "confirm");
   }
   const confirmed = await moveRun(deps.db, run.id, ["planned"], "confirmed", now, {
     confirmedBy: plainActor(actor),
   });
   if (!confirmed) {
-    return fail("invalid_status");
+    return actionRefused("invalid_status", run, "confirm");
   }
   await audit(deps, confirmed, actor, "run.confirm");
   return ok(await queueApply(deps, confirmed));
@@ -222,12 +238,12 @@ export async function discardRun(
   deps: Deps,
   run: RunRow,
   actor: AuditActor,
-): Promise<Result<RunRow, ActionFailure>> {
-  const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", Date.now(), {
+): Promise<Outcome<RunRow, "conflict">> {
+  const discarded = await moveRun(deps.db, run.id, ["planned"], "discarded", deps.now(), {
     discardedBy: plainActor(actor),
   });
   if (!discarded) {
-    return fail("invalid_status");
+    return actionRefused("invalid_status", run, "discard");
   }
   await audit(deps, discarded, actor, "run.discard");
   await endRun(deps, discarded);
@@ -242,21 +258,23 @@ export async function cancelRun(
   deps: Deps,
   run: RunRow,
   actor: AuditActor,
-): Promise<Result<RunRow, ActionFailure>> {
+): Promise<Outcome<RunRow, "conflict">> {
   const plan = planCancel(run.status, run.cancelRequestedAt);
   if (plan.kind === "refused") {
-    return fail(
+    return actionRefused(
       plan.reason === "planned_use_discard"
         ? "use_discard"
         : plan.reason === "already_requested"
           ? "already_canceling"
           : "invalid_status",
+      run,
+      "cancel",
     );
   }
-  const now = Date.now();
+  const now = deps.now();
   if (plan.kind === "signal_agent") {
     if ((await setCancelRequested(deps.db, run.id, now, plainActor(actor))).length === 0) {
-      return fail("already_canceling");
+      return actionRefused("already_canceling", run, "cancel");
     }
     await audit(deps, run, actor, "run.cancel");
     await applyEndings(deps, await cancelPoolJob(deps, run, { force: false }));
@@ -268,7 +286,7 @@ export async function cancelRun(
     statusReason: `canceled by ${actor.name}`,
   });
   if (!canceled) {
-    return fail("invalid_status");
+    return actionRefused("invalid_status", run, "cancel");
   }
   await audit(deps, canceled, actor, "run.cancel");
   await applyEndings(deps, await cancelPoolJob(deps, canceled, { force: false }));
@@ -281,18 +299,19 @@ export async function forceCancelRun(
   deps: Deps,
   run: RunRow,
   actor: AuditActor,
-): Promise<Result<RunRow, ActionFailure>> {
-  const now = Date.now();
+): Promise<Outcome<RunRow, "conflict">> {
+  const now = deps.now();
   const allowed = canForceCancel(run.status, run.cancelRequestedAt, now);
   if (!allowed.ok) {
-    return fail(allowed.reason === "terminal" ? "invalid_status" : allowed.reason);
+    const failure = allowed.reason === "terminal" ? "invalid_status" : allowed.reason;
+    return actionRefused(failure, run, "force-cancel");
   }
   const forced = await moveRun(deps.db, run.id, [run.status], "force_canceled", now, {
     canceledBy: plainActor(actor),
     statusReason: `force-canceled by ${actor.name}`,
   });
   if (!forced) {
-    return fail("invalid_status");
+    return actionRefused("invalid_status", run, "force-cancel");
   }
   await audit(deps, forced, actor, "run.force_cancel");
   await applyEndings(deps, await cancelPoolJob(deps, forced, { force: true }));

@@ -8,11 +8,11 @@ import { ok } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import type { WaitInfo, WaitReason } from "../../durable/pool-types.ts";
 import { orgTokens, runs } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
 import { count } from "../lib/words.ts";
 import { poolStub } from "../pools/service.ts";
 import { lockHolderKind } from "../workspaces/model.ts";
 import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
-import type { Deps } from "./deps.ts";
 import { isOverQueueLimit, jobId, phaseOf, queueLimit, WAITING_STATUSES } from "./model.ts";
 import { countQueuedRuns, poolNameQuery, type RunRow } from "./queries.ts";
 

@@ -6,7 +6,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { getCookie } from "hono/cookie";
 import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
-import { errorResponses, newRouter } from "../lib/router.ts";
+import { errorResponses, newRouter } from "../router.ts";
 import { clearSessionCookie, isSameOrigin } from "./http.ts";
 import { SESSION_COOKIE, sessionSettings } from "./model.ts";
 import { endSession, findSession } from "./service.ts";
@@ -28,7 +28,7 @@ export const logoutRoutes = newRouter().openapi(
     if (secret && !isSameOrigin(c)) {
       throw new ApiError("UNAUTHORIZED", "sign out from this site's own pages");
     }
-    const now = Date.now();
+    const now = c.var.deps.now();
     const session = secret
       ? await findSession(c.var.db, secret, sessionSettings(c.env), now)
       : null;

@@ -9,7 +9,7 @@ import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { isSecureCookie, setSessionCookie } from "../sessions/http.ts";
 import { sessionSettings } from "../sessions/model.ts";
 import { startSession } from "../sessions/service.ts";
@@ -105,7 +105,7 @@ export const authRoutes = newRouter()
         orgName: org,
         next: safeNext(next, "/ui"),
         redirectUri: redirectUri(c),
-        now: Date.now(),
+        now: c.var.deps.now(),
       });
       if (!started.ok) {
         throw new ApiError(
@@ -134,7 +134,7 @@ export const authRoutes = newRouter()
     }),
     async (c) => {
       const query = c.req.valid("query");
-      const now = Date.now();
+      const now = c.var.deps.now();
       const outcome = await finishSignIn(c.var.db, c.env, {
         state: query.state ?? null,
         code: query.code ?? null,
@@ -178,7 +178,7 @@ export const authRoutes = newRouter()
     async (c) => {
       const started = await startCliLogin(c.var.db, {
         clientName: c.req.valid("json").clientName,
-        now: Date.now(),
+        now: c.var.deps.now(),
       });
       const origin = new URL(c.req.url).origin;
       return c.json(
@@ -213,7 +213,7 @@ export const authRoutes = newRouter()
     async (c) => {
       const polled = await pollCliLogin(c.var.db, {
         deviceCode: c.req.valid("json").deviceCode,
-        now: Date.now(),
+        now: c.var.deps.now(),
       });
       if (!polled.ok) {
         throw new ApiError(

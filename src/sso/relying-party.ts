@@ -60,14 +60,15 @@ export async function redeemCode(
   return ok(body.id_token);
 }
 
-/** Verifies the ID token of this sign-in; its claims, or the check that failed. */
+/** Verifies the ID token of this sign-in at `expected.now`; its claims, or the check that failed. */
 export async function verifyIdToken(
   idToken: string,
-  expected: { issuer: string; clientId: string; nonce: string; keys: KeySet },
+  expected: { issuer: string; clientId: string; nonce: string; keys: KeySet; now: number },
 ): Promise<Result<JWTPayload, SignInRefusal>> {
   let claims: JWTPayload;
   try {
     ({ payload: claims } = await jwtVerify(idToken, expected.keys, {
+      currentDate: new Date(expected.now),
       issuer: expected.issuer,
       audience: expected.clientId,
       algorithms: ALLOWED_ALGORITHMS,
@@ -82,7 +83,7 @@ export async function verifyIdToken(
       return refuse("issuer_mismatch", "the ID token is from another issuer (iss)");
     }
     const refusal = refusalOf(error, expected.issuer);
-    return refuse(refusal.reason, `the ID token: ${refusal.message}`);
+    return refuse(refusal.check, `the ID token: ${refusal.why}`);
   }
   if (Array.isArray(claims.aud) && claims.aud.length > 1 && claims.azp !== expected.clientId) {
     return refuse(
@@ -90,7 +91,7 @@ export async function verifyIdToken(
       "the ID token names other audiences and is not for this client (azp)",
     );
   }
-  if (typeof claims.iat === "number" && claims.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) {
+  if (typeof claims.iat === "number" && claims.iat > expected.now / 1000 + CLOCK_SKEW_SECONDS) {
     return refuse("not_yet_valid", "the ID token was issued in the future (iat)");
   }
   if (claims.nonce !== expected.nonce) {

@@ -5,8 +5,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { PutSso } from "./model.ts";
 import { deleteSso, putSso, showSso } from "./service.ts";
 
@@ -45,7 +45,7 @@ export const ssoRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
       const result = await putSso(c.var.db, c.env, ctx, c.req.valid("json"));
       if (!result.ok) {
         throw new ApiError(
@@ -97,7 +97,7 @@ export const ssoRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+      const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
       const result = await deleteSso(c.var.db, ctx);
       if (!result.ok) {
         throw new ApiError("NOT_FOUND", "this organization has no single sign-on");

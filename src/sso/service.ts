@@ -44,7 +44,7 @@ export async function putSso(
     return fail({ reason: "invalid", message: `issuer ${problem}` });
   }
   try {
-    const { document } = await discover(settings.issuer, allowLoopback);
+    const { document } = await discover(settings.issuer, allowLoopback, ctx.now);
     if (!document.authorizationEndpoint || !document.tokenEndpoint) {
       throw new Error("its discovery document has no usable authorization and token endpoints");
     }

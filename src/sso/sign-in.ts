@@ -54,7 +54,7 @@ export async function startSignIn(
   }
   let endpoint: string | null;
   try {
-    endpoint = (await discover(config.issuer, allowsLoopbackIssuers(env))).document
+    endpoint = (await discover(config.issuer, allowsLoopbackIssuers(env), input.now)).document
       .authorizationEndpoint;
   } catch {
     endpoint = null;
@@ -157,7 +157,13 @@ async function takeRequest(db: Database, callback: Callback) {
 }
 
 /** The org's settings with the opened client secret and the provider's discovery, or why not. */
-async function providerOf(db: Database, env: Env, orgId: string, refuse: Refuse) {
+async function providerOf(
+  db: Database,
+  env: Env,
+  target: { orgId: string; now: number },
+  refuse: Refuse,
+) {
+  const { orgId } = target;
   const config = await getSsoConfig(db, orgId);
   const keyring = await loadKeyring(env.ENCRYPTION_KEY);
   const secret =
@@ -168,7 +174,7 @@ async function providerOf(db: Database, env: Env, orgId: string, refuse: Refuse)
     return refuse("no_sso", "single sign-on is not configured any more");
   }
   try {
-    const discovered = await discover(config.issuer, allowsLoopbackIssuers(env));
+    const discovered = await discover(config.issuer, allowsLoopbackIssuers(env), target.now);
     return ok({ config, clientSecret: secret.value, discovered });
   } catch {
     return refuse("issuer_unreachable", `the provider ${config.issuer} cannot be reached`);
@@ -178,7 +184,7 @@ async function providerOf(db: Database, env: Env, orgId: string, refuse: Refuse)
 /** The verified ID token's claims for this sign-in, or the check that failed. */
 async function idTokenClaims(
   provider: { config: SsoConfigRow; clientSecret: string; discovered: Discovered },
-  grant: { code: string; redirectUri: string; codeVerifier: string; nonce: string },
+  grant: { code: string; redirectUri: string; codeVerifier: string; nonce: string; now: number },
   refuse: Refuse,
 ) {
   const { config, discovered } = provider;
@@ -192,6 +198,7 @@ async function idTokenClaims(
     clientId: config.clientId,
     nonce: grant.nonce,
     keys: discovered.keys,
+    now: grant.now,
   });
   return claims.ok ? claims : refuse(claims.reason.reason, claims.reason.message);
 }
@@ -213,11 +220,17 @@ async function checkCallback(
       `the provider did not sign you in (${(callback.error ?? "no code").slice(0, 100)})`,
     );
   }
-  const provider = await providerOf(db, env, orgId, refuse);
+  const provider = await providerOf(db, env, { orgId, now: callback.now }, refuse);
   if (!provider.ok) {
     return provider;
   }
-  const grant = { code: callback.code, redirectUri: callback.redirectUri, codeVerifier, nonce };
+  const grant = {
+    code: callback.code,
+    redirectUri: callback.redirectUri,
+    codeVerifier,
+    nonce,
+    now: callback.now,
+  };
   const claims = await idTokenClaims(provider.value, grant, refuse);
   if (!claims.ok) {
     return claims;

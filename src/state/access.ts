@@ -3,16 +3,17 @@
  * that has ended is released on sight, so a dead agent never leaves a workspace locked).
  */
 
-import { ok } from "@outpost/common";
+import { ok, type Result } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import { SYSTEM_ACTOR } from "../authz/actor.ts";
 import { type WorkspaceAction, workspaceRefusal } from "../authz/model.ts";
 import { isPerson, type PersonPrincipal, type Principal } from "../authz/principal.ts";
 import { may } from "../authz/service.ts";
 import type { Database } from "../db/client.ts";
-import type { ErrorCode } from "../errors.ts";
+import type { Deps } from "../deps.ts";
+import { type Reason, refuse } from "../lib/reason.ts";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
-import { isJobLive } from "../runs/queries.ts";
+import { isJobLive } from "../runs/token-queries.ts";
 import type { HeldLock } from "./model.ts";
 import {
   deleteLockQuery,
@@ -25,22 +26,14 @@ import {
 } from "./queries.ts";
 import { mayWriteState, sharesOutputsWith } from "./run-access.ts";
 
-/** An expected refusal: the error code to answer with, a message, and the lock if one is at stake. */
-export type StateFailure = { code: ErrorCode; message: string; lockInfo?: string };
+/**
+ * Why a state operation was refused; when a lock is at stake, the holder's lock info (the `http`
+ * backend's clients read it from a 409 or 423 answer).
+ */
+export type StateReason = Reason & { readonly lockInfo?: string };
 
-/** A service outcome: the value, or the refusal to answer with. */
-export type StateResult<T> = { ok: true; value: T } | { ok: false; reason: StateFailure };
-
-export function refuse(
-  code: ErrorCode,
-  message: string,
-  lockInfo?: string,
-): { ok: false; reason: StateFailure } {
-  return {
-    ok: false,
-    reason: lockInfo === undefined ? { code, message } : { code, message, lockInfo },
-  };
-}
+/** A state service outcome: the value, or the refusal. */
+export type StateResult<T> = Result<T, StateReason>;
 
 /**
  * read: the metadata (versions, outputs with sensitive values hidden, the lock). outputs: also a
@@ -78,9 +71,9 @@ function isTerminal(status: string | undefined): boolean {
 }
 
 /**
- * Finds the workspace in the caller's org (404 otherwise, also for another org's id) and checks
- * the caller may do `need` to its state. A run token whose run has ended is refused (401); a run
- * token asking for anything of another workspace but its shared outputs gets 404.
+ * Finds the workspace in the caller's org (`not_found` otherwise, also for another org's id) and
+ * checks the caller may do `need` to its state. A run token whose run has ended is `revoked`; a
+ * run token asking for anything of another workspace but its shared outputs gets `not_found`.
  */
 export async function openWorkspace(
   db: Database,
@@ -90,13 +83,13 @@ export async function openWorkspace(
 ): Promise<StateResult<StateWorkspace>> {
   const ws = await findStateWorkspace(db, principal.orgId, workspaceId);
   if (!ws) {
-    return refuse("NOT_FOUND", `workspace ${workspaceId} not found`);
+    return refuse("not_found", `workspace ${workspaceId} not found`);
   }
   if (principal.kind === "run") {
     return openForRun(db, principal, ws, need);
   }
   if (!isPerson(principal)) {
-    return refuse("FORBIDDEN", "agent tokens have no access to state");
+    return refuse("forbidden", "agent tokens have no access to state");
   }
   return openForPerson(db, principal, ws, need);
 }
@@ -112,15 +105,15 @@ async function openForPerson(
   const action = PERSON_NEEDS[need];
   switch (await may(db, principal, action, resource)) {
     case "not_found":
-      return refuse("NOT_FOUND", `workspace ${ws.id} not found`);
+      return refuse("not_found", `workspace ${ws.id} not found`);
     case "forbidden":
-      return refuse("FORBIDDEN", workspaceRefusal(action, ws.id));
+      return refuse("forbidden", workspaceRefusal(action, ws.id));
     case "allow":
       break;
   }
   if ((need === "lock" || need === "write") && ws.executionMode !== "local") {
     return refuse(
-      "FORBIDDEN",
+      "forbidden",
       `workspace ${ws.id} runs on agents (execution mode "agent"): its state is written by its runs; set the execution mode to "local" to use it from your machine`,
     );
   }
@@ -150,17 +143,14 @@ async function openForRun(
   const run = await findRunFacts(db, principal.orgId, principal.runId);
   const job = parseJobId(principal.jobId);
   if (!run || !job || isTerminal(run.status)) {
-    return refuse(
-      "TOKEN_REVOKED",
-      `run ${principal.runId} has ended; its token is no longer valid`,
-    );
+    return refuse("revoked", `run ${principal.runId} has ended; its token is no longer valid`);
   }
   if (ws.id !== principal.workspaceId) {
     const consumer = { workspaceId: principal.workspaceId, isFork: run.isFork };
     return need === "outputs" && sharesOutputsWith(ws, consumer)
       ? ok(ws)
       : refuse(
-          "NOT_FOUND",
+          "not_found",
           `workspace ${ws.id} not found, or it does not share its state with workspace ${principal.workspaceId}`,
         );
   }
@@ -168,10 +158,10 @@ async function openForRun(
     return ok(ws);
   }
   if (need !== "write") {
-    return refuse("FORBIDDEN", "this needs the workspace's admin access");
+    return refuse("forbidden", "this needs the workspace's admin access");
   }
   const allowed = mayWriteState({ workspaceId: principal.workspaceId, phase: job.phase, ...run });
-  return allowed.ok ? ok(ws) : refuse("FORBIDDEN", allowed.reason);
+  return allowed.ok ? ok(ws) : refuse("forbidden", allowed.reason);
 }
 
 function toHeldLock(row: {
@@ -205,14 +195,15 @@ async function deadHolder(
  * The workspace's state lock, or null. A lock whose job or run has ended (its agent died, or
  * nobody called `releaseJobStateLocks`) is released here, audited as done by the system.
  */
-export async function loadLock(db: Database, ws: StateWorkspace): Promise<HeldLock | null> {
+export async function loadLock(deps: Deps, ws: StateWorkspace): Promise<HeldLock | null> {
+  const { db } = deps;
   const row = await findLock(db, ws.id);
   if (!row) {
     return null;
   }
   const reason = await deadHolder(db, ws.orgId, row);
   if (reason !== null) {
-    const now = Date.now();
+    const now = deps.now();
     await db.batch([
       deleteLockQuery(db, ws.id, row.lockId),
       auditWhereQuery(

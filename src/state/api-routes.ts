@@ -4,15 +4,12 @@
  * the org read; admins roll back and force-unlock.
  */
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { ActorSchema } from "../authz/actor.ts";
 import { PERSON_KINDS } from "../authz/principal.ts";
-import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
-import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
 import { requireAuth, requirePerson } from "../middleware/auth.ts";
-import type { StateResult } from "./access.ts";
+import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
 import { forceUnlockState, getStateLock } from "./locks.ts";
 import { readOutputs, readVersionOutputs } from "./output-reads.ts";
 import { md5Base64 } from "./service.ts";
@@ -96,17 +93,6 @@ const RevealQuery = z.strictObject({
     }),
 });
 
-function unwrap<T>(result: StateResult<T>): T {
-  if (!result.ok) {
-    throw new ApiError(result.reason.code, result.reason.message);
-  }
-  return result.value;
-}
-
-function deps(c: Context<AppEnv>) {
-  return { db: c.var.db, bucket: c.env.BLOBS };
-}
-
 const tags = ["state"];
 const security = [{ bearer: [] }];
 
@@ -132,7 +118,10 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const page = c.req.valid("query");
-      return c.json(unwrap(await listVersions(deps(c), c.var.principal, workspaceId, page)), 200);
+      return c.json(
+        valueOrThrow(await listVersions(c.var.deps, c.var.principal, workspaceId, page)),
+        200,
+      );
     },
   )
   .openapi(
@@ -153,7 +142,7 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId, stateVersionId } = c.req.valid("param");
       return c.json(
-        unwrap(await getVersion(deps(c), c.var.principal, workspaceId, stateVersionId)),
+        valueOrThrow(await getVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId)),
         200,
       );
     },
@@ -180,8 +169,8 @@ export const stateApiRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, stateVersionId } = c.req.valid("param");
-      const state = unwrap(
-        await downloadVersion(deps(c), c.var.principal, workspaceId, stateVersionId),
+      const state = valueOrThrow(
+        await downloadVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId),
       );
       return new Response(state.body, {
         status: 200,
@@ -211,8 +200,12 @@ export const stateApiRoutes = newRouter()
     }),
     async (c) => {
       const { workspaceId, stateVersionId } = c.req.valid("param");
-      const version = unwrap(
-        await rollbackState(deps(c), { principal: c.var.principal, workspaceId, stateVersionId }),
+      const version = valueOrThrow(
+        await rollbackState(c.var.deps, {
+          principal: c.var.principal,
+          workspaceId,
+          stateVersionId,
+        }),
       );
       return c.json(version, 201);
     },
@@ -236,7 +229,10 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const reveal = c.req.valid("query").reveal === "true";
-      return c.json(unwrap(await readOutputs(deps(c), c.var.principal, workspaceId, reveal)), 200);
+      return c.json(
+        valueOrThrow(await readOutputs(c.var.deps, c.var.principal, workspaceId, reveal)),
+        200,
+      );
     },
   )
   .openapi(
@@ -258,13 +254,13 @@ export const stateApiRoutes = newRouter()
       const { workspaceId, stateVersionId } = c.req.valid("param");
       const reveal = c.req.valid("query").reveal === "true";
       const result = await readVersionOutputs(
-        deps(c),
+        c.var.deps,
         c.var.principal,
         workspaceId,
         stateVersionId,
         reveal,
       );
-      return c.json(unwrap(result), 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -285,7 +281,7 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       return c.json(
-        { lock: unwrap(await getStateLock(c.var.db, c.var.principal, workspaceId)) },
+        { lock: valueOrThrow(await getStateLock(c.var.deps, c.var.principal, workspaceId)) },
         200,
       );
     },
@@ -311,11 +307,11 @@ export const stateApiRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { lockId } = c.req.valid("query");
-      const result = await forceUnlockState(c.var.db, {
+      const result = await forceUnlockState(c.var.deps, {
         principal: c.var.principal,
         workspaceId,
         lockId: lockId ?? null,
       });
-      return c.json(unwrap(result), 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

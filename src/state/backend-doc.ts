@@ -10,7 +10,7 @@
  */
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../env.ts";
-import { errorResponses } from "../lib/router.ts";
+import { errorResponses } from "../router.ts";
 import { LockInfo } from "./model.ts";
 
 const Params = z.object({

@@ -2,14 +2,20 @@
  * Takes a state body in one pass: bytes flow to R2 while they are counted, MD5-hashed and
  * scanned for the few top-level members the backend reads. Nothing holds the whole body.
  */
-import { ok } from "@outpost/common";
+
+import { fail, ok } from "@outpost/common";
+import type { Outcome, Reason } from "../lib/reason.ts";
 import { putStream } from "./blobs.ts";
 import { JsonScanner } from "./json-scan.ts";
 import { readStateHeader, STATE_FIELDS, STATE_MAX_BYTES, type StateHeader } from "./model.ts";
 
 export type Ingested = { header: StateHeader; md5: Uint8Array; sizeBytes: number };
 
-export type IngestFailure = { kind: "too_large" | "not_a_state"; message: string };
+/**
+ * Why a body was refused: over the size limit, or not a state file (a conflict with what the
+ * backend stores, as the clients expect: they retry nothing on 409).
+ */
+type IngestReason = Reason<"too_large" | "conflict">;
 
 /**
  * Streams `body` to R2 under `key` and reads it on the way. On failure no object is left
@@ -21,16 +27,16 @@ export async function ingestState(
   key: string,
   body: ReadableStream<Uint8Array>,
   length: number | null,
-): Promise<{ ok: true; value: Ingested } | { ok: false; reason: IngestFailure }> {
+): Promise<Outcome<Ingested, IngestReason["kind"]>> {
   const scanner = new JsonScanner(STATE_FIELDS);
   const digest = new crypto.DigestStream("MD5");
   const digestWriter = digest.getWriter();
   let sizeBytes = 0;
   // Set when the body itself is refused, to tell that apart from an R2 error.
-  const seen: { refusal: IngestFailure | null } = { refusal: null };
-  const refuse = (failure: IngestFailure) => {
-    seen.refusal = failure;
-    return new Error(failure.message);
+  const seen: { refusal: IngestReason | null } = { refusal: null };
+  const stop = (reason: IngestReason) => {
+    seen.refusal = reason;
+    return new Error(reason.message);
   };
   const reader = body.getReader();
   // Pull-based: a chunk is read only when R2 asks for one, and a refusal cancels the request
@@ -45,14 +51,14 @@ export async function ingestState(
       sizeBytes += value.byteLength;
       let error: Error | null = null;
       if (sizeBytes > STATE_MAX_BYTES) {
-        error = refuse({
+        error = stop({
           kind: "too_large",
           message: `the state is larger than ${STATE_MAX_BYTES} bytes`,
         });
       } else if (!scanner.push(value)) {
         const outcome = scanner.finish();
         const why = outcome.ok ? "invalid JSON" : outcome.reason;
-        error = refuse({ kind: "not_a_state", message: `the body is not a state file: ${why}` });
+        error = stop({ kind: "conflict", message: `the body is not a state file: ${why}` });
       }
       if (error !== null) {
         await reader.cancel(error.message).catch(() => undefined);
@@ -70,7 +76,7 @@ export async function ingestState(
     await putStream(bucket, key, inspected, length, "application/json");
   } catch (err) {
     if (seen.refusal !== null) {
-      return { ok: false, reason: seen.refusal };
+      return fail(seen.refusal);
     }
     throw err;
   }
@@ -82,7 +88,7 @@ export async function ingestState(
     : { ok: false as const, reason: `the body is not a state file: ${scanned.reason}` };
   if (!header.ok) {
     await bucket.delete(key);
-    return { ok: false, reason: { kind: "not_a_state", message: header.reason } };
+    return fail({ kind: "conflict", message: header.reason } satisfies IngestReason);
   }
   return ok({ header: header.value, md5, sizeBytes });
 }

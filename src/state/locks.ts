@@ -8,8 +8,9 @@ import { ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import { type AuditActor, SYSTEM_ACTOR } from "../authz/actor.ts";
 import { actorOf, type Principal } from "../authz/principal.ts";
-import type { Database } from "../db/client.ts";
-import { loadLock, mayForceState, openWorkspace, refuse, type StateResult } from "./access.ts";
+import type { Deps } from "../deps.ts";
+import { refuse } from "../lib/reason.ts";
+import { loadLock, mayForceState, openWorkspace, type StateResult } from "./access.ts";
 import {
   callerOf,
   decideLock,
@@ -31,36 +32,34 @@ import {
  * someone else, or the workspace user-locked by someone else → LOCKED with that holder's info.
  */
 export async function lockState(
-  db: Database,
+  deps: Deps,
   input: { principal: Principal; workspaceId: string; info: LockInfo; infoText: string },
 ): Promise<StateResult<HeldLock>> {
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, "lock");
+  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "lock");
   if (!ws.ok) {
     return ws;
   }
   const caller = callerOf(input.principal);
   const lockedBy = ws.value.lockedBy;
   if (lockedBy !== null && lockedBy !== caller.principalId) {
-    return refuse(
-      "LOCKED",
-      `the workspace is locked by ${lockedBy}`,
-      workspaceLockInfo({ ...ws.value, lockedBy }),
-    );
+    return refuse("locked", `the workspace is locked by ${lockedBy}`, {
+      lockInfo: workspaceLockInfo({ ...ws.value, lockedBy }),
+    });
   }
   for (let attempt = 0; attempt < 3; attempt++) {
-    const lock = await loadLock(db, ws.value);
+    const lock = await loadLock(deps, ws.value);
     const decision = decideLock(lock, input.info.ID, caller);
     if (decision === "already_held" && lock) {
       return ok(lock);
     }
     if (decision === "conflict" && lock) {
       return refuse(
-        "LOCKED",
+        "locked",
         `the state is locked by ${lock.runId ?? lock.createdBy ?? "unknown"}`,
-        lock.info,
+        { lockInfo: lock.info },
       );
     }
-    const [taken] = await insertLockQuery(db, {
+    const [taken] = await insertLockQuery(deps.db, {
       workspaceId: ws.value.id,
       orgId: ws.value.orgId,
       lockId: input.info.ID,
@@ -68,7 +67,7 @@ export async function lockState(
       runId: caller.runId,
       jobId: caller.jobId,
       createdBy: caller.principalId,
-      createdAt: Date.now(),
+      createdAt: deps.now(),
     });
     if (taken) {
       return ok({
@@ -80,7 +79,7 @@ export async function lockState(
     }
     // Someone took it between the read and the insert: decide again against their lock.
   }
-  return refuse("LOCKED", "the state lock is contended; retry");
+  return refuse("locked", "the state lock is contended; retry");
 }
 
 export type UnlockRequest = { kind: "empty" } | { kind: "info"; id: string; text: string };
@@ -90,41 +89,45 @@ export type UnlockRequest = { kind: "empty" } | { kind: "info"; id: string; text
  * body, OpenTofu's force-unlock by ID, an admin releasing someone else's lock) is audited.
  */
 export async function unlockState(
-  db: Database,
+  deps: Deps,
   input: { principal: Principal; workspaceId: string; request: UnlockRequest },
 ): Promise<StateResult<{ released: boolean }>> {
-  const seen = await openWorkspace(db, input.principal, input.workspaceId, "read");
+  const seen = await openWorkspace(deps.db, input.principal, input.workspaceId, "read");
   if (!seen.ok) {
     return seen;
   }
-  const caller = callerOf(input.principal, await mayForceState(db, input.principal, seen.value));
+  const caller = callerOf(
+    input.principal,
+    await mayForceState(deps.db, input.principal, seen.value),
+  );
   // Who may force is decided with the lock in hand; releasing one's own lock needs lock access.
   const need = input.request.kind === "empty" ? "unlock" : "lock";
   const ws = caller.isAdmin
     ? seen
-    : await openWorkspace(db, input.principal, input.workspaceId, need);
+    : await openWorkspace(deps.db, input.principal, input.workspaceId, need);
   if (!ws.ok) {
     return ws;
   }
-  const lock = await loadLock(db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   const decision = decideUnlock(lock, input.request, caller);
   if (decision.kind === "none_held" || lock === null) {
     return ok({ released: false });
   }
   if (decision.kind === "conflict") {
-    return refuse("CONFLICT", decision.message, lock.info);
+    return refuse("conflict", decision.message, { lockInfo: lock.info });
   }
   const actor = actorOf(input.principal);
-  return ok({ released: await release(db, ws.value, lock, actor, decision.isForced) });
+  return ok({ released: await release(deps, ws.value, lock, actor, decision.isForced) });
 }
 
 async function release(
-  db: Database,
+  deps: Deps,
   ws: { id: string; orgId: string },
   lock: HeldLock,
   actor: AuditActor,
   isForced: boolean,
 ): Promise<boolean> {
+  const { db } = deps;
   const remove = deleteLockQuery(db, ws.id, lock.lockId);
   if (!isForced) {
     return (await remove).length > 0;
@@ -140,7 +143,7 @@ async function release(
         targetType: "workspace",
         targetId: ws.id,
         data: { lockId: lock.lockId, heldBy: lock.runId ?? lock.createdBy, info: lock.info },
-        now: Date.now(),
+        now: deps.now(),
       },
       PREVIOUS_STATEMENT_CHANGED,
     ),
@@ -161,15 +164,15 @@ export function presentLock(lock: HeldLock & { createdAt?: number }) {
 
 /** The workspace's state lock, for any reader. */
 export async function getStateLock(
-  db: Database,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
 ): Promise<StateResult<ReturnType<typeof presentLock> | null>> {
-  const ws = await openWorkspace(db, principal, workspaceId, "read");
+  const ws = await openWorkspace(deps.db, principal, workspaceId, "read");
   if (!ws.ok) {
     return ws;
   }
-  const lock = await loadLock(db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   return ok(lock ? presentLock(lock) : null);
 }
 
@@ -178,21 +181,21 @@ export async function getStateLock(
  * admin never breaks a lock taken after they looked.
  */
 export async function forceUnlockState(
-  db: Database,
+  deps: Deps,
   input: { principal: Principal; workspaceId: string; lockId: string | null },
 ): Promise<StateResult<{ released: ReturnType<typeof presentLock> | null }>> {
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, "force_unlock");
+  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "force_unlock");
   if (!ws.ok) {
     return ws;
   }
-  const lock = await loadLock(db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   if (lock === null) {
     return ok({ released: null });
   }
   if (input.lockId !== null && input.lockId !== lock.lockId) {
-    return refuse("CONFLICT", `the state is locked by lock ${lock.lockId}, not ${input.lockId}`);
+    return refuse("conflict", `the state is locked by lock ${lock.lockId}, not ${input.lockId}`);
   }
-  const released = await release(db, ws.value, lock, actorOf(input.principal), true);
+  const released = await release(deps, ws.value, lock, actorOf(input.principal), true);
   return ok({ released: released ? presentLock(lock) : null });
 }
 
@@ -200,8 +203,8 @@ export async function forceUnlockState(
  * Releases every state lock a run holds; called when the run reaches a terminal status.
  * Idempotent: a second call finds nothing. Audited per lock.
  */
-export function releaseRunStateLocks(db: Database, runId: string): Promise<number> {
-  return releaseLocks(db, findRunLocks(db, runId), { runId, reason: "the run ended" });
+export function releaseRunStateLocks(deps: Deps, runId: string): Promise<number> {
+  return releaseLocks(deps, findRunLocks(deps.db, runId), { runId, reason: "the run ended" });
 }
 
 /**
@@ -209,15 +212,16 @@ export function releaseRunStateLocks(db: Database, runId: string): Promise<numbe
  * canceled, errored, agent lost). Idempotent. Locks of ended jobs are also released on sight by
  * the next LOCK or write, as a safety net.
  */
-export function releaseJobStateLocks(db: Database, jobId: string): Promise<number> {
-  return releaseLocks(db, findJobLocks(db, jobId), { jobId, reason: "the job ended" });
+export function releaseJobStateLocks(deps: Deps, jobId: string): Promise<number> {
+  return releaseLocks(deps, findJobLocks(deps.db, jobId), { jobId, reason: "the job ended" });
 }
 
 async function releaseLocks(
-  db: Database,
+  deps: Deps,
   found: Promise<{ workspaceId: string; orgId: string; lockId: string; runId: string | null }[]>,
   why: { runId?: string; jobId?: string; reason: string },
 ): Promise<number> {
+  const { db } = deps;
   let released = 0;
   for (const lock of await found) {
     const [removed] = await db.batch([
@@ -231,7 +235,7 @@ async function releaseLocks(
           targetType: "workspace",
           targetId: lock.workspaceId,
           data: { lockId: lock.lockId, runId: lock.runId, ...why },
-          now: Date.now(),
+          now: deps.now(),
         },
         PREVIOUS_STATEMENT_CHANGED,
       ),

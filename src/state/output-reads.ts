@@ -8,7 +8,9 @@ import { ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import { actorOf, type Principal } from "../authz/principal.ts";
 import { may } from "../authz/service.ts";
-import { openWorkspace, refuse, type StateResult } from "./access.ts";
+import type { Deps } from "../deps.ts";
+import { refuse } from "../lib/reason.ts";
+import { openWorkspace, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import {
   diffOutputs,
@@ -19,7 +21,6 @@ import {
   storedOutputs,
 } from "./outputs.ts";
 import { findCurrentVersion, type StateVersionRow } from "./queries.ts";
-import type { StateDeps } from "./service.ts";
 import { readableVersion } from "./versions.ts";
 
 export type VersionOutputs = {
@@ -33,13 +34,13 @@ export type VersionOutputs = {
 
 /** The outputs stored with a version, with every value (callers present them). */
 async function loadStored(
-  deps: StateDeps,
+  deps: Deps,
   version: StateVersionRow,
 ): Promise<Record<string, StoredOutput>> {
   if (version.outputsStatus !== "stored") {
     return {};
   }
-  const object = await deps.bucket.get(
+  const object = await deps.env.BLOBS.get(
     stateBlobKey({ ...version, stateVersionId: version.id }, "outputs"),
   );
   if (!object) {
@@ -50,14 +51,14 @@ async function loadStored(
 
 /** Refuses a reveal `may` does not allow; records one that is allowed (with the names it shows). */
 async function checkReveal(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   target: { workspaceId: string; stateVersionId: string | null; sensitiveNames: string[] },
 ): Promise<StateResult<null>> {
   const resource = { type: "workspace" as const, orgId: principal.orgId, id: target.workspaceId };
   if ((await may(deps.db, principal, "state.reveal", resource)) !== "allow") {
     return refuse(
-      "FORBIDDEN",
+      "forbidden",
       "showing sensitive output values needs the admin or owner role, or write access to the workspace",
     );
   }
@@ -69,7 +70,7 @@ async function checkReveal(
       targetType: "workspace",
       targetId: target.workspaceId,
       data: { stateVersionId: target.stateVersionId, outputs: target.sensitiveNames },
-      now: Date.now(),
+      now: deps.now(),
     });
   }
   return ok(null);
@@ -80,7 +81,7 @@ function sensitiveNames(stored: Record<string, StoredOutput>): string[] {
 }
 
 async function present(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   version: StateVersionRow,
   reveal: boolean,
@@ -111,7 +112,7 @@ async function present(
  * `outputsStatus`.
  */
 export async function readOutputs(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   reveal = false,
@@ -140,7 +141,7 @@ export async function readOutputs(
 
 /** One version's outputs, with the same rules as {@link readOutputs}. */
 export async function readVersionOutputs(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   stateVersionId: string,
@@ -155,7 +156,7 @@ export async function readVersionOutputs(
  * full, so a sensitive output that changed says so without showing either value.
  */
 export async function diffVersionOutputs(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   ids: { fromId: string; toId: string },

@@ -11,11 +11,11 @@ import { type Context, Hono } from "hono";
 import type { Principal } from "../authz/principal.ts";
 import { PERSON_KINDS } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError, zodIssues } from "../errors.ts";
+import { ApiError, reasonError, zodIssues } from "../errors.ts";
 import { toHex } from "../lib/crypto.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
-import type { StateFailure, StateResult } from "./access.ts";
+import type { StateReason, StateResult } from "./access.ts";
 import { lockState, type UnlockRequest, unlockState } from "./locks.ts";
 import { LOCK_INFO_MAX_BYTES, LockInfo, parseContentMd5, STATE_MAX_BYTES } from "./model.ts";
 import { deleteState, md5Base64, readState, writeState } from "./service.ts";
@@ -48,8 +48,8 @@ function workspaceId(c: Context<AppEnv>): string {
  * 423/409 LOCK answer as LockInfo — with the usual error envelope beside it (Go's decoder ignores
  * the extra key).
  */
-function failure(c: Context<AppEnv>, reason: StateFailure): Response {
-  const error = new ApiError(reason.code, reason.message);
+function failure(c: Context<AppEnv>, reason: StateReason): Response {
+  const error = reasonError(reason);
   if (reason.lockInfo === undefined) {
     throw error;
   }
@@ -93,17 +93,14 @@ async function handleWrite(c: Context<AppEnv>): Promise<Response> {
   if (body === null) {
     throw new Error("no body stream");
   }
-  const result = await writeState(
-    { db: c.var.db, bucket: c.env.BLOBS },
-    {
-      principal: principal(c),
-      workspaceId: id,
-      lockId: query.data.ID ?? null,
-      body,
-      contentLength: c.req.raw.body === null ? 0 : contentLength,
-      contentMd5,
-    },
-  );
+  const result = await writeState(c.var.deps, {
+    principal: principal(c),
+    workspaceId: id,
+    lockId: query.data.ID ?? null,
+    body,
+    contentLength: c.req.raw.body === null ? 0 : contentLength,
+    contentMd5,
+  });
   const outcome = unwrap(c, result);
   if (outcome instanceof Response) {
     return outcome;
@@ -152,7 +149,7 @@ async function handleLock(c: Context<AppEnv>): Promise<Response> {
   if (body.kind === "empty") {
     throw new ApiError("BAD_REQUEST", "LOCK needs the lock info as its body");
   }
-  const result = await lockState(c.var.db, {
+  const result = await lockState(c.var.deps, {
     principal: principal(c),
     workspaceId: id,
     info: body.info,
@@ -169,7 +166,11 @@ async function handleUnlock(c: Context<AppEnv>): Promise<Response> {
   const body = await lockBody(c);
   const request: UnlockRequest =
     body.kind === "empty" ? body : { kind: "info", id: body.info.ID, text: body.text };
-  const result = await unlockState(c.var.db, { principal: principal(c), workspaceId: id, request });
+  const result = await unlockState(c.var.deps, {
+    principal: principal(c),
+    workspaceId: id,
+    request,
+  });
   const outcome = unwrap(c, result);
   return outcome instanceof Response ? outcome : c.json(outcome, 200);
 }
@@ -190,11 +191,7 @@ const lockLimit = limitBody(LOCK_INFO_MAX_BYTES);
 
 export const stateRoutes = new Hono<AppEnv>()
   .get("/:workspaceId", callers, async (c) => {
-    const result = await readState(
-      { db: c.var.db, bucket: c.env.BLOBS },
-      principal(c),
-      workspaceId(c),
-    );
+    const result = await readState(c.var.deps, principal(c), workspaceId(c));
     const state = unwrap(c, result);
     if (state instanceof Response) {
       return state;
@@ -211,11 +208,7 @@ export const stateRoutes = new Hono<AppEnv>()
   })
   .on(["POST", "PUT"], "/:workspaceId", callers, handleWrite)
   .delete("/:workspaceId", callers, async (c) => {
-    const result = await deleteState(
-      { db: c.var.db, bucket: c.env.BLOBS },
-      principal(c),
-      workspaceId(c),
-    );
+    const result = await deleteState(c.var.deps, principal(c), workspaceId(c));
     const outcome = unwrap(c, result);
     return outcome instanceof Response ? outcome : c.json(outcome, 200);
   })

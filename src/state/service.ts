@@ -3,13 +3,14 @@
  * object and a D1 row); refused writes leave nothing behind.
  */
 
-import { newId, ok } from "@outpost/common";
+import { fail, newId, ok } from "@outpost/common";
 import { auditWhereQuery } from "../audit/service.ts";
 import { type Actor, plainActor, runActor } from "../authz/actor.ts";
 import { actorOf, type Principal } from "../authz/principal.ts";
-import type { Database } from "../db/client.ts";
+import type { Deps } from "../deps.ts";
 import { toHex } from "../lib/crypto.ts";
-import { loadLock, openWorkspace, refuse, type StateFailure, type StateResult } from "./access.ts";
+import { refuse } from "../lib/reason.ts";
+import { loadLock, openWorkspace, type StateReason, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { type Ingested, ingestState } from "./ingest.ts";
 import {
@@ -31,8 +32,6 @@ import {
 } from "./queries.ts";
 import { sharedOutputs } from "./remote-state.ts";
 
-export type StateDeps = { db: Database; bucket: R2Bucket };
-
 export type StateBody = {
   body: ReadableStream<Uint8Array>;
   sizeBytes: number;
@@ -50,11 +49,8 @@ export function md5Base64(md5Hex: string): string {
 }
 
 /** Opens a version's body as a stream from R2. Throws if the object is missing (data loss). */
-export async function openVersionBody(
-  deps: StateDeps,
-  version: StateVersionRow,
-): Promise<StateBody> {
-  const object = await deps.bucket.get(version.r2Key);
+export async function openVersionBody(deps: Deps, version: StateVersionRow): Promise<StateBody> {
+  const object = await deps.env.BLOBS.get(version.r2Key);
   if (!object) {
     throw new Error(`state object ${version.r2Key} of ${version.id} is missing from R2`);
   }
@@ -67,7 +63,7 @@ export async function openVersionBody(
  * it shares them with the job's workspace.
  */
 export async function readState(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
 ): Promise<StateResult<StateBody | null>> {
@@ -108,7 +104,7 @@ export type WriteOutcome = { version: StateVersionRow; isNoop: boolean };
  * the same statement, so a concurrent writer cannot slip between check and write.
  */
 export async function writeState(
-  deps: StateDeps,
+  deps: Deps,
   input: WriteInput,
 ): Promise<StateResult<WriteOutcome>> {
   const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "write");
@@ -116,14 +112,14 @@ export async function writeState(
     return ws;
   }
   const caller = callerOf(input.principal);
-  const lock = await loadLock(deps.db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   const lockCheck = checkWriteLock(lock, input.lockId, caller);
   if (!lockCheck.ok) {
-    return refuse("CONFLICT", lockCheck.reason, lock?.info);
+    return refuse("conflict", lockCheck.reason, lock ? { lockInfo: lock.info } : {});
   }
   const wsLock = checkWorkspaceLock(ws.value.lockedBy, caller);
   if (!wsLock.ok) {
-    return refuse("CONFLICT", wsLock.reason);
+    return refuse("conflict", wsLock.reason);
   }
   const ref = {
     orgId: ws.value.orgId,
@@ -131,17 +127,14 @@ export async function writeState(
     stateVersionId: newId("stateVersion"),
   };
   const key = stateBlobKey(ref, "state");
-  const ingested = await ingestState(deps.bucket, key, input.body, input.contentLength);
+  const ingested = await ingestState(deps.env.BLOBS, key, input.body, input.contentLength);
   if (!ingested.ok) {
-    return refuse(
-      ingested.reason.kind === "too_large" ? "PAYLOAD_TOO_LARGE" : "CONFLICT",
-      ingested.reason.message,
-    );
+    return ingested;
   }
   const md5Hex = toHex(ingested.value.md5);
   if (input.contentMd5 !== null && toHex(input.contentMd5) !== md5Hex) {
-    await deps.bucket.delete(key);
-    return refuse("BAD_REQUEST", "Content-MD5 does not match the body");
+    await deps.env.BLOBS.delete(key);
+    return refuse("invalid", "Content-MD5 does not match the body");
   }
   const result = await commitVersion(deps, {
     ref,
@@ -149,35 +142,31 @@ export async function writeState(
     guard: { lockId: lockCheck.value, principalId: caller.principalId },
     principal: input.principal,
     restoredFromId: null,
-    recheck: () => recheckLocks(deps.db, input, caller),
+    recheck: () => recheckLocks(deps, input, caller),
   });
   if (!result.ok || result.value.isNoop) {
-    await deps.bucket.delete([key, stateBlobKey(ref, "outputs")]);
+    await deps.env.BLOBS.delete([key, stateBlobKey(ref, "outputs")]);
   }
   return result;
 }
 
 /** Re-reads the state lock and the workspace lock after a guarded insert failed. */
 async function recheckLocks(
-  db: Database,
+  deps: Deps,
   input: WriteInput,
   caller: ReturnType<typeof callerOf>,
-): Promise<StateFailure | null> {
-  const ws = await openWorkspace(db, input.principal, input.workspaceId, "write");
+): Promise<StateReason | null> {
+  const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "write");
   if (!ws.ok) {
     return ws.reason;
   }
-  const lock = await loadLock(db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   const lockCheck = checkWriteLock(lock, input.lockId, caller);
   if (!lockCheck.ok) {
-    return {
-      code: "CONFLICT",
-      message: lockCheck.reason,
-      ...(lock ? { lockInfo: lock.info } : {}),
-    };
+    return refuse("conflict", lockCheck.reason, lock ? { lockInfo: lock.info } : {}).reason;
   }
   const wsLock = checkWorkspaceLock(ws.value.lockedBy, caller);
-  return wsLock.ok ? null : { code: "CONFLICT", message: wsLock.reason };
+  return wsLock.ok ? null : refuse("conflict", wsLock.reason).reason;
 }
 
 type Commit = {
@@ -188,14 +177,14 @@ type Commit = {
   /** Set for a rollback, which is audited. */
   restoredFromId: string | null;
   /** After a guarded insert found the state changed: why the locks now refuse it, or null. */
-  recheck: () => Promise<StateFailure | null>;
+  recheck: () => Promise<StateReason | null>;
 };
 
 /**
  * Who a version is recorded as written by: the person or token that wrote it, or for a run's
  * write the person who confirmed the run (or queued it, when it applied on its own).
  */
-async function writerOf(db: Database, principal: Principal): Promise<Actor> {
+async function writerOf(db: Deps["db"], principal: Principal): Promise<Actor> {
   if (principal.kind !== "run") {
     return plainActor(actorOf(principal));
   }
@@ -213,13 +202,13 @@ function outputsStatus(header: StateHeader): StateVersionRow["outputsStatus"] {
  * changed the state between the read and the guarded insert.
  */
 export async function commitVersion(
-  deps: StateDeps,
+  deps: Deps,
   commit: Commit,
 ): Promise<StateResult<WriteOutcome>> {
   const { header, md5, sizeBytes } = commit.ingested;
   const md5Hex = toHex(md5);
   if (header.outputs.status === "stored") {
-    await deps.bucket.put(stateBlobKey(commit.ref, "outputs"), header.outputs.json, {
+    await deps.env.BLOBS.put(stateBlobKey(commit.ref, "outputs"), header.outputs.json, {
       httpMetadata: { contentType: "application/json" },
     });
   }
@@ -231,12 +220,12 @@ export async function commitVersion(
       md5: md5Hex,
     });
     if (decision.kind === "refuse") {
-      return refuse("CONFLICT", decision.message);
+      return refuse("conflict", decision.message);
     }
     if (decision.kind === "noop" && current) {
       return ok({ version: current, isNoop: true });
     }
-    const now = Date.now();
+    const now = deps.now();
     const row: StateVersionRow = {
       id: commit.ref.stateVersionId,
       orgId: commit.ref.orgId,
@@ -286,11 +275,11 @@ export async function commitVersion(
     }
     const changed = await commit.recheck();
     if (changed !== null) {
-      return { ok: false, reason: changed };
+      return fail(changed);
     }
   }
   return refuse(
-    "CONFLICT",
+    "conflict",
     "the state changed while this write was checked (a concurrent write, lock or workspace lock); read the state and retry",
   );
 }
@@ -301,7 +290,7 @@ export async function commitVersion(
  * user lock. Audited when something was deleted.
  */
 export async function deleteState(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
 ): Promise<StateResult<{ discarded: number }>> {
@@ -310,19 +299,19 @@ export async function deleteState(
     return ws;
   }
   const caller = callerOf(principal);
-  const lock = await loadLock(deps.db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   if (lock !== null && lock.createdBy !== caller.principalId) {
     return refuse(
-      "CONFLICT",
+      "conflict",
       `the state is locked by ${lock.createdBy ?? "unknown"} (lock ${lock.lockId})`,
-      lock.info,
+      { lockInfo: lock.info },
     );
   }
   const wsLock = checkWorkspaceLock(ws.value.lockedBy, caller);
   if (!wsLock.ok) {
-    return refuse("CONFLICT", wsLock.reason);
+    return refuse("conflict", wsLock.reason);
   }
-  const now = Date.now();
+  const now = deps.now();
   const [discarded] = await deps.db.batch([
     discardLiveVersionsQuery(deps.db, workspaceId, now),
     auditWhereQuery(

@@ -5,8 +5,10 @@
 
 import { newId, ok } from "@outpost/common";
 import type { Principal } from "../authz/principal.ts";
+import type { Deps } from "../deps.ts";
 import { decodeCursor, takePage } from "../lib/paging.ts";
-import { loadLock, openWorkspace, refuse, type StateResult } from "./access.ts";
+import { refuse } from "../lib/reason.ts";
+import { loadLock, openWorkspace, type StateResult } from "./access.ts";
 import { stateBlobKey } from "./blobs.ts";
 import { ingestState } from "./ingest.ts";
 import { JsonScanner } from "./json-scan.ts";
@@ -17,7 +19,7 @@ import {
   listVersionRows,
   type StateVersionRow,
 } from "./queries.ts";
-import { commitVersion, openVersionBody, type StateBody, type StateDeps } from "./service.ts";
+import { commitVersion, openVersionBody, type StateBody } from "./service.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -45,7 +47,7 @@ export type PresentedVersion = ReturnType<typeof presentVersion>;
 
 /** A page of the workspace's versions, newest first. */
 export async function listVersions(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   page: { limit: number; cursor?: string | undefined },
@@ -56,7 +58,13 @@ export async function listVersions(
   }
   const after =
     page.cursor === undefined ? undefined : decodeCursor(page.cursor, ["number", "string"]);
-  const rows = await listVersionRows(deps.db, workspaceId, { limit: page.limit, after });
+  if (after !== undefined && !after.ok) {
+    return after;
+  }
+  const rows = await listVersionRows(deps.db, workspaceId, {
+    limit: page.limit,
+    after: after?.value,
+  });
   const current = await findCurrentVersion(deps.db, workspaceId);
   const { items, nextCursor } = takePage(rows, page.limit, (row) => [row.createdAt, row.id]);
   return ok({
@@ -67,7 +75,7 @@ export async function listVersions(
 
 /** A version of a workspace the caller may read, or the refusal. */
 export async function readableVersion(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   stateVersionId: string,
@@ -78,12 +86,12 @@ export async function readableVersion(
     return ws;
   }
   const version = await findVersion(deps.db, workspaceId, stateVersionId);
-  return version ? ok(version) : refuse("NOT_FOUND", `state version ${stateVersionId} not found`);
+  return version ? ok(version) : refuse("not_found", `state version ${stateVersionId} not found`);
 }
 
 /** One version's metadata. */
 export async function getVersion(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   stateVersionId: string,
@@ -98,7 +106,7 @@ export async function getVersion(
 
 /** One version's body, streamed from R2. */
 export async function downloadVersion(
-  deps: StateDeps,
+  deps: Deps,
   principal: Principal,
   workspaceId: string,
   stateVersionId: string,
@@ -157,7 +165,7 @@ function splice(
  * or user-locked by someone else, for the current version itself, and across lineages.
  */
 export async function rollbackState(
-  deps: StateDeps,
+  deps: Deps,
   input: { principal: Principal; workspaceId: string; stateVersionId: string },
 ): Promise<StateResult<PresentedVersion>> {
   const ws = await openWorkspace(deps.db, input.principal, input.workspaceId, "rollback");
@@ -166,32 +174,32 @@ export async function rollbackState(
   }
   const version = await findVersion(deps.db, input.workspaceId, input.stateVersionId);
   if (!version) {
-    return refuse("NOT_FOUND", `state version ${input.stateVersionId} not found`);
+    return refuse("not_found", `state version ${input.stateVersionId} not found`);
   }
   const caller = callerOf(input.principal);
-  const lock = await loadLock(deps.db, ws.value);
+  const lock = await loadLock(deps, ws.value);
   if (lock) {
     return refuse(
-      "CONFLICT",
+      "conflict",
       `the state is locked (lock ${lock.lockId}); unlock it before a rollback`,
-      lock.info,
+      { lockInfo: lock.info },
     );
   }
   const wsLock = checkWorkspaceLock(ws.value.lockedBy, caller);
   if (!wsLock.ok) {
-    return refuse("CONFLICT", wsLock.reason);
+    return refuse("conflict", wsLock.reason);
   }
   const current = await findCurrentVersion(deps.db, input.workspaceId);
   if (current?.id === version.id) {
-    return refuse("CONFLICT", `state version ${version.id} is already the current state`);
+    return refuse("conflict", `state version ${version.id} is already the current state`);
   }
   if (current && current.lineage !== version.lineage) {
     return refuse(
-      "CONFLICT",
+      "conflict",
       `lineage mismatch: version ${version.id} has lineage ${version.lineage}, the state has ${current.lineage}`,
     );
   }
-  const span = await serialSpan(deps.bucket, version.r2Key);
+  const span = await serialSpan(deps.env.BLOBS, version.r2Key);
   if (!span) {
     throw new Error(`stored state ${version.id} has no serial`);
   }
@@ -202,10 +210,10 @@ export async function rollbackState(
     workspaceId: ws.value.id,
     stateVersionId: newId("stateVersion"),
   };
-  const spliced = splice(deps.bucket, version.r2Key, span, replacement);
+  const spliced = splice(deps.env.BLOBS, version.r2Key, span, replacement);
   const length = version.sizeBytes - (span.end - span.start) + replacement.length;
   const [ingested] = await Promise.all([
-    ingestState(deps.bucket, stateBlobKey(ref, "state"), spliced.body, length),
+    ingestState(deps.env.BLOBS, stateBlobKey(ref, "state"), spliced.body, length),
     spliced.done,
   ]);
   if (!ingested.ok) {
@@ -222,7 +230,7 @@ export async function rollbackState(
     recheck: async () => null,
   });
   if (!result.ok) {
-    await deps.bucket.delete([stateBlobKey(ref, "state"), stateBlobKey(ref, "outputs")]);
+    await deps.env.BLOBS.delete([stateBlobKey(ref, "state"), stateBlobKey(ref, "outputs")]);
     return result;
   }
   return ok(presentVersion(result.value.version, result.value.version.id));

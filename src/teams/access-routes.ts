@@ -7,8 +7,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { ACCESS_LEVELS } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { requirePerson } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { deleteTeamAccess, listTeamAccess, putTeamAccess } from "./access.ts";
@@ -79,7 +79,7 @@ export const teamAccessRoutes = newRouter()
       const { principal, workspace } = await workspaceOf(c, workspaceId, "team_access.manage");
       const result = await putTeamAccess(
         c.var.db,
-        { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() },
+        { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() },
         { workspace, teamId, access: c.req.valid("json").access },
       );
       if (!result.ok) {
@@ -108,7 +108,7 @@ export const teamAccessRoutes = newRouter()
       const { principal, workspace } = await workspaceOf(c, workspaceId, "team_access.manage");
       const result = await deleteTeamAccess(
         c.var.db,
-        { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() },
+        { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() },
         { workspace, teamId },
       );
       if (!result.ok) {

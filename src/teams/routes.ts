@@ -7,8 +7,8 @@ import type { Context } from "hono";
 import { actorOf } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ROLES } from "../tokens/model.ts";
 import { CreateTeam, UpdateTeam } from "./model.ts";
 import {
@@ -64,7 +64,7 @@ const owners = requirePermission("teams.manage");
 
 export function ctxOf(c: Context<AppEnv>) {
   const principal = personOf(c);
-  return { orgId: principal.orgId, actor: actorOf(principal), now: Date.now() };
+  return { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
 }
 
 export function teamNotFound(teamId: string): ApiError {

@@ -1,8 +1,8 @@
 /** `/api/v1/teams/{teamId}/tokens`: team tokens (`op_team_…`), for CI. Owners manage them. */
 import { createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { MAX_USER_TOKEN_SECONDS } from "../users/tokens.ts";
 import { ctxOf, TeamParams, teamNotFound } from "./routes.ts";
 import { createTeamToken, listTeamTokens, revokeTeamToken } from "./tokens.ts";
@@ -78,7 +78,7 @@ export const teamTokenRoutes = newRouter()
     }),
     async (c) => {
       const { teamId } = c.req.valid("param");
-      const result = await listTeamTokens(c.var.db, personOf(c).orgId, teamId, Date.now());
+      const result = await listTeamTokens(c.var.db, personOf(c).orgId, teamId, c.var.deps.now());
       if (!result.ok) {
         throw teamNotFound(teamId);
       }

@@ -1,9 +1,9 @@
 /** `/api/v1/tokens`: org tokens. Owners manage them; secrets appear only in the create response. */
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ROLES } from "./model.ts";
 import { createOrgToken, listTokens, revokeOrgToken } from "./service.ts";
 
@@ -50,7 +50,7 @@ export const tokenRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const body = c.req.valid("json");
-      const created = await createOrgToken(c.var.db, {
+      const created = await createOrgToken(c.var.deps, {
         orgId: principal.orgId,
         role: body.role,
         description: body.description,
@@ -96,20 +96,11 @@ export const tokenRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { tokenId } = c.req.valid("param");
-      const result = await revokeOrgToken(c.var.db, {
+      const result = await revokeOrgToken(c.var.deps, {
         orgId: principal.orgId,
         id: tokenId,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        if (result.reason === "not_found") {
-          throw new ApiError("NOT_FOUND", `token ${tokenId} not found`);
-        }
-        throw new ApiError(
-          "CONFLICT",
-          "this is the organization's last owner token; create another owner token first",
-        );
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

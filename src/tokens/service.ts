@@ -1,11 +1,13 @@
 /** Org tokens: creation (secret returned once), listing, revocation, with audit events. */
 
-import { newId, type Result } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { and, count, eq, isNull } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { orgTokens } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { generateToken, hashToken, type Role } from "./model.ts";
 import {
   getOrgToken,
@@ -29,11 +31,12 @@ export function presentOrgToken(row: OrgTokenRow) {
 
 /** Creates an org token; the returned secret is the only copy that will ever exist. */
 export async function createOrgToken(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; role: Role; description: string; actor: AuditActor },
 ) {
+  const { db } = deps;
   const secret = generateToken("org");
-  const now = Date.now();
+  const now = deps.now();
   const row = {
     id: newId("orgToken"),
     orgId: input.orgId,
@@ -65,19 +68,20 @@ export async function listTokens(db: Database, orgId: string) {
 }
 
 /**
- * Revokes a token; the very next request with it gets 401. Refuses to revoke the org's last
- * active owner token, which would leave nobody able to manage the org.
+ * Revokes a token; the very next request with it gets 401. Refuses (`conflict`) to revoke the
+ * org's last active owner token, which would leave nobody able to manage the org.
  */
 export async function revokeOrgToken(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; id: string; actor: AuditActor },
-): Promise<Result<ReturnType<typeof presentOrgToken>, "not_found" | "last_owner">> {
+): Promise<Outcome<ReturnType<typeof presentOrgToken>, "not_found" | "conflict">> {
+  const { db } = deps;
   const token = await getOrgToken(db, input.orgId, input.id);
   if (!token) {
-    return { ok: false, reason: "not_found" };
+    return refuse("not_found", `token ${input.id} not found`);
   }
   if (token.revokedAt !== null) {
-    return { ok: true, value: presentOrgToken(token) };
+    return ok(presentOrgToken(token));
   }
   if (token.role === "owner") {
     const [owners] = await db
@@ -91,10 +95,13 @@ export async function revokeOrgToken(
         ),
       );
     if ((owners?.n ?? 0) <= 1) {
-      return { ok: false, reason: "last_owner" };
+      return refuse(
+        "conflict",
+        "this is the organization's last owner token; create another owner token first",
+      );
     }
   }
-  const now = Date.now();
+  const now = deps.now();
   await db.batch([
     revokeOrgTokenQuery(db, input.orgId, input.id, now),
     auditQuery(db, {
@@ -106,5 +113,5 @@ export async function revokeOrgToken(
       now,
     }),
   ]);
-  return { ok: true, value: presentOrgToken({ ...token, revokedAt: now }) };
+  return ok(presentOrgToken({ ...token, revokedAt: now }));
 }

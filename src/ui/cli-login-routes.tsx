@@ -36,7 +36,7 @@ export const cliLoginPages = new Hono<UiEnv>()
   .get("/:code", async (c) => {
     const code = codeOf(c);
     userOf(c);
-    const login = await pendingCliLogin(c.var.db, code, Date.now());
+    const login = await pendingCliLogin(c.var.db, code, c.var.deps.now());
     if (!login) {
       throw new ApiError("NOT_FOUND", "this CLI login is unknown, expired or already approved");
     }
@@ -65,7 +65,7 @@ export const cliLoginPages = new Hono<UiEnv>()
       code,
       orgId: me.orgId,
       userId: me.userId,
-      now: Date.now(),
+      now: c.var.deps.now(),
     });
     if (!approved.ok) {
       throw new ApiError("NOT_FOUND", "this CLI login is unknown, expired or already approved");

@@ -67,7 +67,7 @@ export async function readForm<T extends z.ZodType>(
 
 /**
  * What the layout needs to know about who is signed in; with `grants`, what they hold on the
- * workspace the page is about.
+ * workspace the page is about. `now` is the request's clock, for relative times.
  */
 export function viewerOf(c: Context<UiEnv>, grants?: Grants): Viewer {
   const { principal, csrf } = c.var.session;
@@ -77,7 +77,7 @@ export function viewerOf(c: Context<UiEnv>, grants?: Grants): Viewer {
         ? `${principal.name} <${principal.email}>`
         : principal.email
       : principal.name;
-  return { name, role: principal.role, csrf, grants };
+  return { name, role: principal.role, csrf, grants, now: c.var.deps.now() };
 }
 
 /** Post/redirect/get: a fixed notice key, never free text, so no message can be reflected. */

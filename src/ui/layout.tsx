@@ -11,13 +11,15 @@ import { CSRF_FIELD } from "./session.ts";
 /**
  * Who looks at a page: a name to show (a person's name or email, a token's description), the
  * organization role, and on a workspace's pages what it holds there, so a page offers only what
- * the viewer may do (the server decides again on submit).
+ * the viewer may do (the server decides again on submit); and when the page is rendered (the
+ * request's clock, for relative times).
  */
 export type Viewer = {
   name: string;
   role: Role | null;
   csrf: string;
   grants?: Grants | undefined;
+  now: number;
 };
 
 /** Whether the viewer's organization role is at least `role`. */
@@ -172,15 +174,16 @@ export function relativeTime(iso: string, nowMs: number): string {
 
 /**
  * A time as people read it: relative ("12 s ago", kept current by the page script) with the
- * absolute UTC time on hover and in `datetime`; "never" for null.
+ * absolute UTC time on hover and in `datetime`; "never" for null. `now` is when the page is
+ * rendered.
  */
-export function Time(props: { iso: string | null | undefined }) {
+export function Time(props: { iso: string | null | undefined; now: number }) {
   if (!props.iso) {
     return <span class="muted">never</span>;
   }
   return (
     <time datetime={props.iso} title={absoluteTime(props.iso)} data-relative="">
-      {relativeTime(props.iso, Date.now())}
+      {relativeTime(props.iso, props.now)}
     </time>
   );
 }

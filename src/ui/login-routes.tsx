@@ -106,7 +106,7 @@ export const loginPages = new Hono<AppEnv>()
     if (principal.kind !== "org") {
       throw new Error("authenticate answered another kind than asked");
     }
-    const now = Date.now();
+    const now = c.var.deps.now();
     const settings = sessionSettings(c.env);
     const session = await startSession(
       c.var.db,
@@ -131,7 +131,7 @@ export const loginPages = new Hono<AppEnv>()
 export const logoutPage = new Hono<UiEnv>().post("/logout", async (c) => {
   await readForm(c, z.strictObject({}));
   const { session } = c.var;
-  await endSession(c.var.db, session, actorOf(session.principal), Date.now());
+  await endSession(c.var.db, session, actorOf(session.principal), c.var.deps.now());
   clearSessionCookie(c);
   // Behind Cloudflare Access, its own sign-out too: else the next page signs the person in again.
   return c.redirect(session.method === "access" ? "/cdn-cgi/access/logout" : "/ui/login", 303);

@@ -53,7 +53,7 @@ const Role = z
 const ctxOf = (c: Context<UiEnv>) => ({
   orgId: c.var.session.orgId,
   actor: actorOf(c.var.session.principal),
-  now: Date.now(),
+  now: c.var.deps.now(),
 });
 
 async function renderTeam(c: Context<UiEnv>, teamId: string, created?: { token: string }) {
@@ -61,7 +61,7 @@ async function renderTeam(c: Context<UiEnv>, teamId: string, created?: { token: 
   const [team, users, tokens] = await Promise.all([
     showTeam(c.var.db, orgId, teamId),
     listUsers(c.var.db, orgId),
-    listTeamTokens(c.var.db, orgId, teamId, Date.now()),
+    listTeamTokens(c.var.db, orgId, teamId, c.var.deps.now()),
   ]);
   if (!team || !tokens.ok) {
     throw new ApiError("NOT_FOUND", `team ${teamId} not found`);

@@ -4,9 +4,10 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { decideOrganization } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, reasonError, reasonStatus, valueOrThrow } from "../errors.ts";
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
 import { PoolName } from "../pools/model.ts";
@@ -59,26 +60,20 @@ async function ownerData(c: Context<UiEnv>, poolId: string) {
     return { tokens: null, trusts: null };
   }
   const [tokens, trusts] = await Promise.all([
-    listAgentTokens(c.var.db, c.env, orgId, poolId),
+    listAgentTokens(c.var.deps, orgId, poolId),
     listTrusts(c.var.db, orgId, poolId),
   ]);
-  if (!tokens.ok || !trusts.ok) {
-    throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
-  }
-  return { tokens: tokens.value, trusts: trusts.value };
+  return { tokens: valueOrThrow(tokens), trusts: valueOrThrow(trusts) };
 }
 
 async function renderPool(
   c: Context<UiEnv>,
   poolId: string,
-  extra: { created?: CreatedToken; error?: string; status?: 200 | 400 | 409 | 201 } = {},
+  extra: { created?: CreatedToken; error?: string; status?: ContentfulStatusCode } = {},
 ) {
-  const detail = await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId);
-  if (!detail.ok) {
-    throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
-  }
+  const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
   const { tokens, trusts } = await ownerData(c, poolId);
-  const { agents, workspaces, ...pool } = detail.value;
+  const { agents, workspaces, ...pool } = detail;
   return c.html(
     <PoolPage
       viewer={viewerOf(c)}
@@ -108,7 +103,7 @@ export const poolPages = new Hono<UiEnv>()
       z.strictObject({ name: PoolName, description: z.string().max(500).default("") }),
     );
     const { session } = c.var;
-    const result = await createPool(c.var.db, c.env, {
+    const result = await createPool(c.var.deps, {
       orgId: session.orgId,
       actor: actorOf(session.principal),
       name: form.name,
@@ -117,12 +112,8 @@ export const poolPages = new Hono<UiEnv>()
     if (!result.ok) {
       const pools = await listPools(c.var.db, session.orgId);
       return c.html(
-        <PoolsPage
-          viewer={viewerOf(c)}
-          pools={pools}
-          error={`A pool named ${form.name} already exists.`}
-        />,
-        409,
+        <PoolsPage viewer={viewerOf(c)} pools={pools} error={`${result.reason.message}.`} />,
+        reasonStatus(result.reason),
       );
     }
     return c.redirect(`/ui/pools/${result.value.id}`, 303);
@@ -130,11 +121,9 @@ export const poolPages = new Hono<UiEnv>()
   .get("/:poolId", (c) => renderPool(c, idOf(c, "poolId", "pool")))
   .get("/:poolId/live.json", async (c) => {
     const poolId = idOf(c, "poolId", "pool");
-    const detail = await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId);
-    if (!detail.ok) {
-      throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
-    }
-    const agents = await (<AgentRows agents={detail.value.agents} />).toString();
+    const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
+    const now = c.var.deps.now();
+    const agents = await (<AgentRows agents={detail.agents} now={now} />).toString();
     c.header("Cache-Control", "no-store");
     return c.json({ fragments: { agents } });
   })
@@ -145,18 +134,16 @@ export const poolPages = new Hono<UiEnv>()
       z.strictObject({ description: z.string().trim().min(1).max(200) }),
     );
     const { session } = c.var;
-    const result = await createAgentToken(c.var.db, {
+    const result = await createAgentToken(c.var.deps, {
       orgId: session.orgId,
       poolId,
       description: form.description,
       actor: actorOf(session.principal),
     });
-    if (!result.ok) {
-      throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
-    }
+    const created = valueOrThrow(result);
     // Rendered in the POST answer (not redirected), so the secret never lands in a URL or history.
     return renderPool(c, poolId, {
-      created: { description: result.value.description, token: result.value.token },
+      created: { description: created.description, token: created.token },
       status: 201,
     });
   })
@@ -165,7 +152,7 @@ export const poolPages = new Hono<UiEnv>()
     const tokenId = idOf(c, "tokenId", "atok");
     const form = await readForm(c, z.strictObject({ confirm: z.string().max(200) }));
     const { session } = c.var;
-    const tokens = await listAgentTokens(c.var.db, c.env, session.orgId, poolId);
+    const tokens = await listAgentTokens(c.var.deps, session.orgId, poolId);
     const token = tokens.ok ? tokens.value.find((t) => t.id === tokenId) : undefined;
     if (!token) {
       throw new ApiError("NOT_FOUND", `agent token ${tokenId} not found`);
@@ -176,22 +163,20 @@ export const poolPages = new Hono<UiEnv>()
         status: 400,
       });
     }
-    const result = await revokeAgentToken(c.var.db, c.env, {
+    const result = await revokeAgentToken(c.var.deps, {
       orgId: session.orgId,
       poolId,
       id: tokenId,
       actor: actorOf(session.principal),
     });
-    if (!result.ok) {
-      throw new ApiError("NOT_FOUND", `agent token ${tokenId} not found`);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/pools/${poolId}`, "token-revoked");
   })
   .post("/:poolId/oidc-trusts", requireUiPermission("pools.manage"), async (c) => {
     const poolId = idOf(c, "poolId", "pool");
     const form = await readForm(c, TrustForm);
     const { session } = c.var;
-    const result = await createTrust(c.var.db, c.env, {
+    const result = await createTrust(c.var.deps, {
       ...form,
       orgId: session.orgId,
       poolId,
@@ -200,15 +185,12 @@ export const poolPages = new Hono<UiEnv>()
     if (result.ok) {
       return redirectWithNotice(c, `/ui/pools/${poolId}`, "trust-added");
     }
-    if (result.reason === "not_found") {
-      throw new ApiError("NOT_FOUND", `pool ${poolId} not found`);
+    if (result.reason.kind === "not_found") {
+      throw reasonError(result.reason);
     }
     return renderPool(c, poolId, {
-      error:
-        result.reason === "invalid"
-          ? `The trust was not added: ${result.message}.`
-          : "The trust was not added: this pool already has as many OIDC trusts as it may hold.",
-      status: result.reason === "invalid" ? 400 : 409,
+      error: `The trust was not added: ${result.reason.message}.`,
+      status: reasonStatus(result.reason),
     });
   })
   .post("/:poolId/oidc-trusts/:trustId/delete", requireUiPermission("pools.manage"), async (c) => {
@@ -216,14 +198,12 @@ export const poolPages = new Hono<UiEnv>()
     const trustId = idOf(c, "trustId", "otr");
     await readForm(c, z.strictObject({}));
     const { session } = c.var;
-    const result = await deleteTrust(c.var.db, c.env, {
+    const result = await deleteTrust(c.var.deps, {
       orgId: session.orgId,
       poolId,
       id: trustId,
       actor: actorOf(session.principal),
     });
-    if (!result.ok) {
-      throw new ApiError("NOT_FOUND", `OIDC trust ${trustId} not found`);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/pools/${poolId}`, "trust-removed");
   });

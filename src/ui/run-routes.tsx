@@ -12,10 +12,10 @@ import {
 } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { grantsOn } from "../authz/service.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { runLog } from "../runs/blobs.ts";
 import { listRunJobs } from "../runs/job-records.ts";
-import { actionFailureMessage, isPhaseOver, jobId, RUN_ACTIONS } from "../runs/model.ts";
+import { isPhaseOver, jobId, RUN_ACTIONS } from "../runs/model.ts";
 import { presentRun } from "../runs/present.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
 import { cancelRun, confirmRun, discardRun, forceCancelRun } from "../runs/service.ts";
@@ -96,8 +96,6 @@ async function readTail(
   };
 }
 
-const deps = (c: Context<UiEnv>) => ({ db: c.var.db, env: c.env });
-
 const actor = (c: Context<UiEnv>) => actorOf(c.var.session.principal);
 
 /** Each action with what `may` must allow and what it does. */
@@ -105,19 +103,19 @@ const actions = {
   confirm: {
     needs: "run.confirm",
     run: (c: Context<UiEnv>, run: RunRow, workspace: WorkspaceRow) =>
-      confirmRun(deps(c), run, workspace, actor(c)),
+      confirmRun(c.var.deps, run, workspace, actor(c)),
   },
   discard: {
     needs: "run.discard",
-    run: (c: Context<UiEnv>, run: RunRow) => discardRun(deps(c), run, actor(c)),
+    run: (c: Context<UiEnv>, run: RunRow) => discardRun(c.var.deps, run, actor(c)),
   },
   cancel: {
     needs: "run.cancel",
-    run: (c: Context<UiEnv>, run: RunRow) => cancelRun(deps(c), run, actor(c)),
+    run: (c: Context<UiEnv>, run: RunRow) => cancelRun(c.var.deps, run, actor(c)),
   },
   "force-cancel": {
     needs: "run.cancel",
-    run: (c: Context<UiEnv>, run: RunRow) => forceCancelRun(deps(c), run, actor(c)),
+    run: (c: Context<UiEnv>, run: RunRow) => forceCancelRun(c.var.deps, run, actor(c)),
   },
 } as const satisfies Record<string, { needs: WorkspaceAction; run: unknown }>;
 
@@ -125,7 +123,7 @@ export const runPages = new Hono<UiEnv>()
   .get("/:runId", async (c) => {
     const { row, workspace, grants } = await runOf(c);
     const [waiting, logs, jobs] = await Promise.all([
-      whyWaiting(deps(c), row),
+      whyWaiting(c.var.deps, row),
       Promise.all(phasesOf(row).map((phase) => readTail(c, row, phase, 0))),
       listRunJobs(c.var.db, [row.id]),
     ]);
@@ -152,7 +150,7 @@ export const runPages = new Hono<UiEnv>()
       throw new ApiError("BAD_REQUEST", "planOffset and applyOffset must be whole byte offsets");
     }
     const [waiting, jobs] = await Promise.all([
-      whyWaiting(deps(c), row),
+      whyWaiting(c.var.deps, row),
       listRunJobs(c.var.db, [row.id]),
     ]);
     const run = presentRun(row, waiting, jobs.get(row.id));
@@ -168,9 +166,9 @@ export const runPages = new Hono<UiEnv>()
       ),
     );
     const [summary, actionsHtml, timeline, ...logHtml] = await Promise.all([
-      (<RunSummary run={run} />).toString(),
+      (<RunSummary run={run} now={viewer.now} />).toString(),
       (<RunActions viewer={viewer} row={row} />).toString(),
-      (<Timeline run={run} />).toString(),
+      (<Timeline run={run} now={viewer.now} />).toString(),
       ...logs.map((log) => (<LogText text={log.text} />).toString()),
     ]);
     // While a log is still empty its placeholder follows the run (queued → waiting → started);
@@ -204,9 +202,6 @@ export const runPages = new Hono<UiEnv>()
     const action = z.enum(RUN_ACTIONS).parse(c.req.param("action"));
     const { row, workspace } = await runOf(c, actions[action].needs);
     await readForm(c, z.strictObject({}));
-    const result = await actions[action].run(c, row, workspace);
-    if (!result.ok) {
-      throw new ApiError("CONFLICT", actionFailureMessage(result.reason, row, action));
-    }
+    valueOrThrow(await actions[action].run(c, row, workspace));
     return redirectWithNotice(c, `/ui/runs/${row.id}`, action);
   });

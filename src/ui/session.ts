@@ -45,7 +45,7 @@ function recordTokenUse<E extends AppEnv>(
   tokenId: string,
   lastUsedAt: number | null,
 ) {
-  const now = Date.now();
+  const now = c.var.deps.now();
   if (lastUsedAt === null || lastUsedAt < now - LAST_USED_RESOLUTION_MS) {
     c.executionCtx.waitUntil(
       touchToken(c.var.db, "org", tokenId, now, LAST_USED_RESOLUTION_MS).catch((err: unknown) => {
@@ -62,7 +62,7 @@ function recordTokenUse<E extends AppEnv>(
  * through gets a session started here (and its cookie), so forms have their CSRF token.
  */
 export async function currentSession<E extends AppEnv>(c: Context<E>): Promise<UiSession | null> {
-  const identity = await browserIdentity(c, Date.now());
+  const identity = await browserIdentity(c, c.var.deps.now());
   if (!identity?.ok) {
     return null;
   }
@@ -89,7 +89,7 @@ export async function currentSession<E extends AppEnv>(c: Context<E>): Promise<U
     c.var.db,
     { kind: "user", orgId: principal.orgId, userId: principal.userId, method: "access" },
     settings,
-    Date.now(),
+    c.var.deps.now(),
   );
   setSessionCookie(c, started.secret, settings);
   return {

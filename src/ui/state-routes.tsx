@@ -6,9 +6,8 @@
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import type { Principal } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
-import type { StateResult } from "../state/access.ts";
 import { diffVersionOutputs, readOutputs } from "../state/output-reads.ts";
 import { md5Base64 } from "../state/service.ts";
 import { downloadVersion, getVersion, listVersions, rollbackState } from "../state/versions.ts";
@@ -25,15 +24,6 @@ function principalOf(c: Context<UiEnv>): Principal {
   return c.var.session.principal;
 }
 
-function unwrap<T>(result: StateResult<T>): T {
-  if (!result.ok) {
-    throw new ApiError(result.reason.code, result.reason.message);
-  }
-  return result.value;
-}
-
-const deps = (c: Context<UiEnv>) => ({ db: c.var.db, bucket: c.env.BLOBS });
-
 /** The page, with outputs revealed when an admin asked for them (by POST, so it is audited). */
 async function renderState(c: Context<UiEnv>, reveal: boolean) {
   const { row: ws, grants } = await workspaceOf(c, reveal ? "state.reveal" : "workspace.read");
@@ -43,8 +33,8 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
     throw new ApiError("BAD_REQUEST", "that link to older versions is not valid");
   }
   const [outputs, versions] = await Promise.all([
-    readOutputs(deps(c), principal, ws.id, reveal).then(unwrap),
-    listVersions(deps(c), principal, ws.id, page.data).then(unwrap),
+    readOutputs(c.var.deps, principal, ws.id, reveal).then(valueOrThrow),
+    listVersions(c.var.deps, principal, ws.id, page.data).then(valueOrThrow),
   ]);
   const from = c.req.query("from");
   const to = c.req.query("to");
@@ -54,7 +44,11 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
       throw new ApiError("BAD_REQUEST", "choose two state versions to compare");
     }
     const ids = { fromId: from, toId: to };
-    diff = { from, to, changes: unwrap(await diffVersionOutputs(deps(c), principal, ws.id, ids)) };
+    diff = {
+      from,
+      to,
+      changes: valueOrThrow(await diffVersionOutputs(c.var.deps, principal, ws.id, ids)),
+    };
   }
   return c.html(
     <StatePage
@@ -82,7 +76,7 @@ export const statePages = new Hono<UiEnv>()
   .get("/:workspaceId/state/versions/:stateVersionId/download", async (c) => {
     const { row: ws } = await workspaceOf(c, "state.download");
     const versionId = idOf(c, "stateVersionId", "sv");
-    const state = unwrap(await downloadVersion(deps(c), principalOf(c), ws.id, versionId));
+    const state = valueOrThrow(await downloadVersion(c.var.deps, principalOf(c), ws.id, versionId));
     return new Response(state.body, {
       status: 200,
       headers: {
@@ -98,13 +92,13 @@ export const statePages = new Hono<UiEnv>()
     const form = await readForm(c, z.strictObject({ confirm: z.string().max(100) }));
     const { row: ws } = await workspaceOf(c, "state.rollback");
     const versionId = idOf(c, "stateVersionId", "sv");
-    const target = unwrap(await getVersion(deps(c), principalOf(c), ws.id, versionId));
+    const target = valueOrThrow(await getVersion(c.var.deps, principalOf(c), ws.id, versionId));
     // The typed text is checked here too, so the form works without the script.
     if (form.confirm.trim() !== `serial ${target.serial}`) {
       throw new ApiError("BAD_REQUEST", `type "serial ${target.serial}" to confirm the rollback`);
     }
-    unwrap(
-      await rollbackState(deps(c), {
+    valueOrThrow(
+      await rollbackState(c.var.deps, {
         principal: principalOf(c),
         workspaceId: ws.id,
         stateVersionId: versionId,

@@ -12,7 +12,7 @@ import { workspaceOf } from "./workspace-routes.tsx";
 const ctxOf = (c: Context<UiEnv>) => ({
   orgId: c.var.session.orgId,
   actor: actorOf(c.var.session.principal),
-  now: Date.now(),
+  now: c.var.deps.now(),
 });
 
 export const teamAccessPages = new Hono<UiEnv>()

@@ -1,8 +1,9 @@
 /** Dashboard page for org tokens: owners only, like `/api/v1/tokens`. */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, reasonError, reasonStatus } from "../errors.ts";
 import { ROLES } from "../tokens/model.ts";
 import { createOrgToken, listTokens, revokeOrgToken } from "../tokens/service.ts";
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
@@ -16,7 +17,7 @@ async function render(
   extra: {
     created?: { description: string; token: string };
     error?: string;
-    status?: 200 | 201 | 400 | 409;
+    status?: ContentfulStatusCode;
   } = {},
 ) {
   const tokens = await listTokens(c.var.db, c.var.session.orgId);
@@ -40,7 +41,7 @@ export const tokenPages = new Hono<UiEnv>()
       c,
       z.strictObject({ description: z.string().trim().min(1).max(200), role: z.enum(ROLES) }),
     );
-    const created = await createOrgToken(c.var.db, {
+    const created = await createOrgToken(c.var.deps, {
       orgId: c.var.session.orgId,
       role: form.role,
       description: form.description,
@@ -65,19 +66,16 @@ export const tokenPages = new Hono<UiEnv>()
         status: 400,
       });
     }
-    const result = await revokeOrgToken(c.var.db, {
+    const result = await revokeOrgToken(c.var.deps, {
       orgId: session.orgId,
       id: tokenId,
       actor: actorOf(session.principal),
     });
     if (!result.ok) {
-      if (result.reason === "last_owner") {
-        return render(c, {
-          error: "This is the organization's last owner token; create another owner first.",
-          status: 409,
-        });
+      if (result.reason.kind === "not_found") {
+        throw reasonError(result.reason);
       }
-      throw new ApiError("NOT_FOUND", `token ${tokenId} not found`);
+      return render(c, { error: `${result.reason.message}.`, status: reasonStatus(result.reason) });
     }
     return redirectWithNotice(c, "/ui/tokens", "token-revoked");
   });

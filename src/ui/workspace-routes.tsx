@@ -8,7 +8,7 @@ import { type Context, Hono } from "hono";
 import { authorizeWorkspace } from "../authz/http.ts";
 import { decideWorkspace, type Grants, type WorkspaceAction } from "../authz/model.ts";
 import { actorOf, principalId } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { listPools } from "../pools/service.ts";
 import { presentRun } from "../runs/present.ts";
 import { listRunsPage } from "../runs/queries.ts";
@@ -17,12 +17,7 @@ import { whyWaiting } from "../runs/why.ts";
 import { listTeamAccess } from "../teams/access.ts";
 import { listTeams } from "../teams/service.ts";
 import { CATEGORIES } from "../variables/model.ts";
-import {
-  deleteVariable,
-  listVariables,
-  putVariable,
-  type VariableFailure,
-} from "../variables/service.ts";
+import { deleteVariable, listVariables, putVariable } from "../variables/service.ts";
 import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
 import { lockHolderKind } from "../workspaces/model.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
@@ -31,7 +26,6 @@ import {
   presentWorkspace,
   resolveWorkspace,
   updateWorkspace,
-  type WorkspaceFailure,
 } from "../workspaces/service.ts";
 import { Checkbox, idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { WorkspacePage, WorkspacesPage } from "./pages/workspaces.tsx";
@@ -66,45 +60,6 @@ export async function workspaceOf(
 
 const actor = (c: Context<UiEnv>) => actorOf(c.var.session.principal);
 
-function workspaceProblem(failure: WorkspaceFailure): ApiError {
-  switch (failure.reason) {
-    case "not_found":
-      return new ApiError("NOT_FOUND", "workspace not found");
-    case "invalid":
-      return new ApiError("BAD_REQUEST", failure.message);
-    case "locked":
-    case "needs_force":
-      return new ApiError("CONFLICT", `the workspace is locked by ${failure.lockedBy}`);
-    case "not_lock_holder":
-      return new ApiError("FORBIDDEN", `only ${failure.lockedBy} or an admin may unlock it`);
-    case "name_taken":
-      return new ApiError("CONFLICT", `a workspace named ${failure.name} exists`);
-    case "active_runs":
-      return new ApiError("CONFLICT", "the workspace has active runs");
-    case "state_locked":
-      return new ApiError("CONFLICT", "the workspace's state is locked");
-    case "has_state":
-      return new ApiError("CONFLICT", `the engine cannot change: ${failure.message}`);
-  }
-}
-
-function variableProblem(failure: VariableFailure): ApiError {
-  switch (failure.reason) {
-    case "not_found":
-      return new ApiError("NOT_FOUND", "variable not found");
-    case "ambiguous":
-      return new ApiError("BAD_REQUEST", "the key exists in both categories");
-    case "invalid":
-      return new ApiError("BAD_REQUEST", failure.message);
-    case "too_many":
-      return new ApiError("CONFLICT", "this workspace has the maximum number of variables");
-    case "conflict":
-      return new ApiError("CONFLICT", "the variable was changed concurrently; retry");
-    case "no_encryption_key":
-      return new ApiError("UNAVAILABLE", `sensitive variables are unavailable: ${failure.message}`);
-  }
-}
-
 export const workspacePages = new Hono<UiEnv>()
   .get("/", async (c) => {
     const { orgId, principal } = c.var.session;
@@ -123,7 +78,7 @@ export const workspacePages = new Hono<UiEnv>()
   .get("/:workspaceId", async (c) => {
     const { row, grants } = await workspaceOf(c, "workspace.read");
     const { orgId, principal } = c.var.session;
-    const deps = { db: c.var.db, env: c.env };
+    const { deps } = c.var;
     const [pools, runRows, variables, teamAccess, teams] = await Promise.all([
       principal.role === null ? [] : listPools(c.var.db, orgId),
       listRunsPage(c.var.db, { orgId, workspaceId: row.id }, { limit: 20 }),
@@ -156,15 +111,13 @@ export const workspacePages = new Hono<UiEnv>()
         poolId: z.union([z.literal(""), z.string().regex(/^pool_[a-z2-7]{26}$/)]),
       }),
     );
-    const result = await updateWorkspace(c.var.db, {
+    const result = await updateWorkspace(c.var.deps, {
       orgId: c.var.session.orgId,
       ref: row.id,
       actor: actor(c),
       patch: { executionMode: form.executionMode, poolId: form.poolId === "" ? null : form.poolId },
     });
-    if (!result.ok) {
-      throw workspaceProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
   })
   .post("/:workspaceId/workload-identity", async (c) => {
@@ -173,7 +126,7 @@ export const workspacePages = new Hono<UiEnv>()
       c,
       z.strictObject({ enabled: Checkbox, audience: z.string().trim().max(500).default("") }),
     );
-    const result = await updateWorkspace(c.var.db, {
+    const result = await updateWorkspace(c.var.deps, {
       orgId: c.var.session.orgId,
       ref: row.id,
       actor: actor(c),
@@ -182,31 +135,27 @@ export const workspacePages = new Hono<UiEnv>()
         workloadIdentityAudience: form.audience === "" ? null : form.audience,
       },
     });
-    if (!result.ok) {
-      throw workspaceProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
   })
   .post("/:workspaceId/lock", async (c) => {
     const { row } = await workspaceOf(c, "workspace.lock");
     await readForm(c, z.strictObject({}));
-    const result = await lockWorkspace(c.var.db, {
+    const result = await lockWorkspace(c.var.deps, {
       orgId: c.var.session.orgId,
       ref: row.id,
       holderId: principalId(c.var.session.principal),
       actor: actor(c),
       reason: "locked from the dashboard",
     });
-    if (!result.ok) {
-      throw workspaceProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "locked");
   })
   .post("/:workspaceId/unlock", async (c) => {
     const { row, grants } = await workspaceOf(c, "workspace.lock");
     await readForm(c, z.strictObject({}));
     const isAdmin = decideWorkspace(grants, "workspace.force_unlock") === "allow";
-    const result = await unlockWorkspace(c.var.db, {
+    const result = await unlockWorkspace(c.var.deps, {
       orgId: c.var.session.orgId,
       ref: row.id,
       holderId: principalId(c.var.session.principal),
@@ -215,9 +164,7 @@ export const workspacePages = new Hono<UiEnv>()
       // Admins may release a user's lock from here; a run's lock is released by the run.
       force: isAdmin && row.lockedBy !== null && lockHolderKind(row.lockedBy) === "user",
     });
-    if (!result.ok) {
-      throw workspaceProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "unlocked");
   })
   .post("/:workspaceId/vars", async (c) => {
@@ -236,7 +183,7 @@ export const workspacePages = new Hono<UiEnv>()
         hcl: Checkbox,
       }),
     );
-    const result = await putVariable(c.var.db, {
+    const result = await putVariable(c.var.deps, {
       orgId: c.var.session.orgId,
       workspaceId: row.id,
       key: form.key,
@@ -250,9 +197,7 @@ export const workspacePages = new Hono<UiEnv>()
       actor: actor(c),
       encryptionKey: c.env.ENCRYPTION_KEY,
     });
-    if (!result.ok) {
-      throw variableProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "variable-saved");
   })
   .post("/:workspaceId/vars/:category/:key/delete", async (c) => {
@@ -262,16 +207,14 @@ export const workspacePages = new Hono<UiEnv>()
     if (!category.success) {
       throw new ApiError("NOT_FOUND", "variable not found");
     }
-    const result = await deleteVariable(c.var.db, {
+    const result = await deleteVariable(c.var.deps, {
       orgId: c.var.session.orgId,
       workspaceId: row.id,
       key: c.req.param("key"),
       category: category.data,
       actor: actor(c),
     });
-    if (!result.ok) {
-      throw variableProblem(result);
-    }
+    valueOrThrow(result);
     return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "variable-deleted");
   })
   .post("/:workspaceId/runs", async (c) => {
@@ -286,26 +229,12 @@ export const workspacePages = new Hono<UiEnv>()
     if (row.autoApply && form.operation !== "plan") {
       await authorizeWorkspace(c.var.db, c.var.session.principal, "run.queue_auto_apply", row);
     }
-    const result = await createRun({ db: c.var.db, env: c.env }, row, {
+    const result = await createRun(c.var.deps, row, {
       operation: form.operation,
       message: form.message,
       source: "ui",
       actor: actor(c),
     });
-    if (!result.ok) {
-      const messages = {
-        local_workspace: "This workspace uses local execution; runs happen on your machine.",
-        no_pool: "This workspace has no agent pool.",
-        no_configuration: "This workspace has no configuration version; upload one first.",
-        configuration_not_found: "The configuration version was not found.",
-        pull_request_configuration:
-          "That configuration is a pull request's commit: only a speculative plan may run on it.",
-        over_queue_limit: "Too many queued runs in this organization; retry later.",
-      } as const;
-      throw new ApiError(
-        result.reason === "over_queue_limit" ? "RATE_LIMITED" : "CONFLICT",
-        messages[result.reason],
-      );
-    }
-    return c.redirect(`/ui/runs/${result.value.run.id}`, 303);
+    const { run } = valueOrThrow(result);
+    return c.redirect(`/ui/runs/${run.id}`, 303);
   });

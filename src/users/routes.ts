@@ -8,8 +8,8 @@ import type { Context } from "hono";
 import { actorOf, type UserPrincipal } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ROLES } from "../tokens/model.ts";
 import { listUsers, setUserDisabled, showUser } from "./service.ts";
 import {
@@ -146,7 +146,7 @@ export const userRoutes = newRouter()
         userId,
         disabled: c.req.valid("json").disabled,
         actor: actorOf(principal),
-        now: Date.now(),
+        now: c.var.deps.now(),
       });
       if (!result.ok) {
         throw result.reason === "self"
@@ -180,7 +180,7 @@ export const userRoutes = newRouter()
         description: body.description,
         expiresInSeconds: body.expiresInSeconds,
         actor: actorOf(me),
-        now: Date.now(),
+        now: c.var.deps.now(),
       });
       return c.json(created, 201);
     },
@@ -201,7 +201,7 @@ export const userRoutes = newRouter()
     }),
     async (c) => {
       const me = userOf(c);
-      return c.json({ tokens: await listUserTokens(c.var.db, me.userId, Date.now()) }, 200);
+      return c.json({ tokens: await listUserTokens(c.var.db, me.userId, c.var.deps.now()) }, 200);
     },
   )
   .openapi(
@@ -227,7 +227,7 @@ export const userRoutes = newRouter()
         userId: me.userId,
         tokenId,
         actor: actorOf(me),
-        now: Date.now(),
+        now: c.var.deps.now(),
       });
       if (!result.ok) {
         throw new ApiError("NOT_FOUND", `token ${tokenId} not found`);

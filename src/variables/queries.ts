@@ -1,7 +1,7 @@
 /** D1 access for variables. Callers resolve the workspace in their org first. */
-import { and, asc, count, eq, isNotNull, ne, sql } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNotNull, ne } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { variables, workspaces } from "../db/schema.ts";
+import { variables } from "../db/schema.ts";
 import type { Category } from "./model.ts";
 
 export type VariableRow = typeof variables.$inferSelect;
@@ -67,41 +67,48 @@ export function deleteVariableQuery(db: Database, id: string) {
   return db.delete(variables).where(eq(variables.id, id)).returning({ id: variables.id });
 }
 
-/** Sensitive variables sealed with another key than `primaryId` (for rotation). */
-export function rowsSealedWithOtherKeys(db: Database, primaryId: string, limit: number) {
+/**
+ * Up to `limit` sensitive values of the org sealed with one of the keys in `readable` (the ring's
+ * keys but its primary one): what a rotation re-encrypts next. Values sealed with a key no longer
+ * in the ring cannot be opened and are left out.
+ */
+export function rowsSealedWithOtherKeys(
+  db: Database,
+  orgId: string,
+  readable: readonly string[],
+  limit: number,
+) {
   return db
     .select()
     .from(variables)
     .where(
       and(
+        eq(variables.orgId, orgId),
+        eq(variables.isSensitive, true),
+        isNotNull(variables.ciphertext),
+        inArray(variables.keyId, [...readable]),
+      ),
+    )
+    .orderBy(asc(variables.id))
+    .limit(limit);
+}
+
+/** How many sensitive values of the org are sealed with a key other than `primaryId`. */
+export async function countSealedWithOtherKeys(
+  db: Database,
+  orgId: string,
+  primaryId: string,
+): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(variables)
+    .where(
+      and(
+        eq(variables.orgId, orgId),
         eq(variables.isSensitive, true),
         isNotNull(variables.ciphertext),
         ne(variables.keyId, primaryId),
       ),
-    )
-    .limit(limit);
-}
-
-/** The env variable through which a Pulumi workspace names its own state backend. */
-export const OWN_BACKEND_VARIABLE = "PULUMI_BACKEND_URL";
-
-/**
- * Recomputes the workspace's `hasOwnStateBackend` from its variables; put in the same batch as
- * any write of {@link OWN_BACKEND_VARIABLE}, so the flag is always what the variables say.
- */
-export function syncOwnBackendQuery(db: Database, workspaceId: string) {
-  const named = db
-    .select({ id: variables.id })
-    .from(variables)
-    .where(
-      and(
-        eq(variables.workspaceId, workspaceId),
-        eq(variables.key, OWN_BACKEND_VARIABLE),
-        eq(variables.category, "env"),
-      ),
     );
-  return db
-    .update(workspaces)
-    .set({ hasOwnStateBackend: sql<boolean>`EXISTS ${named}` })
-    .where(eq(workspaces.id, workspaceId));
+  return row?.n ?? 0;
 }

@@ -5,9 +5,9 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { requirePerson } from "../middleware/auth.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import { ANY_KEY_PATTERN, CATEGORIES, MAX_VALUE_LENGTH } from "./model.ts";
@@ -17,7 +17,6 @@ import {
   listVariables,
   presentVariable,
   putVariable,
-  type VariableFailure,
 } from "./service.ts";
 
 export const VariableSchema = z
@@ -61,29 +60,6 @@ const CategoryQuery = z.strictObject({
       description: "Picks a category; on one variable, needed only when the key exists in both",
     }),
 });
-
-function variableError(failure: VariableFailure, key: string): ApiError {
-  switch (failure.reason) {
-    case "not_found":
-      return new ApiError("NOT_FOUND", `variable ${key} not found`);
-    case "ambiguous":
-      return new ApiError(
-        "BAD_REQUEST",
-        `${key} exists as ${failure.categories.join(" and ")} variables; add ?category=`,
-        { issues: [{ path: "query.category", message: "required for this key" }] },
-      );
-    case "invalid":
-      return new ApiError("BAD_REQUEST", `invalid request: ${failure.message}`, {
-        issues: [{ path: failure.field, message: failure.message }],
-      });
-    case "too_many":
-      return new ApiError("CONFLICT", "this workspace has the maximum number of variables");
-    case "conflict":
-      return new ApiError("CONFLICT", `variable ${key} was changed concurrently; retry`);
-    case "no_encryption_key":
-      return new ApiError("UNAVAILABLE", `sensitive variables are unavailable: ${failure.message}`);
-  }
-}
 
 const tags = ["variables"];
 const security = [{ bearer: [] }];
@@ -137,10 +113,7 @@ export const variableRoutes = newRouter()
       const { workspaceId, key } = c.req.valid("param");
       const { workspace } = await workspaceOf(c, workspaceId, "workspace.read");
       const found = await findVariable(c.var.db, workspace.id, key, c.req.valid("query").category);
-      if (!found.ok) {
-        throw variableError(found, key);
-      }
-      return c.json(presentVariable(found.value), 200);
+      return c.json(presentVariable(valueOrThrow(found)), 200);
     },
   )
   .openapi(
@@ -171,7 +144,7 @@ export const variableRoutes = newRouter()
           issues: [{ path: "query.category", message: "must match json.category" }],
         });
       }
-      const result = await putVariable(c.var.db, {
+      const result = await putVariable(c.var.deps, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         key,
@@ -179,10 +152,7 @@ export const variableRoutes = newRouter()
         actor: actorOf(principal),
         encryptionKey: c.env.ENCRYPTION_KEY,
       });
-      if (!result.ok) {
-        throw variableError(result, key);
-      }
-      const { variable, created } = result.value;
+      const { variable, created } = valueOrThrow(result);
       return created ? c.json(variable, 201) : c.json(variable, 200);
     },
   )
@@ -204,16 +174,13 @@ export const variableRoutes = newRouter()
     async (c) => {
       const { workspaceId, key } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId, "variables.write");
-      const result = await deleteVariable(c.var.db, {
+      const result = await deleteVariable(c.var.deps, {
         orgId: principal.orgId,
         workspaceId: workspace.id,
         key,
         category: c.req.valid("query").category,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw variableError(result, key);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -4,13 +4,15 @@
  * `ENCRYPTION_KEY` keyring and no function here but that one ever returns it.
  */
 
-import { newId } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { and, eq, sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { variables } from "../db/schema.ts";
-import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
+import type { Deps } from "../deps.ts";
+import { type Keyring, type KeyringError, loadKeyring, open, seal } from "../lib/encryption.ts";
+import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
 import {
   type Category,
   MAX_VARIABLES_PER_WORKSPACE,
@@ -25,8 +27,6 @@ import {
   insertVariableQuery,
   listVariableRows,
   replaceVariableQuery,
-  rowsSealedWithOtherKeys,
-  syncOwnBackendQuery,
   type VariableRow,
 } from "./queries.ts";
 
@@ -46,30 +46,47 @@ export function presentVariable(row: VariableRow) {
 }
 export type Variable = ReturnType<typeof presentVariable>;
 
-export type VariableFailure =
-  | { reason: "not_found" }
-  | { reason: "ambiguous"; categories: Category[] }
-  | { reason: "invalid"; field: string; message: string }
-  | { reason: "too_many" }
-  | { reason: "conflict" }
-  | { reason: "no_encryption_key"; message: string };
+/**
+ * A variable operation's outcome: `not_found`, `invalid` input (also a key in both categories
+ * without `?category=`), `conflict` (the limit, a concurrent write), `unavailable` without a
+ * usable `ENCRYPTION_KEY`.
+ */
+type VariableResult<T> = Outcome<T, "not_found" | "invalid" | "conflict" | "unavailable">;
 
-type VariableResult<T> = { ok: true; value: T } | ({ ok: false } & VariableFailure);
-const refuse = (f: VariableFailure): { ok: false } & VariableFailure => ({ ok: false, ...f });
-
-async function keyringOf(secret: string | undefined): Promise<VariableResult<Keyring>> {
-  const keyring = await loadKeyring(secret);
-  if (!keyring.ok) {
-    return refuse({
-      reason: "no_encryption_key",
-      message: `ENCRYPTION_KEY is ${keyring.reason === "missing" ? "not set" : `unusable (${keyring.reason})`}`,
-    });
-  }
-  return { ok: true, value: keyring.value };
+/** What is wrong with the deployment's `ENCRYPTION_KEY`, in words. */
+function keyringProblem(problem: KeyringError): string {
+  return `ENCRYPTION_KEY is ${problem === "missing" ? "not set" : `unusable (${problem})`}`;
 }
 
-function describe(failure: VariableFailure): string {
-  return failure.reason === "no_encryption_key" ? failure.message : failure.reason;
+/** The keyring, or the deployment's key problem as a bug to throw (a job must not run without). */
+async function requireKeyring(secret: string | undefined, doing: string): Promise<Keyring> {
+  const keyring = await loadKeyring(secret);
+  if (!keyring.ok) {
+    throw new Error(`${doing}: ${keyringProblem(keyring.reason)}`);
+  }
+  return keyring.value;
+}
+
+/** The keyring, or `unavailable` naming what is wrong with `ENCRYPTION_KEY`. */
+export async function keyringOf(
+  secret: string | undefined,
+): Promise<Outcome<Keyring, "unavailable">> {
+  const keyring = await loadKeyring(secret);
+  if (!keyring.ok) {
+    return refuse(
+      "unavailable",
+      `sensitive variables are unavailable: ${keyringProblem(keyring.reason)}`,
+    );
+  }
+  return ok(keyring.value);
+}
+
+function variableNotFound(key: string) {
+  return refuse("not_found", `variable ${key} not found`);
+}
+
+function changedConcurrently(key: string) {
+  return refuse("conflict", `variable ${key} was changed concurrently; retry`);
 }
 
 export function listVariables(db: Database, workspaceId: string): Promise<Variable[]> {
@@ -77,7 +94,8 @@ export function listVariables(db: Database, workspaceId: string): Promise<Variab
 }
 
 /**
- * The variable named `key`; with no category it must exist in exactly one, else `ambiguous`.
+ * The variable named `key`; with no category it must exist in exactly one, else `invalid`
+ * (`?category=` is needed).
  */
 export async function findVariable(
   db: Database,
@@ -88,12 +106,17 @@ export async function findVariable(
   const rows = await findVariables(db, workspaceId, key, category);
   const [row, second] = rows;
   if (!row) {
-    return refuse({ reason: "not_found" });
+    return variableNotFound(key);
   }
   if (second) {
-    return refuse({ reason: "ambiguous", categories: rows.map((r) => r.category) });
+    const categories = rows.map((r) => r.category).join(" and ");
+    return invalidInput(
+      "query.category",
+      "required for this key",
+      `${key} exists as ${categories} variables; add ?category=`,
+    );
   }
-  return { ok: true, value: row };
+  return ok(row);
 }
 
 type PutInput = {
@@ -110,9 +133,10 @@ type PutInput = {
  * (replace semantics); an omitted value keeps the stored one. Returns whether it was created.
  */
 export async function putVariable(
-  db: Database,
+  deps: Deps,
   input: PutInput,
 ): Promise<VariableResult<{ variable: Variable; created: boolean }>> {
+  const { db } = deps;
   const [existing] = await findVariables(db, input.workspaceId, input.key, input.write.category);
   const decided = planWrite(existing, input.key, input.write);
   if (!decided.ok) {
@@ -122,10 +146,10 @@ export async function putVariable(
         : decided.problem === "hcl_env"
           ? "json.hcl"
           : "json.value";
-    return refuse({ reason: "invalid", field, message: decided.message });
+    return invalidInput(field, decided.message, `invalid request: ${decided.message}`);
   }
   if (!existing && (await countVariables(db, input.workspaceId)) >= MAX_VARIABLES_PER_WORKSPACE) {
-    return refuse({ reason: "too_many" });
+    return refuse("conflict", "this workspace has the maximum number of variables");
   }
   const id = existing?.id ?? newId("variable");
   const plan = decided.plan;
@@ -145,7 +169,7 @@ export async function putVariable(
       stored = { value: plaintext, ciphertext: null, keyId: null };
     }
   }
-  const now = Math.max(Date.now(), (existing?.updatedAt ?? 0) + 1);
+  const now = Math.max(deps.now(), (existing?.updatedAt ?? 0) + 1);
   const fields = {
     ...stored,
     isHcl: input.write.hcl,
@@ -178,10 +202,9 @@ export async function putVariable(
     },
     sql`EXISTS ${landed}`,
   );
-  const sync = syncOwnBackendQuery(db, input.workspaceId);
   try {
     const [rows] = existing
-      ? await db.batch([replaceVariableQuery(db, existing, fields), audit, sync])
+      ? await db.batch([replaceVariableQuery(db, existing, fields), audit])
       : await db.batch([
           insertVariableQuery(db, {
             id,
@@ -193,22 +216,21 @@ export async function putVariable(
             ...fields,
           }),
           audit,
-          sync,
         ]);
     const row = rows[0];
     if (!row) {
       // Another write replaced the variable since it was read; the client may retry.
-      return refuse({ reason: "conflict" });
+      return changedConcurrently(input.key);
     }
-    return { ok: true, value: { variable: presentVariable(row), created: !existing } };
+    return ok({ variable: presentVariable(row), created: !existing });
   } catch (err) {
     const text = err instanceof Error ? `${err.message} ${err.cause}` : "";
     if (/UNIQUE constraint failed/i.test(text)) {
-      return refuse({ reason: "conflict" });
+      return changedConcurrently(input.key);
     }
     // The workspace was deleted between the lookup and the write.
     if (/FOREIGN KEY constraint failed/i.test(text)) {
-      return refuse({ reason: "not_found" });
+      return variableNotFound(input.key);
     }
     throw err;
   }
@@ -216,7 +238,7 @@ export async function putVariable(
 
 /** Deletes the variable; the category is needed only when the key exists in both. */
 export async function deleteVariable(
-  db: Database,
+  deps: Deps,
   input: {
     orgId: string;
     workspaceId: string;
@@ -225,12 +247,13 @@ export async function deleteVariable(
     actor: AuditActor;
   },
 ): Promise<VariableResult<Variable>> {
+  const { db } = deps;
   const found = await findVariable(db, input.workspaceId, input.key, input.category);
   if (!found.ok) {
     return found;
   }
   const row = found.value;
-  const now = Date.now();
+  const now = deps.now();
   await db.batch([
     deleteVariableQuery(db, row.id),
     auditQuery(db, {
@@ -242,9 +265,8 @@ export async function deleteVariable(
       data: { workspaceId: input.workspaceId, key: row.key, category: row.category },
       now,
     }),
-    syncOwnBackendQuery(db, input.workspaceId),
   ]);
-  return { ok: true, value: presentVariable(row) };
+  return ok(presentVariable(row));
 }
 
 export type JobVariable = {
@@ -278,13 +300,7 @@ export async function loadVariablesForJob(
   for (const row of wanted) {
     let value = row.value ?? "";
     if (row.isSensitive) {
-      if (!keyring) {
-        const loaded = await keyringOf(env.ENCRYPTION_KEY);
-        if (!loaded.ok) {
-          throw new Error(`cannot decrypt sensitive variables: ${describe(loaded)}`);
-        }
-        keyring = loaded.value;
-      }
+      keyring ??= await requireKeyring(env.ENCRYPTION_KEY, "cannot decrypt sensitive variables");
       const opened = await open(keyring, row.ciphertext ?? "", variableAad(workspaceId, row.id));
       if (!opened.ok) {
         throw new Error(
@@ -302,36 +318,4 @@ export async function loadVariablesForJob(
     });
   }
   return out;
-}
-
-/**
- * Re-encrypts up to `limit` sensitive values sealed with a key other than the primary one, so an
- * old key can be dropped from `ENCRYPTION_KEY`. Returns how many were re-sealed; run until 0.
- */
-export async function reencryptVariables(
-  env: { ENCRYPTION_KEY?: string },
-  db: Database,
-  limit = 100,
-): Promise<number> {
-  const loaded = await keyringOf(env.ENCRYPTION_KEY);
-  if (!loaded.ok) {
-    throw new Error(`cannot rotate: ${describe(loaded)}`);
-  }
-  const keyring = loaded.value;
-  let count = 0;
-  for (const row of await rowsSealedWithOtherKeys(db, keyring.primaryId, limit)) {
-    const aad = variableAad(row.workspaceId, row.id);
-    const opened = await open(keyring, row.ciphertext ?? "", aad);
-    if (!opened.ok) {
-      continue;
-    }
-    const sealed = await seal(keyring, opened.value, aad);
-    // Same updatedAt: a rotation is not a change of the variable, and loses to a concurrent write.
-    const [done] = await replaceVariableQuery(db, row, {
-      ciphertext: sealed.sealed,
-      keyId: sealed.keyId,
-    });
-    count += done ? 1 : 0;
-  }
-  return count;
 }

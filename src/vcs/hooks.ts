@@ -5,15 +5,16 @@
  * without dropping deliveries.
  */
 
-import { newId } from "@outpost/common";
-import { and, desc, eq } from "drizzle-orm";
+import { newId, ok } from "@outpost/common";
+import { and, eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { vcsDeliveries, vcsHooks } from "../db/schema.ts";
-import { ApiError } from "../errors.ts";
+import type { Deps } from "../deps.ts";
 import { randomBase64Url } from "../lib/crypto.ts";
-import { type Keyring, loadKeyring, open, seal } from "../lib/encryption.ts";
+import { type Keyring, loadKeyring, open, seal, sealedKeyId } from "../lib/encryption.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 
 export type HookRow = typeof vcsHooks.$inferSelect;
 export type Provider = HookRow["provider"];
@@ -25,22 +26,26 @@ export const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
 /** Both secrets of a hook are bound to its row, so a ciphertext moved elsewhere won't open. */
 const aad = (hookId: string) => `vcs_hooks:${hookId}:secret`;
 
-/** The keyring, or 503 UNAVAILABLE naming the misconfiguration (never a 500). */
-export async function hookKeyring(env: Env): Promise<Keyring> {
+/** The keyring, or `unavailable` naming the misconfiguration (never a 500). */
+async function hookKeyring(env: Env): Promise<Outcome<Keyring, "unavailable">> {
   const keyring = await loadKeyring(env.ENCRYPTION_KEY);
   if (!keyring.ok) {
-    throw new ApiError(
-      "UNAVAILABLE",
+    return refuse(
+      "unavailable",
       `ENCRYPTION_KEY is ${keyring.reason === "missing" ? "not set" : `unusable (${keyring.reason})`}; webhook secrets cannot be sealed or checked`,
     );
   }
-  return keyring.value;
+  return ok(keyring.value);
+}
+
+function hookNotFound(id: string) {
+  return refuse("not_found", `VCS hook ${id} not found`);
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** The public shape of a hook: its webhook URL, never its secrets. */
-export function presentHook(row: HookRow, origin: string, now = Date.now()) {
+export function presentHook(row: HookRow, origin: string, now: number) {
   const graceActive = row.previousSecretExpiresAt !== null && row.previousSecretExpiresAt > now;
   return {
     id: row.id,
@@ -61,8 +66,7 @@ function newSecret(): string {
 
 /** Creates a hook; the returned secret is the only copy in clear that will ever exist. */
 export async function createHook(
-  db: Database,
-  env: Env,
+  deps: Deps,
   input: {
     orgId: string;
     provider: Provider;
@@ -70,18 +74,22 @@ export async function createHook(
     description: string;
     actor: AuditActor;
   },
-): Promise<{ row: HookRow; secret: string }> {
+): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable">> {
+  const { db, env } = deps;
   const keyring = await hookKeyring(env);
+  if (!keyring.ok) {
+    return keyring;
+  }
   const id = newId("vcsHook");
   const secret = newSecret();
-  const now = Date.now();
+  const now = deps.now();
   const row: HookRow = {
     id,
     orgId: input.orgId,
     provider: input.provider,
     repoUrl: input.repoUrl,
     description: input.description,
-    secretCiphertext: (await seal(keyring, secret, aad(id))).sealed,
+    secretCiphertext: (await seal(keyring.value, secret, aad(id))).sealed,
     previousSecretCiphertext: null,
     previousSecretExpiresAt: null,
     createdAt: now,
@@ -99,22 +107,23 @@ export async function createHook(
       now,
     }),
   ]);
-  return { row, secret };
+  return ok({ row, secret });
 }
 
 export function listHooks(db: Database, orgId: string): Promise<HookRow[]> {
   return db.select().from(vcsHooks).where(eq(vcsHooks.orgId, orgId)).orderBy(vcsHooks.createdAt);
 }
 
-/** The org's hook, or 404 (another org's id is not found either). */
-export async function getHook(db: Database, orgId: string, id: string): Promise<HookRow> {
+/** The org's hook, or `not_found` (another org's id is not found either). */
+export async function getHook(
+  db: Database,
+  orgId: string,
+  id: string,
+): Promise<Outcome<HookRow, "not_found">> {
   const row = await db.query.vcsHooks.findFirst({
     where: and(eq(vcsHooks.orgId, orgId), eq(vcsHooks.id, id)),
   });
-  if (!row) {
-    throw new ApiError("NOT_FOUND", `VCS hook ${id} not found`);
-  }
-  return row;
+  return row ? ok(row) : hookNotFound(id);
 }
 
 /** A hook by id alone, for the public webhook endpoint (which has no org token). */
@@ -124,12 +133,13 @@ export function findHookById(db: Database, id: string): Promise<HookRow | undefi
 
 /** Changes description and/or repository scope. */
 export async function updateHook(
-  db: Database,
+  deps: Deps,
   hook: HookRow,
   patch: { description?: string | undefined; repoUrl?: string | null | undefined },
   actor: AuditActor,
-): Promise<HookRow> {
-  const now = Date.now();
+): Promise<Outcome<HookRow, "not_found">> {
+  const { db } = deps;
+  const now = deps.now();
   const values = {
     ...(patch.description === undefined ? {} : { description: patch.description }),
     ...(patch.repoUrl === undefined ? {} : { repoUrl: patch.repoUrl }),
@@ -148,14 +158,12 @@ export async function updateHook(
     }),
   ]);
   const row = updated[0];
-  if (!row) {
-    throw new ApiError("NOT_FOUND", `VCS hook ${hook.id} not found`);
-  }
-  return row;
+  return row ? ok(row) : hookNotFound(hook.id);
 }
 
 /** Deletes the hook and its delivery records; its URL answers 404 from now on. */
-export async function deleteHook(db: Database, hook: HookRow, actor: AuditActor): Promise<void> {
+export async function deleteHook(deps: Deps, hook: HookRow, actor: AuditActor): Promise<void> {
+  const { db } = deps;
   await db.batch([
     db.delete(vcsDeliveries).where(eq(vcsDeliveries.hookId, hook.id)),
     db.delete(vcsHooks).where(eq(vcsHooks.id, hook.id)),
@@ -165,7 +173,7 @@ export async function deleteHook(db: Database, hook: HookRow, actor: AuditActor)
       action: "vcs_hook.delete",
       targetType: "vcs_hook",
       targetId: hook.id,
-      now: Date.now(),
+      now: deps.now(),
     }),
   ]);
 }
@@ -176,20 +184,23 @@ export async function deleteHook(db: Database, hook: HookRow, actor: AuditActor)
  * is ever kept.
  */
 export async function rotateHookSecret(
-  db: Database,
-  env: Env,
+  deps: Deps,
   hook: HookRow,
   graceSeconds: number,
   actor: AuditActor,
-): Promise<{ row: HookRow; secret: string }> {
+): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable" | "not_found">> {
+  const { db, env } = deps;
   const keyring = await hookKeyring(env);
+  if (!keyring.ok) {
+    return keyring;
+  }
   const secret = newSecret();
-  const now = Date.now();
+  const now = deps.now();
   const [updated] = await db.batch([
     db
       .update(vcsHooks)
       .set({
-        secretCiphertext: (await seal(keyring, secret, aad(hook.id))).sealed,
+        secretCiphertext: (await seal(keyring.value, secret, aad(hook.id))).sealed,
         previousSecretCiphertext: graceSeconds > 0 ? hook.secretCiphertext : null,
         previousSecretExpiresAt: graceSeconds > 0 ? now + graceSeconds * 1000 : null,
         updatedAt: now,
@@ -207,10 +218,7 @@ export async function rotateHookSecret(
     }),
   ]);
   const row = updated[0];
-  if (!row) {
-    throw new ApiError("NOT_FOUND", `VCS hook ${hook.id} not found`);
-  }
-  return { row, secret };
+  return row ? ok({ row, secret }) : hookNotFound(hook.id);
 }
 
 /**
@@ -218,8 +226,15 @@ export async function rotateHookSecret(
  * while its grace period lasts. A secret that no longer opens (key removed from the keyring) is
  * left out rather than failing the delivery with a 500.
  */
-export async function acceptedSecrets(env: Env, hook: HookRow, now: number): Promise<string[]> {
-  const keyring = await hookKeyring(env);
+export async function acceptedSecrets(
+  deps: Deps,
+  hook: HookRow,
+): Promise<Outcome<string[], "unavailable">> {
+  const now = deps.now();
+  const keyring = await hookKeyring(deps.env);
+  if (!keyring.ok) {
+    return keyring;
+  }
   const sealed = [hook.secretCiphertext];
   if (
     hook.previousSecretCiphertext &&
@@ -230,22 +245,62 @@ export async function acceptedSecrets(env: Env, hook: HookRow, now: number): Pro
   }
   const secrets: string[] = [];
   for (const s of sealed) {
-    const opened = await open(keyring, s, aad(hook.id));
+    const opened = await open(keyring.value, s, aad(hook.id));
     if (opened.ok) {
       secrets.push(opened.value);
     }
   }
-  return secrets;
+  return ok(secrets);
 }
 
-export type DeliveryRow = typeof vcsDeliveries.$inferSelect;
+/** Whether a sealed secret was sealed with a key other than the ring's primary one. */
+function isSealedWithOtherKey(sealed: string | null, keyring: Keyring): boolean {
+  return sealed !== null && sealedKeyId(sealed) !== keyring.primaryId;
+}
 
-/** The hook's most recent deliveries, newest first. */
-export function recentDeliveries(db: Database, hookId: string, limit: number) {
-  return db
-    .select()
-    .from(vcsDeliveries)
-    .where(eq(vcsDeliveries.hookId, hookId))
-    .orderBy(desc(vcsDeliveries.receivedAt))
-    .limit(limit);
+/** `sealed` opened and sealed again with the primary key; null when it does not open. */
+async function resealed(keyring: Keyring, sealed: string, hookId: string): Promise<string | null> {
+  const opened = await open(keyring, sealed, aad(hookId));
+  return opened.ok ? (await seal(keyring, opened.value, aad(hookId))).sealed : null;
+}
+
+/**
+ * Key rotation for webhook secrets: re-seals with the primary key the secrets (current and
+ * previous) of up to `limit` hooks of the org sealed with an older key. `remaining` counts the
+ * org's hooks still holding a secret under another key afterwards (including any that do not
+ * open): run until it is 0, then drop the old key. A rotation of the hook's secret meanwhile
+ * wins (compare-and-set on the secret as read).
+ */
+export async function reencryptHookSecrets(
+  deps: Deps,
+  orgId: string,
+  limit: number,
+): Promise<Outcome<{ reencrypted: number; remaining: number }, "unavailable">> {
+  const keyring = await hookKeyring(deps.env);
+  if (!keyring.ok) {
+    return keyring;
+  }
+  const ring = keyring.value;
+  const isStale = (hook: HookRow) =>
+    isSealedWithOtherKey(hook.secretCiphertext, ring) ||
+    isSealedWithOtherKey(hook.previousSecretCiphertext, ring);
+  let reencrypted = 0;
+  for (const hook of (await listHooks(deps.db, orgId)).filter(isStale).slice(0, limit)) {
+    const current = await resealed(ring, hook.secretCiphertext, hook.id);
+    const previous =
+      hook.previousSecretCiphertext === null
+        ? null
+        : await resealed(ring, hook.previousSecretCiphertext, hook.id);
+    if (current === null || (hook.previousSecretCiphertext !== null && previous === null)) {
+      continue;
+    }
+    const done = await deps.db
+      .update(vcsHooks)
+      .set({ secretCiphertext: current, previousSecretCiphertext: previous })
+      .where(and(eq(vcsHooks.id, hook.id), eq(vcsHooks.secretCiphertext, hook.secretCiphertext)))
+      .returning({ id: vcsHooks.id });
+    reencrypted += done.length;
+  }
+  const remaining = (await listHooks(deps.db, orgId)).filter(isStale).length;
+  return ok({ reencrypted, remaining });
 }

@@ -209,3 +209,19 @@ export function summaryLine(text: string | null, max = 200): string {
   const line = (text ?? "").split("\n")[0]?.trim() ?? "";
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
+
+/** Why an existing run makes the event a repeat on a workspace, in words. */
+export function repeatReason(event: VcsEvent, runId: string): string {
+  return event.kind === "push"
+    ? `commit ${event.commitSha} already has run ${runId} on this workspace; a push never runs a commit twice`
+    : `run ${runId} already plans commit ${event.commitSha}`;
+}
+
+/** What a delivery did, per workspace; stored as JSON on the delivery row. */
+export type DeliveryOutcome = {
+  status: "processed" | "failed";
+  runs: { workspaceId: string; runId: string }[];
+  canceled: { workspaceId: string; runId: string }[];
+  skipped: { workspaceId: string; reason: string }[];
+  error?: string;
+};

@@ -4,8 +4,9 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
+import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { RepoUrl } from "../workspaces/model.ts";
 import {
   createHook,
@@ -15,10 +16,10 @@ import {
   listHooks,
   MAX_ROTATION_GRACE_SECONDS,
   presentHook,
-  recentDeliveries,
   rotateHookSecret,
   updateHook,
 } from "./hooks.ts";
+import { recentDeliveries } from "./queries.ts";
 
 const VcsHook = z
   .object({
@@ -113,14 +114,15 @@ export const vcsHookRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const body = c.req.valid("json");
-      const { row, secret } = await createHook(c.var.db, c.env, {
+      const created = await createHook(c.var.deps, {
         orgId: principal.orgId,
         provider: body.provider,
         repoUrl: body.repoUrl,
         description: body.description,
         actor: actorOf(principal),
       });
-      return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 201);
+      const { row, secret } = valueOrThrow(created);
+      return c.json({ ...presentHook(row, origin(c.req.url), c.var.deps.now()), secret }, 201);
     },
   )
   .openapi(
@@ -139,7 +141,10 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const rows = await listHooks(c.var.db, personOf(c).orgId);
-      return c.json({ hooks: rows.map((r) => presentHook(r, origin(c.req.url))) }, 200);
+      return c.json(
+        { hooks: rows.map((r) => presentHook(r, origin(c.req.url), c.var.deps.now())) },
+        200,
+      );
     },
   )
   .openapi(
@@ -158,8 +163,10 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const hook = await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId);
-      return c.json(presentHook(hook, origin(c.req.url)), 200);
+      const hook = valueOrThrow(
+        await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId),
+      );
+      return c.json(presentHook(hook, origin(c.req.url), c.var.deps.now()), 200);
     },
   )
   .openapi(
@@ -179,9 +186,13 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
-      const updated = await updateHook(c.var.db, hook, c.req.valid("json"), actorOf(principal));
-      return c.json(presentHook(updated, origin(c.req.url)), 200);
+      const hook = valueOrThrow(
+        await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
+      );
+      const updated = valueOrThrow(
+        await updateHook(c.var.deps, hook, c.req.valid("json"), actorOf(principal)),
+      );
+      return c.json(presentHook(updated, origin(c.req.url), c.var.deps.now()), 200);
     },
   )
   .openapi(
@@ -201,9 +212,11 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
-      await deleteHook(c.var.db, hook, actorOf(principal));
-      return c.json(presentHook(hook, origin(c.req.url)), 200);
+      const hook = valueOrThrow(
+        await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
+      );
+      await deleteHook(c.var.deps, hook, actorOf(principal));
+      return c.json(presentHook(hook, origin(c.req.url), c.var.deps.now()), 200);
     },
   )
   .openapi(
@@ -223,16 +236,14 @@ export const vcsHookRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const hook = await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId);
-      const { graceSeconds } = c.req.valid("json");
-      const { row, secret } = await rotateHookSecret(
-        c.var.db,
-        c.env,
-        hook,
-        graceSeconds,
-        actorOf(principal),
+      const hook = valueOrThrow(
+        await getHook(c.var.db, principal.orgId, c.req.valid("param").hookId),
       );
-      return c.json({ ...presentHook(row, origin(c.req.url)), secret }, 200);
+      const { graceSeconds } = c.req.valid("json");
+      const { row, secret } = valueOrThrow(
+        await rotateHookSecret(c.var.deps, hook, graceSeconds, actorOf(principal)),
+      );
+      return c.json({ ...presentHook(row, origin(c.req.url), c.var.deps.now()), secret }, 200);
     },
   )
   .openapi(
@@ -251,7 +262,9 @@ export const vcsHookRoutes = newRouter()
       },
     }),
     async (c) => {
-      const hook = await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId);
+      const hook = valueOrThrow(
+        await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId),
+      );
       const rows = await recentDeliveries(c.var.db, hook.id, 50);
       return c.json(
         {

@@ -4,20 +4,20 @@
  * body (401) → payload (400) → dedupe by delivery id and by the body's SHA-256 (200 duplicate) →
  * a push whose commit already ran everywhere it triggers (202 with the reason) → 202, with the
  * runs created in `waitUntil` so a slow path never times the VCS out (GitHub and GitLab give up
- * after 10 s and do not retry by themselves).
+ * after 10 s and do not retry by themselves). This file verifies, parses and answers; what a
+ * delivery does from the dedupe on is `receiveDelivery`'s (`service.ts`).
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { verify } from "@octokit/webhooks-methods";
 import type { Context } from "hono";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { sha256Hex, timingSafeEqualString } from "../lib/crypto.ts";
-import { errorResponses, idParam, jsonResponse, newRouter } from "../lib/router.ts";
 import { limitBody } from "../middleware/body-limit.ts";
+import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
 import { parseGitHub, parseGitLab } from "./events.ts";
 import { acceptedSecrets, findHookById, type HookRow, type Provider } from "./hooks.ts";
-import { sameRepository } from "./model.ts";
-import { processDelivery, pushAlreadyRun, recordDelivery, recordOutcome } from "./service.ts";
+import { receiveDelivery } from "./service.ts";
 
 /** Webhook bodies above this are refused with 413 before they are read. */
 export const WEBHOOK_BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -48,7 +48,7 @@ async function verifyGitHub(c: Context<AppEnv>, hook: HookRow, body: string): Pr
   if (!signature) {
     throw new ApiError("UNAUTHORIZED", "missing X-Hub-Signature-256 header");
   }
-  for (const secret of await acceptedSecrets(c.env, hook, Date.now())) {
+  for (const secret of valueOrThrow(await acceptedSecrets(c.var.deps, hook))) {
     try {
       if (await verify(secret, body, signature)) {
         return;
@@ -68,7 +68,7 @@ async function verifyGitLab(c: Context<AppEnv>, hook: HookRow): Promise<void> {
   }
   const presented = await sha256Hex(token);
   let matches = false;
-  for (const secret of await acceptedSecrets(c.env, hook, Date.now())) {
+  for (const secret of valueOrThrow(await acceptedSecrets(c.var.deps, hook))) {
     matches = timingSafeEqualString(presented, await sha256Hex(secret)) || matches;
   }
   if (!matches) {
@@ -103,52 +103,33 @@ function requiredHeader(c: Context<AppEnv>, name: string): string {
   return value;
 }
 
-/** Verified, parsed delivery → answer; queues the work itself in `waitUntil`. */
+/** Verified delivery → the service's receipt → the answer; the deferred work goes to `waitUntil`. */
 async function handle(
   c: Context<AppEnv>,
   hook: HookRow,
   received: { eventName: string; deliveryId: string; body: string },
   parsed: ReturnType<typeof parseGitHub>,
 ) {
-  const { eventName, deliveryId, body } = received;
   if (!parsed.ok) {
     throw new ApiError("BAD_REQUEST", parsed.message);
   }
-  const delivery = parsed.value;
-  if (delivery.kind === "ping") {
-    return c.json({ accepted: true, deliveryId }, 200);
+  const { deliveryId } = received;
+  const receipt = await receiveDelivery(c.var.deps, hook, received, parsed.value);
+  switch (receipt.kind) {
+    case "ping":
+      return c.json({ accepted: true, deliveryId }, 200);
+    case "ignored":
+      return c.json({ ignored: receipt.reason, deliveryId }, 202);
+    case "duplicate": {
+      const replay = receipt.replayOf
+        ? { ignored: `the same body was already delivered as ${receipt.replayOf}` }
+        : {};
+      return c.json({ duplicate: true, deliveryId, ...replay }, 200);
+    }
+    case "accepted":
+      c.executionCtx.waitUntil(receipt.process());
+      return c.json({ accepted: true, deliveryId }, 202);
   }
-  if (delivery.kind === "ignored") {
-    return c.json({ ignored: delivery.reason, deliveryId }, 202);
-  }
-  const event = delivery.event;
-  if (hook.repoUrl && !sameRepository(hook.repoUrl, event.repoUrls)) {
-    return c.json({ ignored: `this hook serves ${hook.repoUrl} only`, deliveryId }, 202);
-  }
-  const deps = { env: c.env, db: c.var.db };
-  const recorded = await recordDelivery(deps, hook, {
-    deliveryId,
-    event: eventName,
-    bodySha256: await sha256Hex(body),
-  });
-  if (!recorded.isNew) {
-    const replay = recorded.replayOf
-      ? { ignored: `the same body was already delivered as ${recorded.replayOf}` }
-      : {};
-    return c.json({ duplicate: true, deliveryId, ...replay }, 200);
-  }
-  const repeat = await pushAlreadyRun(deps, hook, event);
-  if (repeat) {
-    await recordOutcome(deps, recorded.id, {
-      status: "processed",
-      runs: [],
-      canceled: [],
-      skipped: repeat.skipped,
-    });
-    return c.json({ ignored: repeat.reason, deliveryId }, 202);
-  }
-  c.executionCtx.waitUntil(processDelivery(deps, hook, recorded.id, event));
-  return c.json({ accepted: true, deliveryId }, 202);
 }
 
 const route = (provider: Provider, summary: string) =>

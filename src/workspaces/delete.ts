@@ -1,20 +1,23 @@
 /**
  * Deleting a workspace: refused while anything still uses it, then D1 (cascading) and R2.
  */
+
+import { fail, ok } from "@outpost/common";
 import { eq, sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { type Reason, refuse } from "../lib/reason.ts";
 import { deleteWorkspaceStateBlobs } from "../state/blobs.ts";
 import { workspaceBlobPrefix } from "./model.ts";
 import { activeRunIds, deleteIdleWorkspaceQuery, findWorkspace } from "./queries.ts";
 import {
   presentWorkspace,
-  refuse,
   type Workspace,
-  type WorkspaceFailure,
   type WorkspaceResult,
+  workspaceNotFound,
 } from "./service.ts";
 
 /**
@@ -23,16 +26,17 @@ import {
  * locked; the check and the delete are one statement, so no run can slip in between.
  */
 export async function deleteWorkspace(
-  db: Database,
-  blobs: R2Bucket,
+  deps: Deps,
   input: { orgId: string; ref: string; actor: AuditActor },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
+  const blobs = deps.env.BLOBS;
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return workspaceNotFound(input.ref);
   }
   const blobKeys = await blobKeysOf(db, current.id);
-  const now = Date.now();
+  const now = deps.now();
   const [deleted] = await db.batch([
     deleteIdleWorkspaceQuery(db, input.orgId, current.id),
     auditWhereQuery(
@@ -50,25 +54,39 @@ export async function deleteWorkspace(
     ),
   ]);
   if (deleted.length === 0) {
-    return refuse(await whyNotDeleted(db, input.orgId, current.id));
+    return fail(await whyNotDeleted(db, input, current.id));
   }
   await deleteBlobs(blobs, current, blobKeys);
-  return { ok: true, value: presentWorkspace(current) };
+  return ok(presentWorkspace(current));
 }
 
-async function whyNotDeleted(db: Database, orgId: string, id: string): Promise<WorkspaceFailure> {
-  const row = await findWorkspace(db, orgId, id);
+async function whyNotDeleted(
+  db: Database,
+  input: { orgId: string; ref: string },
+  id: string,
+): Promise<Reason<"not_found" | "conflict">> {
+  const { ref } = input;
+  const row = await findWorkspace(db, input.orgId, id);
   if (!row) {
-    return { reason: "not_found" };
+    return workspaceNotFound(ref).reason;
   }
   const runIds = await activeRunIds(db, id);
   if (runIds.length > 0) {
-    return { reason: "active_runs", runIds };
+    return refuse("conflict", `workspace ${ref} has active runs; cancel them first`, {
+      details: { runIds },
+    }).reason;
   }
   if (row.lockedBy) {
-    return { reason: "locked", lockedBy: row.lockedBy };
+    return lockedBy(ref, row.lockedBy);
   }
-  return { reason: "state_locked" };
+  return refuse("conflict", `the state of workspace ${ref} is locked`).reason;
+}
+
+/** The refusal for a workspace another holder has locked. */
+export function lockedBy(ref: string, holder: string): Reason<"conflict"> {
+  return refuse("conflict", `workspace ${ref} is locked by ${holder}`, {
+    details: { lockedBy: holder },
+  }).reason;
 }
 
 async function blobKeysOf(db: Database, workspaceId: string): Promise<string[]> {

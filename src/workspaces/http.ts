@@ -3,9 +3,9 @@ import type { Context } from "hono";
 import { authorizeWorkspace } from "../authz/http.ts";
 import type { WorkspaceAction } from "../authz/model.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { reasonError } from "../errors.ts";
 import { personOf } from "../middleware/auth.ts";
-import { resolveWorkspace } from "./service.ts";
+import { resolveWorkspace, workspaceNotFound } from "./service.ts";
 
 /**
  * The caller and the workspace named by `ref` (`ws_…` or a name), once `may` allowed `action` on
@@ -16,7 +16,7 @@ export async function workspaceOf(c: Context<AppEnv>, ref: string, action: Works
   const principal = personOf(c);
   const workspace = await resolveWorkspace(c.var.db, principal.orgId, ref);
   if (!workspace) {
-    throw new ApiError("NOT_FOUND", `workspace ${ref} not found`);
+    throw reasonError(workspaceNotFound(ref).reason);
   }
   const grants = await authorizeWorkspace(c.var.db, principal, action, workspace);
   return { principal, workspace, grants };

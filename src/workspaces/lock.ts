@@ -3,34 +3,44 @@
  * (`team_…`), an org token (`tok_…`) or, set by the runs feature, a run (`run_…`); the state
  * backend relies on that format.
  */
+
+import { fail, ok } from "@outpost/common";
 import { sql } from "drizzle-orm";
 import { auditWhereQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
-import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { refuse } from "../lib/reason.ts";
+import { lockedBy } from "./delete.ts";
 import { unlockDecision } from "./model.ts";
 import { acquireLockQuery, findWorkspace, releaseLockQuery } from "./queries.ts";
-import { presentWorkspace, refuse, type Workspace, type WorkspaceResult } from "./service.ts";
+import {
+  presentWorkspace,
+  type Workspace,
+  type WorkspaceResult,
+  workspaceNotFound,
+} from "./service.ts";
 
 /**
  * Locks the workspace for the caller (`locked_by` = its holder id). Locking a workspace
  * the caller already holds changes nothing and succeeds, so a retried request is harmless.
  */
 export async function lockWorkspace(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; ref: string; holderId: string; actor: AuditActor; reason: string },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return workspaceNotFound(input.ref);
   }
   if (current.lockedBy === input.holderId) {
-    return { ok: true, value: presentWorkspace(current) };
+    return ok(presentWorkspace(current));
   }
   if (current.lockedBy) {
-    return refuse({ reason: "locked", lockedBy: current.lockedBy });
+    return fail(lockedBy(input.ref, current.lockedBy));
   }
-  const now = Date.now();
+  const now = deps.now();
   const [updated] = await db.batch([
     acquireLockQuery(db, input.orgId, current.id, {
       lockedBy: input.holderId,
@@ -54,11 +64,9 @@ export async function lockWorkspace(
   const row = updated[0];
   if (!row) {
     const now = await findWorkspace(db, input.orgId, current.id);
-    return now?.lockedBy
-      ? refuse({ reason: "locked", lockedBy: now.lockedBy })
-      : refuse({ reason: "not_found" });
+    return now?.lockedBy ? fail(lockedBy(input.ref, now.lockedBy)) : workspaceNotFound(input.ref);
   }
-  return { ok: true, value: presentWorkspace(row) };
+  return ok(presentWorkspace(row));
 }
 
 /**
@@ -67,7 +75,7 @@ export async function lockWorkspace(
  * succeeds and changes nothing.
  */
 export async function unlockWorkspace(
-  db: Database,
+  deps: Deps,
   input: {
     orgId: string;
     ref: string;
@@ -77,22 +85,31 @@ export async function unlockWorkspace(
     force: boolean;
   },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return workspaceNotFound(input.ref);
   }
   const holder = current.lockedBy;
   if (holder === null) {
-    return { ok: true, value: presentWorkspace(current) };
+    return ok(presentWorkspace(current));
   }
   const decision = unlockDecision(holder, input);
   if (decision === "forbidden") {
-    return refuse({ reason: "not_lock_holder", lockedBy: holder });
+    return refuse(
+      "forbidden",
+      `workspace ${input.ref} is locked by ${holder}; only the holder or an admin may unlock`,
+      { details: { lockedBy: holder } },
+    );
   }
   if (decision === "needs_force") {
-    return refuse({ reason: "needs_force", lockedBy: holder });
+    return refuse(
+      "conflict",
+      `workspace ${input.ref} is locked by ${holder}; add ?force=true to force-unlock`,
+      { details: { lockedBy: holder } },
+    );
   }
-  const now = Date.now();
+  const now = deps.now();
   const [updated] = await db.batch([
     releaseLockQuery(db, input.orgId, current.id, holder),
     auditWhereQuery(
@@ -110,5 +127,5 @@ export async function unlockWorkspace(
     ),
   ]);
   const row = updated[0] ?? (await findWorkspace(db, input.orgId, current.id));
-  return row ? { ok: true, value: presentWorkspace(row) } : refuse({ reason: "not_found" });
+  return row ? ok(presentWorkspace(row)) : workspaceNotFound(input.ref);
 }

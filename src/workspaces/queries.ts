@@ -1,10 +1,13 @@
 /** D1 access for workspaces. Every query is scoped by org id: nothing crosses organizations. */
+import { PULUMI_BACKEND_URL } from "@outpost/protocol";
 import {
   and,
   asc,
   eq,
+  getTableColumns,
   gt,
   inArray,
+  isNotNull,
   isNull,
   notExists,
   notInArray,
@@ -16,7 +19,21 @@ import { agentPools, runs, stateLocks, workspaces } from "../db/schema.ts";
 import { TERMINAL_STATUSES } from "../runs/model.ts";
 import { WORKSPACE_ID_PATTERN } from "./model.ts";
 
-export type WorkspaceRow = typeof workspaces.$inferSelect;
+/**
+ * Whether the workspace names its own state backend (a Pulumi stack kept outside Outpost):
+ * derived on every read from its variables, an EXISTS over their (workspace, category, key)
+ * index, so it can never disagree with them. Spelled out with table-qualified names: drizzle
+ * renders a column inside `sql` unqualified, which the subquery would resolve to its own table.
+ */
+const hasOwnStateBackend =
+  sql<boolean>`EXISTS (SELECT 1 FROM "variables" WHERE "variables"."workspace_id" = "workspaces"."id" AND "variables"."category" = 'env' AND "variables"."key" = ${PULUMI_BACKEND_URL})`
+    .mapWith(Boolean)
+    .as("has_own_state_backend");
+
+/** A workspace as every read answers it: its columns and what its variables say. */
+const workspaceColumns = { ...getTableColumns(workspaces), hasOwnStateBackend };
+
+export type WorkspaceRow = typeof workspaces.$inferSelect & { hasOwnStateBackend: boolean };
 
 /** Finds a workspace of the org by id (`ws_…`) or by name. */
 export function findWorkspace(
@@ -28,7 +45,7 @@ export function findWorkspace(
   const column = byId ? workspaces.id : workspaces.name;
   return prepared(db, byId ? "workspace.byId" : "workspace.byName", (d) =>
     d
-      .select()
+      .select(workspaceColumns)
       .from(workspaces)
       .where(
         and(eq(workspaces.orgId, sql.placeholder("orgId")), eq(column, sql.placeholder("ref"))),
@@ -41,11 +58,19 @@ export function findWorkspace(
 export function getWorkspaceById(db: Database, id: string): Promise<WorkspaceRow | undefined> {
   return prepared(db, "workspace.anyOrg", (d) =>
     d
-      .select()
+      .select(workspaceColumns)
       .from(workspaces)
       .where(eq(workspaces.id, sql.placeholder("id")))
       .prepare(),
   ).get({ id });
+}
+
+/** The workspaces among `ids`, in any org: for the reconciler, which works across orgs. */
+export function getWorkspacesByIds(db: Database, ids: readonly string[]): Promise<WorkspaceRow[]> {
+  return db
+    .select(workspaceColumns)
+    .from(workspaces)
+    .where(inArray(workspaces.id, [...ids]));
 }
 
 export function findWorkspaceByName(db: Database, orgId: string, name: string) {
@@ -71,7 +96,7 @@ export function listWorkspaceRows(
   },
 ): Promise<WorkspaceRow[]> {
   return db
-    .select()
+    .select(workspaceColumns)
     .from(workspaces)
     .where(
       and(
@@ -94,8 +119,12 @@ export async function poolExists(db: Database, orgId: string, poolId: string): P
   return pool !== undefined;
 }
 
-export function insertWorkspaceQuery(db: Database, row: typeof workspaces.$inferInsert) {
-  return db.insert(workspaces).values(row);
+/** The org's workspaces connected to a repository; which ones an event reaches is the VCS model's. */
+export function listVcsWorkspaces(db: Database, orgId: string): Promise<WorkspaceRow[]> {
+  return db
+    .select(workspaceColumns)
+    .from(workspaces)
+    .where(and(eq(workspaces.orgId, orgId), isNotNull(workspaces.vcsRepoUrl)));
 }
 
 export function updateWorkspaceQuery(
@@ -108,7 +137,7 @@ export function updateWorkspaceQuery(
     .update(workspaces)
     .set(values)
     .where(and(eq(workspaces.orgId, orgId), eq(workspaces.id, id)))
-    .returning();
+    .returning(workspaceColumns);
 }
 
 function activeRunsOf(db: Database, workspaceId: string) {
@@ -153,7 +182,7 @@ export function acquireLockQuery(
     .update(workspaces)
     .set({ lockedBy: lock.lockedBy, lockReason: lock.reason, lockedAt: lock.now })
     .where(and(eq(workspaces.orgId, orgId), eq(workspaces.id, id), isNull(workspaces.lockedBy)))
-    .returning();
+    .returning(workspaceColumns);
 }
 
 /** Clears the lock only if `lockedBy` still holds it (compare-and-set). */
@@ -164,7 +193,7 @@ export function releaseLockQuery(db: Database, orgId: string, id: string, locked
     .where(
       and(eq(workspaces.orgId, orgId), eq(workspaces.id, id), eq(workspaces.lockedBy, lockedBy)),
     )
-    .returning();
+    .returning(workspaceColumns);
 }
 
 /** Those of `ids` that name no workspace of the org. */

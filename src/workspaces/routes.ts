@@ -6,9 +6,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { decideWorkspace } from "../authz/model.ts";
 import { actorOf, principalId } from "../authz/principal.ts";
+import { valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
-import { errorResponses, jsonBody, jsonResponse, newRouter } from "../lib/router.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { deleteWorkspace } from "./delete.ts";
 import { workspaceOf } from "./http.ts";
 import { lockWorkspace, unlockWorkspace } from "./lock.ts";
@@ -19,7 +20,6 @@ import {
   UnlockQuery,
   UpdateWorkspace,
   WorkspaceSchema,
-  workspaceError,
 } from "./schemas.ts";
 import { createWorkspace, listWorkspaces, presentWorkspace, updateWorkspace } from "./service.ts";
 
@@ -45,15 +45,12 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const body = c.req.valid("json");
-      const result = await createWorkspace(c.var.db, {
+      const result = await createWorkspace(c.var.deps, {
         orgId: principal.orgId,
         actor: actorOf(principal),
         settings: body,
       });
-      if (!result.ok) {
-        throw workspaceError(result, body.name);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(result), 201);
     },
   )
   .openapi(
@@ -90,7 +87,8 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { limit, cursor, search } = c.req.valid("query");
-      const after = cursor === undefined ? undefined : decodeCursor(cursor, ["string"])[0];
+      const after =
+        cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["string"]))[0];
       const rows = await listWorkspaces(c.var.db, principal, { limit, after, search });
       const page = takePage(rows, limit, (r) => [r.row.name]);
       return c.json(
@@ -143,16 +141,13 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.update");
-      const result = await updateWorkspace(c.var.db, {
+      const result = await updateWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspace.id,
         actor: actorOf(principal),
         patch: c.req.valid("json"),
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -174,15 +169,12 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.delete");
-      const result = await deleteWorkspace(c.var.db, c.env.BLOBS, {
+      const result = await deleteWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspace.id,
         actor: actorOf(principal),
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -204,17 +196,14 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.lock");
-      const result = await lockWorkspace(c.var.db, {
+      const result = await lockWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspace.id,
         holderId: principalId(principal),
         actor: actorOf(principal),
         reason: c.req.valid("json").reason,
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -237,7 +226,7 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace, grants } = await workspaceOf(c, workspaceId, "workspace.lock");
-      const result = await unlockWorkspace(c.var.db, {
+      const result = await unlockWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspace.id,
         holderId: principalId(principal),
@@ -245,9 +234,6 @@ export const workspaceRoutes = newRouter()
         isAdmin: decideWorkspace(grants, "workspace.force_unlock") === "allow",
         force: c.req.valid("query").force === "true",
       });
-      if (!result.ok) {
-        throw workspaceError(result, workspaceId);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -1,6 +1,5 @@
-/** Request and response shapes of the workspace routes, and how refusals map to HTTP errors. */
+/** Request and response shapes of the workspace routes. */
 import { z } from "@hono/zod-openapi";
-import { ApiError } from "../errors.ts";
 import {
   Branch,
   ENGINES,
@@ -16,7 +15,6 @@ import {
   WorkspaceName,
   WorkspaceRef,
 } from "./model.ts";
-import type { WorkspaceFailure } from "./service.ts";
 
 const PoolId = z.string().regex(/^pool_[a-z2-7]{26}$/, "must be a pool_ id");
 
@@ -127,41 +125,3 @@ export const UnlockQuery = z.strictObject({
     .optional()
     .openapi({ description: "Admins: release a lock held by another token or by a run" }),
 });
-
-/** Maps a refused workspace operation to the HTTP error a client sees. */
-export function workspaceError(failure: WorkspaceFailure, ref: string): ApiError {
-  switch (failure.reason) {
-    case "not_found":
-      return new ApiError("NOT_FOUND", `workspace ${ref} not found`);
-    case "name_taken":
-      return new ApiError("CONFLICT", `a workspace named ${failure.name} exists`);
-    case "invalid":
-      return new ApiError("BAD_REQUEST", failure.message, {
-        issues: [{ path: `json.${failure.field}`, message: failure.message }],
-      });
-    case "active_runs":
-      return new ApiError("CONFLICT", `workspace ${ref} has active runs; cancel them first`, {
-        details: { runIds: failure.runIds },
-      });
-    case "locked":
-      return new ApiError("CONFLICT", `workspace ${ref} is locked by ${failure.lockedBy}`, {
-        details: { lockedBy: failure.lockedBy },
-      });
-    case "has_state":
-      return new ApiError("CONFLICT", `workspace ${ref} cannot change engine: ${failure.message}`);
-    case "state_locked":
-      return new ApiError("CONFLICT", `the state of workspace ${ref} is locked`);
-    case "not_lock_holder":
-      return new ApiError(
-        "FORBIDDEN",
-        `workspace ${ref} is locked by ${failure.lockedBy}; only the holder or an admin may unlock`,
-        { details: { lockedBy: failure.lockedBy } },
-      );
-    case "needs_force":
-      return new ApiError(
-        "CONFLICT",
-        `workspace ${ref} is locked by ${failure.lockedBy}; add ?force=true to force-unlock`,
-        { details: { lockedBy: failure.lockedBy } },
-      );
-  }
-}

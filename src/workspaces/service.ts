@@ -1,16 +1,18 @@
 /**
  * Workspaces: create, read and update, each change with its audit event in the same D1 batch.
- * Expected refusals come back as {@link WorkspaceFailure}, never thrown. Deleting is in
+ * Expected refusals come back as {@link WorkspaceResult} reasons, never thrown. Deleting is in
  * `delete.ts`, the user lock in `lock.ts`.
  */
 
-import { newId } from "@outpost/common";
+import { fail, newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
 import { readableWorkspaces } from "../authz/queries.ts";
 import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {
   engineSwitchProblem,
@@ -30,23 +32,24 @@ import {
   type WorkspaceRow,
 } from "./queries.ts";
 
-export type WorkspaceFailure =
-  | { reason: "not_found" }
-  | { reason: "name_taken"; name: string }
-  | { reason: "invalid"; field: string; message: string }
-  | { reason: "active_runs"; runIds: string[] }
-  | { reason: "locked"; lockedBy: string }
-  | { reason: "state_locked" }
-  | { reason: "has_state"; message: string }
-  | { reason: "not_lock_holder"; lockedBy: string }
-  | { reason: "needs_force"; lockedBy: string };
+/**
+ * A workspace operation's outcome: `not_found` (also another org's workspace), `invalid`
+ * settings, `conflict` (a name taken, active runs, a lock), `forbidden` (another's lock).
+ */
+export type WorkspaceResult<T> = Outcome<T, "not_found" | "invalid" | "conflict" | "forbidden">;
 
-export type WorkspaceResult<T> = { ok: true; value: T } | ({ ok: false } & WorkspaceFailure);
+/** The refusal for a workspace that is not in the caller's org, named as the caller named it. */
+export function workspaceNotFound(ref: string) {
+  return refuse("not_found", `workspace ${ref} not found`);
+}
 
-export const refuse = (failure: WorkspaceFailure): { ok: false } & WorkspaceFailure => ({
-  ok: false,
-  ...failure,
-});
+function nameTaken(name: string) {
+  return refuse("conflict", `a workspace named ${name} exists`).reason;
+}
+
+function poolNotFound(poolId: string | null) {
+  return invalidInput("json.poolId", `agent pool ${poolId} not found in this organization`).reason;
+}
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -123,15 +126,17 @@ export function resolveWorkspace(
 }
 
 /** The refusal a failed write stands for, when a constraint caught a race; else undefined. */
-function raceFailure(err: unknown, settings: WorkspaceSettings): WorkspaceFailure | undefined {
+function raceFailure(
+  err: unknown,
+  settings: WorkspaceSettings,
+): Reason<"invalid" | "conflict"> | undefined {
   const text = err instanceof Error ? `${err.message} ${err.cause}` : "";
   if (/UNIQUE constraint failed/i.test(text)) {
-    return { reason: "name_taken", name: settings.name };
+    return nameTaken(settings.name);
   }
   // The pool was deleted between the check and the write.
   if (/FOREIGN KEY constraint failed/i.test(text)) {
-    const message = `agent pool ${settings.poolId} not found in this organization`;
-    return { reason: "invalid", field: "poolId", message };
+    return poolNotFound(settings.poolId);
   }
   return undefined;
 }
@@ -141,57 +146,51 @@ async function checkReferences(
   orgId: string,
   settings: WorkspaceSettings,
   before?: WorkspaceSettings,
-): Promise<WorkspaceFailure | null> {
+): Promise<Reason<"invalid" | "conflict"> | null> {
   if (settings.poolId && settings.poolId !== before?.poolId) {
     if (!(await poolExists(db, orgId, settings.poolId))) {
-      return {
-        reason: "invalid",
-        field: "poolId",
-        message: `agent pool ${settings.poolId} not found in this organization`,
-      };
+      return poolNotFound(settings.poolId);
     }
   }
   if (settings.name !== before?.name && (await findWorkspaceByName(db, orgId, settings.name))) {
-    return { reason: "name_taken", name: settings.name };
+    return nameTaken(settings.name);
   }
   const added = (settings.remoteStateConsumerIds ?? []).filter(
     (id) => !(before?.remoteStateConsumerIds ?? []).includes(id),
   );
   const missing = await missingWorkspaces(db, orgId, added);
   if (missing.length > 0) {
-    return {
-      reason: "invalid",
-      field: "remoteStateConsumerIds",
-      message: `workspace ${missing.join(", ")} not found in this organization`,
-    };
+    return invalidInput(
+      "json.remoteStateConsumerIds",
+      `workspace ${missing.join(", ")} not found in this organization`,
+    ).reason;
   }
   return null;
 }
 
 /** Creates a workspace after checking its settings, its pool and its name's uniqueness. */
 export async function createWorkspace(
-  db: Database,
+  deps: Deps,
   input: {
     orgId: string;
     actor: AuditActor;
     settings: SettingsInput & { name: string };
   },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const resolved = settingsForCreate(input.settings);
   if (!resolved.ok) {
-    return refuse({ reason: "invalid", ...resolved.problem });
+    return invalidInput(`json.${resolved.problem.field}`, resolved.problem.message);
   }
   const problem = await checkReferences(db, input.orgId, resolved.value);
   if (problem) {
-    return refuse(problem);
+    return fail(problem);
   }
-  const now = Date.now();
-  const row: WorkspaceRow = {
+  const now = deps.now();
+  const columns = {
     ...resolved.value,
     id: newId("workspace"),
     orgId: input.orgId,
-    // Set by the variables service once a PULUMI_BACKEND_URL variable exists.
-    hasOwnStateBackend: false,
     lockedBy: null,
     lockReason: null,
     lockedAt: null,
@@ -199,9 +198,11 @@ export async function createWorkspace(
     createdAt: now,
     updatedAt: now,
   };
+  // A new workspace has no variables, so no PULUMI_BACKEND_URL of its own.
+  const row: WorkspaceRow = { ...columns, hasOwnStateBackend: false };
   try {
     await db.batch([
-      db.insert(workspaces).values(row),
+      db.insert(workspaces).values(columns),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,
@@ -215,11 +216,11 @@ export async function createWorkspace(
   } catch (err) {
     const failure = raceFailure(err, resolved.value);
     if (failure) {
-      return refuse(failure);
+      return fail(failure);
     }
     throw err;
   }
-  return { ok: true, value: presentWorkspace(row) };
+  return ok(presentWorkspace(row));
 }
 
 /** One page of the workspaces of the viewer's org that it may see, by name. */
@@ -240,17 +241,18 @@ export async function listWorkspaces(
  * with their old and new values. An update that changes nothing writes nothing.
  */
 export async function updateWorkspace(
-  db: Database,
+  deps: Deps,
   input: { orgId: string; ref: string; actor: AuditActor; patch: SettingsInput },
 ): Promise<WorkspaceResult<Workspace>> {
+  const { db } = deps;
   const current = await findWorkspace(db, input.orgId, input.ref);
   if (!current) {
-    return refuse({ reason: "not_found" });
+    return workspaceNotFound(input.ref);
   }
   const before = settingsOf(current);
   const resolved = settingsForUpdate(before, input.patch);
   if (!resolved.ok) {
-    return refuse({ reason: "invalid", ...resolved.problem });
+    return invalidInput(`json.${resolved.problem.field}`, resolved.problem.message);
   }
   const changes: Record<string, { from: unknown; to: unknown }> = {};
   for (const [field, to] of Object.entries(resolved.value)) {
@@ -260,17 +262,17 @@ export async function updateWorkspace(
     }
   }
   if (Object.keys(changes).length === 0) {
-    return { ok: true, value: presentWorkspace(current) };
+    return ok(presentWorkspace(current));
   }
   const switchProblem = engineSwitchProblem(before, resolved.value);
   if (switchProblem !== null && (await findCurrentVersion(db, current.id))) {
-    return refuse({ reason: "has_state", message: switchProblem });
+    return refuse("conflict", `workspace ${input.ref} cannot change engine: ${switchProblem}`);
   }
   const problem = await checkReferences(db, input.orgId, resolved.value, before);
   if (problem) {
-    return refuse(problem);
+    return fail(problem);
   }
-  const now = Date.now();
+  const now = deps.now();
   try {
     const [[updated]] = await db.batch([
       updateWorkspaceQuery(db, input.orgId, current.id, { ...resolved.value, updatedAt: now }),
@@ -284,13 +286,11 @@ export async function updateWorkspace(
         now,
       }),
     ]);
-    return updated
-      ? { ok: true, value: presentWorkspace(updated) }
-      : refuse({ reason: "not_found" });
+    return updated ? ok(presentWorkspace(updated)) : workspaceNotFound(input.ref);
   } catch (err) {
     const failure = raceFailure(err, resolved.value);
     if (failure) {
-      return refuse(failure);
+      return fail(failure);
     }
     throw err;
   }

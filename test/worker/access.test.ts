@@ -10,7 +10,7 @@ import { accessSettings } from "../../src/access/model.ts";
 import { accessPrincipal } from "../../src/access/service.ts";
 import { createOrganization } from "../../src/orgs/service.ts";
 import { setUserDisabled } from "../../src/users/service.ts";
-import { db, tokenActor } from "./helpers/fixtures.ts";
+import { db, deps, tokenActor } from "./helpers/fixtures.ts";
 import { TestIssuer } from "./helpers/oidc.ts";
 import { seedTeam } from "./helpers/people.ts";
 
@@ -23,13 +23,13 @@ let orgId: string;
 beforeAll(async () => {
   certs = await TestIssuer.create("access");
   orgName = `access-${Date.now().toString(36)}`;
-  const created = await createOrganization(db, {
+  const created = await createOrganization(deps, {
     name: orgName,
     actor: tokenActor("test"),
     onlyIfNone: false,
   });
   if (!created.ok) {
-    throw new Error(created.reason);
+    throw new Error(created.reason.message);
   }
   orgId = created.value.organization.id;
 });

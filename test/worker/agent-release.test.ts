@@ -15,6 +15,7 @@ import {
 import { describe, expect, it } from "vitest";
 import agentPackage from "../../agent/package.json";
 import { newApp } from "../../src/app.ts";
+import { systemClock } from "../../src/deps.ts";
 import { BASE, type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
 import { registerAgent, revokedAgentToken, seedPool } from "./helpers/pools.ts";
@@ -74,7 +75,7 @@ describe("GET /agent/v1/release", () => {
       ...env,
       ASSETS: { fetch: async () => new Response("not found", { status: 404 }) },
     } as unknown as Env;
-    const app = newApp();
+    const app = newApp(systemClock);
     for (const path of ["/agent/v1/release", "/agent/v1/install.sh"]) {
       const ctx = createExecutionContext();
       const res = await app.fetch(new Request(`${BASE}${path}`), withoutBuild, ctx);
@@ -151,7 +152,7 @@ describe("the shipped agent version on agent answers", () => {
       ASSETS: { fetch: async () => new Response("not found", { status: 404 }) },
     } as unknown as Env;
     const ctx = createExecutionContext();
-    const res = await newApp().fetch(
+    const res = await newApp(systemClock).fetch(
       new Request(`${BASE}/agent/v1/register`, {
         method: "POST",
         headers: { authorization: `Bearer ${pool.token}`, "content-type": "application/json" },
@@ -169,7 +170,7 @@ describe("the shipped agent version on agent answers", () => {
 
 async function exportsFetch(url: string): Promise<Response> {
   const ctx = createExecutionContext();
-  const res = await newApp().fetch(new Request(url), env, ctx);
+  const res = await newApp(systemClock).fetch(new Request(url), env, ctx);
   await waitOnExecutionContext(ctx);
   return res;
 }

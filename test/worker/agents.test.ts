@@ -3,12 +3,11 @@ import { env } from "cloudflare:workers";
 import type { HeartbeatResponse, JobsNextResponse } from "@outpost/protocol";
 import { describe, expect, it } from "vitest";
 import type { AgentPool } from "../../durable/agent-pool.ts";
-import { createDb } from "../../src/db/client.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import { applyEndings } from "../../src/runs/events.ts";
 import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
-import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { deps, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import {
   advancePoolClock,
   enqueue,
@@ -325,7 +324,7 @@ describe("cancel requests", () => {
     });
     // The pool answers the ending to the caller, which applies it (the run service does).
     if (forced.ok && forced.value.ending) {
-      await applyEndings({ env, db: createDb(env.DB) }, [forced.value.ending]);
+      await applyEndings(deps, [forced.value.ending]);
     }
 
     const beat = await heartbeat(pool.token, agentId, running);

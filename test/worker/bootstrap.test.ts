@@ -2,10 +2,11 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
+import { systemClock } from "../../src/deps.ts";
 import { createOrgToken } from "../../src/tokens/service.ts";
 import { BASE, type ErrorBody, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, tokenActor } from "./helpers/fixtures.ts";
+import { deps, tokenActor } from "./helpers/fixtures.ts";
 
 type Created = {
   organization: { id: string; name: string };
@@ -60,7 +61,7 @@ describe("POST /api/v1/bootstrap", () => {
   });
 
   it("stays closed when the deployment has no bootstrap secret", async () => {
-    const app = newApp();
+    const app = newApp(systemClock);
     const ctx = createExecutionContext();
     const res = await app.fetch(
       new Request(`${BASE}/api/v1/bootstrap`, {
@@ -82,7 +83,7 @@ describe("POST /api/v1/organizations", () => {
       id: string;
     }>();
     return (
-      await createOrgToken(db, {
+      await createOrgToken(deps, {
         orgId: row?.id ?? "",
         role: "owner",
         description: "t",
@@ -112,7 +113,7 @@ describe("POST /api/v1/organizations", () => {
   it("refuses with 403 where the deployment allows one organization", async () => {
     const token = await ownerToken();
     const before = await snapshotD1();
-    const app = newApp();
+    const app = newApp(systemClock);
     const ctx = createExecutionContext();
     const res = await app.fetch(
       new Request(`${BASE}/api/v1/organizations`, {
@@ -133,7 +134,7 @@ describe("POST /api/v1/organizations", () => {
     const row = await env.DB.prepare("SELECT id FROM organizations WHERE name = 'acme'").first<{
       id: string;
     }>();
-    const admin = await createOrgToken(db, {
+    const admin = await createOrgToken(deps, {
       orgId: row?.id ?? "",
       role: "admin",
       description: "a",

@@ -6,10 +6,11 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
 import { uploadConfigurationVersion } from "../../src/configuration-versions/service.ts";
+import { systemClock } from "../../src/deps.ts";
 import type { ErrorBody } from "./helpers/api.ts";
 import { upload } from "./helpers/configuration-versions.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
+import { deps, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import {
   GNU_ABSOLUTE_TAR_GZ,
   GNU_DOTDOT_TAR_GZ,
@@ -221,7 +222,7 @@ describe("configured upload limits", () => {
     ws: string,
     bytes: Uint8Array,
   ) {
-    const res = await newApp().request(
+    const res = await newApp(systemClock).request(
       `/api/v1/workspaces/${ws}/configuration-versions`,
       {
         method: "POST",
@@ -276,7 +277,7 @@ describe("configured upload limits", () => {
   });
 
   const serviceUpload = (org: TestOrg, workspaceId: string, bytes: Uint8Array, limits: object) =>
-    uploadConfigurationVersion(db, env.BLOBS, {
+    uploadConfigurationVersion(deps, {
       orgId: org.orgId,
       workspaceId,
       actor: tokenActor("test"),
@@ -295,8 +296,10 @@ describe("configured upload limits", () => {
     const result = await serviceUpload(org, ws.id, bytes, { maxBytes: 4096 });
     expect(result).toEqual({
       ok: false,
-      reason: "too_large",
-      message: "the body is larger than 4096 bytes",
+      reason: {
+        kind: "too_large",
+        message: "configuration refused: the body is larger than 4096 bytes",
+      },
     });
     expect(await snapshotD1()).toEqual(before);
     expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
@@ -311,7 +314,10 @@ describe("configured upload limits", () => {
       await tarGz([{ name: "main.tf", body: "#" }]),
       {},
     );
-    expect(result).toMatchObject({ ok: false, reason: "workspace_gone" });
+    expect(result).toMatchObject({
+      ok: false,
+      reason: { kind: "not_found", message: "configuration refused: the workspace was deleted" },
+    });
     expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
   });
 
@@ -322,8 +328,7 @@ describe("configured upload limits", () => {
     const result = await serviceUpload(org, ws.id, await tarGz(entries), {});
     expect(result).toMatchObject({
       ok: false,
-      reason: "too_large",
-      message: "more than 10 entries",
+      reason: { kind: "too_large", message: "configuration refused: more than 10 entries" },
     });
     expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
     const ten = await serviceUpload(org, ws.id, await tarGz(entries.slice(1)), {});

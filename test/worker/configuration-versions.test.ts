@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { latestConfigurationVersion } from "../../src/configuration-versions/service.ts";
+import { latestConfigurationVersion } from "../../src/configuration-versions/queries.ts";
 import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { GOOD_TREE, upload, type Version } from "./helpers/configuration-versions.ts";

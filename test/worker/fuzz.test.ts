@@ -1,5 +1,5 @@
 /**
- * Bounded fuzzing of every route of the app (enumerated from `newApp().routes`): 1,500 random and
+ * Bounded fuzzing of every route of the app (enumerated from `newApp(systemClock).routes`): 1,500 random and
  * mutated requests — JSON bodies, headers, methods, tarballs, state bodies, webhook payloads, log
  * chunks at wrong offsets, dashboard forms (urlencoded and multipart, well-formed with the
  * session's CSRF token, malformed, oversized, of the wrong type) — with valid, foreign, revoked
@@ -12,6 +12,7 @@ import { env } from "cloudflare:workers";
 import type { JobAssignment } from "@outpost/protocol";
 import { beforeAll, describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
+import { systemClock } from "../../src/deps.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import { BASE, request, requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
@@ -39,7 +40,7 @@ type Route = { method: string; path: string };
 /** Every distinct route the app serves, middleware-only entries excluded. */
 function appRoutes(): Route[] {
   const seen = new Map<string, Route>();
-  for (const r of newApp().routes) {
+  for (const r of newApp(systemClock).routes) {
     if (r.path === "/*" || r.path.endsWith("/*") || r.path === "*") {
       continue;
     }

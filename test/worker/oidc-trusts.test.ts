@@ -7,6 +7,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
+import { systemClock } from "../../src/deps.ts";
 import { BASE, type ErrorBody, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
@@ -91,7 +92,7 @@ describe("POST/GET/DELETE /api/v1/pools/:poolId/oidc-trusts", () => {
     const body = { ...GOOD, issuer: "http://127.0.0.1:9999/issuer" };
     const production = { ...env, OIDC_ALLOW_LOOPBACK_ISSUERS: "false" };
     const ctx = createExecutionContext();
-    const refused = await newApp().fetch(
+    const refused = await newApp(systemClock).fetch(
       new Request(`${BASE}/api/v1/pools/${poolId}/oidc-trusts`, {
         method: "POST",
         headers: { authorization: `Bearer ${org.ownerToken}`, "content-type": "application/json" },

@@ -2,6 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
+import { systemClock } from "../../src/deps.ts";
 import { BASE, requestJson } from "./helpers/api.ts";
 
 type OpenApiDoc = { openapi: string; paths: Record<string, Record<string, unknown>> };
@@ -33,7 +34,7 @@ describe("GET /api/v1/openapi.json", () => {
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe("3.1.0");
 
-    const registered = newApp()
+    const registered = newApp(systemClock)
       .routes.filter((r) => METHODS.includes(r.method.toLowerCase() as (typeof METHODS)[number]))
       .filter((r) => !UNDOCUMENTED.some((re) => re.test(r.path)))
       // The backend also takes PUT for a write (documented as POST, the method Terraform uses).
@@ -107,7 +108,7 @@ describe("errors", () => {
   });
 
   it("answers an unexpected failure with 500 INTERNAL and no internals", async () => {
-    const app = newApp();
+    const app = newApp(systemClock);
     app.get("/boom", () => {
       throw new Error("secret detail from a bug");
     });

@@ -5,6 +5,7 @@ import { PoolStore } from "../../durable/pool-store.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import { type ErrorBody, request, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
+import { useTestClock } from "./helpers/clock.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { enqueue, makeJob, registerAgent, seedPool } from "./helpers/pools.ts";
@@ -296,6 +297,8 @@ describe("DELETE /api/v1/pools/:poolId", () => {
 });
 
 describe("agent tokens", () => {
+  const clock = useTestClock();
+
   it("creates (secret once, hash stored), lists with times, and revokes: 401 TOKEN_REVOKED after", async () => {
     const org = await seedOrg();
     const pool = await createPool(org);
@@ -353,11 +356,10 @@ describe("agent tokens", () => {
     const org = await seedOrg();
     const pool = await seedPool(org);
     const agentId = await registerAgent(pool.token);
-    // Registering recorded a use; make it an hour old, past the once-a-minute resolution.
-    const stale = Date.now() - 3_600_000;
-    await env.DB.prepare("UPDATE agent_tokens SET last_used_at = ? WHERE id = ?")
-      .bind(stale, pool.tokenId)
-      .run();
+    // Registering recorded a use; an hour passes for the Worker, past the once-a-minute
+    // resolution, so a poll or heartbeat that recorded its use would write. (The pool's own
+    // clock is not moved: the agent stays online, and the pool keeps its contact at real time.)
+    clock.advance(3_600_000);
     const before = await env.DB.prepare("SELECT * FROM agent_tokens WHERE id = ?")
       .bind(pool.tokenId)
       .first();

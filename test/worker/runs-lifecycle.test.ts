@@ -4,7 +4,8 @@ import { describe, expect, it, vi } from "vitest";
 import { poolStub } from "../../src/pools/service.ts";
 import { reconcile } from "../../src/runs/reconcile.ts";
 import { request, requestJson } from "./helpers/api.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { useTestClock } from "./helpers/clock.ts";
+import { deps, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { advancePoolClock, seedPool } from "./helpers/pools.ts";
 import { getRun, queueRun, runAction, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 
@@ -164,7 +165,7 @@ describe("a run from queue to applied", () => {
       token: org.tokens.member,
     });
     // Unlocking does not wait for the cron: the next reconcile pass at the latest promotes it.
-    await reconcile({ env, db });
+    await reconcile(deps);
     expect((await getRun(org, run.body.id)).status).toBe("plan_queued");
   });
 
@@ -183,6 +184,8 @@ describe("a run from queue to applied", () => {
 });
 
 describe("cancel, force-cancel and discard", () => {
+  const clock = useTestClock();
+
   it("cancels a queued run at once and removes its job from the pool", async () => {
     const org = await seedOrg();
     const { workspace, poolId } = await runnableWorkspace(org);
@@ -224,11 +227,7 @@ describe("cancel, force-cancel and discard", () => {
     const job = await agent.lease();
     await agent.start(job);
     await runAction(org, run.body.id, "cancel");
-    await env.DB.prepare(
-      "UPDATE runs SET cancel_requested_at = cancel_requested_at - 11000 WHERE id = ?",
-    )
-      .bind(run.body.id)
-      .run();
+    clock.advance(11_000);
     const forced = await runAction(org, run.body.id, "force-cancel");
     expect(forced.status, JSON.stringify(forced.body)).toBe(200);
     expect(forced.body.status).toBe("force_canceled");

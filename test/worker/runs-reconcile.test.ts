@@ -7,16 +7,21 @@ import {
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { createDb } from "../../src/db/client.ts";
+import type { Deps } from "../../src/deps.ts";
 import worker from "../../src/index.ts";
 import { poolStub } from "../../src/pools/service.ts";
 import { reconcile } from "../../src/runs/reconcile.ts";
 import { createRun } from "../../src/runs/service.ts";
 import { resolveWorkspace } from "../../src/workspaces/service.ts";
 import { request } from "./helpers/api.ts";
-import { db, seedOrg, tokenActor } from "./helpers/fixtures.ts";
+import { db, deps, seedOrg, tokenActor } from "./helpers/fixtures.ts";
 import { advancePoolClock } from "./helpers/pools.ts";
 import { getRun, queueRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
+
+/** `base` with its clock stopped at `ms`: the reconciler's time, as a test sets it. */
+function at(ms: number, base: Deps = deps): Deps {
+  return { ...base, now: () => ms };
+}
 
 /** Fires the Worker's cron handler exactly as Cloudflare does every minute. */
 async function cron(): Promise<void> {
@@ -71,11 +76,10 @@ describe("the cron reconciler", () => {
     const run = await queueRun(org, workspace.id);
     const job = await agent.lease();
     await agent.start(job);
-    const deps = { env, db: createDb(env.DB) };
     // Just inside the limit nothing happens; just past it the run errors.
-    const inside = await reconcile(deps, Date.now() + 2 * 3_600_000 - 60_000);
+    const inside = await reconcile(at(Date.now() + 2 * 3_600_000 - 60_000));
     expect(inside.timedOut).toEqual([]);
-    const past = await reconcile(deps, Date.now() + 2 * 3_600_000 + 1_000);
+    const past = await reconcile(at(Date.now() + 2 * 3_600_000 + 1_000));
     expect(past.timedOut).toEqual([run.body.id]);
     const errored = await getRun(org, run.body.id);
     expect(errored.status).toBe("errored");
@@ -126,8 +130,7 @@ describe("the reconciler pages through every active run", () => {
     for (const id of queued) {
       await deleteJobInPool(poolId, `${id}:plan`);
     }
-    const deps = { env, db: createDb(env.DB) };
-    const report = await reconcile(deps, Date.now(), 2);
+    const report = await reconcile(deps, 2);
     const stillQueued = queued.filter((id) => id !== running.runId);
     expect(report.reenqueued.sort()).toEqual([...stillQueued].sort());
     expect(report.lostJobs).toEqual([running.runId]);
@@ -138,7 +141,7 @@ describe("the reconciler pages through every active run", () => {
       expect(await poolStub(env, poolId).getJob(`${id}:plan`)).toMatchObject({ state: "queued" });
     }
     // A second pass over a converged state repairs nothing.
-    const again = await reconcile(deps, Date.now(), 2);
+    const again = await reconcile(deps, 2);
     expect(Object.values(again).flat()).toEqual([]);
   });
 });
@@ -146,8 +149,8 @@ describe("the reconciler pages through every active run", () => {
 describe("one phase timeout, configured in one place", () => {
   /** The deployment's configuration with another plan timeout (PLAN_TIMEOUT_MS). */
   const withPlanTimeout = (ms: number) => ({
+    ...deps,
     env: { ...env, PLAN_TIMEOUT_MS: String(ms) },
-    db: createDb(env.DB),
   });
 
   it("changing PLAN_TIMEOUT_MS changes when the pool ends a plan, and the reconciler agrees", async () => {
@@ -165,7 +168,7 @@ describe("one phase timeout, configured in one place", () => {
       source: "api",
       actor: tokenActor(org.ownerTokenId),
     });
-    const long = await createRun({ env, db: createDb(env.DB) }, row, {
+    const long = await createRun(deps, row, {
       operation: "plan",
       message: "default",
       source: "api",
@@ -207,8 +210,8 @@ describe("one phase timeout, configured in one place", () => {
     // The reconciler reads the same setting: under 60 s the default run is past it, under the
     // default it is not.
     const later = Date.now() + 61_000;
-    expect((await reconcile({ env, db: createDb(env.DB) }, later)).timedOut).toEqual([]);
-    const report = await reconcile(withPlanTimeout(60_000), later);
+    expect((await reconcile(at(later))).timedOut).toEqual([]);
+    const report = await reconcile(at(later, withPlanTimeout(60_000)));
     expect(report.timedOut).toEqual([long.value.run.id]);
     expect((await getRun(org, long.value.run.id)).statusReason).toBe(
       "plan ran longer than its 1 minute limit",

@@ -2,6 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
+import { systemClock } from "../../src/deps.ts";
 import { BASE, type ErrorBody, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
@@ -70,7 +71,7 @@ describe("POST /api/v1/workspaces/:workspaceId/runs", () => {
   it("answers 429 with Retry-After once the org has too many queued runs", async () => {
     const org = await seedOrg();
     const { workspace } = await runnableWorkspace(org);
-    const app = newApp();
+    const app = newApp(systemClock);
     const limited = { ...env, MAX_QUEUED_RUNS_PER_ORG: "2" };
     const post = async () => {
       const ctx = createExecutionContext();

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { releaseRunStateLocks } from "../../src/state/locks.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { deps, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import {
   BackendClient,
   basicAuth,
@@ -237,8 +237,8 @@ describe("run locks end with the job", () => {
     const ws = await seedWorkspace(org, { executionMode: "agent" });
     const run = await seedRun(org, ws);
     await new BackendClient(ws, run.token).lock();
-    expect(await releaseRunStateLocks(db, run.runId)).toBe(1);
-    expect(await releaseRunStateLocks(db, run.runId)).toBe(0);
+    expect(await releaseRunStateLocks(deps, run.runId)).toBe(1);
+    expect(await releaseRunStateLocks(deps, run.runId)).toBe(0);
     expect(
       await env.DB.prepare("SELECT * FROM state_locks WHERE workspace_id = ?").bind(ws).first(),
     ).toBeNull();

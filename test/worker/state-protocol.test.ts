@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createOrgToken } from "../../src/tokens/service.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
+import { deps, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import {
   BackendClient,
   lockInfo,
@@ -271,7 +271,7 @@ describe("force-unlock", () => {
 
 /** A second member token of the org (another person). */
 async function seedOrgToken(org: TestOrg): Promise<string | undefined> {
-  const created = await createOrgToken(db, {
+  const created = await createOrgToken(deps, {
     orgId: org.orgId,
     role: "member",
     description: "bob",

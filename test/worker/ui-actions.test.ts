@@ -2,13 +2,12 @@
  * Dashboard actions: what each role sees and may do (the server checks again), runs and why they
  * wait, force-cancel timing, locks, write-only variables, one-time agent tokens and typed revocation.
  */
-import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { installCommands } from "../../src/agents/install-commands.ts";
-import { runs } from "../../src/db/schema.ts";
 import { requestJson } from "./helpers/api.ts";
+import { useTestClock } from "./helpers/clock.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { getRun, queueRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 import { signIn, type UiSession } from "./helpers/ui.ts";
 
@@ -116,6 +115,8 @@ describe("roles", () => {
 });
 
 describe("run page", () => {
+  const clock = useTestClock();
+
   it("says why a run waits, in the same words as the API", async () => {
     const { workspace } = await runnableWorkspace(org);
     const run = await queueRun(org, workspace.id);
@@ -137,10 +138,7 @@ describe("run page", () => {
     expect(canceling).not.toContain("Force cancel</button>");
     expect(canceling).toContain("force cancel becomes available 10 s after the cancel");
     expect((await member.post(`${path}/force-cancel`)).status).toBe(409);
-    await db
-      .update(runs)
-      .set({ cancelRequestedAt: Date.now() - 11_000 })
-      .where(eq(runs.id, run.body.id));
+    clock.advance(11_000);
     expect(await (await member.get(path)).text()).toContain("Force cancel</button>");
     expect((await reader.post(`${path}/force-cancel`)).status).toBe(403);
     expect((await member.post(`${path}/force-cancel`)).status).toBe(303);

@@ -2,9 +2,11 @@
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { orgTokens, sessions } from "../../src/db/schema.ts";
+import { DEFAULT_MAX_AGE_SECONDS } from "../../src/sessions/model.ts";
 import { createOrgToken, revokeOrgToken } from "../../src/tokens/service.ts";
+import { useTestClock } from "./helpers/clock.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
+import { db, deps, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import { setCookieValue, signIn, submitLogin, uiFetch } from "./helpers/ui.ts";
 import { tokenIdOf } from "./helpers/workspaces.ts";
 
@@ -104,11 +106,14 @@ describe("CSRF", () => {
 });
 
 describe("using a session", () => {
+  const clock = useTestClock();
+
   it("records the token's last use, as the API does", async () => {
     const session = await signIn(org.tokens.member);
     const tokenId = await tokenIdOf(org.tokens.member);
-    const stale = Date.now() - 5 * 60_000;
-    await db.update(orgTokens).set({ lastUsedAt: stale }).where(eq(orgTokens.id, tokenId));
+    // Five minutes on, past the once-a-minute resolution of last use.
+    const stale = clock.now();
+    clock.advance(5 * 60_000);
     expect((await session.get("/ui/workspaces")).status).toBe(200);
     const row = await db.query.orgTokens.findFirst({ where: eq(orgTokens.id, tokenId) });
     expect(row?.lastUsedAt).toBeGreaterThan(stale);
@@ -116,6 +121,8 @@ describe("using a session", () => {
 });
 
 describe("ending a session", () => {
+  const clock = useTestClock();
+
   it("signs out: the same cookie no longer works", async () => {
     const session = await signIn(org.tokens.member);
     const res = await session.post("/ui/logout");
@@ -128,7 +135,7 @@ describe("ending a session", () => {
   });
 
   it("ends every session of a token when the token is revoked", async () => {
-    const created = await createOrgToken(db, {
+    const created = await createOrgToken(deps, {
       orgId: org.orgId,
       role: "admin",
       description: "short-lived",
@@ -136,7 +143,7 @@ describe("ending a session", () => {
     });
     const session = await signIn(created.token);
     expect((await session.get("/ui/workspaces")).status).toBe(200);
-    const revoked = await revokeOrgToken(db, {
+    const revoked = await revokeOrgToken(deps, {
       orgId: org.orgId,
       id: created.id,
       actor: tokenActor(org.ownerTokenId),
@@ -148,7 +155,7 @@ describe("ending a session", () => {
   });
 
   it("forgets a token's dead sessions when it signs in again", async () => {
-    const created = await createOrgToken(db, {
+    const created = await createOrgToken(deps, {
       orgId: org.orgId,
       role: "reader",
       description: "housekeeping",
@@ -164,11 +171,8 @@ describe("ending a session", () => {
 
   it("expires", async () => {
     const session = await signIn(org.tokens.reader);
-    const tokenId = await tokenIdOf(org.tokens.reader);
-    await db
-      .update(sessions)
-      .set({ expiresAt: Date.now() - 1 })
-      .where(eq(sessions.tokenId, tokenId));
+    expect((await session.get("/ui/pools")).status).toBe(200);
+    clock.advance(DEFAULT_MAX_AGE_SECONDS * 1000 + 1);
     expect((await session.get("/ui/pools")).status).toBe(303);
     const live = await session.get("/ui/pools/pool_aaaaaaaaaaaaaaaaaaaaaaaaaa/live.json");
     expect(live.status).toBe(401);

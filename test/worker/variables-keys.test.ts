@@ -9,15 +9,13 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
 import { variables } from "../../src/db/schema.ts";
+import { systemClock } from "../../src/deps.ts";
 import { MAX_VARIABLES_PER_WORKSPACE } from "../../src/variables/model.ts";
-import {
-  loadVariablesForJob,
-  putVariable,
-  reencryptVariables,
-} from "../../src/variables/service.ts";
+import { loadVariablesForJob, putVariable } from "../../src/variables/service.ts";
 import type { ErrorBody } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
+import { db, deps, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
+import { reencryptWith } from "./helpers/keys.ts";
 import { createWorkspace } from "./helpers/workspaces.ts";
 
 const OLD = env.ENCRYPTION_KEY;
@@ -30,7 +28,7 @@ async function putWith(
   key: string,
   body: unknown,
 ): Promise<{ status: number; body: ErrorBody & { id: string } }> {
-  const res = await newApp().request(
+  const res = await newApp(systemClock).request(
     `/api/v1/workspaces/${ws}/vars/${key}`,
     {
       method: "PUT",
@@ -108,14 +106,34 @@ describe("sensitive variables and the encryption key", () => {
     const updatedAtBefore = (
       await db.query.variables.findFirst({ where: eq(variables.id, old.body.id) })
     )?.updatedAt;
-    // Rotation is deployment-wide: every row sealed with k1, in any workspace, moves to k2.
+    // Another organization's secret under k1: its owner rotates it, not this one.
+    const other = await seedOrg();
+    const otherWs = await createWorkspace(other);
+    await putWith(OLD, other, otherWs.id, "THEIRS", {
+      category: "env",
+      value: "v",
+      sensitive: true,
+    });
+    // The operator's step (POST /api/v1/organization/reencrypt, `outpost admin reencrypt`): every
+    // row of the organization sealed with k1, in any of its workspaces, moves to k2.
     const sealedWithK1 = await env.DB.prepare(
-      "SELECT count(*) AS n FROM variables WHERE key_id = 'k1'",
-    ).first<{ n: number }>();
+      "SELECT count(*) AS n FROM variables WHERE key_id = 'k1' AND org_id = ?",
+    )
+      .bind(org.orgId)
+      .first<{ n: number }>();
     expect(sealedWithK1?.n).toBeGreaterThanOrEqual(1);
-    expect(await reencryptVariables({ ENCRYPTION_KEY: rotated }, db)).toBe(sealedWithK1?.n);
-    expect(await reencryptVariables({ ENCRYPTION_KEY: rotated }, db)).toBe(0);
+    const first = await reencryptWith(rotated, org.ownerToken);
+    expect(first.status).toBe(200);
+    expect(first.body.variables).toEqual({ reencrypted: sealedWithK1?.n, remaining: 0 });
+    expect((await reencryptWith(rotated, org.ownerToken)).body.variables).toEqual({
+      reencrypted: 0,
+      remaining: 0,
+    });
     expect(await keyIds()).toEqual({ OLD_SECRET: "k2", NEW_SECRET: "k2" });
+    const theirs = await db.query.variables.findFirst({
+      where: eq(variables.workspaceId, otherWs.id),
+    });
+    expect(theirs?.keyId).toBe("k1");
     expect(await values(NEW_KEY)).toEqual([
       "NEW_SECRET=sealed-with-k2",
       "OLD_SECRET=sealed-with-k1",
@@ -126,7 +144,7 @@ describe("sensitive variables and the encryption key", () => {
 
   it("a write racing a workspace delete answers not_found, not a 500", async () => {
     const org = await seedOrg();
-    const result = await putVariable(db, {
+    const result = await putVariable(deps, {
       orgId: org.orgId,
       workspaceId: `ws_${"z".repeat(26)}`,
       key: "X",
@@ -134,7 +152,10 @@ describe("sensitive variables and the encryption key", () => {
       actor: tokenActor("test"),
       encryptionKey: OLD,
     });
-    expect(result).toEqual({ ok: false, reason: "not_found" });
+    expect(result).toEqual({
+      ok: false,
+      reason: { kind: "not_found", message: "variable X not found" },
+    });
   });
 
   it("a ciphertext copied onto another variable does not decrypt", async () => {

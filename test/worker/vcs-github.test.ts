@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { sign } from "@octokit/webhooks-methods";
 import { describe, expect, it } from "vitest";
 import { request, requestJson } from "./helpers/api.ts";
+import { useTestClock } from "./helpers/clock.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { getRun, type RunBody, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
@@ -225,33 +226,35 @@ describe("GitHub webhook: push", () => {
     expect(byCommit.body.runs.map((r) => r.id)).toEqual([run.id]);
   });
 
-  it("a redelivery takes over a delivery whose processing was lost, without a second run", async () => {
-    const org = await seedOrg();
-    const hook = await createHook(org, "github");
-    const { workspace } = await runnableWorkspace(org, { vcsRepoUrl: REPO });
-    const payload = pushPayload(["main.tf"]);
-    const send = () =>
-      deliverGitHub(hook, "push", payload, { secret: hook.secret, deliveryId: "lost-1" });
-    expect((await send()).status).toBe(202);
-    const lose = (receivedAt: number) =>
-      env.DB.prepare(
-        "UPDATE vcs_deliveries SET outcome = NULL, received_at = ? WHERE delivery_id = 'lost-1'",
-      )
-        .bind(receivedAt)
-        .run();
-    // Still within the window: the first attempt may be running, so this is a duplicate.
-    await lose(Date.now() - 60_000);
-    expect((await send()).body).toMatchObject({ duplicate: true });
-    await lose(Date.now() - 11 * 60_000);
-    // Taken over; the first attempt had already queued the commit's run, so nothing more runs.
-    expect((await send()).body).toMatchObject({
-      ignored: expect.stringContaining("already has a run on every workspace it triggers"),
+  describe("after a lost delivery", () => {
+    const clock = useTestClock();
+
+    it("a redelivery takes over a delivery whose processing was lost, without a second run", async () => {
+      const org = await seedOrg();
+      const hook = await createHook(org, "github");
+      const { workspace } = await runnableWorkspace(org, { vcsRepoUrl: REPO });
+      const payload = pushPayload(["main.tf"]);
+      const send = () =>
+        deliverGitHub(hook, "push", payload, { secret: hook.secret, deliveryId: "lost-1" });
+      expect((await send()).status).toBe(202);
+      // The isolate went away before the delivery's outcome was written (a fault, not time).
+      await env.DB.prepare(
+        "UPDATE vcs_deliveries SET outcome = NULL WHERE delivery_id = 'lost-1'",
+      ).run();
+      // Still within the window: the first attempt may be running, so this is a duplicate.
+      clock.advance(60_000);
+      expect((await send()).body).toMatchObject({ duplicate: true });
+      clock.advance(10 * 60_000);
+      // Taken over; the first attempt had already queued the commit's run, so nothing more runs.
+      expect((await send()).body).toMatchObject({
+        ignored: expect.stringContaining("already has a run on every workspace it triggers"),
+      });
+      expect(await runsOf(org, workspace.id)).toHaveLength(1);
+      const row = await env.DB.prepare(
+        "SELECT outcome FROM vcs_deliveries WHERE delivery_id = 'lost-1'",
+      ).first<{ outcome: string }>();
+      expect(JSON.parse(row?.outcome ?? "{}")).toMatchObject({ status: "processed" });
     });
-    expect(await runsOf(org, workspace.id)).toHaveLength(1);
-    const row = await env.DB.prepare(
-      "SELECT outcome FROM vcs_deliveries WHERE delivery_id = 'lost-1'",
-    ).first<{ outcome: string }>();
-    expect(JSON.parse(row?.outcome ?? "{}")).toMatchObject({ status: "processed" });
   });
 
   it("matches by branch, trigger paths and working directory; a deletion queues nothing", async () => {

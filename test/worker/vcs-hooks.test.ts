@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
+import { useTestClock } from "./helpers/clock.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import {
@@ -114,6 +115,8 @@ describe("PATCH and DELETE /api/v1/vcs-hooks/{hookId}", () => {
 });
 
 describe("POST /api/v1/vcs-hooks/{hookId}/rotate-secret", () => {
+  const clock = useTestClock();
+
   it("accepts the old secret during the grace period only, and 0 revokes it at once", async () => {
     const org = await seedOrg();
     const hook = await createHook(org, "github");
@@ -134,9 +137,7 @@ describe("POST /api/v1/vcs-hooks/{hookId}/rotate-secret", () => {
     );
 
     // The grace period ends: the old secret is refused, the new one still works.
-    await env.DB.prepare("UPDATE vcs_hooks SET previous_secret_expires_at = ? WHERE id = ?")
-      .bind(Date.now() - 1, hook.id)
-      .run();
+    clock.advance(3600 * 1000 + 1);
     expect((await deliverGitHub(hook, "ping", ping, { secret: hook.secret })).status).toBe(401);
     const shown = await requestJson<HookBody>(`/api/v1/vcs-hooks/${hook.id}`, {
       token: org.tokens.admin,

@@ -10,6 +10,7 @@ import type { JobAssignment } from "@outpost/protocol";
 import { createLocalJWKSet, decodeProtectedHeader, type JWK, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../src/app.ts";
+import { systemClock } from "../../src/deps.ts";
 import { signToken } from "../../src/oidc/issuer.ts";
 import { BASE, type ErrorBody, requestJson } from "./helpers/api.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -20,7 +21,7 @@ const ISSUER = "https://outpost.test";
 
 async function appFetch(path: string, bindings: Env): Promise<Response> {
   const ctx = createExecutionContext();
-  const res = await newApp().fetch(new Request(`${BASE}${path}`), bindings, ctx);
+  const res = await newApp(systemClock).fetch(new Request(`${BASE}${path}`), bindings, ctx);
   await waitOnExecutionContext(ctx);
   return res;
 }
@@ -175,7 +176,7 @@ describe("workload identity tokens of jobs", () => {
     const agent = await TestAgent.register(runnable.agentToken);
     expect((await queueRun(org, runnable.workspace.id)).status).toBe(201);
     const ctx = createExecutionContext();
-    const res = await newApp().fetch(
+    const res = await newApp(systemClock).fetch(
       new Request(`${BASE}/agent/v1/jobs/next?wait=0`, {
         method: "POST",
         headers: { authorization: `Bearer ${agent.token}`, "outpost-agent-id": agent.agentId },
@@ -199,7 +200,12 @@ describe("workload identity tokens of jobs", () => {
       OIDC_SIGNING_KEYS: `${env.OIDC_SIGNING_KEYS},${env.TEST_NEXT_SIGNING_KEY}`,
     };
     expect((await jwksOf(published)).keys.map((k) => k.kid)).toEqual(["test1", "test2"]);
-    const stillOld = await signToken(published, { sub: "s", aud: ISSUER }, Date.now() + 60_000);
+    const stillOld = await signToken(
+      published,
+      { sub: "s", aud: ISSUER },
+      Date.now() + 60_000,
+      Date.now(),
+    );
     expect(stillOld.ok && decodeProtectedHeader(stillOld.value).kid).toBe("test1");
     // Step 2 signs with it while the old one stays published.
     const rotated = {
@@ -209,7 +215,12 @@ describe("workload identity tokens of jobs", () => {
     const jwks = await jwksOf(rotated);
     expect(jwks.keys.map((k) => k.kid)).toEqual(["test2", "test1"]);
     expect((await verify(before, ISSUER, rotated)).payload.outpost_job_id).toBe(job.jobId);
-    const signed = await signToken(rotated, { sub: "s", aud: ISSUER }, Date.now() + 60_000);
+    const signed = await signToken(
+      rotated,
+      { sub: "s", aud: ISSUER },
+      Date.now() + 60_000,
+      Date.now(),
+    );
     if (!signed.ok) {
       throw new Error(signed.reason);
     }

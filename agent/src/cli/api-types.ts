@@ -310,6 +310,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/organization/reencrypt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Key rotation: seal the organization's secrets again with the first ENCRYPTION_KEY
+         * @description Re-encrypts a batch of sensitive variables and webhook secrets sealed with an older key of the ring; call again until both remaining counts are 0, then drop the old key (docs/workspaces.md).
+         */
+        post: operations["reencryptSecrets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/organization/sso": {
         parameters: {
             query?: never;
@@ -2026,6 +2046,27 @@ export interface components {
             /** @description Required for a new variable; omitted, the stored value is kept */
             value?: string;
         };
+        Reencryption: {
+            variables: {
+                /** @description Sealed again with the primary key now */
+                reencrypted: number;
+                /** @description Still sealed with another key after this call; 0 when the old key may go */
+                remaining: number;
+            };
+            webhookSecrets: {
+                /** @description Sealed again with the primary key now */
+                reencrypted: number;
+                /** @description Still sealed with another key after this call; 0 when the old key may go */
+                remaining: number;
+            };
+        };
+        ReencryptRequest: {
+            /**
+             * @description Most sensitive variables, and most webhooks' secrets, this call re-encrypts
+             * @default 100
+             */
+            limit?: number;
+        };
         RevokedAgentToken: components["schemas"]["AgentToken"] & {
             /** @description Agents told to exit */
             exitedAgentIds: string[];
@@ -3430,6 +3471,84 @@ export interface operations {
             };
             /** @description Missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reencryptSecrets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReencryptRequest"];
+            };
+        };
+        responses: {
+            /** @description What this call re-encrypted, and what remains */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reencryption"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -7,6 +7,7 @@ import {
   CommanderError,
   commanderOutcome,
 } from "./args.ts";
+import { admin } from "./commands/admin.ts";
 import { login, logout, whoami } from "./commands/auth.ts";
 import { oidcTrusts } from "./commands/oidc-trusts.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
@@ -33,6 +34,7 @@ const COMMANDS: Record<string, CliCommand | CliGroup> = {
   logs,
   state,
   outputs,
+  admin,
 };
 
 const EPILOGUE = `
@@ -44,7 +46,7 @@ coordinator unreachable, 130 interrupted.`;
 function program(ctx: CliContext, onExit: (code: CliExitCode) => void): Commander {
   const root = new Commander("outpost")
     .description(
-      "Administers an Outpost coordinator: pools, agent tokens, workspaces, runs, state.",
+      "Administers an Outpost coordinator: pools, agent tokens, workspaces, runs, state, keys.",
     )
     .version(AGENT_VERSION, "--version", "print the version and exit")
     .addHelpText("after", EPILOGUE)

@@ -7,6 +7,7 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { PULUMI_BACKEND_URL as BACKEND_URL_VARIABLE } from "@outpost/protocol";
 import { jobVariables } from "../job/environment.ts";
 import type { RunnerJob } from "../job/types.ts";
 import type { EngineDriver, EngineIo, EngineSession, PhaseCommands } from "./driver.ts";
@@ -20,8 +21,6 @@ import {
   stackFile,
 } from "./pulumi-state.ts";
 
-/** The variable that names a workspace's own backend; Outpost then keeps no checkpoint. */
-export const BACKEND_URL_VARIABLE = "PULUMI_BACKEND_URL";
 const PASSPHRASE_VARIABLES = ["PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE"];
 const CONFIG_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.:-]*$/;
 

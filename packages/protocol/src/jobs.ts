@@ -26,6 +26,13 @@ export type RunOperation = (typeof RUN_OPERATIONS)[number];
 
 /** The engines a workspace runs. */
 export const ENGINES = ["terraform", "tofu", "pulumi"] as const;
+
+/**
+ * The env variable through which a Pulumi workspace names its own state backend: when a
+ * workspace has it, the stack lives there and Outpost keeps no checkpoint (the Worker shows the
+ * workspace's state backend as its own; the agent restores no `file://` backend).
+ */
+export const PULUMI_BACKEND_URL = "PULUMI_BACKEND_URL";
 export type Engine = (typeof ENGINES)[number];
 
 export const JobSpec = z.object({

@@ -48,17 +48,23 @@ export function TokenTable(props: {
               <IssuedBy token={t} />
             </td>
             <td>
-              <Time iso={t.createdAt} />
+              <Time iso={t.createdAt} now={props.viewer.now} />
             </td>
             <td>
-              <Time iso={t.lastUsedAt} />
+              <Time iso={t.lastUsedAt} now={props.viewer.now} />
             </td>
-            <td>{t.expiresAt ? <Time iso={t.expiresAt} /> : <span class="muted">never</span>}</td>
+            <td>
+              {t.expiresAt ? (
+                <Time iso={t.expiresAt} now={props.viewer.now} />
+              ) : (
+                <span class="muted">never</span>
+              )}
+            </td>
             <td>{t.revokedAt ? <Badge status="revoked" /> : <Badge status="active" />}</td>
             {props.canManage ? (
               <td>
                 {t.revokedAt ? (
-                  <Time iso={t.revokedAt} />
+                  <Time iso={t.revokedAt} now={props.viewer.now} />
                 ) : (
                   <TypedRevokeForm
                     action={`/ui/pools/${props.poolId}/tokens/${t.id}/revoke`}

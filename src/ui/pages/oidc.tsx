@@ -36,7 +36,7 @@ function TrustTable(props: { viewer: Viewer; poolId: string; trusts: Trust[] }) 
             </td>
             <td>{t.description}</td>
             <td>
-              <Time iso={t.createdAt} />
+              <Time iso={t.createdAt} now={props.viewer.now} />
             </td>
             <td>
               <form method="post" action={`/ui/pools/${props.poolId}/oidc-trusts/${t.id}/delete`}>

@@ -145,7 +145,8 @@ function UsersSection(props: { viewer: Viewer; users: User[] }) {
                 <td>{user.name}</td>
                 <td>{user.teams.map((t) => t.name).join(", ")}</td>
                 <td>
-                  <Time iso={user.lastSignInAt} /> {user.lastSignInMethod ?? ""}
+                  <Time iso={user.lastSignInAt} now={props.viewer.now} />{" "}
+                  {user.lastSignInMethod ?? ""}
                 </td>
                 <td>
                   <form
@@ -265,7 +266,7 @@ export function TeamPage(props: {
           <li>
             {t.description}{" "}
             <span class="muted">
-              (last used <Time iso={t.lastUsedAt} />)
+              (last used <Time iso={t.lastUsedAt} now={props.viewer.now} />)
             </span>{" "}
             <form method="post" action={`${base}/tokens/${t.id}/revoke`} class="inline">
               <Csrf token={viewer.csrf} />

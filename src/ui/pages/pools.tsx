@@ -77,7 +77,7 @@ export function PoolsPage(props: { viewer: Viewer; pools: PoolWithSummary[]; err
                 <td>{p.summary ? jobsText(p.summary) : null}</td>
                 <td>{p.description}</td>
                 <td>
-                  <Time iso={p.createdAt} />
+                  <Time iso={p.createdAt} now={props.viewer.now} />
                 </td>
               </tr>
             ))}
@@ -108,7 +108,7 @@ export function PoolsPage(props: { viewer: Viewer; pools: PoolWithSummary[]; err
 }
 
 /** The agents table body; also the fragment the live endpoint answers. */
-export function AgentRows(props: { agents: Agent[] }) {
+export function AgentRows(props: { agents: Agent[]; now: number }) {
   if (props.agents.length === 0) {
     return (
       <tr>
@@ -131,7 +131,7 @@ export function AgentRows(props: { agents: Agent[] }) {
             {a.statusReason ? <div class="muted">{a.statusReason}</div> : null}
           </td>
           <td>
-            <Time iso={a.lastContactAt} />
+            <Time iso={a.lastContactAt} now={props.now} />
           </td>
           <td class="mono">{a.version}</td>
           <td class="mono">
@@ -260,7 +260,7 @@ export function PoolPage(props: {
             </tr>
           </thead>
           <tbody id="agents" aria-live="polite">
-            <AgentRows agents={props.agents} />
+            <AgentRows agents={props.agents} now={props.viewer.now} />
           </tbody>
         </table>
       </section>

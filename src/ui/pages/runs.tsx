@@ -96,7 +96,7 @@ export function actorWords(type: string): string {
   return words[type] ?? type;
 }
 
-export function RunSummary(props: { run: Run }) {
+export function RunSummary(props: { run: Run; now: number }) {
   const { run } = props;
   const plan = run.planSummary as {
     adds?: number;
@@ -114,7 +114,7 @@ export function RunSummary(props: { run: Run }) {
         {run.cancelRequestedAt ? (
           <span>
             {" "}
-            cancel requested at <Time iso={run.cancelRequestedAt} />
+            cancel requested at <Time iso={run.cancelRequestedAt} now={props.now} />
           </span>
         ) : null}
       </dd>
@@ -155,7 +155,7 @@ export function RunSummary(props: { run: Run }) {
             </a>
             , isolation {job.agent.isolation}
             {job.engineVersion ? `, engine ${job.engineVersion}` : ""} · started{" "}
-            <Time iso={job.startedAt} />
+            <Time iso={job.startedAt} now={props.now} />
           </dd>
         </>
       ))}
@@ -171,7 +171,7 @@ export function RunSummary(props: { run: Run }) {
   );
 }
 
-export function Timeline(props: { run: Run }) {
+export function Timeline(props: { run: Run; now: number }) {
   const entries = Object.entries(props.run.statusTimestamps)
     .filter((e): e is [string, string] => typeof e[1] === "string")
     .sort((a, b) => a[1].localeCompare(b[1]));
@@ -179,7 +179,7 @@ export function Timeline(props: { run: Run }) {
     <ol class="timeline">
       {entries.map(([status, at]) => (
         <li class={status === props.run.status ? "current" : undefined}>
-          <Badge status={status} /> <Time iso={at} />
+          <Badge status={status} /> <Time iso={at} now={props.now} />
         </li>
       ))}
     </ol>
@@ -205,7 +205,7 @@ export function RunActions(props: { viewer: Viewer; row: RunRow }) {
   if (mayCancel && planCancel(status, row.cancelRequestedAt).kind !== "refused") {
     actions.push({ action: "cancel", label: "Cancel run", danger: true });
   }
-  const force = canForceCancel(status, row.cancelRequestedAt, Date.now());
+  const force = canForceCancel(status, row.cancelRequestedAt, props.viewer.now);
   if (mayCancel && force.ok) {
     actions.push({ action: "force-cancel", label: "Force cancel", danger: true });
   }
@@ -249,12 +249,13 @@ export function RunPage(props: {
       <p>
         Workspace <a href={`/ui/workspaces/${run.workspaceId}`}>{props.workspaceName}</a> ·{" "}
         {run.operation}
-        {run.isSpeculative ? " (speculative)" : ""} · queued <Time iso={run.createdAt} />
+        {run.isSpeculative ? " (speculative)" : ""} · queued{" "}
+        <Time iso={run.createdAt} now={props.viewer.now} />
         {run.message ? ` · ${run.message}` : ""}
       </p>
       <div data-live={`/ui/runs/${run.id}/live.json`} data-interval="1000">
         <div id="run-summary" aria-live="polite">
-          <RunSummary run={run} />
+          <RunSummary run={run} now={props.viewer.now} />
         </div>
         <h2>Actions</h2>
         <div id="run-actions">
@@ -262,7 +263,7 @@ export function RunPage(props: {
         </div>
         <h2>Timeline</h2>
         <div id="run-timeline">
-          <Timeline run={run} />
+          <Timeline run={run} now={props.viewer.now} />
         </div>
         {props.logs.map((log) => (
           <section>

@@ -95,6 +95,7 @@ function VersionsTable(props: {
   versions: PresentedVersion[];
   isAdmin: boolean;
   csrf: string;
+  now: number;
 }) {
   if (props.versions.length === 0) {
     return <p class="muted">No state has been written yet.</p>;
@@ -123,7 +124,7 @@ function VersionsTable(props: {
                 {v.lineage.slice(0, 8)}
               </td>
               <td>
-                <Time iso={v.createdAt} />
+                <Time iso={v.createdAt} now={props.now} />
               </td>
               <td>{writer(v)}</td>
               <td>{`${v.sizeBytes.toLocaleString("en")} B`}</td>
@@ -258,6 +259,7 @@ export function StatePage(props: StatePageProps) {
         versions={props.versions}
         isAdmin={mayRollBack}
         csrf={props.viewer.csrf}
+        now={props.viewer.now}
       />
       {props.nextCursor ? (
         <p>

@@ -52,15 +52,15 @@ export function TokensPage(props: {
               <td>{t.description}</td>
               <td>{t.role}</td>
               <td>
-                <Time iso={t.createdAt} />
+                <Time iso={t.createdAt} now={props.viewer.now} />
               </td>
               <td>
-                <Time iso={t.lastUsedAt} />
+                <Time iso={t.lastUsedAt} now={props.viewer.now} />
               </td>
               <td>{t.revokedAt ? <Badge status="revoked" /> : <Badge status="active" />}</td>
               <td>
                 {t.revokedAt ? (
-                  <Time iso={t.revokedAt} />
+                  <Time iso={t.revokedAt} now={props.viewer.now} />
                 ) : (
                   <TypedRevokeForm
                     action={`/ui/tokens/${t.id}/revoke`}

@@ -22,7 +22,7 @@ function PoolName(props: { poolId: string | null; pools: Pool[] }) {
   return <a href={`/ui/pools/${props.poolId}`}>{pool ? pool.name : props.poolId}</a>;
 }
 
-function Lock(props: { workspace: Workspace }) {
+function Lock(props: { workspace: Workspace; now: number }) {
   const lock = props.workspace.lock;
   if (!lock) {
     return <span>unlocked</span>;
@@ -37,7 +37,7 @@ function Lock(props: { workspace: Workspace }) {
       ) : (
         <span class="mono">{lock.lockedBy}</span>
       )}
-      {lock.reason ? ` (${lock.reason})` : ""} since <Time iso={lock.lockedAt} />
+      {lock.reason ? ` (${lock.reason})` : ""} since <Time iso={lock.lockedAt} now={props.now} />
     </span>
   );
 }
@@ -69,7 +69,7 @@ export function WorkspacesPage(props: { viewer: Viewer; workspaces: Workspace[];
                   <PoolName poolId={w.poolId} pools={props.pools} />
                 </td>
                 <td>
-                  <Lock workspace={w} />
+                  <Lock workspace={w} now={props.viewer.now} />
                 </td>
                 <td>
                   {w.currentRunId ? (
@@ -141,7 +141,7 @@ export function WorkspacePage(props: {
         <dd>{workloadIdentityText(ws)}</dd>
         <dt>Lock</dt>
         <dd>
-          <Lock workspace={ws} />
+          <Lock workspace={ws} now={viewer.now} />
         </dd>
         <dt>Current run</dt>
         <dd>
@@ -228,7 +228,7 @@ export function WorkspacePage(props: {
         <a href={`/ui/workspaces/${ws.id}/state`}>State and outputs</a>
       </p>
       <h2 id="runs-heading">Recent runs</h2>
-      <RunsTable runs={props.runs} />
+      <RunsTable runs={props.runs} now={viewer.now} />
       <h2 id="vars-heading">Variables</h2>
       <VariablesTable
         viewer={viewer}
@@ -247,7 +247,7 @@ export function WorkspacePage(props: {
   );
 }
 
-function RunsTable(props: { runs: Run[] }) {
+function RunsTable(props: { runs: Run[]; now: number }) {
   if (props.runs.length === 0) {
     return <p class="muted">No runs yet.</p>;
   }
@@ -279,7 +279,7 @@ function RunsTable(props: { runs: Run[] }) {
             </td>
             <td>{r.message}</td>
             <td>
-              <Time iso={r.createdAt} />
+              <Time iso={r.createdAt} now={props.now} />
             </td>
           </tr>
         ))}

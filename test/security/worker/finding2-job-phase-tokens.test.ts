@@ -10,6 +10,7 @@ import type { JobAssignment } from "@outpost/protocol";
 import { describe, expect, it, vi } from "vitest";
 import { poolStub } from "../../../src/pools/service.ts";
 import { type ErrorBody, requestJson } from "../../worker/helpers/api.ts";
+import { useTestClock } from "../../worker/helpers/clock.ts";
 import { snapshotD1 } from "../../worker/helpers/d1-snapshot.ts";
 import { seedOrg } from "../../worker/helpers/fixtures.ts";
 import { advancePoolClock } from "../../worker/helpers/pools.ts";
@@ -118,15 +119,14 @@ describe("finding 2: a job's token allows exactly its phase", () => {
 });
 
 describe("finding 2: a lock taken by a job is released when that job ends, however it ends", () => {
+  const clock = useTestClock();
   const endings: [string, (ctx: Ending) => Promise<void>][] = [
     ["finished", async ({ agent, job }) => void (await agent.finish(job, { outcome: "failed" }))],
     [
       "force-canceled",
       async ({ org, runId }) => {
         expect((await runAction(org, runId, "cancel")).status).toBe(200);
-        await env.DB.prepare("UPDATE runs SET cancel_requested_at = ? WHERE id = ?")
-          .bind(Date.now() - 60_000, runId)
-          .run();
+        clock.advance(60_000);
         expect((await runAction(org, runId, "force-cancel")).status).toBe(200);
       },
     ],

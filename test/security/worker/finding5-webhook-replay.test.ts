@@ -7,6 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { requestJson } from "../../worker/helpers/api.ts";
+import { useTestClock } from "../../worker/helpers/clock.ts";
 import { seedOrg, type TestOrg } from "../../worker/helpers/fixtures.ts";
 import type { RunBody } from "../../worker/helpers/runs.ts";
 import {
@@ -51,6 +52,8 @@ async function applyFirstRun(org: TestOrg, target: Awaited<ReturnType<typeof run
 }
 
 describe("finding 5: a GitHub delivery works once", () => {
+  const clock = useTestClock();
+
   it("the same body under a new X-GitHub-Delivery is a duplicate, even weeks later", async () => {
     const org = await seedOrg();
     const hook = await createHook(org, "github");
@@ -66,9 +69,7 @@ describe("finding 5: a GitHub delivery works once", () => {
       body: { duplicate: true, ignored: "the same body was already delivered as original" },
     });
     // 29 days on, the first delivery still dedupes the body.
-    await env.DB.prepare("UPDATE vcs_deliveries SET received_at = ? WHERE delivery_id = 'original'")
-      .bind(Date.now() - 29 * 24 * 3_600_000)
-      .run();
+    clock.advance(29 * 24 * 3_600_000);
     expect((await send("a-month-later")).body).toMatchObject({ duplicate: true });
     expect(await runsOf(org, target.workspace.id)).toHaveLength(1);
   });

@@ -6,6 +6,7 @@
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { newApp } from "../../../src/app.ts";
+import { systemClock } from "../../../src/deps.ts";
 import { BASE, requestJson } from "../../worker/helpers/api.ts";
 import { snapshotD1 } from "../../worker/helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "../../worker/helpers/fixtures.ts";
@@ -119,7 +120,7 @@ beforeAll(async () => {
 /** Every POST route of the dashboard, with its path parameters filled with real ids. */
 function dashboardPosts(): string[] {
   const paths = new Set<string>();
-  for (const route of newApp().routes) {
+  for (const route of newApp(systemClock).routes) {
     if (route.method === "POST" && route.path.startsWith("/ui/")) {
       paths.add(route.path);
     }

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { newApp } from "../../../src/app.ts";
+import { systemClock } from "../../../src/deps.ts";
 import { requestJson } from "../../worker/helpers/api.ts";
 import { seedOrg } from "../../worker/helpers/fixtures.ts";
 import { signIn } from "../../worker/helpers/ui.ts";
@@ -15,7 +16,7 @@ const DESCRIPTION = "rack-4-behind-the-firewall";
 /** Every dashboard page a signed-in session can GET, with ids filled in. */
 function dashboardPages(ids: Record<string, string>): string[] {
   const pages = new Set<string>();
-  for (const route of newApp().routes) {
+  for (const route of newApp(systemClock).routes) {
     if (route.method === "GET" && route.path.startsWith("/ui/") && !route.path.includes("*")) {
       pages.add(route.path.replace(/:(\w+)(\{[^}]*\})?/g, (_, name: string) => ids[name] ?? "x"));
     }

@@ -1,5 +1,53 @@
-/** Requests through the real Worker entry point (`exports.default.fetch`) inside workerd. */
-import { exports } from "cloudflare:workers";
+/**
+ * Requests through the real Worker entry point (`exports.default.fetch`) inside workerd, or,
+ * while a test moves time (`useTestClock` in clock.ts), through the same Worker built on the
+ * test's clock.
+ */
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { systemClock } from "../../../src/lib/clock.ts";
+import { newWorker } from "../../../src/worker.ts";
+
+type Worker = ReturnType<typeof newWorker>;
+
+let clocked: Worker | null = null;
+const onRealClock = newWorker(systemClock);
+
+/** Sends the helpers' requests to `worker` (built on a test's clock); null: the real one again. */
+export function routeRequests(worker: Worker | null): void {
+  clocked = worker;
+}
+
+/**
+ * Calls `worker` with an execution context and waits for the work it deferred (`waitUntil`). A
+ * body gets its Content-Length, as it does on the wire through the entry point.
+ */
+async function fetchAndWait(worker: Worker, request: Request): Promise<Response> {
+  const ctx = createExecutionContext();
+  let sent = request;
+  if (request.body !== null && !request.headers.has("content-length")) {
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    const headers = new Headers(request.headers);
+    headers.set("content-length", String(bytes.byteLength));
+    sent = new Request(request.url, { method: request.method, headers, body: bytes });
+  }
+  const res = await worker.fetch(sent, env, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+
+/** The one way helpers send a request to the Worker under test. */
+export function workerFetch(request: Request): Promise<Response> {
+  return clocked ? fetchAndWait(clocked, request) : exports.default.fetch(request);
+}
+
+/**
+ * A request whose deferred work must be done when it returns (a webhook queues its runs in
+ * `waitUntil`), through the Worker on the test's clock or the real one.
+ */
+export function workerFetchAndWait(request: Request): Promise<Response> {
+  return fetchAndWait(clocked ?? onRealClock, request);
+}
 
 export type RequestOptions = {
   method?: string;
@@ -28,7 +76,7 @@ export function request(path: string, options: RequestOptions = {}): Promise<Res
       headers.set("content-type", "application/json");
     }
   }
-  return exports.default.fetch(
+  return workerFetch(
     new Request(`${BASE}${path}`, { method: options.method ?? "GET", headers, body }),
   );
 }

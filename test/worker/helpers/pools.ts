@@ -15,7 +15,7 @@ import {
   revokeAgentToken,
 } from "../../../src/pools/service.ts";
 import { requestJson } from "./api.ts";
-import { db, type TestOrg, tokenActor } from "./fixtures.ts";
+import { deps, type TestOrg, tokenActor } from "./fixtures.ts";
 
 let counter = 0;
 
@@ -28,28 +28,28 @@ export async function seedPool(
     retentionSeconds?: number;
   } = {},
 ): Promise<{ poolId: string; token: string; tokenId: string }> {
-  const pool = await createPool(db, env, {
+  const pool = await createPool(deps, {
     orgId: org.orgId,
     actor: tokenActor(org.ownerTokenId),
     name: `pool-${counter++}-${Date.now().toString(36)}`,
     ...settings,
   });
   if (!pool.ok) {
-    throw new Error(`seedPool: ${pool.reason}`);
+    throw new Error(`seedPool: ${pool.reason.message}`);
   }
   const token = await addAgentToken(org, pool.value.id);
   return { poolId: pool.value.id, ...token };
 }
 
 export async function addAgentToken(org: TestOrg, poolId: string) {
-  const created = await createAgentToken(db, {
+  const created = await createAgentToken(deps, {
     orgId: org.orgId,
     poolId,
     description: "test agents",
     actor: tokenActor(org.ownerTokenId),
   });
   if (!created.ok) {
-    throw new Error(`addAgentToken: ${created.reason}`);
+    throw new Error(`addAgentToken: ${created.reason.message}`);
   }
   return { token: created.value.token, tokenId: created.value.id };
 }
@@ -57,14 +57,14 @@ export async function addAgentToken(org: TestOrg, poolId: string) {
 /** An agent token of the pool that has been revoked. */
 export async function revokedAgentToken(org: TestOrg, poolId: string): Promise<string> {
   const { token, tokenId } = await addAgentToken(org, poolId);
-  const revoked = await revokeAgentToken(db, env, {
+  const revoked = await revokeAgentToken(deps, {
     orgId: org.orgId,
     poolId,
     id: tokenId,
     actor: tokenActor(org.ownerTokenId),
   });
   if (!revoked.ok) {
-    throw new Error(`revokedAgentToken: ${revoked.reason}`);
+    throw new Error(`revokedAgentToken: ${revoked.reason.message}`);
   }
   return token;
 }

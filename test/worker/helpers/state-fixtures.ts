@@ -4,12 +4,11 @@
  * client that sends exactly the requests Terraform's and OpenTofu's `http` backend send
  * (hashicorp/terraform internal/backend/remote-state/http/client.go; protocols.md §1.2–1.4).
  */
-import { exports } from "cloudflare:workers";
 import { newId } from "@outpost/common";
 import type { RunStatus } from "@outpost/protocol";
 import { runs, runTokens, workspaces } from "../../../src/db/schema.ts";
 import { generateToken, hashToken } from "../../../src/tokens/model.ts";
-import { BASE } from "./api.ts";
+import { BASE, workerFetch } from "./api.ts";
 import { db, type TestOrg } from "./fixtures.ts";
 
 let counter = 0;
@@ -147,9 +146,7 @@ export class BackendClient {
       all["content-type"] ??= "application/json";
       all["content-md5"] ??= await md5Base64(bytes);
     }
-    return exports.default.fetch(
-      new Request(`${BASE}${path}`, { method, headers: all, body: bytes }),
-    );
+    return workerFetch(new Request(`${BASE}${path}`, { method, headers: all, body: bytes }));
   }
 
   /** `Get`: 200 with the state, 204 when none. */

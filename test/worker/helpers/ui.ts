@@ -1,7 +1,6 @@
 /** The dashboard in Worker tests: sign in with a token and submit forms with the session cookie. */
-import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { BASE } from "./api.ts";
+import { BASE, workerFetch } from "./api.ts";
 
 /** The value of a cookie set by a response, or null. */
 export function setCookieValue(res: Response, name: string): string | null {
@@ -37,7 +36,7 @@ export function uiFetch(
     headers.set("content-type", "application/x-www-form-urlencoded");
     body = new URLSearchParams(init.form).toString();
   }
-  return exports.default.fetch(
+  return workerFetch(
     new Request(`${init.base ?? BASE}${path}`, {
       method: init.method ?? (init.form ? "POST" : "GET"),
       headers,

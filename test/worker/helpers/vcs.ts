@@ -4,15 +4,12 @@
  * examples from `test/fixtures/gitlab/`, and deliveries sent through the app with an execution
  * context that the test waits on, so the runs queued in `waitUntil` exist when it returns.
  */
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import examples from "@octokit/webhooks-examples";
 import { sign } from "@octokit/webhooks-methods";
 import { expect } from "vitest";
-import { newApp } from "../../../src/app.ts";
 import gitlabMergeRequest from "../../fixtures/gitlab/merge-request.json";
 import gitlabPush from "../../fixtures/gitlab/push.json";
-import { BASE, requestJson } from "./api.ts";
+import { BASE, requestJson, workerFetchAndWait } from "./api.ts";
 import type { TestOrg } from "./fixtures.ts";
 
 export type HookBody = {
@@ -65,17 +62,13 @@ export async function deliver(
   headers: Record<string, string>,
   body: string | Uint8Array,
 ): Promise<Delivery> {
-  const ctx = createExecutionContext();
-  const res = await newApp().fetch(
+  const res = await workerFetchAndWait(
     new Request(`${BASE}${path}`, {
       method: "POST",
       headers: { "content-type": "application/json", ...headers },
       body,
     }),
-    env,
-    ctx,
   );
-  await waitOnExecutionContext(ctx);
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
 }

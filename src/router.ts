@@ -1,7 +1,7 @@
 /** The one way feature routers are made, so every router validates and fails the same way. */
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../env.ts";
-import { ApiError, describeIssues, ErrorEnvelope, zodIssues } from "../errors.ts";
+import type { AppEnv } from "./env.ts";
+import { ApiError, describeIssues, ErrorEnvelope, zodIssues } from "./errors.ts";
 
 /** A feature sub-app whose zod failures become 400 BAD_REQUEST with field-level issues. */
 export function newRouter(): OpenAPIHono<AppEnv> {

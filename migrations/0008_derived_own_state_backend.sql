@@ -1,0 +1,1 @@
+ALTER TABLE `workspaces` DROP COLUMN `has_own_state_backend`;

@@ -1,0 +1,173 @@
+/**
+ * Key rotation as an operator runs it against a deployed Worker: `POST
+ * /api/v1/organization/reencrypt` (what `outpost admin reencrypt` calls) with two keys in the
+ * ring seals the organization's sensitive variables and webhook secrets again with the first
+ * key, in bounded batches, so the old key can be dropped; owners only, one organization only.
+ */
+import { sign } from "@octokit/webhooks-methods";
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { variables, vcsHooks } from "../../src/db/schema.ts";
+import { sealedKeyId } from "../../src/lib/encryption.ts";
+import { loadVariablesForJob } from "../../src/variables/service.ts";
+import { describeAuth } from "./helpers/auth-matrix.ts";
+import { snapshotD1 } from "./helpers/d1-snapshot.ts";
+import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { NEW_KEY, OLD_KEY, ROTATED, reencryptWith, requestWithKey } from "./helpers/keys.ts";
+import { createHook, githubExample } from "./helpers/vcs.ts";
+import { createWorkspace } from "./helpers/workspaces.ts";
+
+/** A sensitive variable written while the deployment runs with `encryptionKey`. */
+async function putSecret(encryptionKey: string, org: TestOrg, ws: string, key: string) {
+  const res = await requestWithKey<{ id: string }>(
+    encryptionKey,
+    `/api/v1/workspaces/${ws}/vars/${key}`,
+    {
+      method: "PUT",
+      headers: { authorization: `Bearer ${org.tokens.admin}`, "content-type": "application/json" },
+      body: JSON.stringify({ category: "env", value: `${key}-value`, sensitive: true }),
+    },
+  );
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+/** A signed GitHub ping to the hook, on a deployment whose ENCRYPTION_KEY is `encryptionKey`. */
+async function ping(encryptionKey: string, hook: { id: string }, secret: string) {
+  const body = JSON.stringify(githubExample("ping"));
+  return requestWithKey(encryptionKey, `/webhooks/github/${hook.id}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": "ping",
+      "x-github-delivery": crypto.randomUUID(),
+      "x-hub-signature-256": await sign(secret, body),
+    },
+    body,
+  });
+}
+
+const keyIdOf = async (id: string) =>
+  (await db.query.variables.findFirst({ where: eq(variables.id, id) }))?.keyId;
+
+describe("POST /api/v1/organization/reencrypt", () => {
+  it("moves the org's variables and webhook secrets to the first key; the old key can then go", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    const ids = [
+      await putSecret(OLD_KEY, org, ws.id, "A"),
+      await putSecret(OLD_KEY, org, ws.id, "B"),
+    ];
+    const hook = await createHook(org, "github");
+    // Rotating a hook's secret keeps the previous one for a grace period: both are sealed.
+    const rotatedHook = await requestWithKey<{ secret: string }>(
+      OLD_KEY,
+      `/api/v1/vcs-hooks/${hook.id}/rotate-secret`,
+      {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${org.tokens.admin}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ graceSeconds: 3600 }),
+      },
+    );
+    expect(rotatedHook.status).toBe(200);
+    const secret = rotatedHook.body.secret;
+    // Before the rotation, a deployment with only the new key can read none of them.
+    expect((await ping(NEW_KEY, hook, secret)).status).toBe(401);
+    await expect(
+      loadVariablesForJob({ ENCRYPTION_KEY: NEW_KEY }, db, ws.id, { includeSensitive: true }),
+    ).rejects.toThrow(/unknown_key/);
+
+    const res = await reencryptWith(ROTATED, org.ownerToken);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toEqual({
+      variables: { reencrypted: 2, remaining: 0 },
+      webhookSecrets: { reencrypted: 1, remaining: 0 },
+    });
+    expect(await Promise.all(ids.map(keyIdOf))).toEqual(["k2", "k2"]);
+    const row = await db.query.vcsHooks.findFirst({ where: eq(vcsHooks.id, hook.id) });
+    expect(sealedKeyId(row?.secretCiphertext ?? "")).toBe("k2");
+    expect(sealedKeyId(row?.previousSecretCiphertext ?? "")).toBe("k2");
+
+    // k1 dropped: everything still opens.
+    const values = await loadVariablesForJob({ ENCRYPTION_KEY: NEW_KEY }, db, ws.id, {
+      includeSensitive: true,
+    });
+    expect(values.map((v) => `${v.key}=${v.value}`).sort()).toEqual(["A=A-value", "B=B-value"]);
+    expect((await ping(NEW_KEY, hook, secret)).status).toBe(200);
+    expect((await ping(NEW_KEY, hook, hook.secret)).status).toBe(200);
+    // The step is recorded.
+    const audit = await db.query.auditEvents.findFirst({
+      where: (t, { and, eq: is }) =>
+        and(is(t.orgId, org.orgId), is(t.action, "organization.reencrypt")),
+    });
+    expect(audit).toMatchObject({ actor: org.ownerTokenId, targetId: org.orgId });
+  });
+
+  it("works in bounded batches: each call re-encrypts at most `limit`, until nothing remains", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    for (const key of ["A", "B", "C"]) {
+      await putSecret(OLD_KEY, org, ws.id, key);
+    }
+    const batches = [];
+    for (let call = 0; call < 4; call++) {
+      const res = await reencryptWith(ROTATED, org.ownerToken, { limit: 2 });
+      expect(res.status).toBe(200);
+      batches.push(res.body.variables);
+    }
+    expect(batches).toEqual([
+      { reencrypted: 2, remaining: 1 },
+      { reencrypted: 1, remaining: 0 },
+      { reencrypted: 0, remaining: 0 },
+      { reencrypted: 0, remaining: 0 },
+    ]);
+  });
+
+  it("leaves other organizations' secrets alone", async () => {
+    const org = await seedOrg();
+    const other = await seedOrg();
+    const theirs = await putSecret(OLD_KEY, other, (await createWorkspace(other)).id, "THEIRS");
+    const res = await reencryptWith(ROTATED, org.ownerToken);
+    expect(res.body.variables).toEqual({ reencrypted: 0, remaining: 0 });
+    expect(await keyIdOf(theirs)).toBe("k1");
+  });
+
+  it("counts what the ring can no longer open as remaining, so the operator keeps the old key", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    const id = await putSecret(OLD_KEY, org, ws.id, "A");
+    // k1 already dropped: nothing opens, nothing changes, and the answer says so.
+    const res = await reencryptWith(NEW_KEY, org.ownerToken);
+    expect(res.body.variables).toEqual({ reencrypted: 0, remaining: 1 });
+    expect(await keyIdOf(id)).toBe("k1");
+  });
+
+  it("refuses bad input (400) and a deployment without a usable key (503), changing nothing", async () => {
+    const org = await seedOrg();
+    await putSecret(OLD_KEY, org, (await createWorkspace(org)).id, "A");
+    for (const body of [{ limit: 0 }, { limit: 501 }, { limit: "all" }, { other: true }]) {
+      const before = await snapshotD1();
+      const res = await reencryptWith(ROTATED, org.ownerToken, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.code).toBe("BAD_REQUEST");
+      expect(await snapshotD1()).toEqual(before);
+    }
+    const before = await snapshotD1();
+    const res = await reencryptWith("", org.ownerToken);
+    expect(res.status).toBe(503);
+    expect(res.body.error).toMatchObject({
+      code: "UNAVAILABLE",
+      message: "sensitive variables are unavailable: ENCRYPTION_KEY is not set",
+    });
+    expect(await snapshotD1()).toEqual(before);
+  });
+});
+
+describeAuth("POST /api/v1/organization/reencrypt", {
+  target: () => ({ method: "POST", path: "/api/v1/organization/reencrypt", body: {} }),
+  role: "owner",
+  hasOrgIds: false,
+});
