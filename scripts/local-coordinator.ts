@@ -94,8 +94,11 @@ export type LocalCoordinator = {
   cron(): Promise<void>;
   /** Stops the runtime; the state stays on disk. */
   stop(): Promise<void>;
-  /** Stops and starts again on the same port and state. */
-  restart(): Promise<void>;
+  /**
+   * Stops and starts again on the same port and state; `vars` replace the ones it ran with (a
+   * redeploy with, say, a rotated ENCRYPTION_KEY), the others stay.
+   */
+  restart(vars?: Record<string, string>): Promise<void>;
   /** Stops and deletes the state when it was a temp dir. */
   dispose(): Promise<void>;
 };
@@ -128,7 +131,7 @@ export async function startCoordinator(
       ? cp(options.migratedState, persistDir, { recursive: true })
       : applyMigrations(persistDir),
   ]);
-  const vars: Record<string, string> = {
+  let vars: Record<string, string> = {
     BOOTSTRAP_TOKEN: TEST_BOOTSTRAP_TOKEN,
     ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     OIDC_SIGNING_KEYS: signingKey,
@@ -205,8 +208,9 @@ export async function startCoordinator(
       await worker?.dispose();
       worker = null;
     },
-    async restart() {
+    async restart(overrides = {}) {
       await coordinator.stop();
+      vars = { ...vars, ...overrides };
       worker = await create();
       await worker.ready;
     },

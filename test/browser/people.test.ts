@@ -5,11 +5,9 @@
  * the person, sign-out ending the session server-side, and a person arriving through Cloudflare
  * Access (a loopback certificate set) signed in without a second login.
  */
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectStatus } from "../e2e/helpers/e2e.ts";
-import { CLI_BIN } from "../e2e/helpers/processes.ts";
+import { runCli } from "../e2e/helpers/processes.ts";
 import { useWorld } from "../e2e/helpers/world.ts";
 import { type IssuerKey, OidcIssuerServer, rsaKey, signWith } from "../node/helpers/oidc-issuer.ts";
 import { type Browser, launch, screenshot } from "./browser.ts";
@@ -70,33 +68,10 @@ afterAll(async () => {
   await Promise.all([provider?.stop(), certs.stop()]);
 });
 
-/** Runs the CLI; `onStderr` sees its error stream as it arrives. */
+/** Runs the CLI in this file's home; `onStderr` sees its error stream as it arrives. */
 function cli(args: string[], onStderr?: (text: string) => void) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_BIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: home,
-        XDG_CONFIG_HOME: path.join(home, ".config"),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-      onStderr?.(stderr);
-    });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  // A sign-in waits on the browser, which is slow to start on a loaded host.
+  return runCli(args, { home, timeoutMs: 90_000, onStderr });
 }
 
 describe("single sign-on in chromium", () => {

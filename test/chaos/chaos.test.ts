@@ -5,7 +5,7 @@
  * file, cases in sequence; each ends by checking the invariants in helpers/invariants.ts.
  * docs/queue.md ("Failure behaviour") describes what each case shows.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ProtocolAgent, UserApi } from "../../bench/lib/client.ts";
 import {
   createWorkspace,
@@ -54,18 +54,22 @@ describe("two agents racing for the same jobs", () => {
     // Both poll in tight loops while 12 runs are queued at once.
     const runs = await Promise.all(Array.from({ length: 12 }, () => api.queueRun(ws)));
     const leased = { a: [] as string[], b: [] as string[] };
-    const loop = async (agent: ProtocolAgent, name: "a" | "b") => {
-      const deadline = Date.now() + 30_000;
-      while (leased.a.length + leased.b.length < runs.length && Date.now() < deadline) {
-        const next = await agent.next(1);
-        if (next && next !== "exit") {
-          leased[name].push(next.jobId);
-          expect((await agent.start(next)).status).toBe(200);
-          expect((await agent.finish(next)).status).toBe(200);
-        }
-      }
-    };
-    await Promise.all([loop(a, "a"), loop(b, "b")]);
+    // The answers to the leaseholder's start and finish, checked once the race is over.
+    const answers: number[] = [];
+    const race = (agent: ProtocolAgent, name: "a" | "b") =>
+      vi.waitFor(
+        async () => {
+          const next = await agent.next(1);
+          if (next && next !== "exit") {
+            leased[name].push(next.jobId);
+            answers.push((await agent.start(next)).status, (await agent.finish(next)).status);
+          }
+          expect(leased.a.length + leased.b.length, "jobs leased").toBe(runs.length);
+        },
+        { timeout: 30_000, interval: 10 },
+      );
+    await Promise.all([race(a, "a"), race(b, "b")]);
+    expect(answers).toEqual(answers.map(() => 200));
     const all = [...leased.a, ...leased.b];
     expect(new Set(all).size).toBe(all.length);
     expect(all.sort()).toEqual(runs.map((id) => `${id}:plan`).sort());

@@ -2,7 +2,6 @@
  * The `outpost` admin CLI as a user runs it (the built bin the package ships, as a child process)
  * against the real coordinator, with a real agent serving the runs it queues.
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +9,7 @@ import { CLI_EXIT } from "../../agent/src/cli/errors.ts";
 import { AGENT_VERSION } from "../../agent/src/version.ts";
 import { type IssuerKey, OidcIssuerServer, rsaKey, signWith } from "../node/helpers/oidc-issuer.ts";
 import { ENGINE_VERSION, stateVersions } from "./helpers/e2e.ts";
-import { CLI_BIN } from "./helpers/processes.ts";
+import { type CliOptions, type CliResult, runCli } from "./helpers/processes.ts";
 import { useWorld } from "./helpers/world.ts";
 
 const world = useWorld({ agents: [{ args: ["--cancel-grace", "5"] }] });
@@ -25,44 +24,9 @@ beforeAll(async () => {
 });
 afterAll(() => issuer.stop());
 
-type CliResult = { code: number | null; stdout: string; stderr: string };
-
-/** Runs the CLI; `onStdout` sees output as it arrives (to interrupt at the right moment). */
-function cli(
-  args: string[],
-  options: {
-    stdin?: string;
-    env?: Record<string, string>;
-    onStdout?: (text: string, child: ReturnType<typeof spawn>) => void;
-  } = {},
-): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_BIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: home,
-        XDG_CONFIG_HOME: path.join(home, ".config"),
-        ...options.env,
-      },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), 45_000);
-    child.stdout.on("data", (d) => {
-      stdout += d;
-      options.onStdout?.(stdout, child);
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(options.stdin ?? "");
-  });
+/** Runs the CLI in this file's home. */
+function cli(args: string[], options: Omit<CliOptions, "home"> = {}): Promise<CliResult> {
+  return runCli(args, { home, ...options });
 }
 
 function configDir(files: Record<string, string>): string {

@@ -1,5 +1,5 @@
 /**
- * Real processes the end-to-end tests start (agents, install commands as pasted), with their
+ * Real processes the end-to-end tests start (agents, the CLI, install commands as pasted), with their
  * output kept for the world's log dump, and the one way to wait on them: `vi.waitFor`.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -187,9 +187,10 @@ export async function exitWithin(agent: AgentProcess, timeoutMs: number): Promis
 }
 
 /**
- * Runs `command` with `sh -c` in `cwd` and its own process group (signalled as a group), as an
- * operator pastes it: for the install commands the dashboard shows. The process is the shell;
- * its exit is that of the last command.
+ * Runs `command` with `sh -c` in `cwd` and its own process group, as an operator pastes or types
+ * it: the install commands the dashboard shows, `npm start`. The process is the shell; its exit
+ * is that of the last command. Signals reach the whole group, even after the shell ended, so
+ * what it left running (a server's child slow to stop) is reached too.
  */
 export function runShellCommand(
   command: string,
@@ -206,14 +207,67 @@ export function runShellCommand(
   return watch(child, {
     ...names,
     kill: (signal) => {
-      if (child.pid !== undefined && child.exitCode === null) {
-        try {
-          process.kill(-child.pid, signal);
-        } catch {
-          // Already gone.
+      if (child.pid === undefined) {
+        return;
+      }
+      try {
+        process.kill(-child.pid, signal);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ESRCH") {
+          throw error;
         }
       }
     },
+  });
+}
+
+/** What a CLI run printed and how it ended. */
+export type CliResult = { code: number | null; stdout: string; stderr: string };
+
+export type CliOptions = {
+  /** Its HOME, with its config (XDG_CONFIG_HOME) under it: where `outpost login` keeps tokens. */
+  home: string;
+  /** Added to its environment (OUTPOST_ADDRESS, OUTPOST_TOKEN, ...). */
+  env?: Record<string, string>;
+  /** Written to its standard input, which is then closed (empty by default). */
+  stdin?: string;
+  /** Sees its whole stdout so far as it arrives (to interrupt it at the right moment). */
+  onStdout?: (text: string, child: ChildProcess) => void;
+  /** Sees its whole stderr so far as it arrives. */
+  onStderr?: (text: string) => void;
+  /** After this long it is killed (SIGKILL), so a hung prompt fails its test, not the run. */
+  timeoutMs?: number;
+};
+
+/** Runs the `outpost` CLI as a user does (the bundled bin, a child process) to its end. */
+export function runCli(args: string[], options: CliOptions): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI_BIN, ...args], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: options.home,
+        XDG_CONFIG_HOME: path.join(options.home, ".config"),
+        ...options.env,
+      },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 45_000);
+    child.stdout.on("data", (d) => {
+      stdout += d;
+      options.onStdout?.(stdout, child);
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+      options.onStderr?.(stderr);
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.stdin ?? "");
   });
 }
 

@@ -194,11 +194,16 @@ export class World {
   }
 
   /** A call to the API with the owner's token; the body is parsed JSON (`{}` when empty). */
-  async api(method: string, route: string, body?: unknown): Promise<Answer> {
+  api(method: string, route: string, body?: unknown): Promise<Answer> {
+    return this.apiAs(this.ownerToken, method, route, body);
+  }
+
+  /** A call to the API with `token` (another organization's owner, a member, ...). */
+  async apiAs(token: string, method: string, route: string, body?: unknown): Promise<Answer> {
     const res = await fetch(`${this.coordinator.url}${route}`, {
       method,
       headers: {
-        authorization: `Bearer ${this.ownerToken}`,
+        authorization: `Bearer ${token}`,
         ...(body === undefined ? {} : { "content-type": "application/json" }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
