@@ -11,6 +11,7 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
   createWorkspace,
+  expectStatus,
   type Json,
   queueRun,
   stateVersions,
@@ -70,13 +71,11 @@ async function slowApplyOn(mode: "bwrap" | "none") {
   return { mode, agent, dataDir, ws, runId, serial: 0 };
 }
 
-async function downloadState(ws: string, id: string): Promise<Json> {
-  const res = await fetch(
-    `${world.coordinator.url}/api/v1/workspaces/${ws}/state-versions/${id}/download`,
-    { headers: { authorization: `Bearer ${world.ownerToken}` } },
+function downloadState(ws: string, id: string): Promise<Json> {
+  return expectStatus(
+    world.api("GET", `/api/v1/workspaces/${ws}/state-versions/${id}/download`),
+    200,
   );
-  expect(res.status).toBe(200);
-  return (await res.json()) as Json;
 }
 
 describe("the agent SIGKILLed during a slow apply", () => {

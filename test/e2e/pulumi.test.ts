@@ -65,11 +65,8 @@ async function confirm(runId: string): Promise<Json> {
   return waitForRun(world, runId, ["applied", "errored"], 60_000);
 }
 
-async function currentCheckpoint(ws: string): Promise<Json> {
-  const res = await fetch(`${world.coordinator.url}/state/v1/${ws}`, {
-    headers: { authorization: `Bearer ${world.ownerToken}` },
-  });
-  return (await res.json()) as Json;
+function currentCheckpoint(ws: string): Promise<Json> {
+  return expectStatus(world.api("GET", `/state/v1/${ws}`), 200);
 }
 
 function resources(checkpoint: Json): Json[] {

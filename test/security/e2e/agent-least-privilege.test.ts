@@ -243,12 +243,7 @@ describe("finding 1 with the real agent: terraform_remote_state reads outputs on
       },
       resources: [],
     };
-    const put = await fetch(`${world.coordinator.url}/state/v1/${producerId}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${world.ownerToken}`, "content-type": "application/json" },
-      body: JSON.stringify(state),
-    });
-    expect(put.status).toBe(200);
+    await expectStatus(world.api("POST", `/state/v1/${producerId}`, state), 200);
     const consumer = await createWorkspace(world, "app");
     await uploadConfiguration(world, consumer, {
       "main.tf": `data "terraform_remote_state" "network" {\n  backend = "http"\n  config = {\n    address = "${world.coordinator.url}/state/v1/${producerId}"\n  }\n}\n`,
