@@ -22,7 +22,7 @@ import {
 import { useWorld } from "./helpers/world.ts";
 
 const ORPHAN_GRACE_S = 5;
-const RESOURCES = 10;
+const RESOURCES = 40;
 // The shortest liveness windows a pool allows: unknown after 10 s, errored 30 s later.
 const world = useWorld({ pool: { unknownAfterSeconds: 10, erroredAfterSeconds: 30 } });
 
@@ -58,7 +58,8 @@ async function slowApplyOn(mode: "bwrap" | "none") {
     autoApply: true,
     env: { STANDIN_APPLY_SLEEP_MS: "2500", STANDIN_PERSIST: "end" },
   });
-  // 25 s in all: still running when the second agent has started its own.
+  // 100 s in all: still running when the second agent has started its own, even on a loaded
+  // host (the SIGKILL interrupts both, so the test does not wait for it).
   const main = Array.from(
     { length: RESOURCES },
     (_, i) => `resource "null_resource" "r${i}" { value = "${i}" }\n`,

@@ -97,7 +97,9 @@ describe("VCS-driven runs through the real coordinator, git server and agent", (
       "e2e-delivery-1",
     );
     expect(answer.status).toBe(202);
-    expect(answer.ms).toBeLessThan(1000);
+    // Well inside the 10 s GitHub gives a delivery: the runs are queued after the answer. (1 s
+    // held on an idle host; a loaded two-core host has taken over 2 s.)
+    expect(answer.ms).toBeLessThan(5_000);
 
     const [queued] = await runsOf(world, ws, 1);
     const run = await waitForRun(
