@@ -372,6 +372,7 @@ describe("outpost CLI", () => {
     expect((await cli(["vars", "delete", "cli-ws", "STANDIN_PLAN_SLEEP_MS"])).code).toBe(0);
   });
 
+  // Two applies through the CLI and the agent: past the 60 s default on a loaded two-core host.
   it("workspaces default to the newest mirror version; state and outputs; runs show names the agent", async () => {
     const created = await cli(["workspaces", "create", "cli-state", "--pool", world.poolId]);
     expect(created.code).toBe(CLI_EXIT.ok);
@@ -462,7 +463,7 @@ describe("outpost CLI", () => {
       /^Rolled back to serial 1: the current state is now serial \d+ \(sv_\w+\)$/m,
     );
     expect((await cli(["outputs", "cli-state"])).stdout).toContain("https://one.internal");
-  });
+  }, 120_000);
 
   it("says where a refused token came from", async () => {
     const bad = `op_org_${"B".repeat(43)}`;

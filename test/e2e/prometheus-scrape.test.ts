@@ -74,6 +74,7 @@ async function served(accept?: string): Promise<{ text: string; type: string | n
 }
 
 describe("Prometheus scraping the coordinator and an agent", () => {
+  // Three plans and Prometheus's 1 s scrapes following them: past the 60 s default under load.
   it("sees the queued jobs follow the queue, and the runs, jobs and agent that drained it", async () => {
     const queued = `outpost_pool_jobs{pool_id="${world.poolId}",phase="plan",state="queued"}`;
     // The pool's series are there, at zero, before anything is queued.
@@ -145,7 +146,7 @@ describe("Prometheus scraping the coordinator and an agent", () => {
       ["outpost-agents", "up", ""],
       ["outpost-coordinator", "up", ""],
     ]);
-  });
+  }, 180_000);
 
   it("serves both formats so that promtool check metrics accepts them", async () => {
     const text = await served();
