@@ -1,92 +1,36 @@
 /**
- * The `outpost` admin CLI as a user runs it (the real bin as a child process) against the real
- * coordinator, with a real agent serving the runs it queues.
+ * The `outpost` admin CLI as a user runs it (the built bin the package ships, as a child process)
+ * against the real coordinator, with a real agent serving the runs it queues.
  */
-import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_EXIT } from "../../agent/src/cli/errors.ts";
 import { AGENT_VERSION } from "../../agent/src/version.ts";
 import { type IssuerKey, OidcIssuerServer, rsaKey, signWith } from "../node/helpers/oidc-issuer.ts";
-import {
-  type AgentProcess,
-  CLI_BIN,
-  ENGINE_VERSION,
-  freshDir,
-  startAgent,
-  startWorld,
-  stateVersions,
-  type World,
-} from "./helpers/e2e.ts";
+import { ENGINE_VERSION, stateVersions } from "./helpers/e2e.ts";
+import { type CliOptions, type CliResult, runCli } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-let agent: AgentProcess;
+const world = useWorld({ agents: [{ args: ["--cancel-grace", "5"] }] });
 let home: string;
 const issuer = new OidcIssuerServer();
 let issuerKey: IssuerKey;
 
 beforeAll(async () => {
-  [world] = await Promise.all([startWorld(), issuer.start()]);
-  issuerKey = await rsaKey("k8s-1");
+  [issuerKey] = await Promise.all([rsaKey("k8s-1"), issuer.start()]);
   issuer.publish("k8s", [issuerKey.publicJwk]);
-  agent = startAgent(world, { args: ["--cancel-grace", "5"] });
-  home = freshDir(world, "cli-home");
-  await agent.waitForOutput(/registered/);
-  // Starting the local coordinator is slow on a loaded machine.
-}, 180_000);
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    console.log(agent.output());
-  }
+  home = world.freshDir("cli-home");
 });
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await Promise.all([world?.close(), issuer.stop()]);
-});
+afterAll(() => issuer.stop());
 
-type CliResult = { code: number | null; stdout: string; stderr: string };
-
-/** Runs the CLI; `onStdout` sees output as it arrives (to interrupt at the right moment). */
-function cli(
-  args: string[],
-  options: {
-    stdin?: string;
-    env?: Record<string, string>;
-    onStdout?: (text: string, child: ReturnType<typeof spawn>) => void;
-  } = {},
-): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_BIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: home,
-        XDG_CONFIG_HOME: path.join(home, ".config"),
-        ...options.env,
-      },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), 45_000);
-    child.stdout.on("data", (d) => {
-      stdout += d;
-      options.onStdout?.(stdout, child);
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(options.stdin ?? "");
-  });
+/** Runs the CLI in this file's home. */
+function cli(args: string[], options: Omit<CliOptions, "home"> = {}): Promise<CliResult> {
+  return runCli(args, { home, ...options });
 }
 
 function configDir(files: Record<string, string>): string {
-  const dir = freshDir(world, "cli-config");
+  const dir = world.freshDir("cli-config");
   for (const [name, text] of Object.entries(files)) {
     mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
     writeFileSync(path.join(dir, name), text);
@@ -500,6 +444,7 @@ describe("outpost CLI", () => {
     expect((await cli(["vars", "delete", "cli-ws", "STANDIN_PLAN_SLEEP_MS"])).code).toBe(0);
   });
 
+  // Two applies through the CLI and the agent: past the 60 s default on a loaded two-core host.
   it("workspaces default to the newest mirror version; state and outputs; runs show names the agent", async () => {
     const created = await cli(["workspaces", "create", "cli-state", "--pool", world.poolId]);
     expect(created.code).toBe(CLI_EXIT.ok);
@@ -590,7 +535,7 @@ describe("outpost CLI", () => {
       /^Rolled back to serial 1: the current state is now serial \d+ \(sv_\w+\)$/m,
     );
     expect((await cli(["outputs", "cli-state"])).stdout).toContain("https://one.internal");
-  });
+  }, 120_000);
 
   it("says where a refused token came from", async () => {
     const bad = `op_org_${"B".repeat(43)}`;

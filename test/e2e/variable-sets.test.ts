@@ -4,40 +4,20 @@
  * workspace itself; the test asserts what the engine received (its plan prints every variable,
  * its apply writes them into the state) and that the log carries sensitive values only masked.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   ENGINE_VERSION,
   expectStatus,
   queueRun,
   readRunLog,
   setVariable,
-  startAgent,
-  startWorld,
   stateVersions,
   uploadConfiguration,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-let agent: AgentProcess;
-
-beforeAll(async () => {
-  world = await startWorld();
-  agent = startAgent(world);
-  await agent.waitForOutput(/registered/);
-  // Starting the local coordinator is slow on a loaded machine.
-}, 180_000);
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    console.log(agent.output());
-  }
-});
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await world?.close();
-});
+const world = useWorld({ agents: [{}] });
 
 async function createSet(body: { name: string; global?: boolean; priority?: boolean }) {
   const set = await expectStatus(world.api("POST", "/api/v1/variable-sets", body), 201);
