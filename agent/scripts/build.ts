@@ -15,7 +15,8 @@
  *
  * `--version V` stamps another version (tests build an older and a newer agent); `--dist DIR`
  * and `--assets DIR` write elsewhere. Outputs are replaced by rename, so a reader never sees a
- * half-written file.
+ * half-written file. A plain build is skipped when the default outputs already hold a build of
+ * the current inputs (build-inputs.ts); `--force` builds anyway.
  */
 import { execFile } from "node:child_process";
 import { createHash, type KeyObject } from "node:crypto";
@@ -32,7 +33,8 @@ import {
 } from "@outpost/protocol";
 import { build } from "esbuild";
 import { releaseKeyText, signManifest } from "../src/update/release-signature.ts";
-import { nextReleaseKeys, releaseSigningKey } from "./release-key.ts";
+import { AGENT_INPUTS, inputsDigest, isBuildFresh, writeStamp } from "./build-inputs.ts";
+import { nextReleaseKeys, releaseSigningKey, type SigningKey } from "./release-key.ts";
 
 const run = promisify(execFile);
 const AGENT_DIR = path.resolve(import.meta.dirname, "..");
@@ -66,11 +68,37 @@ export type BuildOptions = {
   version?: string;
   distDir?: string;
   assetsDir?: string;
-  /** The release signing key; by default the one `release-key.ts` finds. */
-  signingKey?: KeyObject;
-  /** Keys that will sign later releases; by default `OUTPOST_RELEASE_NEXT_KEYS`. */
-  nextKeys?: string[];
+  /** The keys the release is signed with and trusts; by default `releaseTrust()`'s. */
+  trust?: ReleaseTrust;
 };
+
+/**
+ * The keys of a build: the signing key, the next keys its manifest names, and the public keys
+ * compiled into the agent (`keys`, the signing key's first). `keys` is one of the build's
+ * inputs (build-inputs.ts): a build stamped for other keys is stale, so a reused build is always
+ * signed by the key the build would sign with now, whose private half exists.
+ */
+export type ReleaseTrust = {
+  signing: SigningKey;
+  nextKeys: string[];
+  releaseKey: string;
+  keys: string[];
+};
+
+/** The release trust of a build from the environment (release-key.ts): the key and next keys. */
+export async function releaseTrust(
+  options: { signing?: SigningKey; nextKeys?: string[] } = {},
+): Promise<ReleaseTrust> {
+  const signing = options.signing ?? (await releaseSigningKey());
+  const nextKeys = options.nextKeys ?? nextReleaseKeys();
+  const releaseKey = releaseKeyText(signing.key);
+  return {
+    signing,
+    nextKeys,
+    releaseKey,
+    keys: [releaseKey, ...nextKeys.filter((k) => k !== releaseKey)],
+  };
+}
 
 /**
  * Bundles both bins stamped with `version` into `distDir`, packs the npm package and writes
@@ -80,15 +108,18 @@ export async function buildAgent(options: BuildOptions = {}): Promise<BuiltAgent
   const version = AgentVersion.parse(options.version ?? (await sourceVersion()));
   const distDir = options.distDir ?? DEFAULT_DIST_DIR;
   const assetsDir = options.assetsDir ?? DEFAULT_ASSETS_DIR;
-  const signing = options.signingKey
-    ? { key: options.signingKey, source: "the build's caller" }
-    : await releaseSigningKey();
-  const nextKeys = options.nextKeys ?? nextReleaseKeys();
-  const releaseKey = releaseKeyText(signing.key);
+  const trust = options.trust ?? (await releaseTrust());
+  const { signing, nextKeys, releaseKey } = trust;
+  const isDefault =
+    distDir === DEFAULT_DIST_DIR &&
+    assetsDir === DEFAULT_ASSETS_DIR &&
+    version === (await sourceVersion());
+  // Taken before reading any input: an edit during the build leaves the stamp behind the sources.
+  const digest = isDefault ? await inputsDigest(AGENT_INPUTS, trust.keys) : null;
   await mkdir(distDir, { recursive: true });
   const work = await mkdtemp(path.join(distDir, ".build-"));
   try {
-    await bundle(version, work, [releaseKey, ...nextKeys.filter((k) => k !== releaseKey)]);
+    await bundle(version, work, trust.keys);
     const packageFile = await pack(version, work);
     const agentFile = await replace(path.join(work, "outpost-agent.mjs"), distDir);
     const cliFile = await replace(path.join(work, "outpost.mjs"), distDir);
@@ -101,6 +132,9 @@ export async function buildAgent(options: BuildOptions = {}): Promise<BuiltAgent
       nextKeys,
     });
     const packed = await replace(packageFile, distDir);
+    if (digest !== null) {
+      await writeStamp(distDir, digest);
+    }
     return {
       version,
       agentFile,
@@ -113,6 +147,16 @@ export async function buildAgent(options: BuildOptions = {}): Promise<BuiltAgent
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether the default places hold an agent build of the current inputs: then the CLI (npm
+ * pack's `prepack`, `npm run build:agent`) builds nothing, as `scripts/build.ts` does.
+ */
+export async function isDefaultBuildFresh(trust?: ReleaseTrust): Promise<boolean> {
+  const version = await sourceVersion();
+  const { keys } = trust ?? (await releaseTrust());
+  return isBuildFresh({ distDir: DEFAULT_DIST_DIR, assetsDir: DEFAULT_ASSETS_DIR, version, keys });
 }
 
 /**
@@ -304,14 +348,24 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       version: { type: "string" },
       dist: { type: "string" },
       assets: { type: "string" },
+      force: { type: "boolean" },
     },
   });
   const started = Date.now();
+  const trust = await releaseTrust();
+  const isDefault = !values.version && !values.dist && !values.assets;
+  if (isDefault && !values.force && (await isDefaultBuildFresh(trust))) {
+    process.stdout.write(
+      `outpost-agent ${await sourceVersion()}: up to date (no input or release key changed since the last build), signed by ${trust.releaseKey}\n`,
+    );
+    process.exit(0);
+  }
   const assetsDir = values.assets ? path.resolve(values.assets) : DEFAULT_ASSETS_DIR;
   const built = await buildAgent({
     ...(values.version ? { version: values.version } : {}),
     ...(values.dist ? { distDir: path.resolve(values.dist) } : {}),
     assetsDir,
+    trust,
   });
   const kib = (built.manifest.agent.sizeBytes / 1024).toFixed(0);
   process.stdout.write(

@@ -17,7 +17,8 @@
  * as `--release-key`); `npm run release-key -- --generate FILE` makes a new key in FILE (0600).
  */
 import { createPrivateKey, generateKeyPairSync, type KeyObject } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { link, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -43,18 +44,24 @@ export function newReleaseKeyPem(): string {
 
 /**
  * Writes a new key to `file` (0600) unless one is there; returns whether it made one. Builds
- * starting together agree on one key: the file is created exclusively.
+ * starting together agree on one key, and none reads a half-written one: the key is written
+ * aside and hard-linked into place, which fails when the file exists.
  */
 export async function ensureReleaseKeyFile(file: string): Promise<boolean> {
   await mkdir(path.dirname(file), { recursive: true });
+  const aside = await mkdtemp(path.join(path.dirname(file), ".release-key-"));
   try {
-    await writeFile(file, newReleaseKeyPem(), { mode: 0o600, flag: "wx" });
+    const written = path.join(aside, "key.pem");
+    await writeFile(written, newReleaseKeyPem(), { mode: 0o600 });
+    await link(written, file);
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") {
       return false;
     }
     throw error;
+  } finally {
+    await rm(aside, { recursive: true, force: true });
   }
 }
 
@@ -73,19 +80,36 @@ function parsePrivateKey(pem: string, source: string): KeyObject {
 
 /** The key the build signs with, from the environment or the local file (made when missing). */
 export async function releaseSigningKey(env: NodeJS.ProcessEnv = process.env): Promise<SigningKey> {
+  if (
+    !env[RELEASE_KEY_ENV] &&
+    !env[RELEASE_KEY_FILE_ENV] &&
+    (await ensureReleaseKeyFile(LOCAL_RELEASE_KEY_FILE))
+  ) {
+    process.stderr.write(
+      `outpost: made a local release signing key in ${path.relative(ROOT, LOCAL_RELEASE_KEY_FILE)} (for development; see docs/deploy.md for releases you ship)\n`,
+    );
+  }
+  return readReleaseSigningKey(env);
+}
+
+/**
+ * The key the build signs with, as `releaseSigningKey` finds it, without making the local one:
+ * what the tests sign their own manifests with (the global setup's build made it).
+ */
+export function readReleaseSigningKey(env: NodeJS.ProcessEnv = process.env): SigningKey {
   const text = env[RELEASE_KEY_ENV];
   if (text) {
     return { key: parsePrivateKey(text, RELEASE_KEY_ENV), source: RELEASE_KEY_ENV };
   }
   const file = env[RELEASE_KEY_FILE_ENV] || LOCAL_RELEASE_KEY_FILE;
-  if (!env[RELEASE_KEY_FILE_ENV] && (await ensureReleaseKeyFile(file))) {
-    process.stderr.write(
-      `outpost: made a local release signing key in ${path.relative(ROOT, file)} (for development; see docs/deploy.md for releases you ship)\n`,
+  let pem: string;
+  try {
+    pem = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new Error(
+      `cannot read the release signing key ${file} (${(error as NodeJS.ErrnoException).code})`,
     );
   }
-  const pem = await readFile(file, "utf8").catch((error: NodeJS.ErrnoException) => {
-    throw new Error(`cannot read the release signing key ${file} (${error.code})`);
-  });
   return { key: parsePrivateKey(pem, file), source: path.relative(ROOT, file) || file };
 }
 

@@ -3,14 +3,17 @@
  * pools and their agents.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { idPattern } from "@outpost/common";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
-import { livenessSetting, PoolName } from "./model.ts";
-import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";
+import { autoscalingRoutes } from "./autoscaling-routes.ts";
+import { autoscalingSetting, livenessSetting, MAX_POOL_SCOPE_ENTRIES, PoolName } from "./model.ts";
+import { changePool } from "./scope-service.ts";
+import { createPool, deletePool, getPoolDetail, listPools } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
 
 export const AgentPoolSchema = z
@@ -23,6 +26,22 @@ export const AgentPoolSchema = z
     retentionSeconds: z.int().openapi({ description: "Offline this long: dropped from listings" }),
     maxTokenExpirationSeconds: z.int().openapi({
       description: "Longest lifetime of an agent token issued by an OIDC exchange (default 3600)",
+    }),
+    organizationScoped: z.boolean().openapi({
+      description:
+        "true: every workspace of the organization may run on the pool; false: only those in allowedWorkspaceIds and those of the projects in allowedProjectIds",
+    }),
+    allowedWorkspaceIds: z.array(z.string()),
+    allowedProjectIds: z.array(z.string()),
+    minAgents: z.int().openapi({
+      description: "Autoscaling: the fewest agents desiredAgents asks for (default 0)",
+    }),
+    maxAgents: z.int().openapi({
+      description:
+        "Autoscaling: the most agents desiredAgents asks for, unless more hold jobs (default 10)",
+    }),
+    jobsPerAgent: z.int().openapi({
+      description: "Autoscaling: the jobs one agent runs at once, its --concurrency (default 1)",
     }),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -55,7 +74,15 @@ const AgentSchema = z
 
 const AgentPoolDetail = AgentPoolSchema.extend({
   agents: z.array(AgentSchema),
-  workspaces: z.array(z.object({ id: z.string(), name: z.string() })),
+  workspaces: z.array(
+    z.object({
+      id: z.string(),
+      name: z.string(),
+      allowed: z.boolean().openapi({
+        description: "false: the pool's scope no longer allows this workspace; its runs error",
+      }),
+    }),
+  ),
 }).openapi("AgentPoolDetail");
 
 const liveness = {
@@ -65,18 +92,55 @@ const liveness = {
   maxTokenExpirationSeconds: livenessSetting("maxTokenExpirationSeconds").optional(),
 };
 
+const scope = {
+  organizationScoped: z.boolean().optional().openapi({
+    description: "Default true: any workspace of the organization may use the pool",
+  }),
+  allowedWorkspaceIds: z
+    .array(z.string().regex(idPattern("workspace"), "must be a ws_ id"))
+    .max(MAX_POOL_SCOPE_ENTRIES)
+    .optional()
+    .openapi({ description: "With organizationScoped false: workspaces that may use the pool" }),
+  allowedProjectIds: z
+    .array(z.string().regex(idPattern("project"), "must be a prj_ id"))
+    .max(MAX_POOL_SCOPE_ENTRIES)
+    .optional()
+    .openapi({
+      description: "With organizationScoped false: projects whose workspaces may use the pool",
+    }),
+};
+
+const autoscaling = {
+  minAgents: autoscalingSetting("minAgents").optional(),
+  maxAgents: autoscalingSetting("maxAgents").optional(),
+  jobsPerAgent: autoscalingSetting("jobsPerAgent").optional(),
+};
+
 const CreatePool = z
-  .strictObject({ name: PoolName, description: z.string().max(1000).optional(), ...liveness })
-  .openapi("CreateAgentPool");
+  .strictObject({
+    name: PoolName,
+    description: z.string().max(1000).optional(),
+    ...liveness,
+    ...scope,
+    ...autoscaling,
+  })
+  .openapi("CreateAgentPool", {
+    description: "minAgents must not be above maxAgents",
+  });
 
 const UpdatePool = z
   .strictObject({
     name: PoolName.optional(),
     description: z.string().max(1000).optional(),
     ...liveness,
+    ...scope,
+    ...autoscaling,
   })
   .refine((body) => Object.keys(body).length > 0, "name at least one field to change")
-  .openapi("UpdateAgentPool", { description: "null resets a liveness setting to its default" });
+  .openapi("UpdateAgentPool", {
+    description:
+      "null resets a liveness setting to its default; minAgents must not end above maxAgents",
+  });
 
 export const PoolIdParams = z.strictObject({ poolId: idParam("pool", "poolId") });
 
@@ -154,19 +218,26 @@ export const poolRoutes = newRouter()
       operationId: "updatePool",
       path: "/{poolId}",
       tags: ["pools"],
-      summary: "Rename a pool or change its liveness settings",
+      summary: "Rename a pool, change its liveness or autoscaling settings or its scope",
+      description:
+        "Narrowing the scope errors the waiting runs of the workspaces it leaves out (erroredRunIds), with a reason naming the pool and the workspace; their jobs leave the pool's queue.",
       security: [{ bearer: [] }],
       middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolIdParams, body: jsonBody(UpdatePool) },
       responses: {
-        200: jsonResponse(AgentPoolSchema, "The pool"),
+        200: jsonResponse(
+          AgentPoolSchema.extend({ erroredRunIds: z.array(z.string()) }).openapi(
+            "UpdatedAgentPool",
+          ),
+          "The pool, and the runs its new scope errored",
+        ),
         ...errorResponses(400, 401, 403, 404, 409, 413, 415),
       },
     }),
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await updatePool(c.var.deps, {
+      const result = await changePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: actorOf(principal),
@@ -203,4 +274,5 @@ export const poolRoutes = newRouter()
     },
   )
   .route("/", poolTokenRoutes)
+  .route("/", autoscalingRoutes)
   .route("/", oidcTrustRoutes);

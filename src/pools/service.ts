@@ -15,11 +15,19 @@ import { type Outcome, refuse } from "../lib/reason.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import {
+  AUTOSCALING_FIELDS,
+  AUTOSCALING_LIMITS,
+  type AutoscalingSettings,
+  autoscalingOf,
   LIVENESS_FIELDS,
   LIVENESS_LIMITS,
   type LivenessField,
+  nextAutoscaling,
+  normalizeScope,
   type PoolRow,
+  type PoolScope,
   poolOverrides,
+  poolScopeRefusal,
   presentAgent,
   presentAgentToken,
   presentPool,
@@ -38,12 +46,21 @@ import {
   updatePoolQuery,
   workspacesUsingPool,
 } from "./queries.ts";
+import { sameScope, scopeOf, scopeProblem } from "./scope.ts";
 
-/** A pool operation's outcome: `not_found` (also another org's), or `conflict` (a name, a use). */
-export type PoolResult<T> = Outcome<T, "not_found" | "conflict">;
+/**
+ * A pool operation's outcome: `not_found` (also another org's), `invalid` (autoscaling settings
+ * that do not fit, a scope naming what is not in the org), or `conflict` (a name, a use).
+ */
+export type PoolResult<T> = Outcome<T, "not_found" | "invalid" | "conflict">;
 
 function poolNotFound(poolId: string) {
   return refuse("not_found", `pool ${poolId} not found`);
+}
+
+/** Autoscaling settings whose `minAgents` would be above `maxAgents`; the sentence names both. */
+function invalidAutoscaling(message: string) {
+  return refuse("invalid", message);
 }
 
 function nameTaken(name: string) {
@@ -51,7 +68,8 @@ function nameTaken(name: string) {
 }
 
 /** A pool that workspaces use cannot be deleted; the reason names them. */
-function inUse(workspaces: { id: string; name: string }[]) {
+function inUse(assigned: { id: string; name: string }[]) {
+  const workspaces = assigned.map(({ id, name }) => ({ id, name }));
   return refuse(
     "conflict",
     `the pool is assigned to ${workspaces.map((w) => w.name).join(", ")}; assign them another pool first`,
@@ -67,9 +85,12 @@ export function poolStub(env: Env, poolId: string) {
 export type PoolInput = {
   name?: string;
   description?: string;
-} & Partial<Record<LivenessField, number | null>>;
+} & Partial<Record<LivenessField, number | null>> &
+  Partial<PoolScope> &
+  Partial<AutoscalingSettings>;
 
-function livenessColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
+/** The columns a pool input sets: liveness settings in ms, autoscaling settings as given. */
+function settingColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
   const out: Partial<typeof agentPools.$inferInsert> = {};
   for (const field of LIVENESS_FIELDS) {
     const value = input[field];
@@ -77,8 +98,20 @@ function livenessColumns(input: PoolInput): Partial<typeof agentPools.$inferInse
       out[LIVENESS_LIMITS[field].column] = value === null ? null : value * 1000;
     }
   }
+  for (const field of AUTOSCALING_FIELDS) {
+    const value = input[field];
+    if (value !== undefined) {
+      out[field] = value;
+    }
+  }
   return out;
 }
+
+const DEFAULT_AUTOSCALING: AutoscalingSettings = {
+  minAgents: AUTOSCALING_LIMITS.minAgents.default,
+  maxAgents: AUTOSCALING_LIMITS.maxAgents.default,
+  jobsPerAgent: AUTOSCALING_LIMITS.jobsPerAgent.default,
+};
 
 function isUniqueViolation(err: unknown): boolean {
   return err instanceof Error && /UNIQUE constraint failed/i.test(`${err.message} ${err.cause}`);
@@ -90,6 +123,15 @@ export async function createPool(
   input: { orgId: string; actor: AuditActor; name: string } & PoolInput,
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
   const { db, env } = deps;
+  const autoscaling = nextAutoscaling(DEFAULT_AUTOSCALING, input);
+  if (!autoscaling.ok) {
+    return invalidAutoscaling(autoscaling.reason);
+  }
+  const scope = scopeOf(input);
+  const problem = await scopeProblem(db, input.orgId, scope);
+  if (problem) {
+    return problem;
+  }
   const now = deps.now();
   const id = newId("pool");
   const [inserted] = await db.batch([
@@ -98,7 +140,8 @@ export async function createPool(
       orgId: input.orgId,
       name: input.name,
       description: input.description ?? "",
-      ...livenessColumns(input),
+      ...settingColumns(input),
+      ...scope,
       createdAt: now,
       updatedAt: now,
     }),
@@ -110,7 +153,7 @@ export async function createPool(
         action: "pool.create",
         targetType: "pool",
         targetId: id,
-        data: { name: input.name },
+        data: { name: input.name, ...(scope.organizationScoped ? {} : { scope }) },
         now,
       },
       sql`EXISTS (SELECT 1 FROM agent_pools WHERE id = ${id})`,
@@ -146,20 +189,39 @@ export async function getPoolDetail(db: Database, env: Env, orgId: string, id: s
     poolStub(env, id).listAgents(),
     workspacesUsingPool(db, id),
   ]);
-  return ok({ ...presentPool(row), agents: agents.map(presentAgent), workspaces: assigned });
+  const workspaces = assigned.map((w) => ({
+    id: w.id,
+    name: w.name,
+    allowed: poolScopeRefusal(row, w) === null,
+  }));
+  return ok({ ...presentPool(row), agents: agents.map(presentAgent), workspaces });
 }
 
-/** Renames, redescribes or changes liveness settings; the Durable Object applies them at once. */
+/**
+ * Renames, redescribes, rescopes or changes liveness settings; the Durable Object applies the
+ * liveness settings at once. Answers the updated row and whether its scope changed (the caller
+ * then errors the queued runs the new scope leaves out: `scope-service.ts`).
+ */
 export async function updatePool(
   deps: Deps,
   input: { orgId: string; id: string; actor: AuditActor; patch: PoolInput },
-): Promise<PoolResult<ReturnType<typeof presentPool>>> {
+): Promise<PoolResult<{ row: PoolRow; scopeChanged: boolean }>> {
   const { db, env } = deps;
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
     return poolNotFound(input.id);
   }
+  const scope = scopeOf(input.patch, current);
+  const scopeChanged = !sameScope(scope, current);
+  const problem = scopeChanged ? await scopeProblem(db, input.orgId, scope, current) : null;
+  if (problem) {
+    return problem;
+  }
   const { name, description } = input.patch;
+  const autoscaling = nextAutoscaling(autoscalingOf(current), input.patch);
+  if (!autoscaling.ok) {
+    return invalidAutoscaling(autoscaling.reason);
+  }
   if (name !== undefined && name !== current.name) {
     const taken = await findPoolByName(db, input.orgId, name);
     if (taken) {
@@ -170,20 +232,24 @@ export async function updatePool(
   const set = {
     ...(name === undefined ? {} : { name }),
     ...(description === undefined ? {} : { description }),
-    ...livenessColumns(input.patch),
+    ...settingColumns(input.patch),
+    ...(scopeChanged ? scope : {}),
     updatedAt: now,
   };
   let updated: PoolRow | undefined;
   try {
     const [rows] = await db.batch([
-      updatePoolQuery(db, input.orgId, input.id, set),
+      updatePoolQuery(db, input.orgId, input.id, set, autoscaling.value),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,
         action: "pool.update",
         targetType: "pool",
         targetId: input.id,
-        data: { ...input.patch },
+        data: {
+          ...input.patch,
+          ...(scopeChanged ? { scope: { from: normalizeScope(current), to: scope } } : {}),
+        },
         now,
       }),
     ]);
@@ -195,10 +261,22 @@ export async function updatePool(
     throw err;
   }
   if (!updated) {
-    return poolNotFound(input.id);
+    return whyNotUpdated(db, input);
   }
   await poolStub(env, input.id).configure(poolOverrides(updated));
-  return ok(presentPool(updated));
+  return ok({ row: updated, scopeChanged });
+}
+
+/** The pool is gone, or a concurrent change left a bound the patch no longer fits. */
+async function whyNotUpdated(
+  db: Database,
+  input: { orgId: string; id: string; patch: PoolInput },
+): Promise<PoolResult<never>> {
+  const now = await getPool(db, input.orgId, input.id);
+  const autoscaling = now ? nextAutoscaling(autoscalingOf(now), input.patch) : null;
+  return autoscaling && !autoscaling.ok
+    ? invalidAutoscaling(autoscaling.reason)
+    : poolNotFound(input.id);
 }
 
 /**

@@ -1,29 +1,18 @@
 /**
- * Vitest global setup: builds the static assets (the dashboard's files and the agent's bundles,
- * npm package and signed release files) once before a project's tests, exactly as `npm run
- * build` does, so the coordinator under test serves the current dashboard and ships the current
- * agent, and a single test file can run on a fresh checkout.
+ * Vitest global setup: makes sure the static assets (the dashboard's files and the agent's
+ * bundles, npm package and signed release files) are current before a project's tests, so the
+ * coordinator under test serves the current dashboard and ships the current agent, and a single
+ * test file runs on a fresh checkout. `npm test` builds once before the projects start; here that
+ * build is found current and reused (agent/scripts/build-inputs.ts), never repeated.
  *
- * The release is signed with a key made for this test run (never the checkout's local key, and
- * never one committed): its file is named by `OUTPOST_RELEASE_SIGNING_KEY_FILE`, which every
- * build in the run (test workers inherit the variable, and so do the processes they start)
- * signs with; `test/node/helpers/release-key.ts` reads it back.
+ * The release is signed by the key every build finds (agent/scripts/release-key.ts): the
+ * checkout's stable local key unless the environment names another, so the build `npm start`,
+ * `npm test` and the test projects make is one build. Its public key is one of the stamp's
+ * inputs: a build signed by another key is rebuilt here, never served with a key whose private
+ * half is gone. `test/node/helpers/release-key.ts` reads the same key back.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { ensureReleaseKeyFile, RELEASE_KEY_FILE_ENV } from "../../agent/scripts/release-key.ts";
-import { buildAssets } from "../../scripts/build.ts";
+import { ensureAssetsBuilt } from "../../scripts/build.ts";
 
-export default async function setup(): Promise<(() => void) | undefined> {
-  let made: string | null = null;
-  if (!process.env[RELEASE_KEY_FILE_ENV]) {
-    made = mkdtempSync(path.join(tmpdir(), "outpost-release-key-"));
-    const file = path.join(made, "key.pem");
-    await ensureReleaseKeyFile(file);
-    process.env[RELEASE_KEY_FILE_ENV] = file;
-  }
-  await buildAssets();
-  // The project that made the key removes it once the whole run is over.
-  return made === null ? undefined : () => rmSync(made, { recursive: true, force: true });
+export default async function setup(): Promise<void> {
+  await ensureAssetsBuilt();
 }

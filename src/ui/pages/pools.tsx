@@ -3,8 +3,14 @@ import type { Result } from "@outpost/common";
 import type { PoolSummary } from "../../../durable/pool-types.ts";
 import { installCommands } from "../../agents/install-commands.ts";
 import { PUBLIC_URL_UNSET, type PublicOriginProblem } from "../../lib/public-url.ts";
+import { count } from "../../lib/words.ts";
 import type { presentTrust } from "../../oidc/trust-model.ts";
-import type { presentAgent, presentAgentToken, presentPool } from "../../pools/model.ts";
+import type {
+  AutoscalingSignal,
+  presentAgent,
+  presentAgentToken,
+  presentPool,
+} from "../../pools/model.ts";
 import {
   Badge,
   Csrf,
@@ -17,6 +23,7 @@ import {
 } from "../layout.tsx";
 import { TokenTable } from "./agent-tokens.tsx";
 import { OidcTrustsSection } from "./oidc.tsx";
+import { PoolScopeSection } from "./pool-scope.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
 type Agent = ReturnType<typeof presentAgent>;
@@ -202,7 +209,14 @@ export function PoolPage(props: {
   viewer: Viewer;
   pool: Pool;
   agents: Agent[];
-  workspaces: { id: string; name: string }[];
+  workspaces: { id: string; name: string; allowed: boolean }[];
+  /** The projects and workspaces the viewer sees, to name the pool's scope. */
+  scopeNames: {
+    projects: { id: string; name: string }[];
+    workspaces: { id: string; name: string }[];
+  };
+  /** The pool's autoscaling signal now; null if it could not be read. */
+  autoscaling: AutoscalingSignal | null;
   /** Agent tokens: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/tokens`. */
   tokens: AgentToken[] | null;
   /** OIDC trusts: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/oidc-trusts`. */
@@ -239,6 +253,16 @@ export function PoolPage(props: {
         <dd>{pool.erroredAfterSeconds} s unknown</dd>
         <dt>OIDC-issued tokens</dt>
         <dd>live at most {pool.maxTokenExpirationSeconds} s</dd>
+        <dt>Autoscaling</dt>
+        <dd data-autoscaling>
+          {pool.minAgents} to {pool.maxAgents} agents, {count(pool.jobsPerAgent, "job")} per agent
+          {props.autoscaling ? (
+            <div class="muted">
+              wants {count(props.autoscaling.desiredAgents, "agent")} now (
+              {props.autoscaling.queuedJobs} queued, {props.autoscaling.runningJobs} running)
+            </div>
+          ) : null}
+        </dd>
         <dt>Workspaces</dt>
         <dd>
           {props.workspaces.length === 0 ? (
@@ -248,11 +272,19 @@ export function PoolPage(props: {
               <>
                 {i > 0 ? ", " : ""}
                 <a href={`/ui/workspaces/${w.id}`}>{w.name}</a>
+                {w.allowed ? null : <strong> (not allowed by the scope)</strong>}
               </>
             ))
           )}
         </dd>
       </dl>
+      <PoolScopeSection
+        viewer={props.viewer}
+        pool={pool}
+        projects={props.scopeNames.projects}
+        workspaces={props.scopeNames.workspaces}
+        canManage={canManage}
+      />
       <section data-live={`/ui/pools/${pool.id}/live.json`} data-interval="1500">
         <h2 id="agents-heading">Agents</h2>
         <table aria-labelledby="agents-heading">

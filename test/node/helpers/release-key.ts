@@ -1,23 +1,21 @@
 /**
- * The release signing key of this test run: `test/setup/build-agent.ts` makes it and names its
- * file in `OUTPOST_RELEASE_SIGNING_KEY_FILE`, which test workers inherit; every agent built in
- * the run (the served build, older and newer builds a test makes) is signed by it and trusts it.
+ * The release signing key the tests' agents trust: the one every build signs with
+ * (agent/scripts/release-key.ts: `OUTPOST_RELEASE_SIGNING_KEY`, `OUTPOST_RELEASE_SIGNING_KEY_FILE`,
+ * else the checkout's local `.wrangler/release-signing-key.pem`, which the global setup's build
+ * makes when missing). The served build, and the older and newer builds a test makes, are signed
+ * by it; the build's stamp names its public key, so a reused build is never signed by another.
+ * Tests that play an attacker make a key of their own.
  */
-import { createPrivateKey, type KeyObject } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { RELEASE_KEY_FILE_ENV } from "../../../agent/scripts/release-key.ts";
+import type { KeyObject } from "node:crypto";
+import { readReleaseSigningKey } from "../../../agent/scripts/release-key.ts";
 import { releaseKeyText } from "../../../agent/src/update/release-signature.ts";
 
-/** The run's private release key (what the builds sign with). */
+/** The private release key (what the builds sign with). */
 export function testReleaseSigningKey(): KeyObject {
-  const file = process.env[RELEASE_KEY_FILE_ENV];
-  if (!file) {
-    throw new Error(`${RELEASE_KEY_FILE_ENV} is not set: the vitest global setup makes it`);
-  }
-  return createPrivateKey(readFileSync(file, "utf8"));
+  return readReleaseSigningKey().key;
 }
 
-/** The run's release public key, as `--release-key` takes it. */
+/** The release public key, as `--release-key` takes it. */
 export function testReleaseKey(): string {
   return releaseKeyText(testReleaseSigningKey());
 }

@@ -21,31 +21,26 @@ import agentPackage from "../../../agent/package.json" with { type: "json" };
 import { DEFAULT_DIST_DIR } from "../../../agent/scripts/build.ts";
 import { releaseKeyText, signManifest } from "../../../agent/src/update/release-signature.ts";
 import {
-  type AgentProcess,
   createWorkspace,
-  exitWithin,
-  freshDir,
   queueRun,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
 } from "../../e2e/helpers/e2e.ts";
+import { type AgentProcess, exitWithin } from "../../e2e/helpers/processes.ts";
+import { useWorld } from "../../e2e/helpers/world.ts";
 import { testReleaseKey, testReleaseSigningKey } from "../../node/helpers/release-key.ts";
 
 const FORGED_VERSION = "9.9.9";
 const EVIL_PATH = `/agent/v1/releases/${FORGED_VERSION}/outpost-agent.mjs`;
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
-let world: World;
+const world = useWorld();
 let mitm: Mitm;
 let marker = "";
 /** The attacker's build: it leaves {@link marker} behind if it ever runs. */
 let evil: Buffer = Buffer.alloc(0);
 /** What the man in the middle serves at {@link EVIL_PATH} (the attacker's build unless told). */
 let served: Buffer = Buffer.alloc(0);
-const agents: AgentProcess[] = [];
 
 /** What the man in the middle answers for `GET /agent/v1/release`. */
 type Forgery = (real: AgentRelease) => AgentRelease;
@@ -190,7 +185,6 @@ function buildThatLeaves(file: string): Buffer {
 }
 
 beforeAll(async () => {
-  world = await startWorld();
   mitm = new Mitm(world.coordinator.url);
   await mitm.start();
   marker = path.join(world.dir, "attacker-code-ran");
@@ -199,16 +193,12 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const agent of agents) {
-    agent.kill("SIGKILL");
-  }
   await mitm?.stop();
-  await world?.close();
 });
 
 /** The built agent, installed as install.sh installs it: a file it may replace. */
 function installBuiltAgent(): string {
-  const lib = path.join(freshDir(world, "mitm-prefix"), "lib");
+  const lib = path.join(world.freshDir("mitm-prefix"), "lib");
   mkdirSync(lib);
   const file = path.join(lib, "outpost-agent.mjs");
   cpSync(path.join(DEFAULT_DIST_DIR, "outpost-agent.mjs"), file);
@@ -223,16 +213,15 @@ async function refusedBehindMitm(
   mitm.forgery = forgery;
   const file = installBuiltAgent();
   const before = sha256(readFileSync(file));
-  const agent = startAgent(world, {
+  const agent = world.startAgent({
     bin: file,
-    dataDir: freshDir(world, "mitm-data"),
+    dataDir: world.freshDir("mitm-data"),
     args: options.args ?? [],
     env: {
       HTTP_PROXY: mitm.url,
       ...(options.address ? { OUTPOST_ADDRESS: options.address } : {}),
     },
   });
-  agents.push(agent);
   await agent.waitForOutput(/agent update refused; keeping the running version/, 40_000);
   return { agent, file, before };
 }
@@ -304,8 +293,7 @@ describe("a plain-http coordinator address that is not loopback", () => {
   const address = "http://outpost.lan.example";
 
   it("is refused at start without --insecure-http", async () => {
-    const agent = startAgent(world, { env: { OUTPOST_ADDRESS: address } });
-    agents.push(agent);
+    const agent = world.startAgent({ env: { OUTPOST_ADDRESS: address } });
     const exit = await exitWithin(agent, 30_000);
     expect(exit.code).toBe(2);
     expect(agent.output()).toContain(
@@ -349,12 +337,11 @@ describe("the same man in the middle serving a 9.9.9 signed by the release key",
     };
     const downloadsBefore = mitm.evilDownloads;
     const file = installBuiltAgent();
-    const agent = startAgent(world, {
+    const agent = world.startAgent({
       bin: file,
-      dataDir: freshDir(world, "mitm-data"),
+      dataDir: world.freshDir("mitm-data"),
       env: { HTTP_PROXY: mitm.url },
     });
-    agents.push(agent);
     await agent.waitForOutput(/agent updated; restarting in place/, 40_000);
     // The update replaced the process with the signed build, which ran and exited.
     expect((await exitWithin(agent, 30_000)).code).toBe(0);

@@ -24,12 +24,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import agentPackage from "../../../agent/package.json" with { type: "json" };
-import { startWorld, type World } from "../../e2e/helpers/e2e.ts";
+import { useWorld } from "../../e2e/helpers/world.ts";
 
 const NOBODY = 65534;
 const isRoot = process.getuid?.() === 0;
 
-let world: World;
+const world = useWorld();
 let base = "";
 let script = "";
 const hostile: ChildProcess[] = [];
@@ -66,7 +66,6 @@ function swapForever(lib: string, evil: string): ChildProcess {
 }
 
 beforeAll(async () => {
-  world = await startWorld();
   // Only root may write here (and /tmp above it is sticky), as the installer demands.
   base = mkdtempSync(path.join(tmpdir(), "outpost-root-install-"));
   chmodSync(base, 0o755);
@@ -74,11 +73,10 @@ beforeAll(async () => {
   writeFileSync(script, await (await fetch(`${world.coordinator.url}/agent/v1/install.sh`)).text());
 }, 120_000);
 
-afterAll(async () => {
+afterAll(() => {
   for (const child of hostile) {
     child.kill("SIGKILL");
   }
-  await world?.close();
   rmSync(base, { recursive: true, force: true });
 });
 

@@ -7,21 +7,18 @@
  */
 import { mkdtempSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   createWorkspace,
   queueRun,
   readRunLog,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
-  writeHook,
 } from "../../e2e/helpers/e2e.ts";
+import { type AgentProcess, writeHook } from "../../e2e/helpers/processes.ts";
+import { useWorld } from "../../e2e/helpers/world.ts";
 
-let world: World;
+const world = useWorld();
 let agent: AgentProcess;
 let pids = "";
 
@@ -35,7 +32,6 @@ function isAlive(pid: number): boolean {
 }
 
 beforeAll(async () => {
-  world = await startWorld();
   // Outside the job's directory, which goes with the job.
   pids = path.join(mkdtempSync(path.join(world.dir, "pids-")), "pids");
   const dataDir = path.join(world.dir, "agent-data");
@@ -50,14 +46,9 @@ beforeAll(async () => {
       `while [ "$(grep -c "$OUTPOST_RUN_ID" ${pids} 2>/dev/null)" != 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done`,
     ].join("\n"),
   );
-  agent = startAgent(world, { dataDir, args: ["--isolation", "none"] });
+  agent = world.startAgent({ dataDir, args: ["--isolation", "none"] });
   await agent.waitForOutput(/registered/, 60_000);
 }, 120_000);
-
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await world?.close();
-});
 
 describe("--isolation none", () => {
   it("kills a job's setsid'd process and its daemon when the job's process ends; the job succeeds", async () => {
