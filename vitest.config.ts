@@ -57,7 +57,7 @@ export default defineConfig(async () => {
           test: {
             name: "security",
             include: ["test/security/worker/**/*.test.ts"],
-            globalSetup: ["./test/setup/build-agent.ts"],
+            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/oidc-issuer.ts"],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
         },
