@@ -9,10 +9,11 @@ import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import type { Deps } from "../deps.ts";
-import { type Outcome, refuse } from "../lib/reason.ts";
+import { type Outcome, type Reason, refuse } from "../lib/reason.ts";
 import { DEFAULT_MAX_TOKEN_EXPIRATION_MS } from "../pools/model.ts";
 import { generateToken, hashToken, tokenKind } from "../tokens/model.ts";
 import { findTokenByHash } from "../tokens/queries.ts";
+import { issuerUrl } from "./issuer.ts";
 import {
   deleteExpiredIssuedTokensQuery,
   insertIssuedTokenQuery,
@@ -21,7 +22,7 @@ import {
   trustsOfPool,
 } from "./queries.ts";
 import { allowsLoopbackIssuers } from "./trust-service.ts";
-import { verifyForTrusts } from "./verify.ts";
+import { type Rejection, verifyForTrusts } from "./verify.ts";
 
 /** How long a renewed token's predecessor still works, for requests already on their way. */
 export const PREDECESSOR_GRACE_MS = 60_000;
@@ -34,6 +35,8 @@ export type ExchangeInput = {
   tokenExpirationSeconds: number;
   /** The agent token being renewed, if any (from the Authorization header). */
   previousToken: string | null;
+  /** The request's id: a refusal names it, and the pool's audit event of the refusal keeps it. */
+  requestId: string;
 };
 
 export type Exchanged = { token: string; tokenId: string; poolId: string; expiresAt: string };
@@ -67,11 +70,41 @@ async function chainOf(
 }
 
 /**
+ * The refusal an unauthenticated caller sees: only that the token was rejected, with the request
+ * id. Why (the expected audience, a trust's id and pattern, whether the pool trusts the issuer)
+ * goes to the pool's audit log for its owners, never to the caller.
+ */
+function rejection(requestId: string): { ok: false; reason: Reason<"rejected"> } {
+  return refuse(
+    "rejected",
+    `OIDC token rejected; the pool's owners can see why in its audit log (request ${requestId})`,
+  );
+}
+
+/** Records why the exchange of `input` was refused in the pool's audit log, then refuses it. */
+async function rejected(
+  deps: Deps,
+  pool: { id: string; orgId: string },
+  input: ExchangeInput,
+  reason: Rejection,
+): Promise<{ ok: false; reason: Reason<"rejected"> }> {
+  await auditQuery(deps.db, {
+    orgId: pool.orgId,
+    actor: { type: "agent", id: "oidc", name: "OIDC exchange (unauthenticated)" },
+    action: "agent_token.oidc_refused",
+    targetType: "pool",
+    targetId: pool.id,
+    data: { requestId: input.requestId, reason: reason.check, message: reason.message },
+    now: deps.now(),
+  });
+  return rejection(input.requestId);
+}
+
+/**
  * Verifies `oidcToken` against the pool's trusts and issues an agent token of the pool expiring
- * after the requested seconds, capped by the pool's maximum. An unknown pool is refused like a
- * pool that does not trust the issuer, so the route does not reveal which pool ids exist.
- * Refused `rejected` (the check that failed in `details.reason`), or `revoked` when the renewed
- * chain was revoked.
+ * after the requested seconds, capped by the pool's maximum. Refused `rejected` with a sentence
+ * that says nothing about why (an unknown pool looks like any refusal; the reason is audited in
+ * the pool's organization), or `revoked` when the renewed chain was revoked.
  */
 export async function exchangeOidcToken(
   deps: Deps,
@@ -79,22 +112,18 @@ export async function exchangeOidcToken(
 ): Promise<Outcome<Exchanged, "rejected" | "revoked">> {
   const { db, env } = deps;
   const pool = await poolById(db, input.poolId);
-  const trusts = pool ? await trustsOfPool(db, pool.id) : [];
-  const verified = await verifyForTrusts(input.oidcToken, trusts, {
+  if (!pool) {
+    return rejection(input.requestId);
+  }
+  const verified = await verifyForTrusts(input.oidcToken, await trustsOfPool(db, pool.id), {
     allowLoopbackHttp: allowsLoopbackIssuers(env),
-    poolId: input.poolId,
+    poolId: pool.id,
     now: deps.now(),
+    ownIssuer: issuerUrl(env),
+    poolOrgId: pool.orgId,
   });
-  if (!pool || !verified.ok) {
-    return verified.ok
-      ? refuse(
-          "rejected",
-          `OIDC token refused (untrusted_issuer): pool ${input.poolId} trusts no issuer`,
-          {
-            details: { reason: "untrusted_issuer" },
-          },
-        )
-      : verified;
+  if (!verified.ok) {
+    return rejected(deps, pool, input, verified.reason);
   }
   const { trust, claims } = verified.value;
   const subject = typeof claims.sub === "string" ? claims.sub : null;

@@ -39,6 +39,21 @@ export function issuerProblem(text: string, allowLoopbackHttp: boolean): string 
   return "must be an https URL";
 }
 
+/**
+ * True when `text` names this deployment's own workload identity issuer (`ownIssuer`, its
+ * `PUBLIC_URL` origin): any URL on the same host, whatever its scheme, path or trailing slash.
+ */
+export function isOwnIssuer(text: string, ownIssuer: string | null): boolean {
+  if (ownIssuer === null) {
+    return false;
+  }
+  try {
+    return new URL(text).host.toLowerCase() === new URL(ownIssuer).host.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
 const ClaimName = z
   .string()
   .regex(/^[A-Za-z0-9_.:/-]{1,100}$/, "claim names are letters, digits and _ . : / -")

@@ -68,10 +68,7 @@ export async function auditLog(
  * no details, and nothing in the sentence about why (no audience, trust, pattern, issuer or
  * check). Returns the request id.
  */
-export function expectRejected(res: {
-  status: number;
-  body: ExchangeAnswer | ErrorBody;
-}): string {
+export function expectRejected(res: { status: number; body: ExchangeAnswer | ErrorBody }): string {
   const text = JSON.stringify(res.body);
   expect(res.status, text).toBe(401);
   const error = (res.body as ErrorBody).error;

@@ -102,7 +102,7 @@ export type ExchangeAnswer = {
   expiresAt: string;
   tokenId: string;
   poolId: string;
-  error: { code: string; message: string; details?: { reason?: string } };
+  error: { code: string; message: string; requestId: string; details?: { reason?: string } };
 };
 
 /** `POST /agent/v1/oidc/exchange`, optionally renewing with `previous` as bearer. */
