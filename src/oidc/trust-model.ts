@@ -11,6 +11,11 @@ export type TrustRow = typeof oidcTrusts.$inferSelect;
 const VERIFIED_CLAIMS = new Set(["iss", "aud", "exp", "nbf", "iat", "jti"]);
 export const MAX_CLAIM_CONDITIONS = 20;
 export const MAX_TRUSTS_PER_POOL = 50;
+/** The most `*` a claim pattern may hold: real policies use one or two. */
+export const MAX_PATTERN_STARS = 8;
+/** A claim value longer than this never matches: no real subject is, and matching stays cheap. */
+export const MAX_MATCHED_CLAIM_CHARS = 1024;
+
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
 
 /**
@@ -71,6 +76,11 @@ export const ClaimConditions = z
     `at most ${MAX_CLAIM_CONDITIONS} claim conditions`,
   )
   .refine(
+    (claims) =>
+      Object.values(claims).every((pattern) => pattern.split("*").length - 1 <= MAX_PATTERN_STARS),
+    `a pattern holds at most ${MAX_PATTERN_STARS} *`,
+  )
+  .refine(
     (claims) => Object.values(claims).some((pattern) => !/^\*+$/.test(pattern)),
     "at least one condition must be more than *: a trust must not accept every token of its issuer",
   )
@@ -108,13 +118,35 @@ export function parseClaimLines(
   return { ok: true, value: claims };
 }
 
-/** True when `value` matches `pattern`, where `*` matches any run of characters (also none). */
+/**
+ * True when `value` matches `pattern`, where `*` matches any run of characters (also none). Linear
+ * in the length of `value`: the first part must start it and the last end it, and each part in
+ * between is found with `indexOf` after the previous one (the leftmost place is always the best,
+ * so there is nothing to backtrack into).
+ */
 export function globMatch(pattern: string, value: string): boolean {
-  const source = pattern
-    .split("*")
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-    .join(".*");
-  return new RegExp(`^${source}$`, "s").test(value);
+  const parts = pattern.split("*");
+  const first = parts[0] ?? "";
+  if (parts.length === 1) {
+    return value === pattern;
+  }
+  const last = parts[parts.length - 1] ?? "";
+  if (value.length < first.length + last.length || !value.startsWith(first)) {
+    return false;
+  }
+  if (!value.endsWith(last)) {
+    return false;
+  }
+  let at = first.length;
+  const end = value.length - last.length;
+  for (const part of parts.slice(1, -1)) {
+    const found = value.indexOf(part, at);
+    if (found === -1 || found + part.length > end) {
+      return false;
+    }
+    at = found + part.length;
+  }
+  return true;
 }
 
 /** A claim as text for matching: strings as they are, numbers and booleans as JSON. */
@@ -132,7 +164,7 @@ export function unmetCondition(
 ): { claim: string; pattern: string; actual: string | null } | null {
   for (const [claim, pattern] of Object.entries(claims)) {
     const actual = claimText(payload[claim]);
-    if (actual === null || !globMatch(pattern, actual)) {
+    if (actual === null || actual.length > MAX_MATCHED_CLAIM_CHARS || !globMatch(pattern, actual)) {
       return { claim, pattern, actual };
     }
   }
