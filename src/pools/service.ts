@@ -136,8 +136,17 @@ export async function listPoolsWithSummary(db: Database, env: Env, orgId: string
   );
 }
 
-/** A pool with its agents (from its Durable Object) and the workspaces assigned to it. */
-export async function getPoolDetail(db: Database, env: Env, orgId: string, id: string) {
+/**
+ * A pool with its agents (from its Durable Object) and the workspaces assigned to it; the agents'
+ * token ids only when `showTokenIds` (the caller manages the pool's tokens).
+ */
+export async function getPoolDetail(
+  db: Database,
+  env: Env,
+  orgId: string,
+  id: string,
+  showTokenIds: boolean,
+) {
   const row = await getPool(db, orgId, id);
   if (!row) {
     return poolNotFound(id);
@@ -146,7 +155,11 @@ export async function getPoolDetail(db: Database, env: Env, orgId: string, id: s
     poolStub(env, id).listAgents(),
     workspacesUsingPool(db, id),
   ]);
-  return ok({ ...presentPool(row), agents: agents.map(presentAgent), workspaces: assigned });
+  return ok({
+    ...presentPool(row),
+    agents: agents.map((agent) => presentAgent(agent, showTokenIds)),
+    workspaces: assigned,
+  });
 }
 
 /** Renames, redescribes or changes liveness settings; the Durable Object applies them at once. */

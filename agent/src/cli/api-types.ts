@@ -1467,7 +1467,8 @@ export interface components {
             /** @enum {string} */
             status: "idle" | "busy" | "unknown" | "errored" | "exited";
             statusReason: string | null;
-            tokenId: string;
+            /** @description The agent token it logged in with: owners only, null for other roles */
+            tokenId: string | null;
             version: string;
         };
         AgentPool: {
