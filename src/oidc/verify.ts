@@ -188,6 +188,10 @@ export async function verifyForTrusts(
   if (typeof claims.iat === "number" && claims.iat > options.now / 1000 + CLOCK_SKEW_SECONDS) {
     return reject("not_yet_valid", "the token was issued in the future (iat)");
   }
+  // The subject names the issued token everywhere (listings, the CLI, the audit log).
+  if (typeof claims.sub === "string" && /\p{Cc}/u.test(claims.sub)) {
+    return reject("malformed_token", "the token's sub contains control characters");
+  }
   return matchTrust({ ...claims, iss }, candidates);
 }
 
