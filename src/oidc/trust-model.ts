@@ -18,10 +18,38 @@ export const MAX_MATCHED_CLAIM_CHARS = 1024;
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
 
+/** Suffixes of names that resolve only inside a network (and cloud metadata names). */
+const PRIVATE_NAME_SUFFIXES = [
+  ".local",
+  ".localhost",
+  ".internal",
+  ".lan",
+  ".home.arpa",
+  ".intranet",
+];
+
 /**
- * Why `text` cannot be a trusted issuer, or null when it can: an https URL without query,
- * fragment or credentials; plain http only for a loopback host when the deployment allows it
- * (development and tests). The issuer is kept exactly as given: `iss` must match it byte for byte.
+ * Why `hostname` is not a public host name, or null when it is: no IP literal (the WHATWG parser
+ * already turned `0x7f.1` and `2130706433` into dotted IPv4), no single-label name, no name that
+ * resolves only inside a network or to a cloud's metadata service (`metadata.google.internal`).
+ */
+function hostProblem(hostname: string): string | null {
+  const host = hostname.toLowerCase().replace(/\.$/, "");
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(host) || host.startsWith("[")) {
+    return "must name a public host name, not an IP address";
+  }
+  if (!host.includes(".") || PRIVATE_NAME_SUFFIXES.some((suffix) => host.endsWith(suffix))) {
+    return "must name a public host name, not a local, internal or metadata name";
+  }
+  return null;
+}
+
+/**
+ * Why `text` cannot be a trusted issuer (or an endpoint its discovery document names), or null
+ * when it can: an https URL to a public host name, without query, fragment or credentials.
+ * Loopback hosts (over http or https) only when the deployment allows them (development and
+ * tests). The coordinator fetches these URLs for anyone who presents a token, so they must not
+ * reach its own network. The issuer is kept exactly as given: `iss` must match it byte for byte.
  */
 export function issuerProblem(text: string, allowLoopbackHttp: boolean): string | null {
   let url: URL;
@@ -33,15 +61,15 @@ export function issuerProblem(text: string, allowLoopbackHttp: boolean): string 
   if (url.search || url.hash || url.username || url.password || text.includes("#")) {
     return "must have no query, fragment or credentials";
   }
-  if (url.protocol === "https:") {
-    return null;
-  }
-  if (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname)) {
+  if (LOOPBACK_HOSTS.has(url.hostname) && (url.protocol === "http:" || url.protocol === "https:")) {
     return allowLoopbackHttp
       ? null
-      : "plain http is allowed only for loopback issuers on a deployment with OIDC_ALLOW_LOOPBACK_ISSUERS";
+      : "loopback issuers are allowed only on a deployment with OIDC_ALLOW_LOOPBACK_ISSUERS";
   }
-  return "must be an https URL";
+  if (url.protocol !== "https:") {
+    return "must be an https URL";
+  }
+  return hostProblem(url.hostname);
 }
 
 /**

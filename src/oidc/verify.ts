@@ -105,7 +105,8 @@ export function refusalOf(error: unknown, issuer: string): { check: RefusalReaso
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) {
     return refused("malformed_token", "the token is not a valid signed JWT");
   }
-  return refused("issuer_unreachable", `the keys of ${issuer} could not be fetched`);
+  const why = error instanceof Error ? `: ${error.message.slice(0, 200)}` : "";
+  return refused("issuer_unreachable", `the keys of ${issuer} could not be fetched${why}`);
 }
 
 /**
