@@ -48,7 +48,7 @@ export const exchangeRoutes = newRouter().openapi(
     request: { body: jsonBody(ExchangeRequest) },
     responses: {
       200: jsonResponse(ExchangeResponse, "The agent token"),
-      ...errorResponses(400, 401, 413, 415),
+      ...errorResponses(400, 401, 413, 415, 429),
     },
   }),
   async (c) => {

@@ -15,17 +15,23 @@ import { generateToken, hashToken, tokenKind } from "../tokens/model.ts";
 import { findTokenByHash } from "../tokens/queries.ts";
 import { issuerUrl } from "./issuer.ts";
 import {
+  claimTokenUse,
+  countRecentExchanges,
   deleteExpiredIssuedTokensQuery,
+  deleteExpiredTokenUsesQuery,
   insertIssuedTokenQuery,
   poolById,
   shortenPredecessorQuery,
   trustsOfPool,
 } from "./queries.ts";
 import { allowsLoopbackIssuers } from "./trust-service.ts";
-import { type Rejection, verifyForTrusts } from "./verify.ts";
+import { CLOCK_SKEW_SECONDS, type Rejection, reject, verifyForTrusts } from "./verify.ts";
 
 /** How long a renewed token's predecessor still works, for requests already on their way. */
 export const PREDECESSOR_GRACE_MS = 60_000;
+/** Agent tokens one subject may obtain from one pool per {@link EXCHANGE_WINDOW_MS}. */
+export const MAX_EXCHANGES_PER_SUBJECT = 30;
+const EXCHANGE_WINDOW_MS = 60_000;
 /** Expired exchange-issued tokens are deleted from the pool's listing history after this. */
 const ISSUED_TOKEN_HISTORY_MS = 7 * 86_400_000;
 
@@ -109,7 +115,7 @@ async function rejected(
 export async function exchangeOidcToken(
   deps: Deps,
   input: ExchangeInput,
-): Promise<Outcome<Exchanged, "rejected" | "revoked">> {
+): Promise<Outcome<Exchanged, "rejected" | "revoked" | "over_limit">> {
   const { db, env } = deps;
   const pool = await poolById(db, input.poolId);
   if (!pool) {
@@ -127,6 +133,15 @@ export async function exchangeOidcToken(
   }
   const { trust, claims } = verified.value;
   const subject = typeof claims.sub === "string" ? claims.sub : null;
+  const now = deps.now();
+  const recent = await countRecentExchanges(db, pool.id, subject, now - EXCHANGE_WINDOW_MS);
+  if (recent >= MAX_EXCHANGES_PER_SUBJECT) {
+    return refuse(
+      "over_limit",
+      `too many exchanges for this subject in this pool (at most ${MAX_EXCHANGES_PER_SUBJECT} a minute); retry later`,
+      { retryAfterSeconds: EXCHANGE_WINDOW_MS / 1000 },
+    );
+  }
   const chain = await chainOf(db, input.previousToken, {
     poolId: pool.id,
     issuer: claims.iss,
@@ -135,12 +150,29 @@ export async function exchangeOidcToken(
   if (!chain.ok) {
     return chain;
   }
-  const now = deps.now();
-  const maxMs = pool.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS;
-  const expiresAt = now + Math.min(input.tokenExpirationSeconds * 1000, maxMs);
   const secret = generateToken("agent");
   const id = newId("agentToken");
   const chainId = chain.value?.chainId ?? id;
+  const isFirstUse = await claimTokenUse(db, {
+    chainId,
+    issuer: claims.iss,
+    tokenKey:
+      typeof claims.jti === "string"
+        ? `jti:${claims.jti}`
+        : `sha256:${await hashToken(input.oidcToken)}`,
+    poolId: pool.id,
+    // Kept past exp by the clock skew, as long as the token could still be accepted.
+    expiresAt: ((claims.exp ?? 0) + CLOCK_SKEW_SECONDS) * 1000,
+  });
+  if (!isFirstUse) {
+    const replay = reject(
+      "replayed_token",
+      "the token was already exchanged; each OIDC token buys one agent token (exchange a fresh one)",
+    );
+    return rejected(deps, pool, input, replay.reason);
+  }
+  const maxMs = pool.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS;
+  const expiresAt = now + Math.min(input.tokenExpirationSeconds * 1000, maxMs);
   await db.batch([
     insertIssuedTokenQuery(db, {
       id,
@@ -162,6 +194,7 @@ export async function exchangeOidcToken(
       ? [shortenPredecessorQuery(db, chain.value.predecessorId, now + PREDECESSOR_GRACE_MS)]
       : []),
     deleteExpiredIssuedTokensQuery(db, pool.id, now - ISSUED_TOKEN_HISTORY_MS),
+    deleteExpiredTokenUsesQuery(db, now),
     auditQuery(db, {
       orgId: pool.orgId,
       actor: { type: "agent", id: trust.id, name: `OIDC trust ${trust.id} (${claims.iss})` },

@@ -41,6 +41,7 @@ export const REFUSAL_REASONS = [
   "audience_mismatch",
   "claim_mismatch",
   "workload_identity_token",
+  "replayed_token",
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 /** A refused token: the check that failed (also in `details.reason`, for clients) and why. */
@@ -49,7 +50,7 @@ export type Rejection = Reason<"rejected"> & { readonly check: RefusalReason };
 export type Verified<T> = Result<T, Rejection>;
 
 /** The rejection for a failed `check`, its sentence naming the check. */
-function reject(check: RefusalReason, why: string): { ok: false; reason: Rejection } {
+export function reject(check: RefusalReason, why: string): { ok: false; reason: Rejection } {
   return refuse("rejected", `OIDC token refused (${check}): ${why}`, {
     check,
     details: { reason: check },

@@ -75,6 +75,7 @@ export function presentWorkspace(row: WorkspaceRow) {
     remoteStateConsumerIds: row.remoteStateConsumerIds ?? [],
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
     lock:
       row.lockedBy === null
         ? null
@@ -110,6 +111,7 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     remoteStateConsumerIds: row.remoteStateConsumerIds,
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
   };
 }
 

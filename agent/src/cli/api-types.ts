@@ -1799,6 +1799,8 @@ export interface components {
              * @example api://AzureADTokenExchange
              */
             workloadIdentityAudience?: string | null;
+            /** @description How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after */
+            workloadIdentityTokenLifetimeSeconds?: number;
         };
         Error: {
             error: {
@@ -2342,6 +2344,8 @@ export interface components {
              * @example api://AzureADTokenExchange
              */
             workloadIdentityAudience?: string | null;
+            /** @description How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after */
+            workloadIdentityTokenLifetimeSeconds?: number;
         };
         User: {
             createdAt: string;
@@ -2464,6 +2468,8 @@ export interface components {
             workloadIdentity: boolean;
             /** @description The token's aud; null means the issuer URL */
             workloadIdentityAudience: string | null;
+            /** @description How long a job's workload identity token lives; the agent renews it while the job runs */
+            workloadIdentityTokenLifetimeSeconds: number;
         };
     };
     responses: never;
@@ -3157,6 +3163,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     exchangeOidcToken: {
@@ -3210,6 +3225,15 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3279,6 +3303,15 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
