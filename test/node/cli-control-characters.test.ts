@@ -19,7 +19,7 @@ afterEach(async () => {
 
 /** A coordinator whose pool lists one token with control characters in every text field. */
 async function coordinator(): Promise<string> {
-  server = createServer((_req, res) => {
+  const listening = createServer((_req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(
       JSON.stringify({
@@ -37,8 +37,9 @@ async function coordinator(): Promise<string> {
       }),
     );
   });
-  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server?.address() as AddressInfo).port}`;
+  server = listening;
+  await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
 }
 
 describe("outpost agent-tokens list", () => {
