@@ -165,6 +165,27 @@ export const projects = sqliteTable(
   ],
 );
 
+/**
+ * The OIDC tokens exchanges have accepted, by issuer and `jti` (or the token's hash when it has
+ * none), kept until the token expires, so one token buys one agent token (its own chain may
+ * present it again when renewing before the platform rotated it).
+ */
+export const oidcTokenUses = sqliteTable(
+  "oidc_token_uses",
+  {
+    issuer: text().notNull(),
+    tokenKey: text().notNull(),
+    poolId: text().notNull(),
+    /** The renewal chain it started or continued: that chain may present it again. */
+    chainId: text().notNull(),
+    expiresAt: integer().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.issuer, t.tokenKey] }),
+    index("oidc_token_uses_expires_idx").on(t.expiresAt),
+  ],
+);
+
 export const workspaces = sqliteTable(
   "workspaces",
   {
@@ -208,6 +229,8 @@ export const workspaces = sqliteTable(
     workloadIdentity: integer({ mode: "boolean" }).notNull().default(false),
     /** The token's `aud`; null means the issuer URL. */
     workloadIdentityAudience: text(),
+    /** Lifetime of a job's workload identity token; the agent renews it while the job runs. */
+    workloadIdentityTokenLifetimeSeconds: integer().notNull().default(900),
     lockedBy: text(),
     lockReason: text(),
     lockedAt: integer(),

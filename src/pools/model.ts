@@ -240,8 +240,11 @@ export function presentAgentToken(row: AgentTokenRow) {
   };
 }
 
-/** The public shape of an agent as the pool's Durable Object reports it. */
-export function presentAgent(agent: AgentView) {
+/**
+ * The public shape of an agent as the pool's Durable Object reports it; `tokenId` (which agent
+ * token it logged in with) only for callers who manage agent tokens (owners), null for others.
+ */
+export function presentAgent(agent: AgentView, showTokenId: boolean) {
   return {
     id: agent.id,
     name: agent.name,
@@ -253,7 +256,7 @@ export function presentAgent(agent: AgentView) {
     capacity: agent.capacity,
     acceptedPhases: agent.acceptedPhases,
     isolation: agent.isolation,
-    tokenId: agent.tokenId,
+    tokenId: showTokenId ? agent.tokenId : null,
     runningJobs: agent.runningJobs,
     lastContactAt: new Date(agent.lastContactAt).toISOString(),
     registeredAt: new Date(agent.registeredAt).toISOString(),

@@ -6,6 +6,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { idPattern } from "@outpost/common";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { actorOf } from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
@@ -63,7 +64,9 @@ const AgentSchema = z
       description:
         "How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it",
     }),
-    tokenId: z.string(),
+    tokenId: z.string().nullable().openapi({
+      description: "The agent token it logged in with: owners only, null for other roles",
+    }),
     runningJobs: z.array(
       z.object({ jobId: z.string(), phase: JobPhase, state: z.enum(["leased", "started"]) }),
     ),
@@ -208,7 +211,9 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
+      const resource = { type: "organization" as const, orgId: principal.orgId };
+      const showTokenIds = (await may(c.var.db, principal, "pools.manage", resource)) === "allow";
+      const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId, showTokenIds);
       return c.json(valueOrThrow(result), 200);
     },
   )

@@ -179,8 +179,17 @@ export async function listPoolsWithSummary(db: Database, env: Env, orgId: string
   );
 }
 
-/** A pool with its agents (from its Durable Object) and the workspaces assigned to it. */
-export async function getPoolDetail(db: Database, env: Env, orgId: string, id: string) {
+/**
+ * A pool with its agents (from its Durable Object) and the workspaces assigned to it; the agents'
+ * token ids only when `showTokenIds` (the caller manages the pool's tokens).
+ */
+export async function getPoolDetail(
+  db: Database,
+  env: Env,
+  orgId: string,
+  id: string,
+  showTokenIds: boolean,
+) {
   const row = await getPool(db, orgId, id);
   if (!row) {
     return poolNotFound(id);
@@ -194,7 +203,11 @@ export async function getPoolDetail(db: Database, env: Env, orgId: string, id: s
     name: w.name,
     allowed: poolScopeRefusal(row, w) === null,
   }));
-  return ok({ ...presentPool(row), agents: agents.map(presentAgent), workspaces });
+  return ok({
+    ...presentPool(row),
+    agents: agents.map((agent) => presentAgent(agent, showTokenIds)),
+    workspaces,
+  });
 }
 
 /**

@@ -53,6 +53,10 @@ export const WorkspaceSchema = z
       .string()
       .nullable()
       .openapi({ description: "The token's aud; null means the issuer URL" }),
+    workloadIdentityTokenLifetimeSeconds: z.int().openapi({
+      description:
+        "How long a job's workload identity token lives; the agent renews it while the job runs",
+    }),
     lock: z
       .object({
         lockedBy: z.string().openapi({ description: "A token id (tok_…) or a run id (run_…)" }),
@@ -102,6 +106,10 @@ const settingsFields = {
   workloadIdentityAudience: z.string().trim().min(1).max(500).nullable().optional().openapi({
     description: "The token's aud (e.g. sts.amazonaws.com); null means the issuer URL",
     example: "api://AzureADTokenExchange",
+  }),
+  workloadIdentityTokenLifetimeSeconds: z.int().min(60).max(3600).optional().openapi({
+    description:
+      "How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after",
   }),
 };
 

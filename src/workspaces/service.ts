@@ -77,6 +77,7 @@ export function presentWorkspace(row: WorkspaceRow) {
     remoteStateConsumerIds: row.remoteStateConsumerIds ?? [],
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
     lock:
       row.lockedBy === null
         ? null
@@ -112,6 +113,7 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     remoteStateConsumerIds: row.remoteStateConsumerIds,
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
   };
 }
 

@@ -182,6 +182,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agent/v1/jobs/{jobId}/workload-identity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A fresh workload identity token for the running job (the agent rewrites its token file) */
+        post: operations["renewWorkloadIdentity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/jobs/next": {
         parameters: {
             query?: never;
@@ -1723,7 +1740,8 @@ export interface components {
             /** @enum {string} */
             status: "idle" | "busy" | "unknown" | "errored" | "exited";
             statusReason: string | null;
-            tokenId: string;
+            /** @description The agent token it logged in with: owners only, null for other roles */
+            tokenId: string | null;
             version: string;
         };
         AgentPool: {
@@ -2111,6 +2129,8 @@ export interface components {
              * @example api://AzureADTokenExchange
              */
             workloadIdentityAudience?: string | null;
+            /** @description How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after */
+            workloadIdentityTokenLifetimeSeconds?: number;
         };
         EffectiveVariable: {
             /** @enum {string} */
@@ -2726,6 +2746,8 @@ export interface components {
              * @example api://AzureADTokenExchange
              */
             workloadIdentityAudience?: string | null;
+            /** @description How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after */
+            workloadIdentityTokenLifetimeSeconds?: number;
         };
         User: {
             createdAt: string;
@@ -2840,6 +2862,10 @@ export interface components {
             /** @description Why the event triggers nothing */
             ignored?: string;
         };
+        WorkloadIdentityToken: {
+            expiresAt: string;
+            token: string;
+        };
         Workspace: {
             autoApply: boolean;
             createdAt: string;
@@ -2887,6 +2913,8 @@ export interface components {
             workloadIdentity: boolean;
             /** @description The token's aud; null means the issuer URL */
             workloadIdentityAudience: string | null;
+            /** @description How long a job's workload identity token lives; the agent renews it while the job runs */
+            workloadIdentityTokenLifetimeSeconds: number;
         };
     };
     responses: never;
@@ -3522,6 +3550,55 @@ export interface operations {
             };
         };
     };
+    renewWorkloadIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new token, with the same claims and a later exp */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkloadIdentityToken"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     pollNextJob: {
         parameters: {
             query?: {
@@ -3573,6 +3650,15 @@ export interface operations {
             };
             /** @description Not found in this organization */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3633,6 +3719,15 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3702,6 +3797,15 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
