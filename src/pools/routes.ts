@@ -7,9 +7,10 @@ import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { idOf } from "../names/http.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
-import { livenessSetting, PoolName } from "./model.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { livenessSetting, PoolName, PoolRef } from "./model.ts";
 import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
 
@@ -78,7 +79,7 @@ const UpdatePool = z
   .refine((body) => Object.keys(body).length > 0, "name at least one field to change")
   .openapi("UpdateAgentPool", { description: "null resets a liveness setting to its default" });
 
-export const PoolIdParams = z.strictObject({ poolId: idParam("pool", "poolId") });
+export const PoolIdParams = z.strictObject({ poolId: PoolRef });
 
 export const poolRoutes = newRouter()
   .openapi(
@@ -143,7 +144,7 @@ export const poolRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
       return c.json(valueOrThrow(result), 200);
     },
@@ -165,7 +166,7 @@ export const poolRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await updatePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
@@ -192,7 +193,7 @@ export const poolRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await deletePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,

@@ -6,10 +6,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { ActorSchema } from "../authz/actor.ts";
 import { PERSON_KINDS } from "../authz/principal.ts";
-import { valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
 import { requireAuth, requirePerson } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
+import { WorkspaceRef } from "../workspaces/model.ts";
+import { namedValueOrThrow, stateWorkspaceId } from "./http.ts";
 import { forceUnlockState, getStateLock } from "./locks.ts";
 import { readOutputs, readVersionOutputs } from "./output-reads.ts";
 import { md5Base64 } from "./service.ts";
@@ -71,7 +72,7 @@ const StateLock = z
   })
   .openapi("StateLock");
 
-const WorkspaceParams = z.strictObject({ workspaceId: idParam("ws", "workspaceId") });
+const WorkspaceParams = z.strictObject({ workspaceId: WorkspaceRef });
 const VersionParams = WorkspaceParams.extend({ stateVersionId: idParam("sv", "stateVersionId") });
 const ForceUnlockQuery = z.strictObject({
   lockId: z
@@ -116,10 +117,15 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId } = c.req.valid("param");
+      const ref = c.req.valid("param").workspaceId;
+      const workspaceId = await stateWorkspaceId(c, ref);
       const page = c.req.valid("query");
       return c.json(
-        valueOrThrow(await listVersions(c.var.deps, c.var.principal, workspaceId, page)),
+        namedValueOrThrow(
+          await listVersions(c.var.deps, c.var.principal, workspaceId, page),
+          ref,
+          workspaceId,
+        ),
         200,
       );
     },
@@ -140,9 +146,14 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId, stateVersionId } = c.req.valid("param");
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
       return c.json(
-        valueOrThrow(await getVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId)),
+        namedValueOrThrow(
+          await getVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId),
+          ref,
+          workspaceId,
+        ),
         200,
       );
     },
@@ -168,9 +179,12 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId, stateVersionId } = c.req.valid("param");
-      const state = valueOrThrow(
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
+      const state = namedValueOrThrow(
         await downloadVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId),
+        ref,
+        workspaceId,
       );
       return new Response(state.body, {
         status: 200,
@@ -199,13 +213,16 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId, stateVersionId } = c.req.valid("param");
-      const version = valueOrThrow(
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
+      const version = namedValueOrThrow(
         await rollbackState(c.var.deps, {
           principal: c.var.principal,
           workspaceId,
           stateVersionId,
         }),
+        ref,
+        workspaceId,
       );
       return c.json(version, 201);
     },
@@ -227,10 +244,15 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId } = c.req.valid("param");
+      const ref = c.req.valid("param").workspaceId;
+      const workspaceId = await stateWorkspaceId(c, ref);
       const reveal = c.req.valid("query").reveal === "true";
       return c.json(
-        valueOrThrow(await readOutputs(c.var.deps, c.var.principal, workspaceId, reveal)),
+        namedValueOrThrow(
+          await readOutputs(c.var.deps, c.var.principal, workspaceId, reveal),
+          ref,
+          workspaceId,
+        ),
         200,
       );
     },
@@ -251,7 +273,8 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId, stateVersionId } = c.req.valid("param");
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
       const reveal = c.req.valid("query").reveal === "true";
       const result = await readVersionOutputs(
         c.var.deps,
@@ -260,7 +283,7 @@ export const stateApiRoutes = newRouter()
         stateVersionId,
         reveal,
       );
-      return c.json(valueOrThrow(result), 200);
+      return c.json(namedValueOrThrow(result, ref, workspaceId), 200);
     },
   )
   .openapi(
@@ -279,9 +302,16 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId } = c.req.valid("param");
+      const ref = c.req.valid("param").workspaceId;
+      const workspaceId = await stateWorkspaceId(c, ref);
       return c.json(
-        { lock: valueOrThrow(await getStateLock(c.var.deps, c.var.principal, workspaceId)) },
+        {
+          lock: namedValueOrThrow(
+            await getStateLock(c.var.deps, c.var.principal, workspaceId),
+            ref,
+            workspaceId,
+          ),
+        },
         200,
       );
     },
@@ -305,13 +335,14 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId } = c.req.valid("param");
+      const ref = c.req.valid("param").workspaceId;
+      const workspaceId = await stateWorkspaceId(c, ref);
       const { lockId } = c.req.valid("query");
       const result = await forceUnlockState(c.var.deps, {
         principal: c.var.principal,
         workspaceId,
         lockId: lockId ?? null,
       });
-      return c.json(valueOrThrow(result), 200);
+      return c.json(namedValueOrThrow(result, ref, workspaceId), 200);
     },
   );

@@ -13,6 +13,8 @@ import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
+import { notFoundSentence } from "../names/model.ts";
+import { resolveRef } from "../names/service.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {
   engineSwitchProblem,
@@ -23,7 +25,6 @@ import {
   type WorkspaceSettings,
 } from "./model.ts";
 import {
-  findWorkspace,
   findWorkspaceByName,
   listWorkspaceRows,
   missingWorkspaces,
@@ -40,7 +41,7 @@ export type WorkspaceResult<T> = Outcome<T, "not_found" | "invalid" | "conflict"
 
 /** The refusal for a workspace that is not in the caller's org, named as the caller named it. */
 export function workspaceNotFound(ref: string) {
-  return refuse("not_found", `workspace ${ref} not found`);
+  return refuse("not_found", notFoundSentence("workspace", ref));
 }
 
 function nameTaken(name: string) {
@@ -117,12 +118,13 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
  * The workspace of the org named by `ref` (its `ws_…` id or its name), or undefined. Another
  * org's workspace is never found. For other features that address workspaces in their paths.
  */
-export function resolveWorkspace(
+export async function resolveWorkspace(
   db: Database,
   orgId: string,
   ref: string,
 ): Promise<WorkspaceRow | undefined> {
-  return findWorkspace(db, orgId, ref);
+  const result = await resolveRef(db, "workspace", { orgId }, ref);
+  return result.ok ? result.value : undefined;
 }
 
 /** The refusal a failed write stands for, when a constraint caught a race; else undefined. */
@@ -245,7 +247,7 @@ export async function updateWorkspace(
   input: { orgId: string; ref: string; actor: AuditActor; patch: SettingsInput },
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
-  const current = await findWorkspace(db, input.orgId, input.ref);
+  const current = await resolveWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
   }

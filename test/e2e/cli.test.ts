@@ -500,12 +500,25 @@ describe("outpost CLI", () => {
     expectOneLineError(
       await cli(["workspaces", "show", "does-not-exist"]),
       CLI_EXIT.requestFailed,
-      "workspace does-not-exist not found",
+      "no workspace named does-not-exist in this organization",
     );
     expectOneLineError(
       await cli(["whoami"], { env: { OUTPOST_ADDRESS: "http://127.0.0.1:9" } }),
       CLI_EXIT.requestFailed,
       "cannot reach http://127.0.0.1:9",
+    );
+    // An address with the API's path is refused as the agent refuses it, with the fix.
+    expectOneLineError(
+      await cli(["whoami"], { env: { OUTPOST_ADDRESS: `${world.coordinator.url}/api/v1` } }),
+      CLI_EXIT.usage,
+      `${world.coordinator.url}/api/v1 has a path (/api/v1): give the coordinator's base URL, ${world.coordinator.url}`,
+    );
+    expectOneLineError(
+      await cli(["login", "--address", `${world.coordinator.url}/api/v1`], {
+        stdin: world.ownerToken,
+      }),
+      CLI_EXIT.usage,
+      "has a path (/api/v1)",
     );
     const help = await cli(["run", "--help"]);
     expect(help.code).toBe(0);
