@@ -262,7 +262,10 @@ describe("runHook", () => {
 
 describe("summarizePlan", () => {
   it("counts like terraform's Plan line, including replacements, imports and output changes", () => {
-    const rc = (actions: string[], importing?: object) => ({ change: { actions, importing } });
+    const rc = (actions: string[], importing?: object, mode = "managed") => ({
+      mode,
+      change: { actions, importing },
+    });
     expect(
       summarizePlan(
         JSON.stringify({
@@ -273,17 +276,19 @@ describe("summarizePlan", () => {
             rc(["delete", "create"]),
             rc(["create", "delete"]),
             rc(["no-op"], { id: "i-123" }),
-            rc(["read"]),
+            rc(["no-op"]),
+            rc(["read"], undefined, "data"),
+            rc(["no-op"], undefined, "data"),
           ],
         }),
       ),
-    ).toEqual({ adds: 3, changes: 1, destroys: 3, imports: 1, hasChanges: true });
+    ).toEqual({ adds: 3, changes: 1, destroys: 3, imports: 1, sames: 2, hasChanges: true });
     expect(summarizePlan(JSON.stringify({ resource_changes: [rc(["no-op"])] })).hasChanges).toBe(
       false,
     );
     expect(
       summarizePlan(JSON.stringify({ output_changes: { ip: { actions: ["update"] } } })),
-    ).toEqual({ adds: 0, changes: 0, destroys: 0, imports: 0, hasChanges: true });
+    ).toEqual({ adds: 0, changes: 0, destroys: 0, imports: 0, sames: 0, hasChanges: true });
     expect(() => summarizePlan("not json")).toThrow();
   });
 });
