@@ -265,7 +265,7 @@ describe("a fourth engine is one driver in the list", () => {
     const destroy = shellformJob("resource", { operation: "destroy" });
     expect(
       (await startJob(destroy, port.forJob(destroy.jobId), settings).done).planSummary,
-    ).toEqual({ adds: 0, changes: 0, destroys: 1, imports: 0, sames: 0, hasChanges: true });
+    ).toEqual({ adds: 0, changes: 0, destroys: 1, imports: 0, hasChanges: true });
     const refresh = shellformJob("resource", { operation: "refresh" });
     expect(await startJob(refresh, port.forJob(refresh.jobId), settings).done).toMatchObject({
       outcome: "failed",
