@@ -13,6 +13,7 @@ import { WorkspaceRef } from "../workspaces/model.ts";
 import { namedValueOrThrow, stateWorkspaceId } from "./http.ts";
 import { forceUnlockState, getStateLock } from "./locks.ts";
 import { readOutputs, readVersionOutputs } from "./output-reads.ts";
+import { listVersionResources } from "./resources.ts";
 import { md5Base64 } from "./service.ts";
 import { downloadVersion, getVersion, listVersions, rollbackState } from "./versions.ts";
 
@@ -62,6 +63,26 @@ const Outputs = z
     outputs: z.record(z.string(), Output),
   })
   .openapi("StateOutputs");
+
+const StateResources = z
+  .object({
+    stateVersionId: z.string(),
+    serial: z.int(),
+    resources: z.array(
+      z.object({
+        address: z.string().openapi({
+          example: "module.vpc.aws_subnet.a[0]",
+          description: "Terraform's address; a Pulumi resource's URN",
+        }),
+        mode: z.enum(["managed", "data"]),
+        type: z.string(),
+        name: z.string(),
+        module: z.string().nullable(),
+        provider: z.string().nullable(),
+      }),
+    ),
+  })
+  .openapi("StateResources");
 
 const StateLock = z
   .object({
@@ -225,6 +246,34 @@ export const stateApiRoutes = newRouter()
         workspaceId,
       );
       return c.json(version, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "listStateVersionResources",
+      path: "/{workspaceId}/state-versions/{stateVersionId}/resources",
+      tags,
+      security,
+      summary:
+        "The resource instances a state version holds, by address (as terraform state list prints them); no attribute values",
+      middleware: [readers] as const,
+      request: { params: VersionParams },
+      responses: {
+        200: jsonResponse(StateResources, "The version's resources, in the state's order"),
+        ...errorResponses(400, 401, 403, 404, 409),
+      },
+    }),
+    async (c) => {
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
+      const result = await listVersionResources(
+        c.var.deps,
+        c.var.principal,
+        workspaceId,
+        stateVersionId,
+      );
+      return c.json(namedValueOrThrow(result, ref, workspaceId), 200);
     },
   )
   .openapi(

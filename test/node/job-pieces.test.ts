@@ -236,6 +236,26 @@ describe("runHook", () => {
     expect(await run("pre-plan")).toEqual({ exports: {}, sensitive: [] });
   });
 
+  it("runs Terraform Cloud agent's hook names as aliases, and refuses both names at once", async () => {
+    const alias = path.join(hooksDir, "terraform-pre-plan");
+    writeFileSync(alias, '#!/bin/sh\necho "FROM=$OUTPOST_HOOK" >> "$OUTPOST_AGENT_ENV"\n');
+    chmodSync(alias, 0o755);
+    const output: string[] = [];
+    expect(await run("pre-plan", output)).toEqual({
+      exports: { FROM: "pre-plan" },
+      sensitive: [],
+    });
+    expect(output.join("")).toContain("Running pre-plan hook");
+    const own = path.join(hooksDir, "pre-plan");
+    writeFileSync(own, "#!/bin/sh\n");
+    chmodSync(own, 0o755);
+    await expect(run("pre-plan")).rejects.toThrow(
+      /hooks pre-plan and terraform-pre-plan both exist in .*: they are the same hook; keep one/,
+    );
+    rmSync(alias);
+    rmSync(own);
+  });
+
   it("refuses a hook file that is not executable", async () => {
     writeFileSync(path.join(hooksDir, "post-plan"), "#!/bin/sh\n");
     chmodSync(path.join(hooksDir, "post-plan"), 0o644);

@@ -935,7 +935,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a configuration (tar.gz as the raw body)
-         * @description Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree; 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).
+         * @description Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree, and whose working directory (the workspace's) holds a .tf or .tf.json file (Pulumi.yaml for Pulumi workspaces); 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).
          */
         post: operations["createConfigurationVersion"];
         delete?: never;
@@ -1111,6 +1111,23 @@ export interface paths {
         };
         /** Outputs of one state version; sensitive values as for the current outputs */
         get: operations["getStateVersionOutputs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceId}/state-versions/{stateVersionId}/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The resource instances a state version holds, by address (as terraform state list prints them); no attribute values */
+        get: operations["listStateVersionResources"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1702,6 +1719,11 @@ export interface components {
             role: "owner" | "admin" | "member" | "reader";
         };
         CreateRun: {
+            /**
+             * @description Let the run apply a plan that destroys every resource of the state from a configuration that declares none; without it such a run ends errored after its plan (queue a destroy run to destroy everything on purpose)
+             * @default false
+             */
+            allowEmptyApply?: boolean;
             configurationVersionId?: string;
             /** @default false */
             isSpeculative?: boolean;
@@ -2079,6 +2101,8 @@ export interface components {
             graceSeconds?: number;
         };
         Run: {
+            /** @description Queued to apply even a plan that destroys every resource of the state */
+            allowEmptyApply: boolean;
             canceledBy: components["schemas"]["Actor"] & unknown;
             cancelRequestedAt: string | null;
             configurationVersionId: string | null;
@@ -2194,6 +2218,23 @@ export interface components {
             outputsStatus: "stored" | "none" | "encrypted" | "too_large" | null;
             serial: number | null;
             stateVersionId: string | null;
+        };
+        StateResources: {
+            resources: {
+                /**
+                 * @description Terraform's address; a Pulumi resource's URN
+                 * @example module.vpc.aws_subnet.a[0]
+                 */
+                address: string;
+                /** @enum {string} */
+                mode: "managed" | "data";
+                module: string | null;
+                name: string;
+                provider: string | null;
+                type: string;
+            }[];
+            serial: number;
+            stateVersionId: string;
         };
         StateVersion: {
             createdAt: string;
@@ -3929,6 +3970,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -3987,6 +4029,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4052,6 +4095,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4141,6 +4185,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4201,6 +4246,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4290,6 +4336,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
                 trustId: string;
             };
@@ -4351,6 +4398,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4411,6 +4459,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4491,7 +4540,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
+                /** @description The agent token's id (atok_…) or its description when no other active token of the pool has it */
                 tokenId: string;
             };
             cookie?: never;
@@ -4536,6 +4587,15 @@ export interface operations {
             };
             /** @description Not found in this organization */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7211,6 +7271,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -7423,6 +7484,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -7486,6 +7548,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -7558,6 +7621,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -7620,6 +7684,7 @@ export interface operations {
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -7679,6 +7744,7 @@ export interface operations {
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -7741,6 +7807,7 @@ export interface operations {
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -7794,12 +7861,82 @@ export interface operations {
             };
         };
     };
+    listStateVersionResources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version's resources, in the state's order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StateResources"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     rollbackState: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -8642,6 +8779,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -8710,6 +8848,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -8799,6 +8938,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -8864,6 +9004,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -8944,6 +9085,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;

@@ -10,9 +10,10 @@ import {
 import { admin } from "./commands/admin.ts";
 import { login, logout, whoami } from "./commands/auth.ts";
 import { oidcTrusts } from "./commands/oidc-trusts.ts";
+import { outputs } from "./commands/outputs.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
 import { cancel, confirm, discard, logs, run, runs } from "./commands/runs.ts";
-import { outputs, state } from "./commands/state.ts";
+import { state } from "./commands/state.ts";
 import { vars, workspaces } from "./commands/workspaces.ts";
 import type { CliContext } from "./context.ts";
 import { CLI_EXIT, type CliExitCode } from "./errors.ts";
@@ -46,7 +47,7 @@ coordinator unreachable, 130 interrupted.`;
 function program(ctx: CliContext, onExit: (code: CliExitCode) => void): Commander {
   const root = new Commander("outpost")
     .description(
-      "Administers an Outpost coordinator: pools, agent tokens, workspaces, runs, state, keys.",
+      "Administers an Outpost coordinator for Terraform, OpenTofu and Pulumi: pools, agent tokens, workspaces, runs, state, keys.",
     )
     .version(AGENT_VERSION, "--version", "print the version and exit")
     .addHelpText("after", EPILOGUE)

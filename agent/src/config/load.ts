@@ -1,9 +1,9 @@
 import { homedir, hostname } from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { toBaseAddress } from "../net/base-address.ts";
 import { UserError } from "../errors.ts";
 import { ISOLATION_SETTINGS, type IsolationSetting } from "../exec/sandbox.ts";
+import { toBaseAddress } from "../net/base-address.ts";
 import { readCaFile } from "../net/ca.ts";
 import { parseDurationSeconds } from "./duration.ts";
 import { type FileValue, readConfigFile } from "./file.ts";

@@ -26,7 +26,9 @@ export function baseAddressProblem(text: string): string | null {
           : url.hash
             ? `has a fragment (${url.hash})`
             : null;
-  return problem === null ? null : `${text} ${problem}: give the coordinator's base URL, ${url.origin}`;
+  return problem === null
+    ? null
+    : `${text} ${problem}: give the coordinator's base URL, ${url.origin}`;
 }
 
 /** A zod transform for a base address: its origin (no trailing slash), or the issue. */
