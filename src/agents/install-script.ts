@@ -41,6 +41,8 @@ const PROLOGUE = `#!/bin/sh
 #                                      /etc/outpost-agent/agent.env); the agent token comes from
 #                                      OUTPOST_TOKEN or, with --token-stdin, from standard input
 #   sh install.sh --docker-context DIR the Dockerfile and the npm package for docker build DIR
+#   sh install.sh --with-cli           also the outpost CLI (from the verified npm package),
+#                                      launcher DIR/bin/outpost
 #
 # OUTPOST_CA_CERT=FILE trusts a private CA for the downloads; HTTPS_PROXY is honoured.
 set -eu
@@ -60,6 +62,7 @@ systemd=0
 start=1
 token_stdin=0
 docker_context=''
+with_cli=0
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --prefix) [ "$#" -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;
@@ -71,7 +74,8 @@ while [ "$#" -gt 0 ]; do
     --token-stdin) token_stdin=1; shift ;;
     --docker-context) [ "$#" -ge 2 ] || die "--docker-context needs a directory"; docker_context=$2; shift 2 ;;
     --docker-context=*) docker_context=\${1#--docker-context=}; shift ;;
-    -h | --help) sed -n '2,16p' "$0" 2>/dev/null || true; exit 0 ;;
+    --with-cli) with_cli=1; shift ;;
+    -h | --help) sed -n '2,18p' "$0" 2>/dev/null || true; exit 0 ;;
     *) die "unknown option $1 (sh install.sh --help)" ;;
   esac
 done
@@ -174,6 +178,25 @@ if [ -n "$user" ]; then
   chown -R "$user" "$prefix/lib"
 fi
 say "installed outpost-agent $VERSION: $launcher"
+
+# The CLI ships in the npm package (verified whole), next to the agent in DIR/lib.
+if [ "$with_cli" = 1 ]; then
+  command -v tar >/dev/null 2>&1 || die "--with-cli needs tar to unpack the npm package"
+  fetch_verified "$PACKAGE_URL" "$PACKAGE_SHA256" "$prefix/lib/outpost-agent.tgz.$$"
+  tar -xzf "$prefix/lib/outpost-agent.tgz.$$" -O package/dist/outpost.mjs > "$prefix/lib/outpost.mjs.$$" ||
+    { rm -f "$prefix/lib/outpost-agent.tgz.$$" "$prefix/lib/outpost.mjs.$$"; die "the npm package holds no outpost CLI"; }
+  rm -f "$prefix/lib/outpost-agent.tgz.$$"
+  mv -f "$prefix/lib/outpost.mjs.$$" "$prefix/lib/outpost.mjs"
+  ran=$("$node_bin" "$prefix/lib/outpost.mjs" --version) || die "the CLI does not start with $node_bin"
+  [ "$ran" = "$VERSION" ] || die "the installed CLI says it is $ran, not $VERSION"
+  {
+    printf '#!/bin/sh\n'
+    printf 'exec %s %s "$@"\n' "$(quote "$node_bin")" "$(quote "$prefix/lib/outpost.mjs")"
+  } > "$prefix/bin/outpost.tmp.$$"
+  chmod 0755 "$prefix/bin/outpost.tmp.$$"
+  mv -f "$prefix/bin/outpost.tmp.$$" "$prefix/bin/outpost"
+  say "installed outpost $VERSION: $prefix/bin/outpost"
+fi
 
 if [ "$systemd" = 0 ]; then
   say "run it: OUTPOST_ADDRESS=$(quote "$OUTPOST_ADDRESS") OUTPOST_TOKEN=op_agent_... $(quote "$launcher")"

@@ -319,6 +319,8 @@ export const runs = sqliteTable(
     commitMessage: text(),
     isFork: integer({ mode: "boolean" }).notNull().default(false),
     isAutoApply: integer({ mode: "boolean" }).notNull().default(false),
+    /** Queued with `allowEmptyApply`: may apply a plan that destroys every resource of the state. */
+    allowEmptyApply: integer({ mode: "boolean" }).notNull().default(false),
     /** The execution mode and pool the plan ran under; apply errors if the workspace changed them. */
     plannedExecutionMode: text(),
     plannedPoolId: text(),

@@ -12,6 +12,7 @@ import type { Database } from "../db/client.ts";
 import { agentTokens } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
+import { notFoundSentence } from "../names/model.ts";
 import { getPool } from "../pools/queries.ts";
 import { poolStub } from "../pools/service.ts";
 import { issuerUrl } from "./issuer.ts";
@@ -46,7 +47,7 @@ export async function createTrust(
 ): Promise<Outcome<ReturnType<typeof presentTrust>, "not_found" | "invalid" | "conflict">> {
   const { db, env } = deps;
   if (!(await getPool(db, input.orgId, input.poolId))) {
-    return refuse("not_found", `pool ${input.poolId} not found`);
+    return refuse("not_found", notFoundSentence("pool", input.poolId));
   }
   const problem = issuerProblem(input.issuer, allowsLoopbackIssuers(env));
   if (problem !== null) {
@@ -100,7 +101,7 @@ export async function listTrusts(
   poolId: string,
 ): Promise<Outcome<ReturnType<typeof presentTrust>[], "not_found">> {
   if (!(await getPool(db, orgId, poolId))) {
-    return refuse("not_found", `pool ${poolId} not found`);
+    return refuse("not_found", notFoundSentence("pool", poolId));
   }
   return ok((await listTrustRows(db, orgId, poolId)).map(presentTrust));
 }

@@ -7,14 +7,18 @@ import { fail, ok, type Result } from "@outpost/common";
 import type { AgentView, PoolReport, PoolSettings } from "../../durable/pool-types.ts";
 import { DEFAULT_POOL_SETTINGS } from "../../durable/queue.ts";
 import type { agentPools, agentTokens } from "../db/schema.ts";
+import { refParam } from "../names/model.ts";
 
 export type PoolRow = typeof agentPools.$inferSelect;
 export type AgentTokenRow = typeof agentTokens.$inferSelect;
 
+/** The grammar of pool names. */
+export const POOL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+
 export const PoolName = z
   .string()
   .regex(
-    /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/,
+    POOL_NAME_PATTERN,
     "letters, digits, '-' and '_', starting with a letter or digit, at most 63",
   )
   .openapi({ example: "datacenter-1" });
@@ -262,3 +266,6 @@ export function presentAgent(agent: AgentView, showTokenId: boolean) {
     registeredAt: new Date(agent.registeredAt).toISOString(),
   };
 }
+
+/** A `{poolId}` path parameter: the pool's id or its name. */
+export const PoolRef = refParam("pool", "poolId", POOL_NAME_PATTERN);

@@ -9,10 +9,17 @@ import { actorOf } from "../authz/principal.ts";
 import { may } from "../authz/service.ts";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { idOf } from "../names/http.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { autoscalingRoutes } from "./autoscaling-routes.ts";
-import { autoscalingSetting, livenessSetting, MAX_POOL_SCOPE_ENTRIES, PoolName } from "./model.ts";
+import {
+  autoscalingSetting,
+  livenessSetting,
+  MAX_POOL_SCOPE_ENTRIES,
+  PoolName,
+  PoolRef,
+} from "./model.ts";
 import { changePool } from "./scope-service.ts";
 import { createPool, deletePool, getPoolDetail, listPools } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
@@ -145,7 +152,7 @@ const UpdatePool = z
       "null resets a liveness setting to its default; minAgents must not end above maxAgents",
   });
 
-export const PoolIdParams = z.strictObject({ poolId: idParam("pool", "poolId") });
+export const PoolIdParams = z.strictObject({ poolId: PoolRef });
 
 export const poolRoutes = newRouter()
   .openapi(
@@ -210,7 +217,7 @@ export const poolRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const resource = { type: "organization" as const, orgId: principal.orgId };
       const showTokenIds = (await may(c.var.db, principal, "pools.manage", resource)) === "allow";
       const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId, showTokenIds);
@@ -241,7 +248,7 @@ export const poolRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await changePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
@@ -268,7 +275,7 @@ export const poolRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await deletePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,

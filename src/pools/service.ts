@@ -12,6 +12,7 @@ import type { Database } from "../db/client.ts";
 import type { agentPools } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
+import { notFoundSentence } from "../names/model.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import {
@@ -55,7 +56,7 @@ import { sameScope, scopeOf, scopeProblem } from "./scope.ts";
 export type PoolResult<T> = Outcome<T, "not_found" | "invalid" | "conflict">;
 
 function poolNotFound(poolId: string) {
-  return refuse("not_found", `pool ${poolId} not found`);
+  return refuse("not_found", notFoundSentence("pool", poolId));
 }
 
 /** Autoscaling settings whose `minAgents` would be above `maxAgents`; the sentence names both. */
@@ -419,7 +420,7 @@ export async function revokeAgentToken(
   const { db, env } = deps;
   const token = await getAgentToken(db, input.orgId, input.poolId, input.id);
   if (!token) {
-    return refuse("not_found", `agent token ${input.id} not found`);
+    return refuse("not_found", notFoundSentence("agentToken", input.id));
   }
   const now = token.revokedAt ?? deps.now();
   if (token.revokedAt === null) {

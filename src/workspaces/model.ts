@@ -6,6 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import { ENGINES, type Engine, parseVersionConstraint } from "@outpost/protocol";
 import { validRange } from "semver";
+import { refParam } from "../names/model.ts";
 
 export { ENGINES, type Engine };
 export const EXECUTION_MODES = ["agent", "local"] as const;
@@ -35,17 +36,8 @@ export const WorkspaceName = z
   )
   .openapi({ example: "network-prod" });
 
-/** A path segment naming a workspace: its `ws_…` id or its name. */
-export const WorkspaceRef = z
-  .string()
-  .refine((v) => WORKSPACE_ID_PATTERN.test(v) || NAME_PATTERN.test(v), {
-    message: "must be a ws_ id or a workspace name",
-  })
-  .openapi({
-    param: { name: "workspaceId", in: "path" },
-    description: "The workspace's id (ws_…) or its name",
-    example: "network-prod",
-  });
+/** A path segment naming a workspace: its `ws_…` id or its name (resolved by `names/`). */
+export const WorkspaceRef = refParam("workspace", "workspaceId", NAME_PATTERN);
 
 /**
  * An engine version as a request may name it, checked per engine by {@link checkSettings}:

@@ -13,6 +13,8 @@ import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
+import { notFoundSentence } from "../names/model.ts";
+import { resolveRef } from "../names/service.ts";
 import { poolScopeRefusal } from "../pools/model.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {
@@ -41,7 +43,7 @@ export type WorkspaceResult<T> = Outcome<T, "not_found" | "invalid" | "conflict"
 
 /** The refusal for a workspace that is not in the caller's org, named as the caller named it. */
 export function workspaceNotFound(ref: string) {
-  return refuse("not_found", `workspace ${ref} not found`);
+  return refuse("not_found", notFoundSentence("workspace", ref));
 }
 
 function nameTaken(name: string) {
@@ -121,12 +123,13 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
  * The workspace of the org named by `ref` (its `ws_…` id or its name), or undefined. Another
  * org's workspace is never found. For other features that address workspaces in their paths.
  */
-export function resolveWorkspace(
+export async function resolveWorkspace(
   db: Database,
   orgId: string,
   ref: string,
 ): Promise<WorkspaceRow | undefined> {
-  return findWorkspace(db, orgId, ref);
+  const result = await resolveRef(db, "workspace", { orgId }, ref);
+  return result.ok ? result.value : undefined;
 }
 
 /** The refusal a failed write stands for, when a constraint caught a race; else undefined. */
@@ -286,7 +289,7 @@ export async function updateWorkspace(
   },
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
-  const current = await findWorkspace(db, input.orgId, input.ref);
+  const current = await resolveWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
   }

@@ -269,6 +269,22 @@ describe("GET /agent/v1/install.sh", () => {
     expect(readdirSync(path.join(prefix, "lib"))).toEqual(["outpost-agent.mjs"]);
   });
 
+  it("with --with-cli also installs the outpost CLI from the verified npm package", async () => {
+    const prefix = path.join(world.freshDir("cli-prefix"), "opt");
+    const installed = await attempt("sh", [script, "--prefix", prefix, "--with-cli"], {
+      env: hostEnv(),
+    });
+    expect(installed.code, installed.stderr).toBe(0);
+    expect(installed.stderr).toContain(`installed outpost ${agentPackage.version}`);
+    const cli = path.join(prefix, "bin/outpost");
+    const version = await attempt(cli, ["--version"], { env: { PATH: "/usr/bin:/bin" } });
+    expect(version).toMatchObject({ code: 0, stdout: `${agentPackage.version}\n` });
+    expect(readdirSync(path.join(prefix, "lib")).sort()).toEqual([
+      "outpost-agent.mjs",
+      "outpost.mjs",
+    ]);
+  });
+
   it("refuses a download whose digest differs, installing nothing", async () => {
     const tampered = path.join(path.dirname(script), "tampered.sh");
     writeFileSync(

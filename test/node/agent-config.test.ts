@@ -97,6 +97,8 @@ describe("outpost-agent configuration (the real bin)", () => {
     ],
     [["--release-mirror", "ftp://mirror"], GOOD_ENV, "--release-mirror must be an http(s) URL"],
     [["--frobnicate"], GOOD_ENV, "unknown option '--frobnicate'"],
+    [["--nmae", "x"], GOOD_ENV, "unknown option '--nmae' (Did you mean --name?)"],
+    [["-hook-dri", "/x"], GOOD_ENV, "unknown option '-hook-dri'"],
     [["stray"], GOOD_ENV, "too many arguments"],
     [["--single=maybe"], GOOD_ENV, "unknown option '--single=maybe'"],
     [[], { ...GOOD_ENV, OUTPOST_SINGLE: "maybe" }, "OUTPOST_SINGLE"],

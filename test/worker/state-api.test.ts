@@ -95,7 +95,7 @@ describe("GET /api/v1/workspaces/:id/state-versions", () => {
       `/api/v1/workspaces/${ws}/state-versions?cursor=zzz`,
       `/api/v1/workspaces/${ws}/state-versions?limit=0`,
       `/api/v1/workspaces/${ws}/state-versions?limit=101`,
-      "/api/v1/workspaces/nope/state-versions",
+      "/api/v1/workspaces/no%20pe/state-versions",
       `/api/v1/workspaces/${ws}/state-versions/nope`,
     ]) {
       const res = await requestJson<ErrorBody>(path, { token: org.tokens.reader });

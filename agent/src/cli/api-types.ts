@@ -1168,7 +1168,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a configuration (tar.gz as the raw body)
-         * @description Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree; 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).
+         * @description Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree, and whose working directory (the workspace's) holds a .tf or .tf.json file (Pulumi.yaml for Pulumi workspaces); 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).
          */
         post: operations["createConfigurationVersion"];
         delete?: never;
@@ -1364,6 +1364,23 @@ export interface paths {
         };
         /** Outputs of one state version; sensitive values as for the current outputs */
         get: operations["getStateVersionOutputs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceId}/state-versions/{stateVersionId}/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The resource instances a state version holds, by address (as terraform state list prints them); no attribute values */
+        get: operations["listStateVersionResources"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2019,6 +2036,11 @@ export interface components {
             name: string;
         };
         CreateRun: {
+            /**
+             * @description Let the run apply a plan that destroys every resource of the state from a configuration that declares none; without it such a run ends errored after its plan (queue a destroy run to destroy everything on purpose)
+             * @default false
+             */
+            allowEmptyApply?: boolean;
             configurationVersionId?: string;
             /** @default false */
             isSpeculative?: boolean;
@@ -2453,6 +2475,8 @@ export interface components {
             graceSeconds?: number;
         };
         Run: {
+            /** @description Queued to apply even a plan that destroys every resource of the state */
+            allowEmptyApply: boolean;
             canceledBy: components["schemas"]["Actor"] & unknown;
             cancelRequestedAt: string | null;
             configurationVersionId: string | null;
@@ -2568,6 +2592,23 @@ export interface components {
             outputsStatus: "stored" | "none" | "encrypted" | "too_large" | null;
             serial: number | null;
             stateVersionId: string | null;
+        };
+        StateResources: {
+            resources: {
+                /**
+                 * @description Terraform's address; a Pulumi resource's URN
+                 * @example module.vpc.aws_subnet.a[0]
+                 */
+                address: string;
+                /** @enum {string} */
+                mode: "managed" | "data";
+                module: string | null;
+                name: string;
+                provider: string | null;
+                type: string;
+            }[];
+            serial: number;
+            stateVersionId: string;
         };
         StateVersion: {
             createdAt: string;
@@ -4457,6 +4498,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4515,6 +4557,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4580,6 +4623,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4669,6 +4713,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4727,6 +4772,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4787,6 +4833,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4876,6 +4923,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
                 trustId: string;
             };
@@ -4937,6 +4985,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4997,6 +5046,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -5077,7 +5127,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
+                /** @description The agent token's id (atok_…) or its description when no other active token of the pool has it */
                 tokenId: string;
             };
             cookie?: never;
@@ -5122,6 +5174,15 @@ export interface operations {
             };
             /** @description Not found in this organization */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9267,6 +9328,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9479,6 +9541,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9542,6 +9605,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9614,6 +9678,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9676,6 +9741,7 @@ export interface operations {
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9735,6 +9801,7 @@ export interface operations {
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9797,6 +9864,7 @@ export interface operations {
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9850,12 +9918,82 @@ export interface operations {
             };
         };
     };
+    listStateVersionResources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version's resources, in the state's order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StateResources"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     rollbackState: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -10737,6 +10875,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -10805,6 +10944,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -10894,6 +11034,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -10959,6 +11100,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -11039,6 +11181,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;

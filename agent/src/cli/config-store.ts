@@ -2,6 +2,7 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { toBaseAddress } from "../net/base-address.ts";
 import { UsageError } from "./errors.ts";
 
 /**
@@ -9,10 +10,7 @@ import { UsageError } from "./errors.ts";
  * team token, or the personal token `outpost login --sso` receives).
  */
 export const Credentials = z.strictObject({
-  address: z
-    .string()
-    .regex(/^https?:\/\/[^\s]+$/, "must be an http(s) URL")
-    .transform((v) => v.replace(/\/+$/, "")),
+  address: z.string().transform(toBaseAddress),
   token: z
     .string()
     .regex(

@@ -1,11 +1,13 @@
 import type { PlanSummary } from "@outpost/protocol";
 
-type Change = { change?: { actions?: unknown; importing?: unknown } };
+type Change = { mode?: unknown; change?: { actions?: unknown; importing?: unknown } };
 
 /**
  * Counts a `terraform show -json` plan the way the CLI's "Plan: N to add…" line does: a
  * replacement (delete+create in either order) counts as one add and one destroy, `importing`
- * as an import. `hasChanges` is also true for output-only changes, like `-detailed-exitcode`.
+ * as an import. `sames` counts the managed resources left as they are (`no-op`), so the
+ * coordinator can tell a plan that empties the state from one that only removes some resources.
+ * `hasChanges` is also true for output-only changes, like `-detailed-exitcode`.
  * Throws if the document is not a JSON plan.
  */
 export function summarizePlan(json: string): PlanSummary {
@@ -13,7 +15,14 @@ export function summarizePlan(json: string): PlanSummary {
   if (typeof doc !== "object" || doc === null) {
     throw new Error("the JSON plan is not an object");
   }
-  const summary: PlanSummary = { adds: 0, changes: 0, destroys: 0, imports: 0, hasChanges: false };
+  const summary: PlanSummary = {
+    adds: 0,
+    changes: 0,
+    destroys: 0,
+    imports: 0,
+    sames: 0,
+    hasChanges: false,
+  };
   const resources = Array.isArray(doc.resource_changes) ? (doc.resource_changes as Change[]) : [];
   for (const rc of resources) {
     const actions = Array.isArray(rc.change?.actions) ? (rc.change.actions as string[]) : [];
@@ -25,6 +34,9 @@ export function summarizePlan(json: string): PlanSummary {
     }
     if (actions.includes("update")) {
       summary.changes += 1;
+    }
+    if (rc.mode !== "data" && actions.length === 1 && actions[0] === "no-op") {
+      summary.sames = (summary.sames ?? 0) + 1;
     }
     if (rc.change?.importing !== undefined && rc.change.importing !== null) {
       summary.imports += 1;

@@ -96,7 +96,10 @@ export const PlanSummary = z.strictObject({
   imports: z.int().min(0).default(0),
   /** Pulumi: resources replaced (counted apart from adds and destroys); absent for Terraform. */
   replaces: z.int().min(0).optional(),
-  /** Pulumi: resources left as they are; absent for engines that do not count them. */
+  /**
+   * Resources left as they are (Terraform's `no-op`, Pulumi's `same`); absent from agents that do
+   * not count them. The coordinator reads it to refuse a plan that empties the state.
+   */
   sames: z.int().min(0).optional(),
   hasChanges: z.boolean(),
 });

@@ -7,13 +7,17 @@ import { effectiveVars } from "./varsets.ts";
 
 const settings = {
   description: { type: "string", description: "what the workspace is for" },
-  pool: { type: "string", description: "agent pool id the runs go to" },
+  pool: { type: "string", description: "agent pool (id or name) the runs go to" },
   project: { type: "string", description: "project (id or name) the workspace belongs to" },
   "execution-mode": { type: "string", description: "agent or local" },
-  engine: { type: "string", description: "terraform or tofu" },
+  engine: { type: "string", description: "terraform, tofu or pulumi" },
   "engine-version": {
     type: "string",
-    description: 'latest (the default), 1.9.5, "~> 1.9" or ">= 1.6, < 2.0"',
+    description: 'latest (the default), 1.9.5, "~> 1.9" or ">= 1.6, < 2.0"; ^3.150 for Pulumi',
+  },
+  "stack-name": {
+    type: "string",
+    description: "the Pulumi stack (dev, or org/project/dev); Pulumi workspaces need one",
   },
   "working-directory": { type: "string", description: "inside the configuration" },
   "auto-apply": { type: "boolean", description: "apply without confirmation" },
@@ -36,6 +40,7 @@ type SettingsValues = {
   "execution-mode"?: string;
   engine?: string;
   "engine-version"?: string;
+  "stack-name"?: string;
   "working-directory"?: string;
   "auto-apply"?: boolean;
   "no-auto-apply"?: boolean;
@@ -56,6 +61,7 @@ function settingsBody(values: SettingsValues) {
     ...(mode === undefined ? {} : { executionMode: mode as Workspace["executionMode"] }),
     ...(engine === undefined ? {} : { engine: engine as Workspace["engine"] }),
     ...(values["engine-version"] === undefined ? {} : { engineVersion: values["engine-version"] }),
+    ...(values["stack-name"] === undefined ? {} : { stackName: values["stack-name"] }),
     ...(values["working-directory"] === undefined
       ? {}
       : { workingDirectory: values["working-directory"] }),
@@ -290,6 +296,10 @@ const varsSet = command(
   {
     summary: "set a variable; VALUE - reads it from stdin",
     options: {
+      category: {
+        type: "string",
+        description: "env or terraform (the default); --env is --category env",
+      },
       env: { type: "boolean", description: "an environment variable (default: terraform)" },
       hcl: { type: "boolean", description: "the value is an HCL expression" },
       sensitive: { type: "boolean", description: "write-only, masked in logs" },
@@ -300,6 +310,13 @@ const varsSet = command(
   },
   async (ctx, { values, positionals }) => {
     const [workspaceId = "", key = "", given = ""] = positionals;
+    const category = values.category ?? (values.env ? "env" : "terraform");
+    if (category !== "env" && category !== "terraform") {
+      throw new UsageError("--category must be env or terraform");
+    }
+    if (values.env && values.category === "terraform") {
+      throw new UsageError("--env and --category terraform contradict each other; give one");
+    }
     // A secret on the command line lands in shell history; `-` takes it from stdin instead.
     const value = given === "-" ? ((await ctx.readStdin()) ?? "").replace(/\r?\n$/, "") : given;
     const variable = await must(
@@ -307,7 +324,7 @@ const varsSet = command(
         params: { path: { workspaceId, key } },
         body: {
           value,
-          category: values.env ? "env" : "terraform",
+          category,
           hcl: values.hcl === true,
           sensitive: values.sensitive === true,
           ...(values.description === undefined ? {} : { description: values.description }),
