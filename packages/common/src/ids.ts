@@ -26,6 +26,8 @@ const PREFIXES = {
   teamToken: "ttok",
   ssoRequest: "sso",
   cliLogin: "cli",
+  schedule: "sch",
+  assessment: "asmt",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;
