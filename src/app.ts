@@ -23,6 +23,7 @@ import { runRoutes } from "./runs/routes.ts";
 import { logoutRoutes } from "./sessions/routes.ts";
 import { authRoutes } from "./sso/auth-routes.tsx";
 import { ssoRoutes } from "./sso/routes.ts";
+import { scheduleRoutes } from "./schedules/routes.ts";
 import { stateApiRoutes } from "./state/api-routes.ts";
 import { stateRoutes } from "./state/routes.ts";
 import { teamAccessRoutes } from "./teams/access-routes.ts";
@@ -68,6 +69,7 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   app.route("/api/v1/workspaces", variableRoutes);
   app.route("/api/v1/workspaces", configurationVersionRoutes);
   app.route("/api/v1/workspaces", stateApiRoutes);
+  app.route("/api/v1/workspaces", scheduleRoutes);
   // The Terraform http backend: outside /api (own auth scheme, custom methods, large bodies).
   app.route("/state/v1", stateRoutes);
   app.route("/api/v1/pools", poolRoutes);

@@ -11,6 +11,7 @@ import type { PersonPrincipal } from "../authz/principal.ts";
 import { readableWorkspaces } from "../authz/queries.ts";
 import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
+import { nextAssessmentAt } from "../assessments/model.ts";
 import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
 import { findCurrentVersion } from "../state/queries.ts";
@@ -75,6 +76,12 @@ export function presentWorkspace(row: WorkspaceRow) {
     remoteStateConsumerIds: row.remoteStateConsumerIds ?? [],
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    assessmentsEnabled: row.assessmentsEnabled,
+    assessmentIntervalMinutes: row.assessmentIntervalMinutes,
+    autoRemediate: row.autoRemediate,
+    driftStatus: row.driftStatus ?? ("unknown" as const),
+    lastAssessmentAt: iso(row.lastAssessmentAt),
+    nextAssessmentAt: iso(row.nextAssessmentAt),
     lock:
       row.lockedBy === null
         ? null
@@ -110,6 +117,9 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     remoteStateConsumerIds: row.remoteStateConsumerIds,
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    assessmentsEnabled: row.assessmentsEnabled,
+    assessmentIntervalMinutes: row.assessmentIntervalMinutes,
+    autoRemediate: row.autoRemediate,
   };
 }
 
@@ -195,6 +205,9 @@ export async function createWorkspace(
     lockReason: null,
     lockedAt: null,
     currentRunId: null,
+    nextAssessmentAt: nextAssessmentAt(null, resolved.value, null, now),
+    driftStatus: null,
+    lastAssessmentAt: null,
     createdAt: now,
     updatedAt: now,
   };
@@ -275,7 +288,11 @@ export async function updateWorkspace(
   const now = deps.now();
   try {
     const [[updated]] = await db.batch([
-      updateWorkspaceQuery(db, input.orgId, current.id, { ...resolved.value, updatedAt: now }),
+      updateWorkspaceQuery(db, input.orgId, current.id, {
+        ...resolved.value,
+        nextAssessmentAt: nextAssessmentAt(before, resolved.value, current.nextAssessmentAt, now),
+        updatedAt: now,
+      }),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,
