@@ -4,6 +4,7 @@
  * the clock; `src/index.ts` gives the real one.
  */
 import { newApp } from "./app.ts";
+import { tickAssessments } from "./assessments/service.ts";
 import { buildDeps, type Clock } from "./deps.ts";
 import { consumeJobEvents } from "./runs/job-events.ts";
 import { reconcile } from "./runs/reconcile.ts";
@@ -20,7 +21,8 @@ export function newWorker(clock: Clock) {
     },
     /**
      * Every minute: reconcile runs with the pool queues (src/runs/reconcile.ts), then queue the
-     * runs of due schedules (src/schedules/service.ts). Each is safe to run twice or late.
+     * runs of due schedules (src/schedules/service.ts) and start due assessments
+     * (src/assessments/service.ts). Each is safe to run twice or late.
      */
     async scheduled(_controller, env, ctx) {
       ctx.waitUntil(tick(buildDeps(env, clock)));
@@ -28,7 +30,10 @@ export function newWorker(clock: Clock) {
   } satisfies ExportedHandler<Env>;
 }
 
-/** One cron tick: the reconciler first (it repairs what the others read), then the schedules. */
+/**
+ * One cron tick: the reconciler first (it repairs what the others read), then the schedules,
+ * then the assessments.
+ */
 export async function tick(deps: ReturnType<typeof buildDeps>): Promise<void> {
   const report = await reconcile(deps);
   const repaired = Object.values(report).reduce((n, ids) => n + ids.length, 0);
@@ -38,5 +43,9 @@ export async function tick(deps: ReturnType<typeof buildDeps>): Promise<void> {
   const schedules = await tickSchedules(deps);
   if (schedules.queued.length + schedules.skipped.length + schedules.failed.length > 0) {
     console.log(JSON.stringify({ level: "info", msg: "schedules ticked", ...schedules }));
+  }
+  const assessments = await tickAssessments(deps);
+  if (assessments.started.length + assessments.settled.length > 0) {
+    console.log(JSON.stringify({ level: "info", msg: "assessments ticked", ...assessments }));
   }
 }

@@ -265,9 +265,7 @@ export const runs = sqliteTable(
     message: text().notNull().default(""),
     /** Why the run ended errored or canceled, in words. */
     statusReason: text(),
-    source: text({ enum: RUN_SOURCES })
-      .notNull()
-      .default("api"),
+    source: text({ enum: RUN_SOURCES }).notNull().default("api"),
     commitSha: text(),
     branch: text(),
     pullRequestNumber: integer(),

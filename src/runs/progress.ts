@@ -3,6 +3,7 @@
  * the apply, and the cleanup every run gets when it reaches a terminal status.
  */
 import type { BatchItem } from "drizzle-orm/batch";
+import { finishAssessment } from "../assessments/service.ts";
 import type { Deps } from "../deps.ts";
 import { releaseRunStateLocks } from "../state/locks.ts";
 import { enqueueJob } from "./jobs.ts";
@@ -82,10 +83,16 @@ export function endRunQueries(
   ] as const;
 }
 
-/** What follows {@link endRunQueries}: the run's state locks, then the workspace's next run. */
+/**
+ * What follows {@link endRunQueries}: the run's state locks, an assessment's verdict, then the
+ * workspace's next run.
+ */
 export async function afterRunEnded(deps: Deps, run: RunRow, holdsLock: boolean): Promise<void> {
   if (holdsLock) {
     await releaseRunStateLocks(deps, run.id);
+  }
+  if (run.source === "assessment") {
+    await finishAssessment(deps, run.id);
   }
   if (!run.isSpeculative) {
     await advanceWorkspace(deps, run.workspaceId);

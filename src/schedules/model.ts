@@ -55,7 +55,10 @@ export function parseSchedule(
   try {
     cron = new Cron(fields.join(" "), { timezone, paused: true, mode: "5-part" });
   } catch (error) {
-    return fail({ field: "cron", message: `cron "${expression}" is not valid: ${cronError(error)}` });
+    return fail({
+      field: "cron",
+      message: `cron "${expression}" is not valid: ${cronError(error)}`,
+    });
   }
   const schedule = { cron };
   if (nextOccurrence(schedule, now) === null) {
@@ -84,7 +87,11 @@ export function nextOccurrence(schedule: CronSchedule, after: number): number | 
  * `nextRunAt` (the first the schedule has not looked at yet). A late tick thus queues the newest
  * missed occurrence once, not a burst of them; null when nothing is due.
  */
-export function dueOccurrence(schedule: CronSchedule, nextRunAt: number, now: number): number | null {
+export function dueOccurrence(
+  schedule: CronSchedule,
+  nextRunAt: number,
+  now: number,
+): number | null {
   if (nextRunAt > now) {
     return null;
   }

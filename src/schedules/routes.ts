@@ -71,7 +71,12 @@ function presentSchedule(view: ScheduleView) {
     operation: view.operation,
     nextRunAt: view.nextRunAt >= Number.MAX_SAFE_INTEGER ? null : iso(view.nextRunAt),
     lastOccurrence: last
-      ? { at: new Date(last.occurrenceAt).toISOString(), status: last.status, runId: last.runId, reason: last.reason }
+      ? {
+          at: new Date(last.occurrenceAt).toISOString(),
+          status: last.status,
+          runId: last.runId,
+          reason: last.reason,
+        }
       : null,
     createdBy: view.createdBy ?? null,
     createdAt: new Date(view.createdAt).toISOString(),
@@ -121,7 +126,11 @@ export const scheduleRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspace } = await workspaceOf(c, c.req.valid("param").workspaceId, "workspace.read");
+      const { workspace } = await workspaceOf(
+        c,
+        c.req.valid("param").workspaceId,
+        "workspace.read",
+      );
       const views = await listSchedules(c.var.deps, workspace.id);
       return c.json({ schedules: views.map(presentSchedule) }, 200);
     },

@@ -5,13 +5,13 @@
  */
 
 import { fail, newId, ok } from "@outpost/common";
+import { nextAssessmentAt } from "../assessments/model.ts";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
 import { readableWorkspaces } from "../authz/queries.ts";
 import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
-import { nextAssessmentAt } from "../assessments/model.ts";
 import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
 import { findCurrentVersion } from "../state/queries.ts";
