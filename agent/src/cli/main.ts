@@ -8,10 +8,12 @@ import {
   commanderOutcome,
 } from "./args.ts";
 import { admin } from "./commands/admin.ts";
+import { assessments } from "./commands/assessments.ts";
 import { login, logout, whoami } from "./commands/auth.ts";
 import { oidcTrusts } from "./commands/oidc-trusts.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
 import { cancel, confirm, discard, logs, run, runs } from "./commands/runs.ts";
+import { schedules } from "./commands/schedules.ts";
 import { outputs, state } from "./commands/state.ts";
 import { vars, workspaces } from "./commands/workspaces.ts";
 import type { CliContext } from "./context.ts";
@@ -26,6 +28,8 @@ const COMMANDS: Record<string, CliCommand | CliGroup> = {
   "oidc-trusts": oidcTrusts,
   workspaces,
   vars,
+  assessments,
+  schedules,
   run,
   runs,
   confirm,
