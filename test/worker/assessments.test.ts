@@ -19,6 +19,7 @@ import { describeAccess, describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { db, deps, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { getRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
+import { signIn } from "./helpers/ui.ts";
 import { createWorkspace } from "./helpers/workspaces.ts";
 
 type Assessment = {
@@ -162,6 +163,26 @@ describe("assessments", () => {
         and(eq(auditEvents.targetId, started.body.id), eq(auditEvents.action, "assessment.finish")),
       );
     expect(finishes).toHaveLength(1);
+  });
+
+  it("shows the drift status as a badge on the dashboard's workspace pages", async () => {
+    const org = await seedOrg();
+    const { workspace, agentToken } = await runnableWorkspace(org);
+    const reader = await signIn(org.tokens.reader);
+    const page = async (path: string) => (await reader.get(path)).text();
+    expect(await page(`/ui/workspaces/${workspace.id}`)).toContain('data-drift="unknown"');
+    await startAssessment(org, workspace.id);
+    const agent = await TestAgent.register(agentToken);
+    await finishPlan(agent, {
+      outcome: "succeeded",
+      planSummary: { ...noChanges, hasChanges: true, driftedResources: ["null_resource.x"] },
+    });
+    const detail = await page(`/ui/workspaces/${workspace.id}`);
+    expect(detail).toMatch(
+      /<span class="badge drift-drifted" data-drift="drifted">drifted<\/span>/,
+    );
+    expect(detail).toContain("assessments off");
+    expect(await page("/ui/workspaces")).toContain('data-drift="drifted"');
   });
 
   it("refuses a workspace that cannot run (409), changing nothing", async () => {
