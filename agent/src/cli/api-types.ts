@@ -2204,6 +2204,7 @@ export interface components {
                 replaces?: number;
                 sames?: number;
             } | null;
+            /** @description Who queued it: api, cli, ui, github, gitlab, schedule (a schedule's occurrence) or assessment (a drift check, or the plan autoRemediate queued) */
             source: string;
             /** @enum {string} */
             status: "pending" | "plan_queued" | "planning" | "planned" | "planned_and_finished" | "confirmed" | "apply_queued" | "applying" | "applied" | "discarded" | "errored" | "canceled" | "force_canceled";
