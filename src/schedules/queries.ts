@@ -1,5 +1,5 @@
 /** The SQL of schedules and their occurrences. */
-import { and, asc, desc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, lte, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { scheduleOccurrences, schedules } from "../db/schema.ts";
 
@@ -98,14 +98,4 @@ export function settleOccurrenceQuery(
 
 export function setLastRunQuery(db: Database, id: string, runId: string) {
   return db.update(schedules).set({ lastRunId: runId }).where(eq(schedules.id, id));
-}
-
-/** The recent occurrences of one schedule, newest first. */
-export function recentOccurrences(db: Database, scheduleId: string, limit: number) {
-  return db
-    .select()
-    .from(scheduleOccurrences)
-    .where(eq(scheduleOccurrences.scheduleId, scheduleId))
-    .orderBy(desc(scheduleOccurrences.occurrenceAt))
-    .limit(limit);
 }
