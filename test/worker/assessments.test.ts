@@ -14,7 +14,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { finishAssessment } from "../../src/assessments/service.ts";
 import { auditEvents, runs } from "../../src/db/schema.ts";
 import { newWorker } from "../../src/worker.ts";
-import { type ErrorBody, requestJson, routeRequests } from "./helpers/api.ts";
+import { type ErrorBody, request, requestJson, routeRequests } from "./helpers/api.ts";
 import { describeAccess, describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { db, deps, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -183,6 +183,34 @@ describe("assessments", () => {
     );
     expect(detail).toContain("assessments off");
     expect(await page("/ui/workspaces")).toContain('data-drift="drifted"');
+  });
+
+  it("answers outpost_workspace_drifted for the workspaces with a verdict", async () => {
+    const org = await seedOrg();
+    const drifting = await runnableWorkspace(org);
+    const clean = await runnableWorkspace(org);
+    const unchecked = await runnableWorkspace(org);
+    for (const [ws, drifted] of [
+      [drifting, true],
+      [clean, false],
+    ] as const) {
+      await startAssessment(org, ws.workspace.id);
+      const agent = await TestAgent.register(ws.agentToken);
+      await finishPlan(agent, {
+        outcome: "succeeded",
+        planSummary: drifted
+          ? { ...noChanges, hasChanges: true, driftedResources: ["null_resource.x"] }
+          : noChanges,
+      });
+    }
+    const res = await request("/metrics", { token: org.tokens.reader });
+    expect(res.status).toBe(200);
+    const text = new TextDecoder().decode(await res.arrayBuffer());
+    const lines = text.split("\n").filter((l) => l.startsWith("outpost_workspace_drifted{"));
+    const series = (ws: typeof clean, value: number) =>
+      `outpost_workspace_drifted{workspace="${ws.workspace.name}",workspace_id="${ws.workspace.id}"} ${value}`;
+    expect(lines.sort()).toEqual([series(clean, 0), series(drifting, 1)].sort());
+    expect(text).not.toContain(unchecked.workspace.id);
   });
 
   it("refuses a workspace that cannot run (409), changing nothing", async () => {
