@@ -4,10 +4,13 @@
  * assessment runs `plan -refresh-only -detailed-exitcode`, the agent reads the drifted addresses
  * from the saved plan's JSON (`resource_drift`), and nothing writes state.
  */
+import { execFile } from "node:child_process";
 import { setTimeout as delay } from "node:timers/promises";
+import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentProcess,
+  CLI_BIN,
   createWorkspace,
   expectStatus,
   type Json,
@@ -66,6 +69,20 @@ async function assess(workspaceId: string): Promise<Json> {
   return settledAssessment(workspaceId, String(started.id));
 }
 
+/** The outpost CLI against the world's coordinator, as the owner (bounded in time). */
+async function cli(args: string[]): Promise<string> {
+  const { stdout } = await promisify(execFile)(process.execPath, [CLI_BIN, ...args], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: world.dir,
+      OUTPOST_ADDRESS: world.coordinator.url,
+      OUTPOST_TOKEN: world.ownerToken,
+    },
+    timeout: 30_000,
+  });
+  return stdout;
+}
+
 async function driftStatus(workspaceId: string): Promise<unknown> {
   const ws = await expectStatus(world.api("GET", `/api/v1/workspaces/${workspaceId}`), 200);
   return ws.driftStatus;
@@ -104,6 +121,12 @@ describe("assessments through the real agent", () => {
     expect(driftLog).toContain("# null_resource.a has changed");
     // A refresh-only plan that applies nothing: the state is the one the apply wrote.
     expect(await stateVersions(world, ws)).toHaveLength(1);
+    // The CLI shows it too.
+    expect(await cli(["workspaces", "show", "drifting"])).toMatch(/^drift: drifted \(checked /m);
+    expect(await cli(["workspaces", "list"])).toMatch(/drifting .* drifted /);
+    expect(await cli(["assessments", "list", "drifting"])).toMatch(
+      new RegExp(`${String(drifted.id)}\\s+drifted\\s+null_resource\\.a\\s`),
+    );
     const runs = await expectStatus(world.api("GET", `/api/v1/workspaces/${ws}/runs`), 200);
     expect((runs.runs as Json[]).map((r) => r.status)).toEqual([
       "planned_and_finished",
