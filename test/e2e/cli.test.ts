@@ -33,7 +33,8 @@ beforeAll(async () => {
   agent = startAgent(world, { args: ["--cancel-grace", "5"] });
   home = freshDir(world, "cli-home");
   await agent.waitForOutput(/registered/);
-});
+  // Starting the local coordinator is slow on a loaded machine.
+}, 180_000);
 afterEach((context) => {
   if (context.task.result?.state === "fail") {
     console.log(agent.output());
@@ -185,6 +186,78 @@ describe("outpost CLI", () => {
     );
     expect((await cli(["pools", "delete", poolId])).code).toBe(0);
   });
+
+  it("manages projects and variable sets; a workspace's effective variables name their source", async () => {
+    const project = await cli(["projects", "create", "cli-network", "--description", "dc1"]);
+    expect(project.code, project.stderr).toBe(0);
+    expect(project.stdout.trim()).toMatch(/^prj_/);
+    const ws = await cli([
+      "workspaces",
+      "create",
+      "cli-proj-ws",
+      "--project",
+      "cli-network",
+      "--pool",
+      world.poolId,
+      "--engine-version",
+      ENGINE_VERSION,
+    ]);
+    expect(ws.code, ws.stderr).toBe(0);
+    expect((await cli(["workspaces", "show", "cli-proj-ws"])).stdout).toContain(
+      `project: ${project.stdout.trim()}`,
+    );
+    const inProject = await cli(["workspaces", "list", "--project", "cli-network"]);
+    expect(inProject.stdout).toContain("cli-proj-ws");
+    expect(inProject.stdout).not.toContain("cli-ws\n");
+    expect((await cli(["projects", "list"])).stdout).toMatch(/cli-network\s+1\s+dc1/);
+    expect((await cli(["projects", "show", "cli-network"])).stdout).toContain("cli-proj-ws");
+
+    const created = await cli(["varsets", "create", "cli-creds", "--priority"]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout.trim()).toMatch(/^varset_/);
+    const secret = await cli(
+      ["varsets", "set", "cli-creds", "CLOUD_TOKEN", "-", "--env", "--sensitive"],
+      {
+        stdin: "cli-cloud-secret\n",
+      },
+    );
+    expect(secret.code, secret.stderr).toBe(0);
+    expect((await cli(["varsets", "set", "cli-creds", "region", "eu-1"])).code).toBe(0);
+    expectOneLineError(
+      await cli(["varsets", "apply", "cli-creds"]),
+      CLI_EXIT.usage,
+      "exactly one of --project or --workspace",
+    );
+    const applied = await cli(["varsets", "apply", "cli-creds", "--project", "cli-network"]);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stderr).toContain("applies to project cli-network");
+    expect((await cli(["vars", "set", "cli-proj-ws", "region", "own-region"])).code).toBe(0);
+
+    const shown = await cli(["varsets", "show", "cli-creds"]);
+    expect(shown.stdout).toMatch(/CLOUD_TOKEN\s+env\s+\(sensitive\)/);
+    expect(shown.stdout).not.toContain("cli-cloud-secret");
+    const effective = await cli(["vars", "effective", "cli-proj-ws"]);
+    expect(effective.stdout).toMatch(/region\s+terraform\s+eu-1\s+priority set cli-creds/);
+    expect(effective.stdout).toMatch(/CLOUD_TOKEN\s+env\s+\(sensitive\)\s+priority set cli-creds/);
+
+    const other = await cli(["varsets", "apply", "cli-creds", "--workspace", "cli-proj-ws"]);
+    expect(other.code, other.stderr).toBe(0);
+    expect((await cli(["varsets", "list"])).stdout).toMatch(
+      /cli-creds\s+true\s+2\s+project cli-network, workspace cli-proj-ws/,
+    );
+    expect(
+      (await cli(["varsets", "unapply", "cli-creds", "--workspace", "cli-proj-ws"])).code,
+    ).toBe(0);
+    expectOneLineError(
+      await cli(["projects", "delete", "cli-network"]),
+      CLI_EXIT.requestFailed,
+      "still holds 1 workspace",
+    );
+    expect((await cli(["workspaces", "delete", "cli-proj-ws"])).code).toBe(0);
+    expect((await cli(["projects", "delete", "cli-network"])).code).toBe(0);
+    expect((await cli(["varsets", "delete", "cli-creds"])).code).toBe(0);
+    // Some thirty CLI processes, each a Node start: slow on a loaded machine.
+  }, 180_000);
 
   it("sets a pool's autoscaling settings and shows its autoscaling signal", async () => {
     const created = await cli([

@@ -28,6 +28,8 @@ const PREFIXES = {
   cliLogin: "cli",
   schedule: "sch",
   assessment: "asmt",
+  project: "prj",
+  variableSet: "varset",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;
