@@ -76,7 +76,10 @@ const Run = z
       description:
         "SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other",
     }),
-    source: z.string(),
+    source: z.string().openapi({
+      description:
+        "Who queued it: api, cli, ui, github, gitlab, schedule (a schedule's occurrence) or assessment (a drift check, or the plan autoRemediate queued)",
+    }),
     vcs: z.object({
       commitSha: z.string().nullable(),
       branch: z.string().nullable(),

@@ -196,6 +196,12 @@ export const TriggerPath = z
     }
   });
 
+/** Assessments run daily unless the workspace says otherwise. */
+export const DEFAULT_ASSESSMENT_INTERVAL_MINUTES = 1440;
+/** From hourly to weekly. */
+export const MIN_ASSESSMENT_INTERVAL_MINUTES = 60;
+export const MAX_ASSESSMENT_INTERVAL_MINUTES = 10_080;
+
 /** Every setting of a workspace, as stored. */
 export type WorkspaceSettings = {
   name: string;
@@ -221,6 +227,11 @@ export type WorkspaceSettings = {
   workloadIdentityAudience: string | null;
   /** How long one such token lives (the agent renews it while the job runs). */
   workloadIdentityTokenLifetimeSeconds: number;
+  /** Drift detection: an assessment every `assessmentIntervalMinutes` (docs/workspaces.md). */
+  assessmentsEnabled: boolean;
+  assessmentIntervalMinutes: number;
+  /** An assessment that finds drift queues a normal plan. */
+  autoRemediate: boolean;
 };
 
 /** What a create or update request may set; absent means "default" or "unchanged". */
@@ -252,6 +263,9 @@ const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMod
   workloadIdentity: false,
   workloadIdentityAudience: null,
   workloadIdentityTokenLifetimeSeconds: 900,
+  assessmentsEnabled: false,
+  assessmentIntervalMinutes: DEFAULT_ASSESSMENT_INTERVAL_MINUTES,
+  autoRemediate: false,
 };
 
 /**
@@ -299,6 +313,12 @@ export function settingsForUpdate(
 }
 
 function checkSettings(s: WorkspaceSettings): SettingsResult {
+  if (s.assessmentsEnabled && s.executionMode === "local") {
+    return problem(
+      "assessmentsEnabled",
+      "assessments run on an agent: a local workspace cannot enable them (set executionMode agent)",
+    );
+  }
   if (s.executionMode === "agent" && !s.poolId) {
     return problem("poolId", "execution mode agent needs a poolId");
   }

@@ -5,6 +5,7 @@
  */
 
 import { fail, newId, ok } from "@outpost/common";
+import { nextAssessmentAt } from "../assessments/model.ts";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
@@ -80,6 +81,12 @@ export function presentWorkspace(row: WorkspaceRow) {
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
     workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
+    assessmentsEnabled: row.assessmentsEnabled,
+    assessmentIntervalMinutes: row.assessmentIntervalMinutes,
+    autoRemediate: row.autoRemediate,
+    driftStatus: row.driftStatus ?? ("unknown" as const),
+    lastAssessmentAt: iso(row.lastAssessmentAt),
+    nextAssessmentAt: iso(row.nextAssessmentAt),
     lock:
       row.lockedBy === null
         ? null
@@ -116,6 +123,9 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
     workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
+    assessmentsEnabled: row.assessmentsEnabled,
+    assessmentIntervalMinutes: row.assessmentIntervalMinutes,
+    autoRemediate: row.autoRemediate,
   };
 }
 
@@ -226,6 +236,9 @@ export async function createWorkspace(
     lockReason: null,
     lockedAt: null,
     currentRunId: null,
+    nextAssessmentAt: nextAssessmentAt(null, resolved.value, null, now),
+    driftStatus: null,
+    lastAssessmentAt: null,
     createdAt: now,
     updatedAt: now,
   };
@@ -327,6 +340,7 @@ export async function updateWorkspace(
       updateWorkspaceQuery(db, input.orgId, current.id, {
         ...resolved.value,
         projectId,
+        nextAssessmentAt: nextAssessmentAt(before, resolved.value, current.nextAssessmentAt, now),
         updatedAt: now,
       }),
       auditQuery(db, {

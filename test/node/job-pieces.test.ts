@@ -311,6 +311,35 @@ describe("summarizePlan", () => {
     ).toEqual({ adds: 0, changes: 0, destroys: 0, imports: 0, sames: 0, hasChanges: true });
     expect(() => summarizePlan("not json")).toThrow();
   });
+
+  it("names the drifted addresses of a refresh-only plan, which has changes only when drift was found", () => {
+    const drift = (address: string, actions: string[]) => ({ address, change: { actions } });
+    const doc = JSON.stringify({
+      resource_changes: [],
+      resource_drift: [drift("null_resource.a", ["update"]), drift("aws_s3_bucket.b", ["delete"])],
+    });
+    expect(summarizePlan(doc, { refreshOnly: true })).toEqual({
+      adds: 0,
+      changes: 0,
+      destroys: 0,
+      imports: 0,
+      hasChanges: true,
+      driftedResources: ["null_resource.a", "aws_s3_bucket.b"],
+    });
+    // Drift alone does not make a normal plan one with changes, and it is not reported there.
+    expect(summarizePlan(doc)).toEqual({
+      adds: 0,
+      changes: 0,
+      destroys: 0,
+      imports: 0,
+      hasChanges: false,
+    });
+    const clean = JSON.stringify({ resource_drift: [drift("null_resource.a", ["no-op"])] });
+    expect(summarizePlan(clean, { refreshOnly: true })).toMatchObject({
+      hasChanges: false,
+      driftedResources: [],
+    });
+  });
 });
 
 describe("createLogger", () => {

@@ -1156,6 +1156,24 @@ export interface paths {
         patch: operations["updateWorkspace"];
         trace?: never;
     };
+    "/api/v1/workspaces/{workspaceId}/assessments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a workspace's assessments, newest first */
+        get: operations["listAssessments"];
+        put?: never;
+        /** Start a drift check now: a refresh-only plan that applies and writes nothing */
+        post: operations["startAssessment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{workspaceId}/configuration-versions": {
         parameters: {
             query?: never;
@@ -1281,6 +1299,41 @@ export interface paths {
         /** Queue a run (plan, apply or destroy; speculative plans never wait or apply) */
         post: operations["createRun"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceId}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a workspace's schedules with their latest occurrence */
+        get: operations["listSchedules"];
+        put?: never;
+        /** Create a cron schedule that queues a run at each occurrence */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceId}/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a schedule (runs it queued are left as they are) */
+        delete: operations["deleteSchedule"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1867,6 +1920,25 @@ export interface components {
             poolId: string;
             revokedAt: string | null;
         };
+        Assessment: {
+            createdAt: string;
+            createdBy: components["schemas"]["Actor"];
+            /** @description Addresses (Terraform, OpenTofu) or URNs (Pulumi) changed outside the engine */
+            driftedResources: string[];
+            finishedAt: string | null;
+            id: string;
+            reason: string | null;
+            /** @description The plan autoRemediate queued when drift was found */
+            remediationRunId: string | null;
+            /** @description The refresh-only speculative run that checked */
+            runId: string;
+            /**
+             * @description pending while its run plans; then no_drift, drifted (driftedResources names them) or errored (reason)
+             * @enum {string}
+             */
+            status: "pending" | "no_drift" | "drifted" | "errored";
+            workspaceId: string;
+        };
         AuditEvent: {
             /** @example workspace.update */
             action: string;
@@ -2053,6 +2125,23 @@ export interface components {
              */
             operation?: "plan" | "apply" | "destroy" | "refresh";
         };
+        CreateSchedule: {
+            /**
+             * @description Five fields: minute hour day-of-month month day-of-week
+             * @example 0 6 * * 1-5
+             */
+            cron: string;
+            /**
+             * @description The run each occurrence queues: plan (speculative), apply, refresh or destroy; apply, refresh and destroy follow the workspace's autoApply
+             * @enum {string}
+             */
+            operation: "plan" | "apply" | "destroy" | "refresh";
+            /**
+             * @default UTC
+             * @example Europe/Berlin
+             */
+            timezone?: string;
+        };
         CreateTeam: {
             /**
              * @description Provider groups whose members belong to the team (exact names)
@@ -2101,7 +2190,13 @@ export interface components {
             repoUrl?: string | null;
         };
         CreateWorkspace: {
+            /** @description Minutes between assessments, 60 to 10080; default 1440 (daily) */
+            assessmentIntervalMinutes?: number;
+            /** @description Run an assessment (a refresh-only plan that changes nothing) on an interval */
+            assessmentsEnabled?: boolean;
             autoApply?: boolean;
+            /** @description When an assessment finds drift, queue a normal plan; default false */
+            autoRemediate?: boolean;
             description?: string;
             /** @enum {string} */
             engine?: "terraform" | "tofu" | "pulumi";
@@ -2198,6 +2293,7 @@ export interface components {
                 adds: number;
                 changes: number;
                 destroys: number;
+                driftedResources?: string[];
                 hasChanges: boolean;
                 /** @default 0 */
                 imports?: number;
@@ -2499,12 +2595,14 @@ export interface components {
                 adds: number;
                 changes: number;
                 destroys: number;
+                driftedResources?: string[];
                 hasChanges: boolean;
                 /** @default 0 */
                 imports?: number;
                 replaces?: number;
                 sames?: number;
             } | null;
+            /** @description Who queued it: api, cli, ui, github, gitlab, schedule (a schedule's occurrence) or assessment (a drift check, or the plan autoRemediate queued) */
             source: string;
             /** @enum {string} */
             status: "pending" | "plan_queued" | "planning" | "planned" | "planned_and_finished" | "confirmed" | "apply_queued" | "applying" | "applied" | "discarded" | "errored" | "canceled" | "force_canceled";
@@ -2547,6 +2645,30 @@ export interface components {
             nextCursor: string | null;
             runs: components["schemas"]["Run"][];
         };
+        Schedule: {
+            createdAt: string;
+            createdBy: components["schemas"]["Actor"];
+            cron: string;
+            id: string;
+            lastOccurrence: components["schemas"]["ScheduleOccurrence"];
+            /** @description The next occurrence */
+            nextRunAt: string | null;
+            /** @enum {string} */
+            operation: "plan" | "apply" | "destroy" | "refresh";
+            timezone: string;
+            workspaceId: string;
+        };
+        ScheduleOccurrence: {
+            /** @description The occurrence time the tick handled */
+            at: string;
+            reason: string | null;
+            runId: string | null;
+            /**
+             * @description queued: its run was queued; skipped: the schedule's previous run was still active; failed: the run was refused (reason)
+             * @enum {string}
+             */
+            status: "queued" | "skipped" | "failed";
+        } | null;
         Sso: {
             clientId: string;
             emailClaim: string;
@@ -2737,7 +2859,13 @@ export interface components {
             repoUrl?: string | null;
         };
         UpdateWorkspace: {
+            /** @description Minutes between assessments, 60 to 10080; default 1440 (daily) */
+            assessmentIntervalMinutes?: number;
+            /** @description Run an assessment (a refresh-only plan that changes nothing) on an interval */
+            assessmentsEnabled?: boolean;
             autoApply?: boolean;
+            /** @description When an assessment finds drift, queue a normal plan; default false */
+            autoRemediate?: boolean;
             description?: string;
             /** @enum {string} */
             engine?: "terraform" | "tofu" | "pulumi";
@@ -2908,10 +3036,20 @@ export interface components {
             token: string;
         };
         Workspace: {
+            assessmentIntervalMinutes: number;
+            /** @description Drift detection: an assessment every assessmentIntervalMinutes */
+            assessmentsEnabled: boolean;
             autoApply: boolean;
+            /** @description An assessment that finds drift queues a normal plan */
+            autoRemediate: boolean;
             createdAt: string;
             currentRunId: string | null;
             description: string;
+            /**
+             * @description The verdict of the last finished assessment; unknown before the first
+             * @enum {string}
+             */
+            driftStatus: "unknown" | "no_drift" | "drifted" | "errored";
             /** @enum {string} */
             engine: "terraform" | "tofu" | "pulumi";
             engineVersion: string;
@@ -2920,6 +3058,7 @@ export interface components {
             /** @enum {string} */
             forkPullRequests: "refuse" | "plan_without_secrets";
             id: string;
+            lastAssessmentAt: string | null;
             lock: {
                 /** @enum {string} */
                 holderKind: "user" | "run";
@@ -2929,6 +3068,7 @@ export interface components {
                 reason: string;
             } | null;
             name: string;
+            nextAssessmentAt: string | null;
             poolId: string | null;
             /** @description The project the workspace belongs to */
             projectId: string;
@@ -8930,6 +9070,139 @@ export interface operations {
             };
         };
     };
+    listAssessments: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of assessments */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        assessments: components["schemas"]["Assessment"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startAssessment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending assessment */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Assessment"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listConfigurationVersions: {
         parameters: {
             query?: {
@@ -9527,6 +9800,206 @@ export interface operations {
             };
             /** @description Too many queued runs; retry after Retry-After seconds */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedules */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        schedules: components["schemas"]["Schedule"][];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSchedule"];
+            };
+        };
+        responses: {
+            /** @description The schedule */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scheduleId: string;
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

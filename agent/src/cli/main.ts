@@ -8,12 +8,14 @@ import {
   commanderOutcome,
 } from "./args.ts";
 import { admin } from "./commands/admin.ts";
+import { assessments } from "./commands/assessments.ts";
 import { login, logout, whoami } from "./commands/auth.ts";
 import { oidcTrusts } from "./commands/oidc-trusts.ts";
 import { outputs } from "./commands/outputs.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
 import { projects } from "./commands/projects.ts";
 import { cancel, confirm, discard, logs, run, runs } from "./commands/runs.ts";
+import { schedules } from "./commands/schedules.ts";
 import { state } from "./commands/state.ts";
 import { varsets } from "./commands/varsets.ts";
 import { vars, workspaces } from "./commands/workspaces.ts";
@@ -31,6 +33,8 @@ const COMMANDS: Record<string, CliCommand | CliGroup> = {
   workspaces,
   vars,
   varsets,
+  assessments,
+  schedules,
   run,
   runs,
   confirm,

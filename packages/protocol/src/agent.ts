@@ -102,6 +102,11 @@ export const PlanSummary = z.strictObject({
    */
   sames: z.int().min(0).optional(),
   hasChanges: z.boolean(),
+  /**
+   * Refresh-only plans (refresh runs and assessments): the addresses (Terraform) or URNs
+   * (Pulumi) of the resources that changed outside the engine; absent for other plans.
+   */
+  driftedResources: z.array(z.string().max(1000)).max(1000).optional(),
 });
 export type PlanSummary = z.infer<typeof PlanSummary>;
 

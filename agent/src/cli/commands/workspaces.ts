@@ -31,6 +31,14 @@ const settings = {
     type: "string",
     description: "that token's aud (e.g. sts.amazonaws.com); empty for the issuer URL",
   },
+  assessments: { type: "boolean", description: "check for drift on an interval" },
+  "no-assessments": { type: "boolean", description: "stop checking for drift" },
+  "assessment-interval": {
+    type: "string",
+    description: "minutes between drift checks, 60 to 10080 (default 1440, daily)",
+  },
+  "auto-remediate": { type: "boolean", description: "queue a plan when drift is found" },
+  "no-auto-remediate": { type: "boolean", description: "only report drift" },
 } as const;
 
 type SettingsValues = {
@@ -47,6 +55,11 @@ type SettingsValues = {
   "workload-identity"?: boolean;
   "no-workload-identity"?: boolean;
   "workload-identity-audience"?: string;
+  assessments?: boolean;
+  "no-assessments"?: boolean;
+  "assessment-interval"?: string;
+  "auto-remediate"?: boolean;
+  "no-auto-remediate"?: boolean;
 };
 
 /** The JSON body for the given flags; the coordinator validates the values. */
@@ -72,7 +85,36 @@ function settingsBody(values: SettingsValues) {
       ? { workloadIdentity: values["workload-identity"] === true }
       : {}),
     ...workloadAudience(values["workload-identity-audience"]),
+    ...assessmentSettings(values),
   };
+}
+
+/** The drift detection flags; the coordinator checks the interval's range. */
+function assessmentSettings(values: SettingsValues) {
+  const interval = values["assessment-interval"];
+  if (interval !== undefined && !/^\d+$/.test(interval)) {
+    throw new UsageError(
+      `--assessment-interval must be a whole number of minutes, not ${interval}`,
+    );
+  }
+  return {
+    ...(values.assessments || values["no-assessments"]
+      ? { assessmentsEnabled: values.assessments === true }
+      : {}),
+    ...(interval === undefined ? {} : { assessmentIntervalMinutes: Number(interval) }),
+    ...(values["auto-remediate"] || values["no-auto-remediate"]
+      ? { autoRemediate: values["auto-remediate"] === true }
+      : {}),
+  };
+}
+
+/** The drift line: the last verdict, and how the next check comes. */
+function drift(ws: Workspace): string {
+  const last = ws.lastAssessmentAt ? ` (checked ${ws.lastAssessmentAt})` : "";
+  const every = ws.assessmentsEnabled
+    ? `assessments every ${ws.assessmentIntervalMinutes} min${ws.autoRemediate ? ", auto-remediate" : ""}`
+    : "assessments off";
+  return `${ws.driftStatus}${last}; ${every}`;
 }
 
 /** `--workload-identity-audience ""` goes back to the default (the issuer URL). */
@@ -93,6 +135,7 @@ function describe(ws: Workspace): string {
     `working directory: ${ws.workingDirectory || "(root)"}\n` +
     `auto-apply: ${ws.autoApply}\n` +
     `workload identity: ${ws.workloadIdentity ? `on, audience ${ws.workloadIdentityAudience ?? "(the issuer URL)"}` : "off"}\n` +
+    `drift: ${drift(ws)}\n` +
     `lock: ${lock}\n` +
     `current run: ${cell(ws.currentRunId)}\n`
   );
@@ -129,13 +172,14 @@ const list = command(
       values.json
         ? json(all)
         : table([
-            ["ID", "NAME", "MODE", "ENGINE", "AUTO-APPLY", "CURRENT RUN"],
+            ["ID", "NAME", "MODE", "ENGINE", "AUTO-APPLY", "DRIFT", "CURRENT RUN"],
             ...all.map((w) => [
               w.id,
               w.name,
               w.executionMode,
               `${w.engine} ${w.engineVersion}`,
               String(w.autoApply),
+              w.driftStatus,
               cell(w.currentRunId),
             ]),
           ]),
