@@ -61,7 +61,7 @@ export default defineConfig(async () => {
             name: "security",
             include: ["test/security/worker/**/*.test.ts"],
             testTimeout: 30_000,
-            globalSetup: ["./test/setup/build-agent.ts"],
+            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/oidc-issuer.ts"],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
         },

@@ -159,7 +159,8 @@ async function main(): Promise<void> {
   });
   await waitForHealth(Date.now() + 120_000);
   await bootstrapOnce(vars.BOOTSTRAP_TOKEN ?? "");
-  // wrangler dev does not fire cron triggers; fire the reconciler every minute as Cloudflare does.
+  // wrangler dev does not fire cron triggers; fire the cron handler every minute as Cloudflare
+  // does: the reconciler, due schedules and due assessments.
   setInterval(() => {
     fetch(`http://${HOST}:${PORT}/cdn-cgi/local/scheduled?cron=${encodeURIComponent("* * * * *")}`)
       .then((res) => res.arrayBuffer())

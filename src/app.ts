@@ -6,6 +6,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { requestId } from "hono/request-id";
 import { releaseRoutes } from "./agents/release-routes.ts";
 import { agentRoutes } from "./agents/routes.ts";
+import { assessmentRoutes } from "./assessments/routes.ts";
 import { auditRoutes } from "./audit/routes.ts";
 import { configurationVersionRoutes } from "./configuration-versions/routes.ts";
 import { buildDeps, type Clock } from "./deps.ts";
@@ -23,6 +24,7 @@ import { projectRoutes } from "./projects/routes.ts";
 import { projectTeamAccessRoutes } from "./projects/team-access-routes.ts";
 import { jobDataRoutes } from "./runs/agent-routes.ts";
 import { runRoutes } from "./runs/routes.ts";
+import { scheduleRoutes } from "./schedules/routes.ts";
 import { logoutRoutes } from "./sessions/routes.ts";
 import { authRoutes } from "./sso/auth-routes.tsx";
 import { ssoRoutes } from "./sso/routes.ts";
@@ -79,6 +81,8 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   app.route("/api/v1/workspaces", effectiveVariableRoutes);
   app.route("/api/v1/workspaces", configurationVersionRoutes);
   app.route("/api/v1/workspaces", stateApiRoutes);
+  app.route("/api/v1/workspaces", scheduleRoutes);
+  app.route("/api/v1/workspaces", assessmentRoutes);
   // The Terraform http backend: outside /api (own auth scheme, custom methods, large bodies).
   app.route("/state/v1", stateRoutes);
   app.route("/api/v1/pools", poolRoutes);

@@ -49,6 +49,8 @@ const PROLOGUE = `#!/bin/sh
 #                                      you got from the coordinator's operator, not from here
 #   sh install.sh --insecure-http      allow a plain-http coordinator that is not loopback
 #   sh install.sh --docker-context DIR the Dockerfile and the npm package for docker build DIR
+#   sh install.sh --with-cli           also the outpost CLI (from the verified npm package) in
+#                                      DIR/cli, launcher DIR/bin/outpost
 #
 # OUTPOST_CA_CERT=FILE trusts a private CA for the downloads; HTTPS_PROXY is honoured.
 set -eu
@@ -146,6 +148,7 @@ token_stdin=0
 docker_context=''
 release_key=''
 insecure_http=0
+with_cli=0
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --prefix) [ "$#" -ge 2 ] || die "--prefix needs a directory"; prefix=$2; shift 2 ;;
@@ -160,7 +163,8 @@ while [ "$#" -gt 0 ]; do
     --insecure-http) insecure_http=1; shift ;;
     --docker-context) [ "$#" -ge 2 ] || die "--docker-context needs a directory"; docker_context=$2; shift 2 ;;
     --docker-context=*) docker_context=\${1#--docker-context=}; shift ;;
-    -h | --help) sed -n '2,21p' "$0" 2>/dev/null || true; exit 0 ;;
+    --with-cli) with_cli=1; shift ;;
+    -h | --help) sed -n '2,20p' "$0" 2>/dev/null || true; exit 0 ;;
     *) die "unknown option $1 (sh install.sh --help)" ;;
   esac
 done
@@ -279,6 +283,23 @@ stage_verified agent outpost-agent.mjs
 chmod 0755 "$stage/outpost-agent.mjs"
 ran=$("$node_bin" "$stage/outpost-agent.mjs" --version) || die "the agent does not start with $node_bin"
 [ "$ran" = "$VERSION" ] || die "the downloaded agent says it is $ran, not $VERSION"
+# The CLI ships in the npm package (verified whole). It goes to cli/, the installing user's, not
+# to lib/: a CLI in the agent user's directory would run whatever that user put in its place.
+if [ "$with_cli" = 1 ]; then
+  command -v tar >/dev/null 2>&1 || die "--with-cli needs tar to unpack the npm package; nothing was installed"
+  stage_verified npmPackage outpost-agent.tgz
+  tar -xzf "$stage/outpost-agent.tgz" -O package/dist/outpost.mjs > "$stage/outpost.mjs" ||
+    die "the npm package holds no outpost CLI; nothing was installed"
+  ran=$("$node_bin" "$stage/outpost.mjs" --version) || die "the CLI does not start with $node_bin"
+  [ "$ran" = "$VERSION" ] || die "the downloaded CLI says it is $ran, not $VERSION"
+  mkdir -p "$prefix/cli"
+  [ "$(helper trusted-dir "$prefix/cli")" = "$prefix/cli" ] || die "$prefix/cli is not a plain directory"
+  {
+    printf '#!/bin/sh\\n'
+    printf 'exec %s %s "$@"\\n' "$(quote "$node_bin")" "$(quote "$prefix/cli/outpost.mjs")"
+  } > "$stage/cli-launcher"
+  chmod 0755 "$stage/cli-launcher"
+fi
 
 launcher="$prefix/bin/outpost-agent"
 mkdir -p "$prefix/bin"
@@ -304,6 +325,11 @@ fi
 helper rename "$stage/outpost-agent.mjs" "$prefix/lib/outpost-agent.mjs" || exit 1
 helper rename "$stage/launcher" "$launcher" || exit 1
 say "installed outpost-agent $VERSION: $launcher"
+if [ "$with_cli" = 1 ]; then
+  helper rename "$stage/outpost.mjs" "$prefix/cli/outpost.mjs" || exit 1
+  helper rename "$stage/cli-launcher" "$prefix/bin/outpost" || exit 1
+  say "installed outpost $VERSION: $prefix/bin/outpost"
+fi
 
 settings=''
 if [ -n "$release_key" ]; then

@@ -91,6 +91,10 @@ export const WORKSPACE_ACTIONS = {
   "state.delete": rule("admin", "delete state"),
   "workspace.force_unlock": rule("admin", "force-unlock"),
   "workspace.update": rule("admin", "change settings"),
+  // A schedule queues runs (applies and destroys too) with nobody present: a setting.
+  "schedule.manage": rule("admin", "manage schedules"),
+  // An assessment is a plan that changes nothing, like a speculative run.
+  "assessment.start": rule("plan", "start assessments"),
   "workspace.delete": rule("admin", "delete"),
   "team_access.manage": rule("admin", "manage team access"),
 } as const satisfies Record<string, WorkspaceRule>;

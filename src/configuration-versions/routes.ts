@@ -73,7 +73,7 @@ export const configurationVersionRoutes = newRouter()
       tags,
       summary: "Upload a configuration (tar.gz as the raw body)",
       description:
-        "Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree; 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).",
+        "Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree, and whose working directory (the workspace's) holds a .tf or .tf.json file (Pulumi.yaml for Pulumi workspaces); 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).",
       security,
       middleware: [requirePerson()] as const,
       request: {
@@ -113,6 +113,7 @@ export const configurationVersionRoutes = newRouter()
         body,
         contentLength,
         limits,
+        expected: { engine: workspace.engine, workingDirectory: workspace.workingDirectory },
       });
       return c.json(valueOrThrow(result), 201);
     },

@@ -11,7 +11,12 @@ import type { Deps } from "../deps.ts";
 import { toHex } from "../lib/crypto.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { inspectTarGz, type TarRejection } from "../lib/tar.ts";
-import { configurationVersionKey, type UploadLimits } from "./model.ts";
+import {
+  type ConfigurationExpectation,
+  ConfigurationFinder,
+  configurationVersionKey,
+  type UploadLimits,
+} from "./model.ts";
 
 import type { ConfigurationVersionRow } from "./queries.ts";
 
@@ -47,8 +52,8 @@ function uploadRefused(kind: "too_large" | "invalid" | "not_found", why: string)
  * The pass-through between the request body and R2: counts the bytes (refusing past the limit),
  * hashes them, and feeds the tar inspection, each at the pace of the slowest.
  */
-function uploadTap(limits: UploadLimits) {
-  const inspection = inspectTarGz(limits);
+function uploadTap(limits: UploadLimits, finder: ConfigurationFinder) {
+  const inspection = inspectTarGz(limits, finder.notice);
   const inspector = inspection.writable.getWriter();
   const digest = new crypto.DigestStream("SHA-256");
   const hasher = digest.getWriter();
@@ -126,13 +131,16 @@ export async function uploadConfigurationVersion(
     body: ReadableStream<Uint8Array>;
     contentLength: number;
     limits: UploadLimits;
+    /** The workspace's engine and working directory, which the archive must serve. */
+    expected: ConfigurationExpectation;
   },
 ): Promise<UploadResult<ConfigurationVersion>> {
   const { db } = deps;
   const blobs = deps.env.BLOBS;
   const id = newId("configurationVersion");
   const key = configurationVersionKey(input.orgId, input.workspaceId, id);
-  const tap = uploadTap(input.limits);
+  const finder = new ConfigurationFinder(input.expected);
+  const tap = uploadTap(input.limits, finder);
   const piping = pump(input.body, tap.stream.writable);
   try {
     await blobs.put(
@@ -159,6 +167,11 @@ export async function uploadConfigurationVersion(
   if (!verdict.ok) {
     await blobs.delete(key);
     return failure(verdict.rejection);
+  }
+  const missing = finder.missing();
+  if (missing !== null) {
+    await blobs.delete(key);
+    return uploadRefused("invalid", missing);
   }
   const sizeBytes = tap.state.sizeBytes;
   const now = deps.now();

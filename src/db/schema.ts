@@ -17,6 +17,17 @@ import {
 } from "drizzle-orm/sqlite-core";
 import type { Actor } from "../authz/actor.ts";
 
+/** Where a run came from: a person's call, a VCS event, a schedule's tick, an assessment. */
+export const RUN_SOURCES = [
+  "api",
+  "cli",
+  "github",
+  "gitlab",
+  "ui",
+  "schedule",
+  "assessment",
+] as const;
+
 const createdAt = () =>
   integer({ mode: "number" }).notNull().default(sql`(cast(unixepoch('subsec') * 1000 as integer))`);
 
@@ -165,6 +176,27 @@ export const projects = sqliteTable(
   ],
 );
 
+/**
+ * The OIDC tokens exchanges have accepted, by issuer and `jti` (or the token's hash when it has
+ * none), kept until the token expires, so one token buys one agent token (its own chain may
+ * present it again when renewing before the platform rotated it).
+ */
+export const oidcTokenUses = sqliteTable(
+  "oidc_token_uses",
+  {
+    issuer: text().notNull(),
+    tokenKey: text().notNull(),
+    poolId: text().notNull(),
+    /** The renewal chain it started or continued: that chain may present it again. */
+    chainId: text().notNull(),
+    expiresAt: integer().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.issuer, t.tokenKey] }),
+    index("oidc_token_uses_expires_idx").on(t.expiresAt),
+  ],
+);
+
 export const workspaces = sqliteTable(
   "workspaces",
   {
@@ -208,6 +240,18 @@ export const workspaces = sqliteTable(
     workloadIdentity: integer({ mode: "boolean" }).notNull().default(false),
     /** The token's `aud`; null means the issuer URL. */
     workloadIdentityAudience: text(),
+    /** Lifetime of a job's workload identity token; the agent renews it while the job runs. */
+    workloadIdentityTokenLifetimeSeconds: integer().notNull().default(900),
+    /** Drift detection: a refresh-only plan every `assessmentIntervalMinutes` (docs/workspaces.md). */
+    assessmentsEnabled: integer({ mode: "boolean" }).notNull().default(false),
+    assessmentIntervalMinutes: integer().notNull().default(1440),
+    /** When drift is found, queue a normal plan (which follows `autoApply`). */
+    autoRemediate: integer({ mode: "boolean" }).notNull().default(false),
+    /** When the cron tick starts the next assessment; null while assessments are off. */
+    nextAssessmentAt: integer(),
+    /** The last finished assessment's verdict; null before the first one. */
+    driftStatus: text({ enum: ["no_drift", "drifted", "errored"] }),
+    lastAssessmentAt: integer(),
     lockedBy: text(),
     lockReason: text(),
     lockedAt: integer(),
@@ -286,9 +330,7 @@ export const runs = sqliteTable(
     message: text().notNull().default(""),
     /** Why the run ended errored or canceled, in words. */
     statusReason: text(),
-    source: text({ enum: ["api", "cli", "github", "gitlab", "ui"] })
-      .notNull()
-      .default("api"),
+    source: text({ enum: RUN_SOURCES }).notNull().default("api"),
     commitSha: text(),
     branch: text(),
     pullRequestNumber: integer(),
@@ -296,6 +338,8 @@ export const runs = sqliteTable(
     commitMessage: text(),
     isFork: integer({ mode: "boolean" }).notNull().default(false),
     isAutoApply: integer({ mode: "boolean" }).notNull().default(false),
+    /** Queued with `allowEmptyApply`: may apply a plan that destroys every resource of the state. */
+    allowEmptyApply: integer({ mode: "boolean" }).notNull().default(false),
     /** The execution mode and pool the plan ran under; apply errors if the workspace changed them. */
     plannedExecutionMode: text(),
     plannedPoolId: text(),
@@ -786,6 +830,80 @@ export const jobTimings = sqliteTable(
     primaryKey({ columns: [t.poolId, t.phase, t.metric, t.le] }),
     index("job_timings_org_idx").on(t.orgId),
   ],
+);
+
+/**
+ * Cron schedules of a workspace: each due occurrence queues one run of `operation`
+ * (`src/schedules/`). `nextRunAt` is the next occurrence the tick looks for.
+ */
+export const schedules = sqliteTable(
+  "schedules",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    /** Five fields: minute hour day-of-month month day-of-week. */
+    cron: text().notNull(),
+    /** IANA time zone the cron is read in. */
+    timezone: text().notNull(),
+    operation: text({ enum: RUN_OPERATIONS }).notNull(),
+    nextRunAt: integer().notNull(),
+    /** The run the latest queued occurrence made; the next one waits until it is terminal. */
+    lastRunId: text(),
+    createdBy: text({ mode: "json" }).$type<Actor>(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index("schedules_due_idx").on(t.nextRunAt),
+    index("schedules_ws_idx").on(t.workspaceId, t.createdAt),
+  ],
+);
+
+/**
+ * One row per (schedule, occurrence time) the tick handled: the primary key is what makes a
+ * repeated or late tick queue nothing twice.
+ */
+export const scheduleOccurrences = sqliteTable(
+  "schedule_occurrences",
+  {
+    scheduleId: text()
+      .notNull()
+      .references(() => schedules.id, { onDelete: "cascade" }),
+    occurrenceAt: integer().notNull(),
+    /** `queued`: a run was queued; `skipped`: the previous one was active; `failed`: refused. */
+    status: text({ enum: ["queued", "skipped", "failed"] }).notNull(),
+    runId: text(),
+    reason: text(),
+    createdAt: integer().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.scheduleId, t.occurrenceAt] })],
+);
+
+/** Drift checks: a refresh-only speculative run and its verdict (`src/assessments/`). */
+export const assessments = sqliteTable(
+  "assessments",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    runId: text().notNull().unique(),
+    /** `pending` until its run ends. */
+    status: text({ enum: ["pending", "no_drift", "drifted", "errored"] }).notNull(),
+    /** JSON array of resource addresses (Terraform) or URNs (Pulumi) that drifted. */
+    driftedResources: text({ mode: "json" }).$type<string[]>(),
+    /** Why an errored assessment failed, in words. */
+    reason: text(),
+    /** The plan `autoRemediate` queued, when it did. */
+    remediationRunId: text(),
+    createdBy: text({ mode: "json" }).$type<Actor>(),
+    createdAt: createdAt(),
+    finishedAt: integer(),
+  },
+  (t) => [index("assessments_ws_idx").on(t.workspaceId, t.createdAt)],
 );
 
 /**

@@ -15,6 +15,9 @@ export type TarSummary = { entries: number; unpackedBytes: number };
 
 export type TarLimits = { maxUnpackedBytes: number; maxEntries: number };
 
+/** Told each accepted entry that can be read as a file: its path (segments joined by `/`). */
+export type FileObserver = (path: string) => void;
+
 class Rejected extends Error {
   constructor(readonly rejection: TarRejection) {
     super(rejection.message);
@@ -119,7 +122,10 @@ class EntryChecker {
  * with a summary or the reason the archive is refused. After a refusal, writes to `writable`
  * fail, so the producer stops early.
  */
-export function inspectTarGz(limits: TarLimits): {
+export function inspectTarGz(
+  limits: TarLimits,
+  onFile: FileObserver = () => {},
+): {
   writable: WritableStream<Uint8Array>;
   result: Promise<{ ok: true; value: TarSummary } | { ok: false; rejection: TarRejection }>;
 } {
@@ -159,6 +165,7 @@ export function inspectTarGz(limits: TarLimits): {
         if (problem) {
           throw new Rejected({ reason: "unsafe_entry", message: problem });
         }
+        noticeFile(value.header, onFile);
         if (entries > limits.maxEntries) {
           throw new Rejected({
             reason: "too_large",
@@ -181,6 +188,19 @@ export function inspectTarGz(limits: TarLimits): {
     }
   })();
   return { writable: gunzip.writable, result };
+}
+
+/** Files and links (the checker kept them inside the tree) read as files once extracted. */
+function noticeFile(header: TarHeader, onFile: FileObserver): void {
+  const type = header.type ?? "file";
+  const segments = segmentsOf(header.name);
+  if (
+    segments &&
+    segments.length > 0 &&
+    (type === "file" || type === "symlink" || type === "link")
+  ) {
+    onFile(segments.join("/"));
+  }
 }
 
 function classify(err: unknown, gzipError: unknown): TarRejection {

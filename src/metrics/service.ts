@@ -1,10 +1,10 @@
 /**
- * One scrape of an organization's metrics: one D1 batch (pools, run outcomes, job timings) and
+ * One scrape of an organization's metrics: one D1 batch (pools, run outcomes, job timings, drift) and
  * one call to each pool's object, in parallel, whatever the number of runs. Reads only.
  */
 import type { Deps } from "../deps.ts";
 import { poolStub } from "../pools/service.ts";
-import { workspaceDrift } from "./drift.ts";
+import { driftQuery, driftRows } from "./drift.ts";
 import type { MetricFamily } from "./exposition.ts";
 import { buildFamilies } from "./model.ts";
 import { outcomesQuery, poolsQuery, timingsQuery } from "./queries.ts";
@@ -12,15 +12,13 @@ import { outcomesQuery, poolsQuery, timingsQuery } from "./queries.ts";
 /** The org's metric families at `deps.now()`; covers that organization only. */
 export async function collectMetrics(deps: Deps, orgId: string): Promise<MetricFamily[]> {
   const { db, env } = deps;
-  const [pools, outcomes, timings] = await db.batch([
+  const [pools, outcomes, timings, drifts] = await db.batch([
     poolsQuery(db, orgId),
     outcomesQuery(db, orgId),
     timingsQuery(db, orgId),
+    driftQuery(db, orgId),
   ]);
-  const [reports, drift] = await Promise.all([
-    Promise.all(pools.map((pool) => poolStub(env, pool.id).report())),
-    workspaceDrift(db, orgId),
-  ]);
+  const reports = await Promise.all(pools.map((pool) => poolStub(env, pool.id).report()));
   return buildFamilies({
     pools: pools.map((pool, i) => {
       const report = reports[i];
@@ -37,7 +35,7 @@ export async function collectMetrics(deps: Deps, orgId: string): Promise<MetricF
     }),
     outcomes,
     timings,
-    drift,
+    drift: driftRows(drifts),
     now: deps.now(),
   });
 }

@@ -6,6 +6,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { idOf } from "../names/http.ts";
+import { PoolRef } from "../pools/model.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ClaimConditions } from "./trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "./trust-service.ts";
@@ -37,7 +39,7 @@ const CreateOidcTrust = z
   })
   .openapi("CreateOidcTrust");
 
-const PoolParams = z.strictObject({ poolId: idParam("pool", "poolId") });
+const PoolParams = z.strictObject({ poolId: PoolRef });
 const TrustParams = PoolParams.extend({ trustId: idParam("otr", "trustId") });
 
 export const oidcTrustRoutes = newRouter()
@@ -58,7 +60,7 @@ export const oidcTrustRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await createTrust(c.var.deps, {
         ...c.req.valid("json"),
         orgId: principal.orgId,
@@ -85,7 +87,7 @@ export const oidcTrustRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await listTrusts(c.var.db, principal.orgId, poolId);
       return c.json({ trusts: valueOrThrow(result) }, 200);
     },
@@ -110,7 +112,8 @@ export const oidcTrustRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId, trustId } = c.req.valid("param");
+      const { trustId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await deleteTrust(c.var.deps, {
         orgId: principal.orgId,
         poolId,

@@ -12,8 +12,10 @@ import type { Database } from "../db/client.ts";
 import { agentTokens } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
+import { notFoundSentence } from "../names/model.ts";
 import { getPool } from "../pools/queries.ts";
 import { poolStub } from "../pools/service.ts";
+import { issuerUrl } from "./issuer.ts";
 import {
   countTrusts,
   deleteTrustQuery,
@@ -21,7 +23,7 @@ import {
   insertTrustQuery,
   listTrustRows,
 } from "./queries.ts";
-import { issuerProblem, MAX_TRUSTS_PER_POOL, presentTrust } from "./trust-model.ts";
+import { isOwnIssuer, issuerProblem, MAX_TRUSTS_PER_POOL, presentTrust } from "./trust-model.ts";
 
 export type TrustInput = {
   issuer: string;
@@ -37,7 +39,7 @@ export function allowsLoopbackIssuers(env: Pick<Env, "OIDC_ALLOW_LOOPBACK_ISSUER
 
 /**
  * Adds a trust to a pool of the org: `not_found` for another org's pool, `invalid` for an issuer
- * that is not an https URL, `conflict` past {@link MAX_TRUSTS_PER_POOL}.
+ * that is not an https URL or is this deployment's own, `conflict` past {@link MAX_TRUSTS_PER_POOL}.
  */
 export async function createTrust(
   deps: Deps,
@@ -45,11 +47,17 @@ export async function createTrust(
 ): Promise<Outcome<ReturnType<typeof presentTrust>, "not_found" | "invalid" | "conflict">> {
   const { db, env } = deps;
   if (!(await getPool(db, input.orgId, input.poolId))) {
-    return refuse("not_found", `pool ${input.poolId} not found`);
+    return refuse("not_found", notFoundSentence("pool", input.poolId));
   }
   const problem = issuerProblem(input.issuer, allowsLoopbackIssuers(env));
   if (problem !== null) {
     return invalidInput("json.issuer", `issuer ${problem}`);
+  }
+  if (isOwnIssuer(input.issuer, issuerUrl(env))) {
+    return invalidInput(
+      "json.issuer",
+      "issuer is this deployment's own issuer: its tokens are jobs' workload identities, which workspace code can read, so they are never exchanged for agent tokens",
+    );
   }
   if ((await countTrusts(db, input.poolId)) >= MAX_TRUSTS_PER_POOL) {
     return refuse("conflict", `a pool holds at most ${MAX_TRUSTS_PER_POOL} OIDC trusts`);
@@ -93,7 +101,7 @@ export async function listTrusts(
   poolId: string,
 ): Promise<Outcome<ReturnType<typeof presentTrust>[], "not_found">> {
   if (!(await getPool(db, orgId, poolId))) {
-    return refuse("not_found", `pool ${poolId} not found`);
+    return refuse("not_found", notFoundSentence("pool", poolId));
   }
   return ok((await listTrustRows(db, orgId, poolId)).map(presentTrust));
 }

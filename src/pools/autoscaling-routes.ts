@@ -5,10 +5,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
-import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
+import { idOf } from "../names/http.ts";
+import { errorResponses, jsonResponse, newRouter } from "../router.ts";
 import { getAutoscaling } from "./autoscaling.ts";
+import { PoolRef } from "./model.ts";
 
-const Params = z.strictObject({ poolId: idParam("pool", "poolId") });
+const Params = z.strictObject({ poolId: PoolRef });
 
 const count = (description: string) => z.int().nonnegative().openapi({ description });
 
@@ -45,7 +47,7 @@ export const autoscalingRoutes = newRouter().openapi(
   }),
   async (c) => {
     const principal = personOf(c);
-    const { poolId } = c.req.valid("param");
+    const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
     return c.json(valueOrThrow(await getAutoscaling(c.var.deps, principal.orgId, poolId)), 200);
   },
 );

@@ -2,9 +2,11 @@
  * A pool's autoscaling signal: its settings from D1 and its load from its Durable Object, read at
  * request time and never written (the rule is `desiredAgents` in `model.ts`).
  */
+
 import { ok } from "@outpost/common";
 import type { Deps } from "../deps.ts";
 import { refuse } from "../lib/reason.ts";
+import { notFoundSentence } from "../names/model.ts";
 import { type AutoscalingSignal, autoscalingOf, autoscalingSignal } from "./model.ts";
 import { getPool } from "./queries.ts";
 import { type PoolResult, poolStub } from "./service.ts";
@@ -20,7 +22,7 @@ export async function getAutoscaling(
 ): Promise<PoolResult<AutoscalingSignal>> {
   const row = await getPool(deps.db, orgId, poolId);
   if (!row) {
-    return refuse("not_found", `pool ${poolId} not found`);
+    return refuse("not_found", notFoundSentence("pool", poolId));
   }
   const report = await poolStub(deps.env, poolId).report();
   return ok(autoscalingSignal(autoscalingOf(row), report));

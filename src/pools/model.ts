@@ -7,14 +7,18 @@ import { fail, ok, type Result } from "@outpost/common";
 import type { AgentView, PoolReport, PoolSettings } from "../../durable/pool-types.ts";
 import { DEFAULT_POOL_SETTINGS } from "../../durable/queue.ts";
 import type { agentPools, agentTokens } from "../db/schema.ts";
+import { refParam } from "../names/model.ts";
 
 export type PoolRow = typeof agentPools.$inferSelect;
 export type AgentTokenRow = typeof agentTokens.$inferSelect;
 
+/** The grammar of pool names. */
+export const POOL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+
 export const PoolName = z
   .string()
   .regex(
-    /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/,
+    POOL_NAME_PATTERN,
     "letters, digits, '-' and '_', starting with a letter or digit, at most 63",
   )
   .openapi({ example: "datacenter-1" });
@@ -240,8 +244,11 @@ export function presentAgentToken(row: AgentTokenRow) {
   };
 }
 
-/** The public shape of an agent as the pool's Durable Object reports it. */
-export function presentAgent(agent: AgentView) {
+/**
+ * The public shape of an agent as the pool's Durable Object reports it; `tokenId` (which agent
+ * token it logged in with) only for callers who manage agent tokens (owners), null for others.
+ */
+export function presentAgent(agent: AgentView, showTokenId: boolean) {
   return {
     id: agent.id,
     name: agent.name,
@@ -253,9 +260,12 @@ export function presentAgent(agent: AgentView) {
     capacity: agent.capacity,
     acceptedPhases: agent.acceptedPhases,
     isolation: agent.isolation,
-    tokenId: agent.tokenId,
+    tokenId: showTokenId ? agent.tokenId : null,
     runningJobs: agent.runningJobs,
     lastContactAt: new Date(agent.lastContactAt).toISOString(),
     registeredAt: new Date(agent.registeredAt).toISOString(),
   };
 }
+
+/** A `{poolId}` path parameter: the pool's id or its name. */
+export const PoolRef = refParam("pool", "poolId", POOL_NAME_PATTERN);

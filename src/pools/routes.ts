@@ -6,12 +6,20 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { idPattern } from "@outpost/common";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { actorOf } from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
+import { idOf } from "../names/http.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { autoscalingRoutes } from "./autoscaling-routes.ts";
-import { autoscalingSetting, livenessSetting, MAX_POOL_SCOPE_ENTRIES, PoolName } from "./model.ts";
+import {
+  autoscalingSetting,
+  livenessSetting,
+  MAX_POOL_SCOPE_ENTRIES,
+  PoolName,
+  PoolRef,
+} from "./model.ts";
 import { changePool } from "./scope-service.ts";
 import { createPool, deletePool, getPoolDetail, listPools } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
@@ -63,7 +71,9 @@ const AgentSchema = z
       description:
         "How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it",
     }),
-    tokenId: z.string(),
+    tokenId: z.string().nullable().openapi({
+      description: "The agent token it logged in with: owners only, null for other roles",
+    }),
     runningJobs: z.array(
       z.object({ jobId: z.string(), phase: JobPhase, state: z.enum(["leased", "started"]) }),
     ),
@@ -142,7 +152,7 @@ const UpdatePool = z
       "null resets a liveness setting to its default; minAgents must not end above maxAgents",
   });
 
-export const PoolIdParams = z.strictObject({ poolId: idParam("pool", "poolId") });
+export const PoolIdParams = z.strictObject({ poolId: PoolRef });
 
 export const poolRoutes = newRouter()
   .openapi(
@@ -207,8 +217,10 @@ export const poolRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
-      const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
+      const resource = { type: "organization" as const, orgId: principal.orgId };
+      const showTokenIds = (await may(c.var.db, principal, "pools.manage", resource)) === "allow";
+      const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId, showTokenIds);
       return c.json(valueOrThrow(result), 200);
     },
   )
@@ -236,7 +248,7 @@ export const poolRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await changePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
@@ -263,7 +275,7 @@ export const poolRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await deletePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,

@@ -12,6 +12,7 @@ import type { Database } from "../db/client.ts";
 import type { agentPools } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
+import { notFoundSentence } from "../names/model.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import {
@@ -55,7 +56,7 @@ import { sameScope, scopeOf, scopeProblem } from "./scope.ts";
 export type PoolResult<T> = Outcome<T, "not_found" | "invalid" | "conflict">;
 
 function poolNotFound(poolId: string) {
-  return refuse("not_found", `pool ${poolId} not found`);
+  return refuse("not_found", notFoundSentence("pool", poolId));
 }
 
 /** Autoscaling settings whose `minAgents` would be above `maxAgents`; the sentence names both. */
@@ -179,8 +180,17 @@ export async function listPoolsWithSummary(db: Database, env: Env, orgId: string
   );
 }
 
-/** A pool with its agents (from its Durable Object) and the workspaces assigned to it. */
-export async function getPoolDetail(db: Database, env: Env, orgId: string, id: string) {
+/**
+ * A pool with its agents (from its Durable Object) and the workspaces assigned to it; the agents'
+ * token ids only when `showTokenIds` (the caller manages the pool's tokens).
+ */
+export async function getPoolDetail(
+  db: Database,
+  env: Env,
+  orgId: string,
+  id: string,
+  showTokenIds: boolean,
+) {
   const row = await getPool(db, orgId, id);
   if (!row) {
     return poolNotFound(id);
@@ -194,7 +204,11 @@ export async function getPoolDetail(db: Database, env: Env, orgId: string, id: s
     name: w.name,
     allowed: poolScopeRefusal(row, w) === null,
   }));
-  return ok({ ...presentPool(row), agents: agents.map(presentAgent), workspaces });
+  return ok({
+    ...presentPool(row),
+    agents: agents.map((agent) => presentAgent(agent, showTokenIds)),
+    workspaces,
+  });
 }
 
 /**
@@ -406,7 +420,7 @@ export async function revokeAgentToken(
   const { db, env } = deps;
   const token = await getAgentToken(db, input.orgId, input.poolId, input.id);
   if (!token) {
-    return refuse("not_found", `agent token ${input.id} not found`);
+    return refuse("not_found", notFoundSentence("agentToken", input.id));
   }
   const now = token.revokedAt ?? deps.now();
   if (token.revokedAt === null) {

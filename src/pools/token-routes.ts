@@ -6,7 +6,10 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
-import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { idOf } from "../names/http.ts";
+import { refParam } from "../names/model.ts";
+import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { PoolRef } from "./model.ts";
 import { createAgentToken, listAgentTokens, revokeAgentToken } from "./service.ts";
 
 const AgentToken = z
@@ -50,8 +53,8 @@ const CreateAgentToken = z
   .strictObject({ description: z.string().trim().min(1).max(200) })
   .openapi("CreateAgentToken");
 
-const PoolParams = z.strictObject({ poolId: idParam("pool", "poolId") });
-const TokenParams = PoolParams.extend({ tokenId: idParam("atok", "tokenId") });
+const PoolParams = z.strictObject({ poolId: PoolRef });
+const TokenParams = PoolParams.extend({ tokenId: refParam("agentToken", "tokenId") });
 
 export const poolTokenRoutes = newRouter()
   .openapi(
@@ -71,7 +74,7 @@ export const poolTokenRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await createAgentToken(c.var.deps, {
         orgId: principal.orgId,
         poolId,
@@ -98,7 +101,7 @@ export const poolTokenRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId } = c.req.valid("param");
+      const poolId = await idOf(c, "pool", c.req.valid("param").poolId);
       const result = await listAgentTokens(c.var.deps, principal.orgId, poolId);
       return c.json({ tokens: valueOrThrow(result) }, 200);
     },
@@ -115,16 +118,17 @@ export const poolTokenRoutes = newRouter()
       request: { params: TokenParams },
       responses: {
         200: jsonResponse(RevokedAgentToken, "The revoked token"),
-        ...errorResponses(400, 401, 403, 404),
+        ...errorResponses(400, 401, 403, 404, 409),
       },
     }),
     async (c) => {
       const principal = personOf(c);
-      const { poolId, tokenId } = c.req.valid("param");
+      const params = c.req.valid("param");
+      const poolId = await idOf(c, "pool", params.poolId);
       const result = await revokeAgentToken(c.var.deps, {
         orgId: principal.orgId,
         poolId,
-        id: tokenId,
+        id: await idOf(c, "agentToken", params.tokenId, poolId),
         actor: actorOf(principal),
       });
       return c.json(valueOrThrow(result), 200);

@@ -31,7 +31,13 @@ import {
 import { endRunJobQuery, insertRunJobQuery } from "./job-records.ts";
 import { cancelPoolJob } from "./jobs.ts";
 import { closingLogLine } from "./log-closing.ts";
-import { isLostApply, isTerminal, moveForEnding, planningContextChanged } from "./model.ts";
+import {
+  type EmptyApplyGuard,
+  isLostApply,
+  isTerminal,
+  moveForEnding,
+  planningContextChanged,
+} from "./model.ts";
 import { afterRunEnded, endRun, endRunQueries, queueApply } from "./progress.ts";
 import {
   getRunById,
@@ -204,6 +210,23 @@ export async function applyEndings(deps: Deps, endings: readonly JobEndedEvent[]
 }
 
 /**
+ * What a finished plan of an apply run needs to be checked against emptying the state: the
+ * workspace's engine and the run's `allowEmptyApply`. Null for every other ending.
+ */
+async function emptyApplyGuard(deps: Deps, event: JobEndedEvent): Promise<EmptyApplyGuard | null> {
+  if (event.phase !== "plan" || event.outcome !== "succeeded" || event.operation !== "apply") {
+    return null;
+  }
+  const [run, workspace] = await Promise.all([
+    getRunById(deps.db, event.runId),
+    getWorkspaceById(deps.db, event.workspaceId),
+  ]);
+  return run && workspace
+    ? { engine: workspace.engine, allowEmptyApply: run.allowEmptyApply }
+    : null;
+}
+
+/**
  * A job ended: its token dies and its state locks are released at once, whatever the run does
  * next; then the run follows and the ending is audited (`job.finished`, `job.errored` or
  * `job.canceled`, by its agent or by "system"). The move, the end-of-run effects and the audit
@@ -232,7 +255,7 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
   );
   // What an engine saved after its agent died is the truth of what the apply did: say so.
   const saved = isLostApply(event) ? await latestSerialWrittenBy(db, event.runId) : null;
-  const move = moveForEnding(event, event, saved);
+  const move = moveForEnding(event, event, saved, await emptyApplyGuard(deps, event));
   const now = deps.now();
   const extra = {
     ...(move.statusReason ? { statusReason: move.statusReason } : {}),

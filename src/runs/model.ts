@@ -127,16 +127,57 @@ export type EndingMove = {
 
 const NO_CHANGES: PlanSummary = { adds: 0, changes: 0, destroys: 0, imports: 0, hasChanges: false };
 
+/** What decides whether a finished plan may go on to apply when it empties the state. */
+export type EmptyApplyGuard = { engine: "terraform" | "tofu" | "pulumi"; allowEmptyApply: boolean };
+
+/**
+ * True when a plan destroys every resource the state holds and keeps, adds or changes none: the
+ * configuration it planned declares no resources (an empty upload, a wrong working directory).
+ * Pulumi always keeps its own stack resource, which is not the user's. An engine that does not
+ * count the resources it keeps (`sames` absent) cannot tell, so it is never refused.
+ */
+export function destroysEverything(
+  summary: PlanSummary,
+  engine: EmptyApplyGuard["engine"],
+): boolean {
+  if (summary.sames === undefined || summary.destroys === 0) {
+    return false;
+  }
+  const kept = engine === "pulumi" ? Math.max(0, summary.sames - 1) : summary.sames;
+  return summary.adds + summary.changes + summary.imports + (summary.replaces ?? 0) + kept === 0;
+}
+
+/**
+ * Why a finished plan must not go on to apply, or null: it would destroy every resource of the
+ * state from a configuration with none, and the run is neither a destroy run nor queued with
+ * `allowEmptyApply: true` (as Terraform Cloud refuses). Speculative plans never apply.
+ */
+export function emptyApplyRefusal(
+  run: { operation: RunOperation; isSpeculative: boolean },
+  summary: PlanSummary,
+  guard: EmptyApplyGuard | null,
+): string | null {
+  if (guard === null || guard.allowEmptyApply || run.operation !== "apply" || run.isSpeculative) {
+    return null;
+  }
+  if (!destroysEverything(summary, guard.engine)) {
+    return null;
+  }
+  return `refused to apply: the plan destroys all ${summary.destroys} resources of the state and the configuration declares none (an empty upload or the wrong working directory?); queue a destroy run to destroy everything, or queue the run again with allowEmptyApply: true`;
+}
+
 /**
  * Where a job's ending takes its run: a finished plan to `planned` or `planned_and_finished`, a
  * finished apply to `applied`, a canceled job to `canceled`/`force_canceled`, anything else to
  * `errored` with the reason ({@link erroredReason}; `savedSerial` is the highest state serial the
- * run wrote, null for none). Only from the phase's queued or running status.
+ * run wrote, null for none). A finished plan that {@link emptyApplyRefusal} refuses (given the
+ * run's `guard`) ends `errored` with that reason. Only from the phase's queued or running status.
  */
 export function moveForEnding(
   run: { operation: RunOperation; isSpeculative: boolean },
   ending: JobEnding,
   savedSerial: number | null = null,
+  guard: EmptyApplyGuard | null = null,
 ): EndingMove {
   const [queued, running]: [RunStatus, RunStatus] =
     ending.phase === "plan" ? ["plan_queued", "planning"] : ["apply_queued", "applying"];
@@ -146,6 +187,16 @@ export function moveForEnding(
       return { catchUp, from: [running], to: "applied" };
     }
     const summary = ending.planSummary ?? NO_CHANGES;
+    const refusal = emptyApplyRefusal(run, summary, guard);
+    if (refusal !== null) {
+      return {
+        catchUp,
+        from: [running],
+        to: "errored",
+        statusReason: refusal,
+        planSummary: summary,
+      };
+    }
     const to = statusAfterPlan(run, { hasChanges: summary.hasChanges });
     return { catchUp, from: [running], to, planSummary: summary };
   }

@@ -25,6 +25,7 @@ export function presentRun(
     operation: row.operation,
     isSpeculative: row.isSpeculative,
     isAutoApply: row.isAutoApply,
+    allowEmptyApply: row.allowEmptyApply,
     message: row.message,
     configurationVersionId: row.configurationVersionId,
     planSummary: row.planSummary ?? null,

@@ -4,6 +4,7 @@
  */
 import type { BatchItem } from "drizzle-orm/batch";
 import type { WaitInfo } from "../../durable/pool-types.ts";
+import { finishAssessment } from "../assessments/service.ts";
 import type { Deps } from "../deps.ts";
 import { releaseRunStateLocks } from "../state/locks.ts";
 import { enqueueJob, type Known } from "./jobs.ts";
@@ -106,10 +107,16 @@ export function endRunQueries(
   ] as const;
 }
 
-/** What follows {@link endRunQueries}: the run's state locks, then the workspace's next run. */
+/**
+ * What follows {@link endRunQueries}: the run's state locks, an assessment's verdict, then the
+ * workspace's next run.
+ */
 export async function afterRunEnded(deps: Deps, run: RunRow, holdsLock: boolean): Promise<void> {
   if (holdsLock) {
     await releaseRunStateLocks(deps, run.id);
+  }
+  if (run.source === "assessment") {
+    await finishAssessment(deps, run.id);
   }
   if (!run.isSpeculative) {
     await advanceWorkspace(deps, run.workspaceId);

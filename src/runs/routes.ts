@@ -66,6 +66,9 @@ const Run = z
     operation: z.enum(RUN_OPERATIONS),
     isSpeculative: z.boolean(),
     isAutoApply: z.boolean(),
+    allowEmptyApply: z.boolean().openapi({
+      description: "Queued to apply even a plan that destroys every resource of the state",
+    }),
     message: z.string(),
     configurationVersionId: z.string().nullable(),
     planSummary: PlanSummary.nullable(),
@@ -73,7 +76,10 @@ const Run = z
       description:
         "SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other",
     }),
-    source: z.string(),
+    source: z.string().openapi({
+      description:
+        "Who queued it: api, cli, ui, github, gitlab, schedule (a schedule's occurrence) or assessment (a drift check, or the plan autoRemediate queued)",
+    }),
     vcs: z.object({
       commitSha: z.string().nullable(),
       branch: z.string().nullable(),
@@ -111,6 +117,10 @@ const CreateRun = z
       .string()
       .regex(/^cv_[a-z2-7]{26}$/, "must be a cv_ id")
       .optional(),
+    allowEmptyApply: z.boolean().default(false).openapi({
+      description:
+        "Let the run apply a plan that destroys every resource of the state from a configuration that declares none; without it such a run ends errored after its plan (queue a destroy run to destroy everything on purpose)",
+    }),
   })
   .openapi("CreateRun");
 
@@ -239,6 +249,7 @@ export const runRoutes = newRouter()
         isSpeculative: body.isSpeculative,
         message: body.message,
         configurationVersionId: body.configurationVersionId,
+        allowEmptyApply: body.allowEmptyApply,
         source: c.req.header("user-agent")?.startsWith("outpost-cli") ? "cli" : "api",
         actor: actorOf(principal),
       });

@@ -49,6 +49,8 @@ export type CreateRunInput = {
   isSpeculative?: boolean;
   message: string;
   configurationVersionId?: string | undefined;
+  /** May apply a plan that destroys every resource of the state (`model.emptyApplyRefusal`). */
+  allowEmptyApply?: boolean;
   source: RunRow["source"];
   actor: AuditActor;
   vcs?: {
@@ -149,6 +151,7 @@ export async function createRun(
     // Inherited from the configuration version, whoever queues the run and however.
     isFork: configuration.isFork || (input.vcs?.isFork ?? false),
     isAutoApply: workspace.autoApply && !isSpeculative,
+    allowEmptyApply: input.allowEmptyApply ?? false,
     statusTimestamps: (isSpeculative
       ? { pending: now, plan_queued: now }
       : { pending: now }) as Record<string, number>,

@@ -12,6 +12,7 @@ import { may } from "../authz/service.ts";
 import type { Database } from "../db/client.ts";
 import type { Deps } from "../deps.ts";
 import { type Reason, refuse } from "../lib/reason.ts";
+import { notFoundSentence } from "../names/model.ts";
 import { isRunStatus, isTerminal as isTerminalStatus, parseJobId } from "../runs/model.ts";
 import { isJobLive } from "../runs/token-queries.ts";
 import type { HeldLock } from "./model.ts";
@@ -83,7 +84,7 @@ export async function openWorkspace(
 ): Promise<StateResult<StateWorkspace>> {
   const ws = await findStateWorkspace(db, principal.orgId, workspaceId);
   if (!ws) {
-    return refuse("not_found", `workspace ${workspaceId} not found`);
+    return refuse("not_found", notFoundSentence("workspace", workspaceId));
   }
   if (principal.kind === "run") {
     return openForRun(db, principal, ws, need);
@@ -105,7 +106,7 @@ async function openForPerson(
   const action = PERSON_NEEDS[need];
   switch (await may(db, principal, action, resource)) {
     case "not_found":
-      return refuse("not_found", `workspace ${ws.id} not found`);
+      return refuse("not_found", notFoundSentence("workspace", ws.id));
     case "forbidden":
       return refuse("forbidden", workspaceRefusal(action, ws.id));
     case "allow":

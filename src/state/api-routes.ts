@@ -6,12 +6,14 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { ActorSchema } from "../authz/actor.ts";
 import { PERSON_KINDS } from "../authz/principal.ts";
-import { valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
 import { requireAuth, requirePerson } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonResponse, newRouter } from "../router.ts";
+import { WorkspaceRef } from "../workspaces/model.ts";
+import { namedValueOrThrow, stateWorkspaceId } from "./http.ts";
 import { forceUnlockState, getStateLock } from "./locks.ts";
 import { readOutputs, readVersionOutputs } from "./output-reads.ts";
+import { listVersionResources } from "./resources.ts";
 import { md5Base64 } from "./service.ts";
 import { downloadVersion, getVersion, listVersions, rollbackState } from "./versions.ts";
 
@@ -62,6 +64,26 @@ const Outputs = z
   })
   .openapi("StateOutputs");
 
+const StateResources = z
+  .object({
+    stateVersionId: z.string(),
+    serial: z.int(),
+    resources: z.array(
+      z.object({
+        address: z.string().openapi({
+          example: "module.vpc.aws_subnet.a[0]",
+          description: "Terraform's address; a Pulumi resource's URN",
+        }),
+        mode: z.enum(["managed", "data"]),
+        type: z.string(),
+        name: z.string(),
+        module: z.string().nullable(),
+        provider: z.string().nullable(),
+      }),
+    ),
+  })
+  .openapi("StateResources");
+
 const StateLock = z
   .object({
     id: z.string(),
@@ -71,7 +93,7 @@ const StateLock = z
   })
   .openapi("StateLock");
 
-const WorkspaceParams = z.strictObject({ workspaceId: idParam("ws", "workspaceId") });
+const WorkspaceParams = z.strictObject({ workspaceId: WorkspaceRef });
 const VersionParams = WorkspaceParams.extend({ stateVersionId: idParam("sv", "stateVersionId") });
 const ForceUnlockQuery = z.strictObject({
   lockId: z
@@ -116,10 +138,15 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId } = c.req.valid("param");
+      const ref = c.req.valid("param").workspaceId;
+      const workspaceId = await stateWorkspaceId(c, ref);
       const page = c.req.valid("query");
       return c.json(
-        valueOrThrow(await listVersions(c.var.deps, c.var.principal, workspaceId, page)),
+        namedValueOrThrow(
+          await listVersions(c.var.deps, c.var.principal, workspaceId, page),
+          ref,
+          workspaceId,
+        ),
         200,
       );
     },
@@ -140,9 +167,14 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId, stateVersionId } = c.req.valid("param");
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
       return c.json(
-        valueOrThrow(await getVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId)),
+        namedValueOrThrow(
+          await getVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId),
+          ref,
+          workspaceId,
+        ),
         200,
       );
     },
@@ -168,9 +200,12 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId, stateVersionId } = c.req.valid("param");
-      const state = valueOrThrow(
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
+      const state = namedValueOrThrow(
         await downloadVersion(c.var.deps, c.var.principal, workspaceId, stateVersionId),
+        ref,
+        workspaceId,
       );
       return new Response(state.body, {
         status: 200,
@@ -199,15 +234,46 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId, stateVersionId } = c.req.valid("param");
-      const version = valueOrThrow(
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
+      const version = namedValueOrThrow(
         await rollbackState(c.var.deps, {
           principal: c.var.principal,
           workspaceId,
           stateVersionId,
         }),
+        ref,
+        workspaceId,
       );
       return c.json(version, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "listStateVersionResources",
+      path: "/{workspaceId}/state-versions/{stateVersionId}/resources",
+      tags,
+      security,
+      summary:
+        "The resource instances a state version holds, by address (as terraform state list prints them); no attribute values",
+      middleware: [readers] as const,
+      request: { params: VersionParams },
+      responses: {
+        200: jsonResponse(StateResources, "The version's resources, in the state's order"),
+        ...errorResponses(400, 401, 403, 404, 409),
+      },
+    }),
+    async (c) => {
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
+      const result = await listVersionResources(
+        c.var.deps,
+        c.var.principal,
+        workspaceId,
+        stateVersionId,
+      );
+      return c.json(namedValueOrThrow(result, ref, workspaceId), 200);
     },
   )
   .openapi(
@@ -227,10 +293,15 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId } = c.req.valid("param");
+      const ref = c.req.valid("param").workspaceId;
+      const workspaceId = await stateWorkspaceId(c, ref);
       const reveal = c.req.valid("query").reveal === "true";
       return c.json(
-        valueOrThrow(await readOutputs(c.var.deps, c.var.principal, workspaceId, reveal)),
+        namedValueOrThrow(
+          await readOutputs(c.var.deps, c.var.principal, workspaceId, reveal),
+          ref,
+          workspaceId,
+        ),
         200,
       );
     },
@@ -251,7 +322,8 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId, stateVersionId } = c.req.valid("param");
+      const { workspaceId: ref, stateVersionId } = c.req.valid("param");
+      const workspaceId = await stateWorkspaceId(c, ref);
       const reveal = c.req.valid("query").reveal === "true";
       const result = await readVersionOutputs(
         c.var.deps,
@@ -260,7 +332,7 @@ export const stateApiRoutes = newRouter()
         stateVersionId,
         reveal,
       );
-      return c.json(valueOrThrow(result), 200);
+      return c.json(namedValueOrThrow(result, ref, workspaceId), 200);
     },
   )
   .openapi(
@@ -279,9 +351,16 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId } = c.req.valid("param");
+      const ref = c.req.valid("param").workspaceId;
+      const workspaceId = await stateWorkspaceId(c, ref);
       return c.json(
-        { lock: valueOrThrow(await getStateLock(c.var.deps, c.var.principal, workspaceId)) },
+        {
+          lock: namedValueOrThrow(
+            await getStateLock(c.var.deps, c.var.principal, workspaceId),
+            ref,
+            workspaceId,
+          ),
+        },
         200,
       );
     },
@@ -305,13 +384,14 @@ export const stateApiRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspaceId } = c.req.valid("param");
+      const ref = c.req.valid("param").workspaceId;
+      const workspaceId = await stateWorkspaceId(c, ref);
       const { lockId } = c.req.valid("query");
       const result = await forceUnlockState(c.var.deps, {
         principal: c.var.principal,
         workspaceId,
         lockId: lockId ?? null,
       });
-      return c.json(valueOrThrow(result), 200);
+      return c.json(namedValueOrThrow(result, ref, workspaceId), 200);
     },
   );

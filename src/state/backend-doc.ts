@@ -14,9 +14,11 @@ import { errorResponses } from "../router.ts";
 import { LockInfo } from "./model.ts";
 
 const Params = z.object({
-  workspaceId: z
-    .string()
-    .openapi({ param: { name: "workspaceId", in: "path" }, example: `ws_${"a".repeat(26)}` }),
+  workspaceId: z.string().openapi({
+    param: { name: "workspaceId", in: "path" },
+    description: "The workspace's id (ws_…) or its name",
+    example: "network-prod",
+  }),
 });
 const WriteQuery = z.object({
   ID: z

@@ -6,7 +6,6 @@
  * that drop custom methods.
  */
 import { z } from "@hono/zod-openapi";
-import { idPattern } from "@outpost/common";
 import { type Context, Hono } from "hono";
 import type { Principal } from "../authz/principal.ts";
 import { PERSON_KINDS } from "../authz/principal.ts";
@@ -15,7 +14,9 @@ import { ApiError, reasonError, zodIssues } from "../errors.ts";
 import { toHex } from "../lib/crypto.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
+import { WorkspaceRef } from "../workspaces/model.ts";
 import type { StateReason, StateResult } from "./access.ts";
+import { asNamed, stateWorkspaceId } from "./http.ts";
 import { lockState, type UnlockRequest, unlockState } from "./locks.ts";
 import { LOCK_INFO_MAX_BYTES, LockInfo, parseContentMd5, STATE_MAX_BYTES } from "./model.ts";
 import { deleteState, md5Base64, readState, writeState } from "./service.ts";
@@ -24,23 +25,25 @@ import { deleteState, md5Base64, readState, writeState } from "./service.ts";
 // people, the job's phase for run tokens.
 const callers = requireAuth({ kinds: [...PERSON_KINDS, "run"], allowBasic: true });
 
-const Params = z.object({
-  workspaceId: z.string().regex(idPattern("workspace"), "must be a ws_ id"),
-});
+const Params = z.object({ workspaceId: WorkspaceRef });
 const WriteQuery = z.object({ ID: z.string().min(1).max(256).optional() });
 
 function principal(c: Context<AppEnv>): Principal {
   return c.get("principal");
 }
 
-function workspaceId(c: Context<AppEnv>): string {
+/** The workspace the path names (id or name), as named and as resolved; a miss throws the 404. */
+type Target = { readonly ref: string; readonly id: string };
+
+async function target(c: Context<AppEnv>): Promise<Target> {
   const parsed = Params.safeParse(c.req.param());
   if (!parsed.success) {
-    throw new ApiError("BAD_REQUEST", "invalid workspace id", {
+    throw new ApiError("BAD_REQUEST", "invalid workspace", {
       issues: zodIssues(parsed.error, "param"),
     });
   }
-  return parsed.data.workspaceId;
+  const ref = parsed.data.workspaceId;
+  return { ref, id: await stateWorkspaceId(c, ref) };
 }
 
 /**
@@ -66,12 +69,13 @@ function failure(c: Context<AppEnv>, reason: StateReason): Response {
   return c.json(body, error.status);
 }
 
-function unwrap<T>(c: Context<AppEnv>, result: StateResult<T>): T | Response {
-  return result.ok ? result.value : failure(c, result.reason);
+function unwrap<T>(c: Context<AppEnv>, result: StateResult<T>, to: Target): T | Response {
+  const named = asNamed(result, to.ref, to.id);
+  return named.ok ? named.value : failure(c, named.reason);
 }
 
 async function handleWrite(c: Context<AppEnv>): Promise<Response> {
-  const id = workspaceId(c);
+  const to = await target(c);
   const query = WriteQuery.safeParse(c.req.query());
   if (!query.success) {
     throw new ApiError("BAD_REQUEST", "invalid ID", { issues: zodIssues(query.error, "query") });
@@ -95,13 +99,13 @@ async function handleWrite(c: Context<AppEnv>): Promise<Response> {
   }
   const result = await writeState(c.var.deps, {
     principal: principal(c),
-    workspaceId: id,
+    workspaceId: to.id,
     lockId: query.data.ID ?? null,
     body,
     contentLength: c.req.raw.body === null ? 0 : contentLength,
     contentMd5,
   });
-  const outcome = unwrap(c, result);
+  const outcome = unwrap(c, result, to);
   if (outcome instanceof Response) {
     return outcome;
   }
@@ -144,34 +148,34 @@ async function lockBody(c: Context<AppEnv>): Promise<LockBody> {
 }
 
 async function handleLock(c: Context<AppEnv>): Promise<Response> {
-  const id = workspaceId(c);
+  const to = await target(c);
   const body = await lockBody(c);
   if (body.kind === "empty") {
     throw new ApiError("BAD_REQUEST", "LOCK needs the lock info as its body");
   }
   const result = await lockState(c.var.deps, {
     principal: principal(c),
-    workspaceId: id,
+    workspaceId: to.id,
     info: body.info,
     infoText: body.text,
   });
-  const lock = unwrap(c, result);
+  const lock = unwrap(c, result, to);
   return lock instanceof Response
     ? lock
     : c.body(lock.info, 200, { "content-type": "application/json" });
 }
 
 async function handleUnlock(c: Context<AppEnv>): Promise<Response> {
-  const id = workspaceId(c);
+  const to = await target(c);
   const body = await lockBody(c);
   const request: UnlockRequest =
     body.kind === "empty" ? body : { kind: "info", id: body.info.ID, text: body.text };
   const result = await unlockState(c.var.deps, {
     principal: principal(c),
-    workspaceId: id,
+    workspaceId: to.id,
     request,
   });
-  const outcome = unwrap(c, result);
+  const outcome = unwrap(c, result, to);
   return outcome instanceof Response ? outcome : c.json(outcome, 200);
 }
 
@@ -191,8 +195,9 @@ const lockLimit = limitBody(LOCK_INFO_MAX_BYTES);
 
 export const stateRoutes = new Hono<AppEnv>()
   .get("/:workspaceId", callers, async (c) => {
-    const result = await readState(c.var.deps, principal(c), workspaceId(c));
-    const state = unwrap(c, result);
+    const to = await target(c);
+    const result = await readState(c.var.deps, principal(c), to.id);
+    const state = unwrap(c, result, to);
     if (state instanceof Response) {
       return state;
     }
@@ -208,8 +213,9 @@ export const stateRoutes = new Hono<AppEnv>()
   })
   .on(["POST", "PUT"], "/:workspaceId", callers, handleWrite)
   .delete("/:workspaceId", callers, async (c) => {
-    const result = await deleteState(c.var.deps, principal(c), workspaceId(c));
-    const outcome = unwrap(c, result);
+    const to = await target(c);
+    const result = await deleteState(c.var.deps, principal(c), to.id);
+    const outcome = unwrap(c, result, to);
     return outcome instanceof Response ? outcome : c.json(outcome, 200);
   })
   .on(["LOCK"], ["/:workspaceId", "/:workspaceId/lock"], callers, lockLimit, handleLock)

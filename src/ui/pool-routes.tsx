@@ -59,10 +59,15 @@ const TrustForm = z.strictObject({
   description: z.string().trim().max(200).default(""),
 });
 
+/** Whether the viewer manages the pool's tokens (owners). */
+function isOwner(c: Context<UiEnv>): boolean {
+  return decideOrganization(c.var.session.principal.role, "pools.manage") === "allow";
+}
+
 /** What only owners see on a pool's page, as in the API: its agent tokens and OIDC trusts. */
 async function ownerData(c: Context<UiEnv>, poolId: string) {
-  const { orgId, principal } = c.var.session;
-  if (decideOrganization(principal.role, "pools.manage") !== "allow") {
+  const { orgId } = c.var.session;
+  if (!isOwner(c)) {
     return { tokens: null, trusts: null };
   }
   const [tokens, trusts] = await Promise.all([
@@ -125,7 +130,9 @@ async function renderPool(
   poolId: string,
   extra: { created?: CreatedToken; error?: string; status?: ContentfulStatusCode } = {},
 ) {
-  const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
+  const detail = valueOrThrow(
+    await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId, isOwner(c)),
+  );
   const [{ tokens, trusts }, autoscaling, names] = await Promise.all([
     ownerData(c, poolId),
     getAutoscaling(c.var.deps, c.var.session.orgId, poolId),
@@ -181,7 +188,9 @@ export const poolPages = new Hono<UiEnv>()
   .get("/:poolId", (c) => renderPool(c, idOf(c, "poolId", "pool")))
   .get("/:poolId/live.json", async (c) => {
     const poolId = idOf(c, "poolId", "pool");
-    const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
+    const detail = valueOrThrow(
+      await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId, isOwner(c)),
+    );
     const now = c.var.deps.now();
     const agents = await (<AgentRows agents={detail.agents} now={now} />).toString();
     c.header("Cache-Control", "no-store");

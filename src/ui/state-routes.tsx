@@ -9,6 +9,7 @@ import type { Principal } from "../authz/principal.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
 import { diffVersionOutputs, readOutputs } from "../state/output-reads.ts";
+import { listVersionResources } from "../state/resources.ts";
 import { md5Base64 } from "../state/service.ts";
 import { downloadVersion, getVersion, listVersions, rollbackState } from "../state/versions.ts";
 
@@ -24,6 +25,26 @@ function principalOf(c: Context<UiEnv>): Principal {
   return c.var.session.principal;
 }
 
+/**
+ * The current version's resource addresses for the page: null without state, a sentence when
+ * they cannot be read (an encrypted state).
+ */
+async function currentResources(
+  c: Context<UiEnv>,
+  workspaceId: string,
+  versions: readonly { id: string; isCurrent: boolean }[],
+): Promise<string[] | string | null> {
+  const current = versions.find((v) => v.isCurrent);
+  if (!current) {
+    return null;
+  }
+  const result = await listVersionResources(c.var.deps, principalOf(c), workspaceId, current.id);
+  if (!result.ok) {
+    return result.reason.message;
+  }
+  return result.value.resources.map((r) => r.address);
+}
+
 /** The page, with outputs revealed when an admin asked for them (by POST, so it is audited). */
 async function renderState(c: Context<UiEnv>, reveal: boolean) {
   const { row: ws, grants } = await workspaceOf(c, reveal ? "state.reveal" : "workspace.read");
@@ -36,6 +57,7 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
     readOutputs(c.var.deps, principal, ws.id, reveal).then(valueOrThrow),
     listVersions(c.var.deps, principal, ws.id, page.data).then(valueOrThrow),
   ]);
+  const resources = await currentResources(c, ws.id, versions.stateVersions);
   const from = c.req.query("from");
   const to = c.req.query("to");
   let diff = null;
@@ -60,6 +82,7 @@ async function renderState(c: Context<UiEnv>, reveal: boolean) {
         status: outputs.outputsStatus,
       }}
       versions={versions.stateVersions}
+      resources={resources}
       nextCursor={versions.nextCursor}
       diff={diff}
       notice={noticeText(c, NOTICES)}

@@ -16,6 +16,7 @@ import { workspaceBlobPrefix } from "./model.ts";
 import { activeRunIds, deleteIdleWorkspaceQuery, findWorkspace } from "./queries.ts";
 import {
   presentWorkspace,
+  resolveWorkspace,
   type Workspace,
   type WorkspaceResult,
   workspaceNotFound,
@@ -32,7 +33,7 @@ export async function deleteWorkspace(
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
   const blobs = deps.env.BLOBS;
-  const current = await findWorkspace(db, input.orgId, input.ref);
+  const current = await resolveWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
   }

@@ -16,6 +16,7 @@ import { unlockDecision } from "./model.ts";
 import { acquireLockQuery, findWorkspace, releaseLockQuery } from "./queries.ts";
 import {
   presentWorkspace,
+  resolveWorkspace,
   type Workspace,
   type WorkspaceResult,
   workspaceNotFound,
@@ -30,7 +31,7 @@ export async function lockWorkspace(
   input: { orgId: string; ref: string; holderId: string; actor: AuditActor; reason: string },
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
-  const current = await findWorkspace(db, input.orgId, input.ref);
+  const current = await resolveWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
   }
@@ -86,7 +87,7 @@ export async function unlockWorkspace(
   },
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
-  const current = await findWorkspace(db, input.orgId, input.ref);
+  const current = await resolveWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
   }

@@ -6,6 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import { ENGINES, type Engine, parseVersionConstraint } from "@outpost/protocol";
 import { validRange } from "semver";
+import { refParam } from "../names/model.ts";
 
 export { ENGINES, type Engine };
 export const EXECUTION_MODES = ["agent", "local"] as const;
@@ -35,17 +36,8 @@ export const WorkspaceName = z
   )
   .openapi({ example: "network-prod" });
 
-/** A path segment naming a workspace: its `ws_…` id or its name. */
-export const WorkspaceRef = z
-  .string()
-  .refine((v) => WORKSPACE_ID_PATTERN.test(v) || NAME_PATTERN.test(v), {
-    message: "must be a ws_ id or a workspace name",
-  })
-  .openapi({
-    param: { name: "workspaceId", in: "path" },
-    description: "The workspace's id (ws_…) or its name",
-    example: "network-prod",
-  });
+/** A path segment naming a workspace: its `ws_…` id or its name (resolved by `names/`). */
+export const WorkspaceRef = refParam("workspace", "workspaceId", NAME_PATTERN);
 
 /**
  * An engine version as a request may name it, checked per engine by {@link checkSettings}:
@@ -204,6 +196,12 @@ export const TriggerPath = z
     }
   });
 
+/** Assessments run daily unless the workspace says otherwise. */
+export const DEFAULT_ASSESSMENT_INTERVAL_MINUTES = 1440;
+/** From hourly to weekly. */
+export const MIN_ASSESSMENT_INTERVAL_MINUTES = 60;
+export const MAX_ASSESSMENT_INTERVAL_MINUTES = 10_080;
+
 /** Every setting of a workspace, as stored. */
 export type WorkspaceSettings = {
   name: string;
@@ -227,6 +225,13 @@ export type WorkspaceSettings = {
   workloadIdentity: boolean;
   /** That token's `aud`; null means the issuer URL. */
   workloadIdentityAudience: string | null;
+  /** How long one such token lives (the agent renews it while the job runs). */
+  workloadIdentityTokenLifetimeSeconds: number;
+  /** Drift detection: an assessment every `assessmentIntervalMinutes` (docs/workspaces.md). */
+  assessmentsEnabled: boolean;
+  assessmentIntervalMinutes: number;
+  /** An assessment that finds drift queues a normal plan. */
+  autoRemediate: boolean;
 };
 
 /** What a create or update request may set; absent means "default" or "unchanged". */
@@ -257,6 +262,10 @@ const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMod
   remoteStateConsumerIds: null,
   workloadIdentity: false,
   workloadIdentityAudience: null,
+  workloadIdentityTokenLifetimeSeconds: 900,
+  assessmentsEnabled: false,
+  assessmentIntervalMinutes: DEFAULT_ASSESSMENT_INTERVAL_MINUTES,
+  autoRemediate: false,
 };
 
 /**
@@ -304,6 +313,12 @@ export function settingsForUpdate(
 }
 
 function checkSettings(s: WorkspaceSettings): SettingsResult {
+  if (s.assessmentsEnabled && s.executionMode === "local") {
+    return problem(
+      "assessmentsEnabled",
+      "assessments run on an agent: a local workspace cannot enable them (set executionMode agent)",
+    );
+  }
   if (s.executionMode === "agent" && !s.poolId) {
     return problem("poolId", "execution mode agent needs a poolId");
   }

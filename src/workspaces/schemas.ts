@@ -7,7 +7,9 @@ import {
   EngineVersion,
   EXECUTION_MODES,
   FORK_PULL_REQUEST_POLICIES,
+  MAX_ASSESSMENT_INTERVAL_MINUTES,
   MAX_REMOTE_STATE_CONSUMERS,
+  MIN_ASSESSMENT_INTERVAL_MINUTES,
   REMOTE_STATE_SHARING,
   RepoUrl,
   StackName,
@@ -53,6 +55,22 @@ export const WorkspaceSchema = z
       .string()
       .nullable()
       .openapi({ description: "The token's aud; null means the issuer URL" }),
+    workloadIdentityTokenLifetimeSeconds: z.int().openapi({
+      description:
+        "How long a job's workload identity token lives; the agent renews it while the job runs",
+    }),
+    assessmentsEnabled: z.boolean().openapi({
+      description: "Drift detection: an assessment every assessmentIntervalMinutes",
+    }),
+    assessmentIntervalMinutes: z.int(),
+    autoRemediate: z.boolean().openapi({
+      description: "An assessment that finds drift queues a normal plan",
+    }),
+    driftStatus: z.enum(["unknown", "no_drift", "drifted", "errored"]).openapi({
+      description: "The verdict of the last finished assessment; unknown before the first",
+    }),
+    lastAssessmentAt: z.string().nullable(),
+    nextAssessmentAt: z.string().nullable(),
     lock: z
       .object({
         lockedBy: z.string().openapi({ description: "A token id (tok_…) or a run id (run_…)" }),
@@ -102,6 +120,22 @@ const settingsFields = {
   workloadIdentityAudience: z.string().trim().min(1).max(500).nullable().optional().openapi({
     description: "The token's aud (e.g. sts.amazonaws.com); null means the issuer URL",
     example: "api://AzureADTokenExchange",
+  }),
+  workloadIdentityTokenLifetimeSeconds: z.int().min(60).max(3600).optional().openapi({
+    description:
+      "How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after",
+  }),
+  assessmentsEnabled: z.boolean().optional().openapi({
+    description: "Run an assessment (a refresh-only plan that changes nothing) on an interval",
+  }),
+  assessmentIntervalMinutes: z
+    .int()
+    .min(MIN_ASSESSMENT_INTERVAL_MINUTES)
+    .max(MAX_ASSESSMENT_INTERVAL_MINUTES)
+    .optional()
+    .openapi({ description: "Minutes between assessments, 60 to 10080; default 1440 (daily)" }),
+  autoRemediate: z.boolean().optional().openapi({
+    description: "When an assessment finds drift, queue a normal plan; default false",
   }),
 };
 

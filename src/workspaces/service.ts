@@ -5,6 +5,7 @@
  */
 
 import { fail, newId, ok } from "@outpost/common";
+import { nextAssessmentAt } from "../assessments/model.ts";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
@@ -13,6 +14,8 @@ import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
+import { notFoundSentence } from "../names/model.ts";
+import { resolveRef } from "../names/service.ts";
 import { poolScopeRefusal } from "../pools/model.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {
@@ -41,7 +44,7 @@ export type WorkspaceResult<T> = Outcome<T, "not_found" | "invalid" | "conflict"
 
 /** The refusal for a workspace that is not in the caller's org, named as the caller named it. */
 export function workspaceNotFound(ref: string) {
-  return refuse("not_found", `workspace ${ref} not found`);
+  return refuse("not_found", notFoundSentence("workspace", ref));
 }
 
 function nameTaken(name: string) {
@@ -77,6 +80,13 @@ export function presentWorkspace(row: WorkspaceRow) {
     remoteStateConsumerIds: row.remoteStateConsumerIds ?? [],
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
+    assessmentsEnabled: row.assessmentsEnabled,
+    assessmentIntervalMinutes: row.assessmentIntervalMinutes,
+    autoRemediate: row.autoRemediate,
+    driftStatus: row.driftStatus ?? ("unknown" as const),
+    lastAssessmentAt: iso(row.lastAssessmentAt),
+    nextAssessmentAt: iso(row.nextAssessmentAt),
     lock:
       row.lockedBy === null
         ? null
@@ -112,6 +122,10 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     remoteStateConsumerIds: row.remoteStateConsumerIds,
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
+    assessmentsEnabled: row.assessmentsEnabled,
+    assessmentIntervalMinutes: row.assessmentIntervalMinutes,
+    autoRemediate: row.autoRemediate,
   };
 }
 
@@ -119,12 +133,13 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
  * The workspace of the org named by `ref` (its `ws_…` id or its name), or undefined. Another
  * org's workspace is never found. For other features that address workspaces in their paths.
  */
-export function resolveWorkspace(
+export async function resolveWorkspace(
   db: Database,
   orgId: string,
   ref: string,
 ): Promise<WorkspaceRow | undefined> {
-  return findWorkspace(db, orgId, ref);
+  const result = await resolveRef(db, "workspace", { orgId }, ref);
+  return result.ok ? result.value : undefined;
 }
 
 /** The refusal a failed write stands for, when a constraint caught a race; else undefined. */
@@ -221,6 +236,9 @@ export async function createWorkspace(
     lockReason: null,
     lockedAt: null,
     currentRunId: null,
+    nextAssessmentAt: nextAssessmentAt(null, resolved.value, null, now),
+    driftStatus: null,
+    lastAssessmentAt: null,
     createdAt: now,
     updatedAt: now,
   };
@@ -284,7 +302,7 @@ export async function updateWorkspace(
   },
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
-  const current = await findWorkspace(db, input.orgId, input.ref);
+  const current = await resolveWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
   }
@@ -322,6 +340,7 @@ export async function updateWorkspace(
       updateWorkspaceQuery(db, input.orgId, current.id, {
         ...resolved.value,
         projectId,
+        nextAssessmentAt: nextAssessmentAt(before, resolved.value, current.nextAssessmentAt, now),
         updatedAt: now,
       }),
       auditQuery(db, {

@@ -271,6 +271,21 @@ describe("GET /agent/v1/install.sh", () => {
     expect(readdirSync(path.join(prefix, "lib"))).toEqual(["outpost-agent.mjs"]);
   });
 
+  it("with --with-cli also installs the outpost CLI from the verified npm package", async () => {
+    const prefix = path.join(world.freshDir("cli-prefix"), "opt");
+    const installed = await attempt("sh", [script, "--prefix", prefix, "--with-cli"], {
+      env: hostEnv(),
+    });
+    expect(installed.code, installed.stderr).toBe(0);
+    expect(installed.stderr).toContain(`installed outpost ${agentPackage.version}`);
+    const cli = path.join(prefix, "bin/outpost");
+    const version = await attempt(cli, ["--version"], { env: { PATH: "/usr/bin:/bin" } });
+    expect(version).toMatchObject({ code: 0, stdout: `${agentPackage.version}\n` });
+    // The CLI is the installing user's, beside (not in) the agent user's lib/.
+    expect(readdirSync(path.join(prefix, "lib"))).toEqual(["outpost-agent.mjs"]);
+    expect(readdirSync(path.join(prefix, "cli"))).toEqual(["outpost.mjs"]);
+  });
+
   it("refuses a manifest changed after it was signed, installing nothing", async () => {
     const text = readFileSync(script, "utf8");
     const b64 = /^MANIFEST='([^']*)'$/m.exec(text)?.[1] ?? "";

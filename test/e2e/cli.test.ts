@@ -90,6 +90,12 @@ describe("outpost CLI", () => {
     const [listed] = JSON.parse(tokens.stdout) as Array<{ id: string }>;
     expect(listed?.id).toMatch(/^atok_/);
     expect((await cli(["agent-tokens", "revoke", poolId, String(listed?.id)])).code).toBe(0);
+    // By the pool's name and the token's description, as the list shows them.
+    expect(
+      (await cli(["agent-tokens", "create", "cli-pool", "--description", "rack 9"])).code,
+    ).toBe(0);
+    const byName = await cli(["agent-tokens", "revoke", "cli-pool", "rack 9"]);
+    expect(byName.code, byName.stderr).toBe(0);
     const update = await cli(["pools", "update", poolId, "--unknown-after", "60"]);
     expect(update.code).toBe(0);
     const shown = await cli(["pools", "show", poolId]);
@@ -114,9 +120,18 @@ describe("outpost CLI", () => {
     });
     expect(set.code).toBe(0);
     expect((await cli(["vars", "set", "cli-ws", "TF_LOG", "info", "--env"])).code).toBe(0);
+    expect(
+      (await cli(["vars", "set", "cli-ws", "AWS_REGION", "eu-west-1", "--category", "env"])).code,
+    ).toBe(0);
+    expectOneLineError(
+      await cli(["vars", "set", "cli-ws", "X", "1", "--category", "secret"]),
+      CLI_EXIT.usage,
+      "--category must be env or terraform",
+    );
     const vars = await cli(["vars", "list", "cli-ws"]);
     expect(vars.stdout).toMatch(/word\s+terraform\s+\(sensitive\)/);
     expect(vars.stdout).toMatch(/TF_LOG\s+env\s+info/);
+    expect(vars.stdout).toMatch(/AWS_REGION\s+env\s+eu-west-1/);
     expect(vars.stdout).not.toContain("swordfish");
     expect((await cli(["vars", "delete", "cli-ws", "TF_LOG"])).code).toBe(0);
     expect((await cli(["workspaces", "lock", "cli-ws", "--reason", "maintenance"])).code).toBe(0);
@@ -129,6 +144,26 @@ describe("outpost CLI", () => {
       "cli-ws",
     );
     expect((await cli(["pools", "delete", poolId])).code).toBe(0);
+
+    const pulumi = await cli([
+      "workspaces",
+      "create",
+      "cli-pulumi",
+      "--engine",
+      "pulumi",
+      "--engine-version",
+      "^3.150",
+      "--stack-name",
+      "dev",
+    ]);
+    expect(pulumi.code, pulumi.stderr).toBe(0);
+    expect(
+      JSON.parse((await cli(["workspaces", "show", "cli-pulumi", "--json"])).stdout),
+    ).toMatchObject({ engine: "pulumi", stackName: "dev" });
+    const help = await cli(["workspaces", "create", "--help"]);
+    expect(help.stdout).toContain("terraform, tofu or pulumi");
+    expect(help.stdout).toContain("--stack-name");
+    expect((await cli(["--help"])).stdout).toContain("Terraform, OpenTofu and Pulumi");
   });
 
   it("manages projects and variable sets; a workspace's effective variables name their source", async () => {
@@ -503,12 +538,26 @@ describe("outpost CLI", () => {
     ]);
 
     const outputs = await cli(["outputs", "cli-state"]);
-    expect(outputs.stdout).toBe("secret =  (sensitive)\nurl =     https://two.internal\n");
+    // As terraform output prints them.
+    expect(outputs.stdout).toBe('secret = <sensitive>\nurl = "https://two.internal"\n');
     const outputsJson = JSON.parse((await cli(["outputs", "cli-state", "--json"])).stdout);
     expect(outputsJson.secret).toEqual({ value: null, type: "string", sensitive: true });
     expect((await cli(["outputs", "cli-state", "--reveal"])).stdout).toContain("s3cret-2");
 
-    const list = await cli(["state", "list", "cli-state"]);
+    // Resources by address, as terraform state list and state show print them.
+    const resources = await cli(["state", "list", "cli-state"]);
+    expect(resources).toMatchObject({ code: CLI_EXIT.ok, stdout: "null_resource.a\n" });
+    const shownResource = await cli(["state", "show", "cli-state", "null_resource.a"]);
+    expect(shownResource.code, shownResource.stderr).toBe(CLI_EXIT.ok);
+    expect(shownResource.stdout).toMatch(
+      /^# null_resource\.a:\nresource "null_resource" "a" \{\n {4}id {4}= "[^"]+"\n {4}value = "2"\n\}\n$/,
+    );
+    expectOneLineError(
+      await cli(["state", "show", "cli-state", "terraform_data.hello"]),
+      CLI_EXIT.usage,
+      "no resource terraform_data.hello in the state of cli-state (see outpost state list cli-state)",
+    );
+    const list = await cli(["state", "versions", "cli-state"]);
     expect(list.stdout.split("\n")[0]).toMatch(/^SERIAL\s+ID\s+LINEAGE\s+WRITTEN\s+BY\s+SIZE$/);
     expect(list.stdout).toMatch(/current/);
     // WRITTEN BY names who confirmed the run (the saved owner token, by its description), and the run.
@@ -517,7 +566,7 @@ describe("outpost CLI", () => {
         list.stdout.split("\n").slice(-2)[0] ?? "",
       );
     expect(firstSerial?.[1]).toBe("1");
-    const old = await cli(["state", "show", "cli-state", "1"]);
+    const old = await cli(["state", "version", "cli-state", "1"]);
     expect(old.stdout).toMatch(/^Serial: +1$/m);
     expect(old.stdout).toContain("url     https://one.internal");
     expect(old.stdout).toContain("secret  (sensitive)");
@@ -606,12 +655,25 @@ describe("outpost CLI", () => {
     expectOneLineError(
       await cli(["workspaces", "show", "does-not-exist"]),
       CLI_EXIT.requestFailed,
-      "workspace does-not-exist not found",
+      "no workspace named does-not-exist in this organization",
     );
     expectOneLineError(
       await cli(["whoami"], { env: { OUTPOST_ADDRESS: "http://127.0.0.1:9" } }),
       CLI_EXIT.requestFailed,
       "cannot reach http://127.0.0.1:9",
+    );
+    // An address with the API's path is refused as the agent refuses it, with the fix.
+    expectOneLineError(
+      await cli(["whoami"], { env: { OUTPOST_ADDRESS: `${world.coordinator.url}/api/v1` } }),
+      CLI_EXIT.usage,
+      `${world.coordinator.url}/api/v1 has a path (/api/v1): give the coordinator's base URL, ${world.coordinator.url}`,
+    );
+    expectOneLineError(
+      await cli(["login", "--address", `${world.coordinator.url}/api/v1`], {
+        stdin: world.ownerToken,
+      }),
+      CLI_EXIT.usage,
+      "has a path (/api/v1)",
     );
     const help = await cli(["run", "--help"]);
     expect(help.code).toBe(0);

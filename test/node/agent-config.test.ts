@@ -121,6 +121,8 @@ describe("outpost-agent configuration (the real bin)", () => {
       "--release-key must be ed25519: and a base64 Ed25519 public key (44 characters)",
     ],
     [["--frobnicate"], GOOD_ENV, "unknown option '--frobnicate'"],
+    [["--nmae", "x"], GOOD_ENV, "unknown option '--nmae' (Did you mean --name?)"],
+    [["-hook-dri", "/x"], GOOD_ENV, "unknown option '-hook-dri'"],
     [["stray"], GOOD_ENV, "too many arguments"],
     [["--single=maybe"], GOOD_ENV, "unknown option '--single=maybe'"],
     [[], { ...GOOD_ENV, OUTPOST_SINGLE: "maybe" }, "OUTPOST_SINGLE"],

@@ -236,6 +236,26 @@ describe("runHook", () => {
     expect(await run("pre-plan")).toEqual({ exports: {}, sensitive: [] });
   });
 
+  it("runs Terraform Cloud agent's hook names as aliases, and refuses both names at once", async () => {
+    const alias = path.join(hooksDir, "terraform-pre-plan");
+    writeFileSync(alias, '#!/bin/sh\necho "FROM=$OUTPOST_HOOK" >> "$OUTPOST_AGENT_ENV"\n');
+    chmodSync(alias, 0o755);
+    const output: string[] = [];
+    expect(await run("pre-plan", output)).toEqual({
+      exports: { FROM: "pre-plan" },
+      sensitive: [],
+    });
+    expect(output.join("")).toContain("Running pre-plan hook");
+    const own = path.join(hooksDir, "pre-plan");
+    writeFileSync(own, "#!/bin/sh\n");
+    chmodSync(own, 0o755);
+    await expect(run("pre-plan")).rejects.toThrow(
+      /hooks pre-plan and terraform-pre-plan both exist in .*: they are the same hook; keep one/,
+    );
+    rmSync(alias);
+    rmSync(own);
+  });
+
   it("refuses a hook file that is not executable", async () => {
     writeFileSync(path.join(hooksDir, "post-plan"), "#!/bin/sh\n");
     chmodSync(path.join(hooksDir, "post-plan"), 0o644);
@@ -262,7 +282,10 @@ describe("runHook", () => {
 
 describe("summarizePlan", () => {
   it("counts like terraform's Plan line, including replacements, imports and output changes", () => {
-    const rc = (actions: string[], importing?: object) => ({ change: { actions, importing } });
+    const rc = (actions: string[], importing?: object, mode = "managed") => ({
+      mode,
+      change: { actions, importing },
+    });
     expect(
       summarizePlan(
         JSON.stringify({
@@ -273,18 +296,49 @@ describe("summarizePlan", () => {
             rc(["delete", "create"]),
             rc(["create", "delete"]),
             rc(["no-op"], { id: "i-123" }),
-            rc(["read"]),
+            rc(["no-op"]),
+            rc(["read"], undefined, "data"),
+            rc(["no-op"], undefined, "data"),
           ],
         }),
       ),
-    ).toEqual({ adds: 3, changes: 1, destroys: 3, imports: 1, hasChanges: true });
+    ).toEqual({ adds: 3, changes: 1, destroys: 3, imports: 1, sames: 2, hasChanges: true });
     expect(summarizePlan(JSON.stringify({ resource_changes: [rc(["no-op"])] })).hasChanges).toBe(
       false,
     );
     expect(
       summarizePlan(JSON.stringify({ output_changes: { ip: { actions: ["update"] } } })),
-    ).toEqual({ adds: 0, changes: 0, destroys: 0, imports: 0, hasChanges: true });
+    ).toEqual({ adds: 0, changes: 0, destroys: 0, imports: 0, sames: 0, hasChanges: true });
     expect(() => summarizePlan("not json")).toThrow();
+  });
+
+  it("names the drifted addresses of a refresh-only plan, which has changes only when drift was found", () => {
+    const drift = (address: string, actions: string[]) => ({ address, change: { actions } });
+    const doc = JSON.stringify({
+      resource_changes: [],
+      resource_drift: [drift("null_resource.a", ["update"]), drift("aws_s3_bucket.b", ["delete"])],
+    });
+    expect(summarizePlan(doc, { refreshOnly: true })).toEqual({
+      adds: 0,
+      changes: 0,
+      destroys: 0,
+      imports: 0,
+      hasChanges: true,
+      driftedResources: ["null_resource.a", "aws_s3_bucket.b"],
+    });
+    // Drift alone does not make a normal plan one with changes, and it is not reported there.
+    expect(summarizePlan(doc)).toEqual({
+      adds: 0,
+      changes: 0,
+      destroys: 0,
+      imports: 0,
+      hasChanges: false,
+    });
+    const clean = JSON.stringify({ resource_drift: [drift("null_resource.a", ["no-op"])] });
+    expect(summarizePlan(clean, { refreshOnly: true })).toMatchObject({
+      hasChanges: false,
+      driftedResources: [],
+    });
   });
 });
 

@@ -146,7 +146,7 @@ describe("job runner", () => {
     expect(planned, planLog).toMatchObject({
       outcome: "succeeded",
       exitCode: 0,
-      planSummary: { adds: 1, changes: 0, destroys: 0, imports: 0, hasChanges: true },
+      planSummary: { adds: 1, changes: 0, destroys: 0, imports: 0, sames: 0, hasChanges: true },
     });
     expect(planned.logLength).toBe(Buffer.byteLength(planLog));
     expect(planLog).toContain("Downloading terraform 1.9.5");

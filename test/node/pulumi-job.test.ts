@@ -207,6 +207,22 @@ describe("the preview's summary", () => {
     expect(() => summarizePreview("null")).toThrow(/no JSON document/);
   });
 
+  it("names a refresh preview's drifted resources: every step that is not same", () => {
+    const refresh = JSON.stringify({
+      steps: [
+        { op: "update", urn: "urn:pulumi:dev::demo::t::a" },
+        { op: "same", urn: "urn:pulumi:dev::demo::t::b" },
+        { op: "delete", urn: "urn:pulumi:dev::demo::t::c" },
+      ],
+      changeSummary: { update: 1, same: 1, delete: 1 },
+    });
+    expect(summarizePreview(refresh, true)).toMatchObject({
+      hasChanges: true,
+      driftedResources: ["urn:pulumi:dev::demo::t::a", "urn:pulumi:dev::demo::t::c"],
+    });
+    expect(summarizePreview(refresh)).not.toHaveProperty("driftedResources");
+  });
+
   it("describes the steps that do something, the diagnostics and the counts", () => {
     expect(describePreview(preview)).toEqual([
       "    + urn:pulumi:dev::demo::t::a (create)",

@@ -83,6 +83,63 @@ describe("stand-in terraform", () => {
     expect(stale.output).toContain("Saved plan is stale");
   });
 
+  it("finds drift like terraform: -refresh-only -detailed-exitcode exits 2, show -json lists resource_drift", async () => {
+    const dir = workspace("ws_d", 'resource "null_resource" "a" { value = "one" }\n');
+    await runStandin(dir, ["init", "-input=false"], creds);
+    await runStandin(dir, ["plan", "-out=p.tfplan", "-input=false"], creds);
+    expect((await runStandin(dir, ["apply", "p.tfplan"], creds)).code).toBe(0);
+    const refreshOnly = [
+      "plan",
+      "-refresh-only",
+      "-detailed-exitcode",
+      "-out=r.tfplan",
+      "-input=false",
+    ];
+
+    const clean = await runStandin(dir, refreshOnly, creds);
+    expect(clean.code).toBe(0);
+    expect(clean.output).toContain(
+      "No changes. Your infrastructure still matches the configuration.",
+    );
+    const cleanDoc = JSON.parse(
+      (await runStandin(dir, ["show", "-json", "r.tfplan"], creds)).output,
+    );
+    expect(cleanDoc).toMatchObject({ resource_changes: [], resource_drift: [] });
+
+    const drifted = { ...creds, STANDIN_DRIFT: "null_resource.a=two" };
+    const found = await runStandin(dir, refreshOnly, drifted);
+    expect(found.code).toBe(2);
+    expect(found.output).toContain("Note: Objects have changed outside of Terraform");
+    expect(found.output).toContain("# null_resource.a has changed");
+    expect(found.output).toContain("This is a refresh-only plan");
+    const doc = JSON.parse((await runStandin(dir, ["show", "-json", "r.tfplan"], drifted)).output);
+    expect(doc.resource_changes).toEqual([]);
+    expect(doc.resource_drift).toEqual([
+      expect.objectContaining({
+        address: "null_resource.a",
+        change: expect.objectContaining({
+          actions: ["update"],
+          before: expect.objectContaining({ value: "one" }),
+          after: expect.objectContaining({ value: "two" }),
+        }),
+      }),
+    ]);
+    // The plan wrote nothing; a normal plan against the drifted object wants it back.
+    expect(server.currentState("ws_d")).toMatchObject({ serial: 1 });
+    const normal = await runStandin(dir, ["plan", "-input=false", "-detailed-exitcode"], drifted);
+    expect(normal.code).toBe(2);
+    expect(normal.output).toContain("Plan: 0 to add, 1 to change, 0 to destroy.");
+    // Applying the refresh-only plan records the drift in the state and changes nothing else.
+    expect((await runStandin(dir, ["apply", "r.tfplan"], drifted)).code).toBe(0);
+    expect(server.currentState("ws_d")).toMatchObject({
+      serial: 2,
+      resources: [{ instances: [{ attributes: { value: "two" } }] }],
+    });
+    const refused = await runStandin(dir, ["plan", "-refresh-only", "-destroy"], creds);
+    expect(refused.code).toBe(1);
+    expect(refused.output).toContain("Incompatible plan options");
+  });
+
   it("writes intermediate snapshots with increasing serials, and plans destroy", async () => {
     const dir = workspace(
       "ws_b",

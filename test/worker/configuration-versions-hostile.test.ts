@@ -243,7 +243,10 @@ describe("configured upload limits", () => {
   it("refuses a gzip bomb past CONFIGURATION_MAX_UNPACKED_BYTES with 413, storing nothing", async () => {
     const org = await seedOrg();
     const ws = await createWorkspace(org);
-    const bomb = await tarGz([{ name: "zeros.bin", body: new Uint8Array(8 * 1024 * 1024) }]);
+    const bomb = await tarGz([
+      { name: "main.tf", body: "# config\n" },
+      { name: "zeros.bin", body: new Uint8Array(8 * 1024 * 1024) },
+    ]);
     expect(bomb.byteLength).toBeLessThan(64 * 1024);
     const before = await snapshotD1();
     const res = await uploadWith(
@@ -264,6 +267,7 @@ describe("configured upload limits", () => {
     const org = await seedOrg();
     const ws = await createWorkspace(org);
     const bytes = await tarGz([
+      { name: "main.tf", body: "# config\n" },
       { name: "noise.bin", body: crypto.getRandomValues(new Uint8Array(4096)) },
     ]);
     const before = await snapshotD1();
@@ -284,6 +288,7 @@ describe("configured upload limits", () => {
       body: new Blob([bytes]).stream(),
       contentLength: bytes.byteLength,
       limits: { maxBytes: 1 << 20, maxUnpackedBytes: 1 << 30, maxEntries: 10, ...limits },
+      expected: { engine: "terraform", workingDirectory: "" },
     });
 
   it("stops a stream that outgrows the limit while it is read, storing nothing", async () => {

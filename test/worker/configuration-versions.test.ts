@@ -180,6 +180,82 @@ describe("POST /api/v1/workspaces/:workspaceId/configuration-versions", () => {
   });
 });
 
+describe("an upload must hold a configuration the workspace can run", () => {
+  async function expectRefused(
+    org: Awaited<ReturnType<typeof seedOrg>>,
+    ws: { id: string; name: string },
+    bytes: Uint8Array,
+    message: string,
+  ) {
+    const latestBefore = await latestConfigurationVersion(db, ws.id);
+    const before = await snapshotD1();
+    const res = await upload(org, ws.name, bytes);
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.error.message).toContain(message);
+    expect(await snapshotD1()).toEqual(before);
+    expect(await latestConfigurationVersion(db, ws.id)).toEqual(latestBefore);
+    expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toHaveLength(
+      latestBefore ? 1 : 0,
+    );
+  }
+
+  it("refuses a tar of only '.' or only a README, keeping the previous configuration", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    const good = await upload(org, ws.id, await tarGz([{ name: "main.tf", body: "# ok\n" }]));
+    expect(good.status).toBe(201);
+    const missing = "the archive's top directory holds no .tf or .tf.json file";
+    await expectRefused(org, ws, await tarGz([{ name: "./", type: "dir" }]), missing);
+    await expectRefused(org, ws, await tarGz([{ name: "README.md", body: "# hi\n" }]), missing);
+    // A .tf deeper down is not the root module the engine would run.
+    await expectRefused(
+      org,
+      ws,
+      await tarGz([{ name: "modules/vpc/main.tf", body: "# module\n" }]),
+      missing,
+    );
+    expect((await latestConfigurationVersion(db, ws.id))?.id).toBe(good.body.id);
+  });
+
+  it("looks in the workspace's working directory, and takes .tf.json as well", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org, { workingDirectory: "envs/prod" });
+    await expectRefused(
+      org,
+      ws,
+      await tarGz([{ name: "main.tf", body: "# root\n" }]),
+      "the working directory envs/prod of the archive holds no .tf or .tf.json file",
+    );
+    const json = await tarGz([{ name: "envs/prod/main.tf.json", body: "{}\n" }]);
+    expect((await upload(org, ws.id, json)).status).toBe(201);
+    const dotted = await tarGz([
+      { name: "./envs/prod/", type: "dir" },
+      { name: "./envs/prod/a.tf", body: "\n" },
+    ]);
+    expect((await upload(org, ws.id, dotted)).status).toBe(201);
+  });
+
+  it("wants Pulumi.yaml in a Pulumi workspace", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org, {
+      engine: "pulumi",
+      engineVersion: "^3.150",
+      stackName: "dev",
+    });
+    await expectRefused(
+      org,
+      ws,
+      await tarGz([{ name: "main.tf", body: "# not pulumi\n" }]),
+      "the archive's top directory holds no Pulumi.yaml",
+    );
+    const program = await tarGz([
+      { name: "Pulumi.yaml", body: "name: demo\nruntime: nodejs\n" },
+      { name: "index.js", body: "\n" },
+    ]);
+    expect((await upload(org, ws.id, program)).status).toBe(201);
+  });
+});
+
 describeAuth("POST /api/v1/workspaces/:workspaceId/configuration-versions", {
   role: "member",
   target: async (org) => ({

@@ -266,8 +266,8 @@ describe("GET /metrics", () => {
     }
     const many = await cost();
     expect(many).toEqual(few);
-    // The token, then one batch: pools, run outcomes, job timings.
-    expect(many.statements).toBe(4);
+    // The token, then one batch: pools, run outcomes, job timings, drift.
+    expect(many.statements).toBe(5);
     expect(many.poolCalls).toEqual(pools.map((p) => `${p.id}.report`).sort());
     console.log(
       `GET /metrics: ${many.statements} D1 statements, ${many.poolCalls.length} pool calls`,

@@ -340,20 +340,27 @@ describe("GET /api/v1/pools/:poolId/autoscaling", () => {
     expect(await signal(org, pool.poolId)).toMatchObject({ desiredAgents: 2, minAgents: 2 });
   });
 
-  it("refuses a malformed pool id (400) and another organization's pool (404)", async () => {
+  it("refuses what is no pool id or name (400), an unknown name and another organization's pool (404)", async () => {
     const org = await seedOrg();
     const other = await seedOrg();
     const pool = await seedPool(other);
-    const bad = await requestJson<ErrorBody>("/api/v1/pools/not-a-pool/autoscaling", {
+    const bad = await requestJson<ErrorBody>("/api/v1/pools/not%20a%20pool/autoscaling", {
       token: org.tokens.reader,
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toMatch(/poolId/);
+    const unknown = await requestJson<ErrorBody>("/api/v1/pools/not-a-pool/autoscaling", {
+      token: org.tokens.reader,
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.message).toBe("no agent pool named not-a-pool in this organization");
     const foreign = await requestJson<ErrorBody>(`/api/v1/pools/${pool.poolId}/autoscaling`, {
       token: org.tokens.reader,
     });
     expect(foreign.status).toBe(404);
-    expect(foreign.body.error.message).toBe(`pool ${pool.poolId} not found`);
+    expect(foreign.body.error.message).toBe(
+      `no agent pool with id ${pool.poolId} in this organization`,
+    );
   });
 });
 

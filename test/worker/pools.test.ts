@@ -155,7 +155,7 @@ describe("GET /api/v1/pools and /api/v1/pools/:poolId", () => {
         capacity: 3,
         acceptedPhases: ["plan", "apply"],
         isolation: null,
-        tokenId: pool.tokenId,
+        tokenId: null,
         runningJobs: [{ jobId: job.jobId, phase: "plan", state: "leased" }],
         lastContactAt: expect.any(String),
         registeredAt: expect.any(String),
@@ -163,9 +163,12 @@ describe("GET /api/v1/pools and /api/v1/pools/:poolId", () => {
     ]);
   });
 
-  it("answers 400 for a malformed id and 404 for an unknown one", async () => {
+  it("answers 400 for what cannot be an id or a name and 404 in words for an unknown one", async () => {
     const org = await seedOrg();
-    expect((await request("/api/v1/pools/ws_nope", { token: org.ownerToken })).status).toBe(400);
+    expect((await request("/api/v1/pools/no%20pool", { token: org.ownerToken })).status).toBe(400);
+    const named = await requestJson<ErrorBody>("/api/v1/pools/ws_nope", { token: org.ownerToken });
+    expect(named.status).toBe(404);
+    expect(named.body.error.message).toBe("no agent pool named ws_nope in this organization");
     const unknown = await requestJson<ErrorBody>(`/api/v1/pools/pool_${"a".repeat(26)}`, {
       token: org.ownerToken,
     });
@@ -435,7 +438,7 @@ describe("agent tokens", () => {
           token: org.ownerToken,
         })
       ).status,
-    ).toBe(400);
+    ).toBe(404);
   });
 });
 

@@ -5,6 +5,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createOrgToken } from "../../src/tokens/service.ts";
+import type { ErrorBody } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { deps, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import {
@@ -436,8 +437,13 @@ describe("DELETE", () => {
 describe("bad input", () => {
   it("answers 400 for a malformed workspace id, LOCK without or with invalid lock info", async () => {
     const { tf } = await setup();
-    const badId = new BackendClient("nope", (await setup()).org.tokens.member);
+    const badId = new BackendClient("no%20pe", (await setup()).org.tokens.member);
     expect((await badId.get()).status).toBe(400);
+    const unknown = await new BackendClient("nope", (await setup()).org.tokens.member).get();
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as ErrorBody).error.message).toBe(
+      "no workspace named nope in this organization",
+    );
     expect((await tf.send("LOCK", tf.address, "")).status).toBe(400);
     expect((await tf.send("LOCK", tf.address, "{nope")).status).toBe(400);
     expect((await tf.send("LOCK", tf.address, JSON.stringify({ ID: "" }))).status).toBe(400);

@@ -33,9 +33,16 @@ beforeAll(async () => {
       : { added: { value: true, type: "bool" } }),
   });
   for (const serial of [1, 2]) {
-    expect((await tf.put(stateJson({ serial, lineage, outputs: outputsAt(serial) }))).status).toBe(
-      200,
-    );
+    const resources = [
+      {
+        mode: "managed",
+        type: "terraform_data",
+        name: "hello",
+        instances: [{ attributes: { id: "1", input: `${SECRET}-attr` } }],
+      },
+    ];
+    const body = stateJson({ serial, lineage, outputs: outputsAt(serial), resources });
+    expect((await tf.put(body)).status).toBe(200);
   }
   const rows = await env.DB.prepare(
     "SELECT id, serial FROM state_versions WHERE workspace_id = ? ORDER BY serial",
@@ -66,6 +73,10 @@ describe("state page", () => {
       expect(html).toMatch(/<time datetime="[^"]+" title="[^"]+ UTC" data-relative="">/);
     }
     const readerHtml = await (await reader.get(`/ui/workspaces/${ws}/state`)).text();
+    // The current state's resources by address, no attribute values.
+    expect(readerHtml).toContain("<h2>Resources</h2>");
+    expect(readerHtml).toContain("<code>terraform_data.hello</code>");
+    expect(readerHtml).not.toContain(`${SECRET}-attr`);
     expect(readerHtml).not.toContain("Reveal sensitive values");
     expect(readerHtml).not.toContain("Roll back");
     const adminHtml = await (await admin.get(`/ui/workspaces/${ws}/state`)).text();

@@ -182,6 +182,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agent/v1/jobs/{jobId}/workload-identity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A fresh workload identity token for the running job (the agent rewrites its token file) */
+        post: operations["renewWorkloadIdentity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/jobs/next": {
         parameters: {
             query?: never;
@@ -1139,6 +1156,24 @@ export interface paths {
         patch: operations["updateWorkspace"];
         trace?: never;
     };
+    "/api/v1/workspaces/{workspaceId}/assessments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a workspace's assessments, newest first */
+        get: operations["listAssessments"];
+        put?: never;
+        /** Start a drift check now: a refresh-only plan that applies and writes nothing */
+        post: operations["startAssessment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{workspaceId}/configuration-versions": {
         parameters: {
             query?: never;
@@ -1151,7 +1186,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a configuration (tar.gz as the raw body)
-         * @description Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree; 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).
+         * @description Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree, and whose working directory (the workspace's) holds a .tf or .tf.json file (Pulumi.yaml for Pulumi workspaces); 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).
          */
         post: operations["createConfigurationVersion"];
         delete?: never;
@@ -1269,6 +1304,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workspaces/{workspaceId}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a workspace's schedules with their latest occurrence */
+        get: operations["listSchedules"];
+        put?: never;
+        /** Create a cron schedule that queues a run at each occurrence */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceId}/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a schedule (runs it queued are left as they are) */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/workspaces/{workspaceId}/state-lock": {
         parameters: {
             query?: never;
@@ -1347,6 +1417,23 @@ export interface paths {
         };
         /** Outputs of one state version; sensitive values as for the current outputs */
         get: operations["getStateVersionOutputs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceId}/state-versions/{stateVersionId}/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The resource instances a state version holds, by address (as terraform state list prints them); no attribute values */
+        get: operations["listStateVersionResources"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1723,7 +1810,8 @@ export interface components {
             /** @enum {string} */
             status: "idle" | "busy" | "unknown" | "errored" | "exited";
             statusReason: string | null;
-            tokenId: string;
+            /** @description The agent token it logged in with: owners only, null for other roles */
+            tokenId: string | null;
             version: string;
         };
         AgentPool: {
@@ -1838,6 +1926,25 @@ export interface components {
             } | null;
             poolId: string;
             revokedAt: string | null;
+        };
+        Assessment: {
+            createdAt: string;
+            createdBy: components["schemas"]["Actor"];
+            /** @description Addresses (Terraform, OpenTofu) or URNs (Pulumi) changed outside the engine */
+            driftedResources: string[];
+            finishedAt: string | null;
+            id: string;
+            reason: string | null;
+            /** @description The plan autoRemediate queued when drift was found */
+            remediationRunId: string | null;
+            /** @description The refresh-only speculative run that checked */
+            runId: string;
+            /**
+             * @description pending while its run plans; then no_drift, drifted (driftedResources names them) or errored (reason)
+             * @enum {string}
+             */
+            status: "pending" | "no_drift" | "drifted" | "errored";
+            workspaceId: string;
         };
         AuditEvent: {
             /** @example workspace.update */
@@ -2008,6 +2115,11 @@ export interface components {
             name: string;
         };
         CreateRun: {
+            /**
+             * @description Let the run apply a plan that destroys every resource of the state from a configuration that declares none; without it such a run ends errored after its plan (queue a destroy run to destroy everything on purpose)
+             * @default false
+             */
+            allowEmptyApply?: boolean;
             configurationVersionId?: string;
             /** @default false */
             isSpeculative?: boolean;
@@ -2019,6 +2131,23 @@ export interface components {
              * @enum {string}
              */
             operation?: "plan" | "apply" | "destroy" | "refresh";
+        };
+        CreateSchedule: {
+            /**
+             * @description Five fields: minute hour day-of-month month day-of-week
+             * @example 0 6 * * 1-5
+             */
+            cron: string;
+            /**
+             * @description The run each occurrence queues: plan (speculative), apply, refresh or destroy; apply, refresh and destroy follow the workspace's autoApply
+             * @enum {string}
+             */
+            operation: "plan" | "apply" | "destroy" | "refresh";
+            /**
+             * @default UTC
+             * @example Europe/Berlin
+             */
+            timezone?: string;
         };
         CreateTeam: {
             /**
@@ -2068,7 +2197,13 @@ export interface components {
             repoUrl?: string | null;
         };
         CreateWorkspace: {
+            /** @description Minutes between assessments, 60 to 10080; default 1440 (daily) */
+            assessmentIntervalMinutes?: number;
+            /** @description Run an assessment (a refresh-only plan that changes nothing) on an interval */
+            assessmentsEnabled?: boolean;
             autoApply?: boolean;
+            /** @description When an assessment finds drift, queue a normal plan; default false */
+            autoRemediate?: boolean;
             description?: string;
             /** @enum {string} */
             engine?: "terraform" | "tofu" | "pulumi";
@@ -2118,6 +2253,8 @@ export interface components {
              * @example api://AzureADTokenExchange
              */
             workloadIdentityAudience?: string | null;
+            /** @description How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after */
+            workloadIdentityTokenLifetimeSeconds?: number;
         };
         EffectiveVariable: {
             /** @enum {string} */
@@ -2163,6 +2300,7 @@ export interface components {
                 adds: number;
                 changes: number;
                 destroys: number;
+                driftedResources?: string[];
                 hasChanges: boolean;
                 /** @default 0 */
                 imports?: number;
@@ -2440,6 +2578,8 @@ export interface components {
             graceSeconds?: number;
         };
         Run: {
+            /** @description Queued to apply even a plan that destroys every resource of the state */
+            allowEmptyApply: boolean;
             canceledBy: components["schemas"]["Actor"] & unknown;
             cancelRequestedAt: string | null;
             configurationVersionId: string | null;
@@ -2462,12 +2602,14 @@ export interface components {
                 adds: number;
                 changes: number;
                 destroys: number;
+                driftedResources?: string[];
                 hasChanges: boolean;
                 /** @default 0 */
                 imports?: number;
                 replaces?: number;
                 sames?: number;
             } | null;
+            /** @description Who queued it: api, cli, ui, github, gitlab, schedule (a schedule's occurrence) or assessment (a drift check, or the plan autoRemediate queued) */
             source: string;
             /** @enum {string} */
             status: "pending" | "plan_queued" | "planning" | "planned" | "planned_and_finished" | "confirmed" | "apply_queued" | "applying" | "applied" | "discarded" | "errored" | "canceled" | "force_canceled";
@@ -2510,6 +2652,30 @@ export interface components {
             nextCursor: string | null;
             runs: components["schemas"]["Run"][];
         };
+        Schedule: {
+            createdAt: string;
+            createdBy: components["schemas"]["Actor"];
+            cron: string;
+            id: string;
+            lastOccurrence: components["schemas"]["ScheduleOccurrence"];
+            /** @description The next occurrence */
+            nextRunAt: string | null;
+            /** @enum {string} */
+            operation: "plan" | "apply" | "destroy" | "refresh";
+            timezone: string;
+            workspaceId: string;
+        };
+        ScheduleOccurrence: {
+            /** @description The occurrence time the tick handled */
+            at: string;
+            reason: string | null;
+            runId: string | null;
+            /**
+             * @description queued: its run was queued; skipped: the schedule's previous run was still active; failed: the run was refused (reason)
+             * @enum {string}
+             */
+            status: "queued" | "skipped" | "failed";
+        } | null;
         Sso: {
             clientId: string;
             emailClaim: string;
@@ -2555,6 +2721,23 @@ export interface components {
             outputsStatus: "stored" | "none" | "encrypted" | "too_large" | null;
             serial: number | null;
             stateVersionId: string | null;
+        };
+        StateResources: {
+            resources: {
+                /**
+                 * @description Terraform's address; a Pulumi resource's URN
+                 * @example module.vpc.aws_subnet.a[0]
+                 */
+                address: string;
+                /** @enum {string} */
+                mode: "managed" | "data";
+                module: string | null;
+                name: string;
+                provider: string | null;
+                type: string;
+            }[];
+            serial: number;
+            stateVersionId: string;
         };
         StateVersion: {
             createdAt: string;
@@ -2683,7 +2866,13 @@ export interface components {
             repoUrl?: string | null;
         };
         UpdateWorkspace: {
+            /** @description Minutes between assessments, 60 to 10080; default 1440 (daily) */
+            assessmentIntervalMinutes?: number;
+            /** @description Run an assessment (a refresh-only plan that changes nothing) on an interval */
+            assessmentsEnabled?: boolean;
             autoApply?: boolean;
+            /** @description When an assessment finds drift, queue a normal plan; default false */
+            autoRemediate?: boolean;
             description?: string;
             /** @enum {string} */
             engine?: "terraform" | "tofu" | "pulumi";
@@ -2733,6 +2922,8 @@ export interface components {
              * @example api://AzureADTokenExchange
              */
             workloadIdentityAudience?: string | null;
+            /** @description How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after */
+            workloadIdentityTokenLifetimeSeconds?: number;
         };
         User: {
             createdAt: string;
@@ -2847,11 +3038,25 @@ export interface components {
             /** @description Why the event triggers nothing */
             ignored?: string;
         };
+        WorkloadIdentityToken: {
+            expiresAt: string;
+            token: string;
+        };
         Workspace: {
+            assessmentIntervalMinutes: number;
+            /** @description Drift detection: an assessment every assessmentIntervalMinutes */
+            assessmentsEnabled: boolean;
             autoApply: boolean;
+            /** @description An assessment that finds drift queues a normal plan */
+            autoRemediate: boolean;
             createdAt: string;
             currentRunId: string | null;
             description: string;
+            /**
+             * @description The verdict of the last finished assessment; unknown before the first
+             * @enum {string}
+             */
+            driftStatus: "unknown" | "no_drift" | "drifted" | "errored";
             /** @enum {string} */
             engine: "terraform" | "tofu" | "pulumi";
             engineVersion: string;
@@ -2860,6 +3065,7 @@ export interface components {
             /** @enum {string} */
             forkPullRequests: "refuse" | "plan_without_secrets";
             id: string;
+            lastAssessmentAt: string | null;
             lock: {
                 /** @enum {string} */
                 holderKind: "user" | "run";
@@ -2869,6 +3075,7 @@ export interface components {
                 reason: string;
             } | null;
             name: string;
+            nextAssessmentAt: string | null;
             poolId: string | null;
             /** @description The project the workspace belongs to */
             projectId: string;
@@ -2894,6 +3101,8 @@ export interface components {
             workloadIdentity: boolean;
             /** @description The token's aud; null means the issuer URL */
             workloadIdentityAudience: string | null;
+            /** @description How long a job's workload identity token lives; the agent renews it while the job runs */
+            workloadIdentityTokenLifetimeSeconds: number;
         };
     };
     responses: never;
@@ -3529,6 +3738,55 @@ export interface operations {
             };
         };
     };
+    renewWorkloadIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new token, with the same claims and a later exp */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkloadIdentityToken"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     pollNextJob: {
         parameters: {
             query?: {
@@ -3580,6 +3838,15 @@ export interface operations {
             };
             /** @description Not found in this organization */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3640,6 +3907,15 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3709,6 +3985,15 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4360,6 +4645,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4418,6 +4704,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4483,6 +4770,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4572,6 +4860,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4630,6 +4919,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4690,6 +4980,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4779,6 +5070,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
                 trustId: string;
             };
@@ -4840,6 +5132,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4900,6 +5193,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
             };
             cookie?: never;
@@ -4980,7 +5274,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The agent pool's id (pool_…) or its name */
                 poolId: string;
+                /** @description The agent token's id (atok_…) or its description when no other active token of the pool has it */
                 tokenId: string;
             };
             cookie?: never;
@@ -5025,6 +5321,15 @@ export interface operations {
             };
             /** @description Not found in this organization */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8772,6 +9077,139 @@ export interface operations {
             };
         };
     };
+    listAssessments: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of assessments */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        assessments: components["schemas"]["Assessment"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startAssessment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending assessment */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Assessment"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listConfigurationVersions: {
         parameters: {
             query?: {
@@ -9170,6 +9608,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9377,11 +9816,212 @@ export interface operations {
             };
         };
     };
+    listSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedules */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        schedules: components["schemas"]["Schedule"][];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSchedule"];
+            };
+        };
+        responses: {
+            /** @description The schedule */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scheduleId: string;
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getStateLock: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9445,6 +10085,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9517,6 +10158,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9579,6 +10221,7 @@ export interface operations {
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9638,6 +10281,7 @@ export interface operations {
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9700,6 +10344,7 @@ export interface operations {
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -9753,12 +10398,82 @@ export interface operations {
             };
         };
     };
+    listStateVersionResources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version's resources, in the state's order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StateResources"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     rollbackState: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 stateVersionId: string;
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -10640,6 +11355,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -10708,6 +11424,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -10797,6 +11514,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -10862,6 +11580,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;
@@ -10942,6 +11661,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The workspace's id (ws_…) or its name */
                 workspaceId: string;
             };
             cookie?: never;

@@ -2,6 +2,7 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { toBaseAddress } from "../net/base-address.ts";
 import { UsageError } from "./errors.ts";
 
 /**
@@ -10,10 +11,7 @@ import { UsageError } from "./errors.ts";
  * address that is not loopback was allowed (`--insecure-http`).
  */
 export const Credentials = z.strictObject({
-  address: z
-    .string()
-    .regex(/^https?:\/\/[^\s]+$/, "must be an http(s) URL")
-    .transform((v) => v.replace(/\/+$/, "")),
+  address: z.string().transform(toBaseAddress),
   token: z
     .string()
     .regex(

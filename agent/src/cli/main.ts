@@ -8,12 +8,15 @@ import {
   commanderOutcome,
 } from "./args.ts";
 import { admin } from "./commands/admin.ts";
+import { assessments } from "./commands/assessments.ts";
 import { login, logout, whoami } from "./commands/auth.ts";
 import { oidcTrusts } from "./commands/oidc-trusts.ts";
+import { outputs } from "./commands/outputs.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
 import { projects } from "./commands/projects.ts";
 import { cancel, confirm, discard, logs, run, runs } from "./commands/runs.ts";
-import { outputs, state } from "./commands/state.ts";
+import { schedules } from "./commands/schedules.ts";
+import { state } from "./commands/state.ts";
 import { varsets } from "./commands/varsets.ts";
 import { vars, workspaces } from "./commands/workspaces.ts";
 import type { CliContext } from "./context.ts";
@@ -30,6 +33,8 @@ const COMMANDS: Record<string, CliCommand | CliGroup> = {
   workspaces,
   vars,
   varsets,
+  assessments,
+  schedules,
   run,
   runs,
   confirm,
@@ -50,7 +55,7 @@ coordinator unreachable, 130 interrupted.`;
 function program(ctx: CliContext, onExit: (code: CliExitCode) => void): Commander {
   const root = new Commander("outpost")
     .description(
-      "Administers an Outpost coordinator: pools, agent tokens, projects, workspaces, variables and variable sets, runs, state, keys.",
+      "Administers an Outpost coordinator for Terraform, OpenTofu and Pulumi: pools, agent tokens, projects, workspaces, variables and variable sets, runs, state, keys.",
     )
     .version(AGENT_VERSION, "--version", "print the version and exit")
     .addHelpText("after", EPILOGUE)

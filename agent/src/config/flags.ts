@@ -34,11 +34,12 @@ function option(spec: SettingSpec): Option {
 function program(out: { text: string }): Command {
   const command = new Command("outpost-agent")
     .description(
-      "Runs Terraform and OpenTofu jobs for an Outpost coordinator; makes outbound requests only.",
+      "Runs Terraform, OpenTofu and Pulumi jobs for an Outpost coordinator; makes outbound requests only.",
     )
     .version(AGENT_VERSION, "--version", "print the version and exit")
     .helpOption("-h, --help", "print this help and exit")
     .allowExcessArguments(false)
+    .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({
       writeOut: (text) => {
@@ -71,7 +72,13 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
       if (error.code === "commander.helpDisplayed" || error.code === "commander.version") {
         return { kind: "print", text: out.text };
       }
-      throw new UserError(error.message.replace(/^error: /, "").split("\n")[0] ?? "bad flags");
+      // One line: commander puts its "(Did you mean --name?)" on a line of its own.
+      const message = error.message
+        .replace(/^error: /, "")
+        .split("\n")
+        .join(" ")
+        .trim();
+      throw new UserError(message || "bad flags");
     }
     throw error;
   }

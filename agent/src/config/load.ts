@@ -5,6 +5,7 @@ import { z } from "zod";
 import { UserError } from "../errors.ts";
 import { ISOLATION_SETTINGS, type IsolationSetting } from "../exec/sandbox.ts";
 import { plainHttpRefusal } from "../net/address.ts";
+import { toBaseAddress } from "../net/base-address.ts";
 import { readCaFile } from "../net/ca.ts";
 import { parseDurationSeconds } from "./duration.ts";
 import { type FileValue, readConfigFile } from "./file.ts";
@@ -104,7 +105,7 @@ const phases = "must list plan and/or apply, e.g. plan,apply";
 
 /** The validator of each setting, fed the raw value (flag text, variable text or file value). */
 const VALIDATORS = {
-  address: z.string().transform(validateAddress),
+  address: z.string().transform(toBaseAddress),
   "token-file": z.string().min(1),
   "oidc-token-file": z.string().min(1),
   "pool-id": z.string().regex(/^pool_[a-z2-7]{26}$/, "must be a pool id (pool_…)"),
@@ -332,44 +333,6 @@ function toBoolean(text: string): boolean | string {
     return false;
   }
   return text;
-}
-
-/**
- * The coordinator's origin. A path, a query, a fragment or credentials are refused with the
- * fix, so `…/api/v1` is a clear mistake at start instead of a confusing 404 later.
- */
-function validateAddress(text: string, ctx: z.RefinementCtx): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    url = new URL("invalid:");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    ctx.addIssue({
-      code: "custom",
-      message: "must be an http(s) URL like https://outpost.example.com",
-    });
-    return z.NEVER;
-  }
-  const problem =
-    url.username || url.password
-      ? "holds credentials"
-      : url.pathname !== "/"
-        ? `has a path (${url.pathname})`
-        : url.search
-          ? `has a query (${url.search})`
-          : url.hash
-            ? `has a fragment (${url.hash})`
-            : null;
-  if (problem !== null) {
-    ctx.addIssue({
-      code: "custom",
-      message: `${text} ${problem}: give the coordinator's base URL, ${url.origin}`,
-    });
-    return z.NEVER;
-  }
-  return url.origin;
 }
 
 function defaultDataDir(env: NodeJS.ProcessEnv): string {

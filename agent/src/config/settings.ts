@@ -156,7 +156,8 @@ export const SETTINGS = [
     env: "OUTPOST_HOOKS_DIR",
     fileKey: "hooksDir",
     defaultText: "{data-dir}/hooks",
-    description: "hook executables (pre-plan, post-plan, pre-apply, post-apply)",
+    description:
+      "hook executables (pre-plan, post-plan, pre-apply, post-apply; terraform-pre-plan … as Terraform Cloud agent names them)",
   },
   {
     flag: "hook-timeout",

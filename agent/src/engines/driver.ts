@@ -85,7 +85,11 @@ export type EngineDriver = {
   plan(session: EngineSession): Promise<string>;
   /** The apply phase: the verified plan applied, hooks around it. */
   apply(session: EngineSession): Promise<void>;
-  summarize(document: string): PlanSummary;
+  /**
+   * The run's plan summary from the plan phase's document; for a `refresh` job it names the
+   * resources that drifted (`driftedResources`), which is what an assessment reports.
+   */
+  summarize(document: string, job: RunnerJob): PlanSummary;
   /**
    * The reason an engine prints in `output`, if it prints one the run should show (its
    * status reason carries the last, masked); null when there is none.

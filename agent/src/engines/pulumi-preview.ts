@@ -24,9 +24,10 @@ function parse(json: string): Preview {
 /**
  * The run's plan summary from the preview's `changeSummary`: creates as adds, updates as
  * changes, deletes as destroys, imports, replaces and sames as Pulumi counts them. Refresh
- * previews count `refresh` steps that change the state as changes.
+ * previews count `refresh` steps that change the state as changes, and name the URNs of the
+ * resources whose steps are not `same` (what drifted) when `refresh` is set.
  */
-export function summarizePreview(json: string): PlanSummary {
+export function summarizePreview(json: string, refresh = false): PlanSummary {
   const doc = parse(json);
   const summary =
     typeof doc.changeSummary === "object" && doc.changeSummary !== null
@@ -46,7 +47,16 @@ export function summarizePreview(json: string): PlanSummary {
     replaces,
     sames,
     hasChanges: adds + changes + destroys + imports + replaces > 0,
+    ...(refresh ? { driftedResources: driftedUrns(doc) } : {}),
   };
+}
+
+/** The URNs a refresh preview would change (at most 1,000): the drifted resources. */
+function driftedUrns(doc: Preview): string[] {
+  return (doc.steps ?? [])
+    .filter((step) => typeof step.op === "string" && step.op !== "same" && step.op !== "read")
+    .flatMap((step) => (typeof step.urn === "string" ? [step.urn.slice(0, 1000)] : []))
+    .slice(0, 1000);
 }
 
 const SYMBOLS: Record<string, string> = {

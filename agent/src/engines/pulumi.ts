@@ -263,7 +263,7 @@ export const pulumiDriver: EngineDriver = {
   },
   plan,
   apply,
-  summarize: summarizePreview,
+  summarize: (document, job) => summarizePreview(document, job.operation === "refresh"),
   // Pulumi prints its reason as `error: …`; the last one is the run's.
   reasonIn: (output) => {
     const reasons = [...output.matchAll(/^error: (.+)$/gm)];

@@ -199,7 +199,8 @@ export const terraformDriver: EngineDriver = {
   },
   plan,
   apply,
-  summarize: summarizePlan,
+  summarize: (document, job) =>
+    summarizePlan(document, { refreshOnly: job.operation === "refresh" }),
   // Terraform's diagnostics are in the log; the run's reason is the command's exit.
   reasonIn: () => null,
 };

@@ -6,6 +6,11 @@ import { type Containment, startProcess } from "../exec/process.ts";
 export const HOOK_NAMES = ["pre-plan", "post-plan", "pre-apply", "post-apply"] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
 
+/** Terraform Cloud agent's file name for a hook (`terraform-pre-plan`), accepted as an alias. */
+export function tfcHookName(name: HookName): string {
+  return `terraform-${name}`;
+}
+
 /**
  * A hook that failed, timed out or exported garbage; the message names the hook. `sensitive`
  * holds the values it marked sensitive before it failed, so they are masked all the same.
@@ -32,7 +37,8 @@ const NOTHING: HookResult = { exports: {}, sensitive: [] };
 export type HookControl = { onStart?: (kill: () => void) => void };
 
 /**
- * Runs the hook `name` from `hooksDir` if it exists (no file: nothing happens). It runs in `cwd`
+ * Runs the hook `name` from `hooksDir` if it exists as `name` or as Terraform Cloud agent's
+ * `terraform-<name>` (no file: nothing happens; both: {@link HookError}). It runs in `cwd`
  * with `env` plus `OUTPOST_AGENT_ENV` (a fresh file in `scratchDir`) and `OUTPOST_HOOK`, in its
  * own process group (sandboxed as `containment` says); its output goes to `onOutput`. Resolves with the `KEY=value` lines the hook
  * wrote to `$OUTPOST_AGENT_ENV` (blank lines and `#` comments ignored; `sensitive KEY=value`
@@ -54,10 +60,8 @@ export async function runHook(input: {
   /** The job's sandbox and watchdog settings for the hook process. */
   containment?: Containment;
 }): Promise<HookResult> {
-  const file = path.join(input.hooksDir, input.name);
-  try {
-    await stat(file);
-  } catch {
+  const file = await hookFile(input.hooksDir, input.name);
+  if (file === null) {
     return NOTHING;
   }
   if (input.isFork) {
@@ -105,6 +109,32 @@ export async function runHook(input: {
     throw new HookError(`hook ${input.name} failed: it ${how}`, sensitiveValues(text));
   }
   return parseExports(input.name, text);
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The hook's file in `hooksDir`: `pre-plan`, or Terraform Cloud agent's `terraform-pre-plan`, so
+ * hooks written for that agent work unchanged; null when neither exists. Both at once is refused
+ * rather than guessing which one runs.
+ */
+async function hookFile(hooksDir: string, name: HookName): Promise<string | null> {
+  const own = path.join(hooksDir, name);
+  const alias = path.join(hooksDir, tfcHookName(name));
+  const [hasOwn, hasAlias] = await Promise.all([exists(own), exists(alias)]);
+  if (hasOwn && hasAlias) {
+    throw new HookError(
+      `hooks ${name} and ${tfcHookName(name)} both exist in ${hooksDir}: they are the same hook; keep one`,
+    );
+  }
+  return hasOwn ? own : hasAlias ? alias : null;
 }
 
 function significantLines(text: string): { line: string; number: number }[] {

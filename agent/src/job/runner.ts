@@ -147,7 +147,7 @@ class Job {
       }
       const session = await this.prepare(root, driver);
       if (job.phase === "plan") {
-        planSummary = driver.summarize(await driver.plan(session));
+        planSummary = driver.summarize(await driver.plan(session), job);
       } else {
         await driver.apply(session);
       }

@@ -26,6 +26,8 @@ const PREFIXES = {
   teamToken: "ttok",
   ssoRequest: "sso",
   cliLogin: "cli",
+  schedule: "sch",
+  assessment: "asmt",
   project: "prj",
   variableSet: "varset",
 } as const;

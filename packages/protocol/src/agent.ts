@@ -32,7 +32,16 @@ export type JobId = z.infer<typeof JobId>;
 export const AgentStatus = z.enum(["idle", "busy", "unknown", "errored", "exited"]);
 export type AgentStatus = z.infer<typeof AgentStatus>;
 
-const Label = z.string().trim().min(1).max(100);
+/**
+ * A name an agent reports, shown on the dashboard and in the CLI: no control characters, so an
+ * agent cannot send terminal escapes (`ESC]0;…BEL`) to whoever lists it.
+ */
+const Label = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
 
 /** How an agent confines its jobs (`--isolation` once decided). */
 export const AgentIsolation = z.enum(["bwrap", "none"]);
@@ -87,9 +96,17 @@ export const PlanSummary = z.strictObject({
   imports: z.int().min(0).default(0),
   /** Pulumi: resources replaced (counted apart from adds and destroys); absent for Terraform. */
   replaces: z.int().min(0).optional(),
-  /** Pulumi: resources left as they are; absent for engines that do not count them. */
+  /**
+   * Resources left as they are (Terraform's `no-op`, Pulumi's `same`); absent from agents that do
+   * not count them. The coordinator reads it to refuse a plan that empties the state.
+   */
   sames: z.int().min(0).optional(),
   hasChanges: z.boolean(),
+  /**
+   * Refresh-only plans (refresh runs and assessments): the addresses (Terraform) or URNs
+   * (Pulumi) of the resources that changed outside the engine; absent for other plans.
+   */
+  driftedResources: z.array(z.string().max(1000)).max(1000).optional(),
 });
 export type PlanSummary = z.infer<typeof PlanSummary>;
 

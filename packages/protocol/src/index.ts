@@ -6,3 +6,4 @@ export * from "./errors.ts";
 export * from "./jobs.ts";
 export * from "./release.ts";
 export * from "./runs.ts";
+export * from "./state-resources.ts";

@@ -225,10 +225,34 @@ export type StatePageProps = {
   workspace: { id: string; name: string };
   outputs: { outputs: Record<string, PresentedOutput>; isRevealed: boolean; status: string | null };
   versions: PresentedVersion[];
+  /** The current version's resource addresses; a sentence when unreadable; null without state. */
+  resources: string[] | string | null;
   nextCursor: string | null;
   diff: { from: string; to: string; changes: OutputChange[] } | null;
   notice?: string | undefined;
 };
+
+/** The current state's resource addresses, as `terraform state list` prints them. */
+function ResourceList(props: { resources: string[] | string | null }) {
+  if (props.resources === null) {
+    return <p class="muted">No state yet.</p>;
+  }
+  if (typeof props.resources === "string") {
+    return <p class="muted">{props.resources}</p>;
+  }
+  if (props.resources.length === 0) {
+    return <p class="muted">The current state holds no resources.</p>;
+  }
+  return (
+    <ul class="resources">
+      {props.resources.map((address) => (
+        <li>
+          <code>{address}</code>
+        </li>
+      ))}
+    </ul>
+  );
+}
 
 export function StatePage(props: StatePageProps) {
   const mayReveal = viewerMay(props.viewer, "state.reveal");
@@ -253,6 +277,8 @@ export function StatePage(props: StatePageProps) {
           </button>
         </form>
       ) : null}
+      <h2>Resources</h2>
+      <ResourceList resources={props.resources} />
       <h2>Versions</h2>
       <VersionsTable
         workspaceId={props.workspace.id}

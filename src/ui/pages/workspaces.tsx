@@ -43,6 +43,41 @@ function Lock(props: { workspace: Workspace; now: number }) {
   );
 }
 
+const DRIFT_LABELS: Record<Workspace["driftStatus"], string> = {
+  unknown: "not checked",
+  no_drift: "no drift",
+  drifted: "drifted",
+  errored: "check failed",
+};
+
+/** The workspace's drift status from its last assessment, as a badge. */
+export function DriftBadge(props: { workspace: Workspace }) {
+  const status = props.workspace.driftStatus;
+  return (
+    <span class={`badge drift-${status}`} data-drift={status}>
+      {DRIFT_LABELS[status]}
+    </span>
+  );
+}
+
+function Drift(props: { workspace: Workspace; now: number }) {
+  const ws = props.workspace;
+  return (
+    <span>
+      <DriftBadge workspace={ws} />
+      {ws.lastAssessmentAt ? (
+        <>
+          {" "}
+          checked <Time iso={ws.lastAssessmentAt} now={props.now} />
+        </>
+      ) : null}
+      {ws.assessmentsEnabled
+        ? `; assessed every ${ws.assessmentIntervalMinutes} min${ws.autoRemediate ? ", drift queues a plan" : ""}`
+        : "; assessments off"}
+    </span>
+  );
+}
+
 export function WorkspacesPage(props: { viewer: Viewer; workspaces: Workspace[]; pools: Pool[] }) {
   return (
     <Layout title="Workspaces" section="workspaces" viewer={props.viewer}>
@@ -56,6 +91,7 @@ export function WorkspacesPage(props: { viewer: Viewer; workspaces: Workspace[];
               <th scope="col">Execution mode</th>
               <th scope="col">Pool</th>
               <th scope="col">Lock</th>
+              <th scope="col">Drift</th>
               <th scope="col">Current run</th>
             </tr>
           </thead>
@@ -71,6 +107,9 @@ export function WorkspacesPage(props: { viewer: Viewer; workspaces: Workspace[];
                 </td>
                 <td>
                   <Lock workspace={w} now={props.viewer.now} />
+                </td>
+                <td>
+                  <DriftBadge workspace={w} />
                 </td>
                 <td>
                   {w.currentRunId ? (
@@ -158,6 +197,10 @@ export function WorkspacePage(props: {
         <dd>{ws.autoApply ? "yes" : "no"}</dd>
         <dt>Workload identity</dt>
         <dd>{workloadIdentityText(ws)}</dd>
+        <dt>Drift</dt>
+        <dd>
+          <Drift workspace={ws} now={viewer.now} />
+        </dd>
         <dt>Lock</dt>
         <dd>
           <Lock workspace={ws} now={viewer.now} />

@@ -46,7 +46,11 @@ export async function runnableWorkspace(
     poolId: pool.poolId,
     ...settings,
   });
-  const body = await gzip(tar([{ name: "main.tf", body: 'resource "null_resource" "x" {}\n' }]));
+  const file =
+    settings.engine === "pulumi"
+      ? { name: "Pulumi.yaml", body: "name: demo\nruntime: nodejs\n" }
+      : { name: "main.tf", body: 'resource "null_resource" "x" {}\n' };
+  const body = await gzip(tar([file]));
   const cv = await upload(org, workspace.id, body);
   expect(cv.status, JSON.stringify(cv.body)).toBe(201);
   return {

@@ -42,6 +42,11 @@ export const login = command(
     if (address === undefined) {
       throw new UsageError("missing --address (outpost login --address URL)");
     }
+    // Before asking for a token: a mistaken address is the first thing to fix.
+    const base = Credentials.shape.address.safeParse(address);
+    if (!base.success) {
+      throw new UsageError(`address ${base.error.issues[0]?.message ?? "is invalid"}`);
+    }
     const insecureHttp = values["insecure-http"] === true || insecureHttpFromEnv(ctx.env);
     if (values.sso) {
       return ssoLogin(ctx, address, insecureHttp);

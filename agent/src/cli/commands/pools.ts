@@ -295,9 +295,9 @@ const tokenCreate = command(
 
 const tokenRevoke = command(
   {
-    summary: "revoke an agent token; its agents are told to exit",
+    summary: "revoke an agent token (by id, or by its description); its agents are told to exit",
     options: {},
-    positionals: ["POOL_ID", "TOKEN_ID"],
+    positionals: ["POOL", "TOKEN"],
     required: 2,
   },
   async (ctx, { values, positionals }) => {

@@ -1,61 +1,16 @@
 import { writeFile } from "node:fs/promises";
-import { must, seg, type UserApi } from "../api.ts";
+import { must, seg } from "../api.ts";
 import type { components } from "../api-types.ts";
 import { command, group } from "../args.ts";
 import { CLI_EXIT, UsageError } from "../errors.ts";
 import { cell, json, table } from "../output.ts";
+import { listAll, pickVersion, workspaceId } from "./state-lookup.ts";
+import { list, show } from "./state-resources.ts";
 
 type StateVersion = components["schemas"]["StateVersion"];
 type Outputs = components["schemas"]["StateOutputs"];
 
 const HIDDEN = "(sensitive)";
-
-/** The workspace's id: `ws_…` as given, a name looked up (the state routes take ids only). */
-async function workspaceId(api: UserApi, ref: string): Promise<string> {
-  if (/^ws_[a-z2-7]{26}$/.test(ref)) {
-    return ref;
-  }
-  const ws = await must(
-    api.client.GET("/api/v1/workspaces/{workspaceId}", { params: { path: { workspaceId: ref } } }),
-  );
-  return ws.id;
-}
-
-async function listAll(api: UserApi, wsId: string): Promise<StateVersion[]> {
-  const all: StateVersion[] = [];
-  let cursor: string | null = null;
-  do {
-    const query: { limit: number; cursor?: string } = { limit: 100 };
-    if (cursor !== null) {
-      query.cursor = cursor;
-    }
-    const page = await must(
-      api.client.GET("/api/v1/workspaces/{workspaceId}/state-versions", {
-        params: { path: { workspaceId: wsId }, query },
-      }),
-    );
-    all.push(...page.stateVersions);
-    cursor = page.nextCursor;
-  } while (cursor !== null);
-  return all;
-}
-
-/** A version by id (`sv_…`) or serial, else the current one. */
-async function pickVersion(api: UserApi, wsId: string, ref: string | undefined) {
-  const versions = await listAll(api, wsId);
-  const found =
-    ref === undefined
-      ? versions.find((v) => v.isCurrent)
-      : versions.find((v) => v.id === ref || (/^\d+$/.test(ref) && v.serial === Number(ref)));
-  if (!found) {
-    throw new UsageError(
-      ref === undefined
-        ? "the workspace has no state yet"
-        : `no state version ${ref} in this workspace (see outpost state list)`,
-    );
-  }
-  return found;
-}
 
 /** Who wrote a version, by name (a person's email, a token's description), and through which run. */
 function writer(v: StateVersion): string {
@@ -66,9 +21,9 @@ function writer(v: StateVersion): string {
   return v.restoredFromId ? `${who}, rollback of ${v.restoredFromId}` : cell(who);
 }
 
-const list = command(
+const versions = command(
   {
-    summary: "list a workspace's state versions",
+    summary: "list a workspace's state versions (serial, writer, size)",
     options: {},
     positionals: ["WORKSPACE"],
     required: 1,
@@ -98,7 +53,7 @@ const list = command(
   },
 );
 
-function outputLines(outputs: Outputs): string[][] {
+export function outputLines(outputs: Outputs): string[][] {
   return Object.entries(outputs.outputs)
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([name, o]) => [
@@ -111,7 +66,7 @@ function outputLines(outputs: Outputs): string[][] {
     ]);
 }
 
-const show = command(
+const version = command(
   {
     summary: "show a state version (default: the current one) and its outputs",
     options: {},
@@ -206,45 +161,14 @@ const rollback = command(
   },
 );
 
-export const state = group("inspect, download and roll back a workspace's state", {
-  list,
-  show,
-  pull,
-  rollback,
-});
-
-/** `outpost outputs WORKSPACE`: the current outputs, as `terraform output` shows them. */
-export const outputs = command(
+export const state = group(
+  "inspect a workspace's state: its resources, its versions; download and roll back",
   {
-    summary: "print a workspace's current outputs (sensitive ones hidden unless --reveal)",
-    options: {
-      reveal: { type: "boolean", description: "show sensitive values (admins; audited)" },
-    },
-    positionals: ["WORKSPACE"],
-    required: 1,
-  },
-  async (ctx, { values, positionals }) => {
-    const api = await ctx.api();
-    const wsId = await workspaceId(api, positionals[0] ?? "");
-    const current = await must(
-      api.client.GET("/api/v1/workspaces/{workspaceId}/outputs", {
-        params: {
-          path: { workspaceId: wsId },
-          query: values.reveal ? { reveal: "true" } : {},
-        },
-      }),
-    );
-    if (values.json) {
-      ctx.out.write(json(current.outputs));
-      return CLI_EXIT.ok;
-    }
-    const lines = outputLines(current);
-    ctx.out.write(lines.length === 0 ? "" : table(lines.map(([n, v]) => [`${n} =`, v ?? ""])));
-    if (lines.length === 0) {
-      ctx.err.write(
-        current.stateVersionId === null ? "The workspace has no state yet\n" : "No outputs\n",
-      );
-    }
-    return CLI_EXIT.ok;
+    list,
+    show,
+    versions,
+    version,
+    pull,
+    rollback,
   },
 );

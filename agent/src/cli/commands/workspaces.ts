@@ -7,13 +7,17 @@ import { effectiveVars } from "./varsets.ts";
 
 const settings = {
   description: { type: "string", description: "what the workspace is for" },
-  pool: { type: "string", description: "agent pool id the runs go to" },
+  pool: { type: "string", description: "agent pool (id or name) the runs go to" },
   project: { type: "string", description: "project (id or name) the workspace belongs to" },
   "execution-mode": { type: "string", description: "agent or local" },
-  engine: { type: "string", description: "terraform or tofu" },
+  engine: { type: "string", description: "terraform, tofu or pulumi" },
   "engine-version": {
     type: "string",
-    description: 'latest (the default), 1.9.5, "~> 1.9" or ">= 1.6, < 2.0"',
+    description: 'latest (the default), 1.9.5, "~> 1.9" or ">= 1.6, < 2.0"; ^3.150 for Pulumi',
+  },
+  "stack-name": {
+    type: "string",
+    description: "the Pulumi stack (dev, or org/project/dev); Pulumi workspaces need one",
   },
   "working-directory": { type: "string", description: "inside the configuration" },
   "auto-apply": { type: "boolean", description: "apply without confirmation" },
@@ -27,6 +31,14 @@ const settings = {
     type: "string",
     description: "that token's aud (e.g. sts.amazonaws.com); empty for the issuer URL",
   },
+  assessments: { type: "boolean", description: "check for drift on an interval" },
+  "no-assessments": { type: "boolean", description: "stop checking for drift" },
+  "assessment-interval": {
+    type: "string",
+    description: "minutes between drift checks, 60 to 10080 (default 1440, daily)",
+  },
+  "auto-remediate": { type: "boolean", description: "queue a plan when drift is found" },
+  "no-auto-remediate": { type: "boolean", description: "only report drift" },
 } as const;
 
 type SettingsValues = {
@@ -36,12 +48,18 @@ type SettingsValues = {
   "execution-mode"?: string;
   engine?: string;
   "engine-version"?: string;
+  "stack-name"?: string;
   "working-directory"?: string;
   "auto-apply"?: boolean;
   "no-auto-apply"?: boolean;
   "workload-identity"?: boolean;
   "no-workload-identity"?: boolean;
   "workload-identity-audience"?: string;
+  assessments?: boolean;
+  "no-assessments"?: boolean;
+  "assessment-interval"?: string;
+  "auto-remediate"?: boolean;
+  "no-auto-remediate"?: boolean;
 };
 
 /** The JSON body for the given flags; the coordinator validates the values. */
@@ -56,6 +74,7 @@ function settingsBody(values: SettingsValues) {
     ...(mode === undefined ? {} : { executionMode: mode as Workspace["executionMode"] }),
     ...(engine === undefined ? {} : { engine: engine as Workspace["engine"] }),
     ...(values["engine-version"] === undefined ? {} : { engineVersion: values["engine-version"] }),
+    ...(values["stack-name"] === undefined ? {} : { stackName: values["stack-name"] }),
     ...(values["working-directory"] === undefined
       ? {}
       : { workingDirectory: values["working-directory"] }),
@@ -66,7 +85,36 @@ function settingsBody(values: SettingsValues) {
       ? { workloadIdentity: values["workload-identity"] === true }
       : {}),
     ...workloadAudience(values["workload-identity-audience"]),
+    ...assessmentSettings(values),
   };
+}
+
+/** The drift detection flags; the coordinator checks the interval's range. */
+function assessmentSettings(values: SettingsValues) {
+  const interval = values["assessment-interval"];
+  if (interval !== undefined && !/^\d+$/.test(interval)) {
+    throw new UsageError(
+      `--assessment-interval must be a whole number of minutes, not ${interval}`,
+    );
+  }
+  return {
+    ...(values.assessments || values["no-assessments"]
+      ? { assessmentsEnabled: values.assessments === true }
+      : {}),
+    ...(interval === undefined ? {} : { assessmentIntervalMinutes: Number(interval) }),
+    ...(values["auto-remediate"] || values["no-auto-remediate"]
+      ? { autoRemediate: values["auto-remediate"] === true }
+      : {}),
+  };
+}
+
+/** The drift line: the last verdict, and how the next check comes. */
+function drift(ws: Workspace): string {
+  const last = ws.lastAssessmentAt ? ` (checked ${ws.lastAssessmentAt})` : "";
+  const every = ws.assessmentsEnabled
+    ? `assessments every ${ws.assessmentIntervalMinutes} min${ws.autoRemediate ? ", auto-remediate" : ""}`
+    : "assessments off";
+  return `${ws.driftStatus}${last}; ${every}`;
 }
 
 /** `--workload-identity-audience ""` goes back to the default (the issuer URL). */
@@ -87,6 +135,7 @@ function describe(ws: Workspace): string {
     `working directory: ${ws.workingDirectory || "(root)"}\n` +
     `auto-apply: ${ws.autoApply}\n` +
     `workload identity: ${ws.workloadIdentity ? `on, audience ${ws.workloadIdentityAudience ?? "(the issuer URL)"}` : "off"}\n` +
+    `drift: ${drift(ws)}\n` +
     `lock: ${lock}\n` +
     `current run: ${cell(ws.currentRunId)}\n`
   );
@@ -123,13 +172,14 @@ const list = command(
       values.json
         ? json(all)
         : table([
-            ["ID", "NAME", "MODE", "ENGINE", "AUTO-APPLY", "CURRENT RUN"],
+            ["ID", "NAME", "MODE", "ENGINE", "AUTO-APPLY", "DRIFT", "CURRENT RUN"],
             ...all.map((w) => [
               w.id,
               w.name,
               w.executionMode,
               `${w.engine} ${w.engineVersion}`,
               String(w.autoApply),
+              w.driftStatus,
               cell(w.currentRunId),
             ]),
           ]),
@@ -290,6 +340,10 @@ const varsSet = command(
   {
     summary: "set a variable; VALUE - reads it from stdin",
     options: {
+      category: {
+        type: "string",
+        description: "env or terraform (the default); --env is --category env",
+      },
       env: { type: "boolean", description: "an environment variable (default: terraform)" },
       hcl: { type: "boolean", description: "the value is an HCL expression" },
       sensitive: { type: "boolean", description: "write-only, masked in logs" },
@@ -300,6 +354,13 @@ const varsSet = command(
   },
   async (ctx, { values, positionals }) => {
     const [workspaceId = "", key = "", given = ""] = positionals;
+    const category = values.category ?? (values.env ? "env" : "terraform");
+    if (category !== "env" && category !== "terraform") {
+      throw new UsageError("--category must be env or terraform");
+    }
+    if (values.env && values.category === "terraform") {
+      throw new UsageError("--env and --category terraform contradict each other; give one");
+    }
     // A secret on the command line lands in shell history; `-` takes it from stdin instead.
     const value = given === "-" ? ((await ctx.readStdin()) ?? "").replace(/\r?\n$/, "") : given;
     const variable = await must(
@@ -307,7 +368,7 @@ const varsSet = command(
         params: { path: { workspaceId, key } },
         body: {
           value,
-          category: values.env ? "env" : "terraform",
+          category,
           hcl: values.hcl === true,
           sensitive: values.sensitive === true,
           ...(values.description === undefined ? {} : { description: values.description }),

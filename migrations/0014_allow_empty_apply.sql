@@ -1,0 +1,1 @@
+ALTER TABLE `runs` ADD `allow_empty_apply` integer DEFAULT false NOT NULL;
