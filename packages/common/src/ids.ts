@@ -26,6 +26,9 @@ const PREFIXES = {
   teamToken: "ttok",
   ssoRequest: "sso",
   cliLogin: "cli",
+  notification: "nc",
+  notificationDelivery: "ndl",
+  runTrigger: "rt",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;
