@@ -121,6 +121,6 @@ describe("the CLI's saved login", () => {
     expect(fromEnv).toEqual({ address: "https://ci.example", token: `op_org_${"c".repeat(43)}` });
     await expect(
       loadCredentials({ ...env, OUTPOST_TOKEN: `op_agent_${"a".repeat(43)}` }),
-    ).rejects.toThrow(/the token must be an org token/);
+    ).rejects.toThrow(/the token must be an org, team or personal token/);
   });
 });
