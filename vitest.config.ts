@@ -19,6 +19,7 @@ export default defineConfig(async () => {
     TEST_NEXT_SIGNING_KEY: nextSigningKey,
     PUBLIC_URL: "https://outpost.test",
     OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
+    NOTIFICATIONS_ALLOW_LOOPBACK: "true",
   };
   return {
     test: {

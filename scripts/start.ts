@@ -136,6 +136,8 @@ async function main(): Promise<void> {
       `PUBLIC_URL:http://${HOST}:${PORT}`,
       "--var",
       "OIDC_ALLOW_LOOPBACK_ISSUERS:true",
+      "--var",
+      "NOTIFICATIONS_ALLOW_LOOPBACK:true",
     ],
     { stdio: ["ignore", "inherit", "inherit"], env: quietEnv },
   );

@@ -681,16 +681,21 @@ export const sessions = sqliteTable(
 );
 
 /**
- * The run events outbox (docs/notifications.md): each lifecycle event of a run, written in the
- * same D1 batch as the status change it reports, with an id derived from the change
- * (`<run id>:<status>`), so recording it twice is one row. `sentAt` is set once the event is on
- * the `RUN_EVENTS` queue; the cron sends again what stayed unsent.
+ * The run events outbox (docs/notifications.md). A run's status changes are recorded here by the
+ * SQLite triggers `run_events_on_insert`/`run_events_on_status` (migration 0009), in the same
+ * statement as the change itself, so no change is ever missed or recorded without happening;
+ * other events (assessments) are written by `emitRunEvent`. The id names the change
+ * (`<run id>:<status>`), so recording it twice is one row. `type` is null for a status change
+ * whose lifecycle event the dispatcher derives from the run model (`src/events/model.ts`).
+ * `sentAt` is set once the event is on the `RUN_EVENTS` queue; the cron sends again what stayed
+ * unsent. Beware: drizzle rebuilds a table it cannot ALTER (`__new_runs`), which drops its
+ * triggers; a migration that rebuilds `runs` must create them again (a test checks they exist).
  */
 export const runEvents = sqliteTable(
   "run_events",
   {
     id: text().primaryKey(),
-    type: text({ enum: EVENT_TYPES }).notNull(),
+    type: text({ enum: EVENT_TYPES }),
     orgId: text().notNull(),
     workspaceId: text().notNull(),
     runId: text()
@@ -698,33 +703,16 @@ export const runEvents = sqliteTable(
       .references(() => runs.id, { onDelete: "cascade" }),
     /** The run status the event reports. */
     status: text({ enum: RUN_STATUSES }).notNull(),
-    /** When the run entered that status. */
+    /** When it happened. */
     occurredAt: integer().notNull(),
     /** What the event adds beyond the run (an assessment's result, say). */
     data: text({ mode: "json" }).$type<Record<string, unknown>>(),
-    createdAt: integer().notNull(),
     sentAt: integer(),
   },
   (t) => [
-    index("run_events_unsent_idx")
-      .on(t.createdAt)
-      .where(sql`${t.sentAt} IS NULL`),
+    index("run_events_unsent_idx").on(t.occurredAt).where(sql`${t.sentAt} IS NULL`),
     index("run_events_run_idx").on(t.runId),
   ],
-);
-
-/**
- * Which sink handled which run event (a sink that had something to do with it): a redelivered
- * event skips the sinks that are done with it.
- */
-export const runEventDeliveries = sqliteTable(
-  "run_event_deliveries",
-  {
-    eventId: text().notNull(),
-    sink: text().notNull(),
-    deliveredAt: integer().notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.eventId, t.sink] })],
 );
 
 /**
@@ -757,7 +745,8 @@ export const notificationConfigurations = sqliteTable(
 
 /**
  * One notification to one destination: the body exactly as sent (every attempt sends the same
- * bytes under the same `webhook-id`, the delivery's id), and how its attempts went.
+ * bytes under the same `webhook-id`, the delivery's id), and how its attempts went. A pending
+ * delivery is itself an outbox row: the cron attempts it again once `nextAttemptAt` is due.
  */
 export const notificationDeliveries = sqliteTable(
   "notification_deliveries",
@@ -778,11 +767,17 @@ export const notificationDeliveries = sqliteTable(
     /** Why the last attempt failed, in words; null once delivered. */
     error: text(),
     createdAt: integer().notNull(),
-    firstAttemptAt: integer(),
+    /** When a pending delivery is due (or its attempt's claim runs out). */
+    nextAttemptAt: integer(),
     lastAttemptAt: integer(),
     completedAt: integer(),
   },
-  (t) => [index("notification_deliveries_nc_idx").on(t.notificationId, t.createdAt)],
+  (t) => [
+    index("notification_deliveries_nc_idx").on(t.notificationId, t.createdAt),
+    index("notification_deliveries_due_idx")
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} = 'pending'`),
+  ],
 );
 
 /**

@@ -1,9 +1,9 @@
 /**
  * Run events, pure: the event types (Terraform Cloud's notification trigger names), which run
  * status is which lifecycle event, the id an event has, and the message the `RUN_EVENTS` queue
- * carries. The run model records an event for each lifecycle status a run enters (the outbox,
- * `src/runs/run-events.ts`); sinks (`sinks.ts`) consume them. docs/notifications.md says the same
- * in words.
+ * carries. D1 records every status change of a run in the outbox (`run_events`, `outbox.ts`);
+ * the dispatcher turns those that are lifecycle events into queue messages, and the sinks
+ * (`sinks.ts`) consume them. docs/notifications.md says the same in words.
  */
 import { RUN_STATUSES, type RunStatus } from "@outpost/protocol";
 import { z } from "zod";
@@ -89,6 +89,41 @@ export const RunEvent = z.object({
   data: z.record(z.string(), z.unknown()).nullable(),
 });
 export type RunEvent = z.infer<typeof RunEvent>;
+
+/**
+ * The event an outbox row stands for, or null when the change it records is no lifecycle event
+ * (a step inside a phase, or `planned` on an auto-apply run). A row with a type (a run's
+ * creation, an emitted assessment result) is that event.
+ */
+export function eventOfOutboxRow(
+  row: {
+    id: string;
+    type: EventType | null;
+    orgId: string;
+    workspaceId: string;
+    runId: string;
+    status: RunStatus;
+    occurredAt: number;
+    data: Record<string, unknown> | null;
+  },
+  run: { isAutoApply: boolean },
+): RunEvent | null {
+  const type =
+    row.type ?? (isLifecycleEntry(row.status, run) ? LIFECYCLE_EVENTS[row.status] : null);
+  if (!type) {
+    return null;
+  }
+  return {
+    id: row.id,
+    type,
+    orgId: row.orgId,
+    workspaceId: row.workspaceId,
+    runId: row.runId,
+    status: row.status,
+    occurredAt: row.occurredAt,
+    data: row.data,
+  };
+}
 
 /** Seconds before a message whose sinks failed is delivered again: 2, 4, 8 … at most 5 minutes. */
 export function sinkRetryDelaySeconds(attempts: number): number {
