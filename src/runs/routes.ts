@@ -28,7 +28,15 @@ import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { runLog } from "./blobs.ts";
 import { listRunJobs } from "./job-records.ts";
-import { isPhaseOver, jobId, RUN_STATUSES, type RunAction, type RunStatus } from "./model.ts";
+import {
+  isPhaseOver,
+  jobId,
+  RUN_SOURCES,
+  RUN_STATUSES,
+  type RunAction,
+  type RunSource,
+  type RunStatus,
+} from "./model.ts";
 import { presentRun } from "./present.ts";
 import { getRun, listRunsPage, type RunRow } from "./queries.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "./service.ts";
@@ -73,7 +81,10 @@ const Run = z
       description:
         "SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other",
     }),
-    source: z.string(),
+    source: z.enum(RUN_SOURCES),
+    triggeringRunId: z.string().nullable().openapi({
+      description: "A run trigger's run: the source workspace's applied run that queued it",
+    }),
     vcs: z.object({
       commitSha: z.string().nullable(),
       branch: z.string().nullable(),
@@ -129,6 +140,22 @@ const ListQuery = PageQuery.extend({
     .optional()
     .openapi({ param: { name: "commitSha", in: "query" } }),
 });
+const OrgListQuery = ListQuery.extend({
+  workspaceId: WorkspaceRef.optional().openapi({
+    param: { name: "workspaceId", in: "query" },
+    description: "A workspace's id or name",
+  }),
+  source: z
+    .enum(RUN_SOURCES)
+    .optional()
+    .openapi({ param: { name: "source", in: "query" } }),
+  poolId: idParam("pool", "poolId")
+    .optional()
+    .openapi({ param: { name: "poolId", in: "query" } }),
+  agentId: idParam("agt", "agentId")
+    .optional()
+    .openapi({ param: { name: "agentId", in: "query" } }),
+});
 const RunList = z
   .object({ runs: z.array(Run), nextCursor: z.string().nullable() })
   .openapi("RunList");
@@ -172,6 +199,9 @@ async function listPage(
     workspaceId?: string;
     commitSha?: string;
     status?: RunStatus;
+    source?: RunSource;
+    poolId?: string;
+    agentId?: string;
     visible?: SQL | undefined;
   },
   query: { limit: number; cursor?: string | undefined },
@@ -278,20 +308,33 @@ export const runRoutes = newRouter()
       operationId: "listRuns",
       path: "/runs",
       tags: ["runs"],
-      summary: "List the organization's runs, optionally by commit sha or status",
+      summary:
+        "List the organization's runs newest first, by status, workspace, pool, agent, source or commit",
+      description:
+        "Every run of the workspaces the caller may read, pending ones with why they wait and each with the agents that ran its phases. A workspace filter the caller cannot read answers 404.",
       security: [{ bearer: [] }],
       middleware: [requirePerson()] as const,
-      request: { query: ListQuery },
-      responses: { 200: jsonResponse(RunList, "A page of runs"), ...errorResponses(400, 401) },
+      request: { query: OrgListQuery },
+      responses: {
+        200: jsonResponse(RunList, "A page of runs"),
+        ...errorResponses(400, 401, 404),
+      },
     }),
     async (c) => {
       const query = c.req.valid("query");
       const principal = personOf(c);
+      const workspace = query.workspaceId
+        ? (await workspaceOf(c, query.workspaceId, "workspace.read")).workspace
+        : undefined;
       const filter = {
         orgId: principal.orgId,
         visible: readableWorkspaces(c.var.db, principal, runs.workspaceId),
+        ...(workspace ? { workspaceId: workspace.id } : {}),
         ...(query.status ? { status: query.status } : {}),
         ...(query.commitSha ? { commitSha: query.commitSha } : {}),
+        ...(query.source ? { source: query.source } : {}),
+        ...(query.poolId ? { poolId: query.poolId } : {}),
+        ...(query.agentId ? { agentId: query.agentId } : {}),
       };
       return c.json(await listPage(c, filter, query), 200);
     },
