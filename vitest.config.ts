@@ -42,7 +42,11 @@ export default defineConfig(async () => {
           test: {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
-            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/oidc-issuer.ts"],
+            globalSetup: [
+              "./test/setup/build-agent.ts",
+              "./test/setup/oidc-issuer.ts",
+              "./test/setup/webhook-receiver.ts",
+            ],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
         },
