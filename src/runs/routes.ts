@@ -28,6 +28,7 @@ import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { runLog } from "./blobs.ts";
 import { listRunJobs } from "./job-records.ts";
+import { listRuns, type RunListFilter } from "./list.ts";
 import {
   isPhaseOver,
   jobId,
@@ -194,34 +195,10 @@ async function showRun(c: Context<AppEnv>, run: RunRow, waiting: string | null =
 
 async function listPage(
   c: Context<AppEnv>,
-  filter: {
-    orgId: string;
-    workspaceId?: string;
-    commitSha?: string;
-    status?: RunStatus;
-    source?: RunSource;
-    poolId?: string;
-    agentId?: string;
-    visible?: SQL | undefined;
-  },
+  filter: RunListFilter,
   query: { limit: number; cursor?: string | undefined },
 ) {
-  const after = query.cursor
-    ? valueOrThrow(decodeCursor(query.cursor, ["number", "string"] as const))
-    : undefined;
-  const rows = await listRunsPage(c.var.db, filter, {
-    limit: query.limit,
-    ...(after ? { after } : {}),
-  });
-  const page = takePage(rows, query.limit, (r) => [r.createdAt, r.id]);
-  const jobs = await listRunJobs(
-    c.var.db,
-    page.items.map((r) => r.id),
-  );
-  const runs = await Promise.all(
-    page.items.map(async (r) => presentRun(r, await whyWaiting(c.var.deps, r), jobs.get(r.id))),
-  );
-  return { runs, nextCursor: page.nextCursor };
+  return valueOrThrow(await listRuns(c.var.deps, filter, query));
 }
 
 const actionRoute = (action: RunAction, summary: string) =>
