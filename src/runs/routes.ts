@@ -9,7 +9,6 @@ import {
   PlanSummary,
   RUN_OPERATIONS,
 } from "@outpost/protocol";
-import type { SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { ActorSchema } from "../authz/actor.ts";
 import { authorizeWorkspace } from "../authz/http.ts";
@@ -19,7 +18,7 @@ import { readableWorkspaces } from "../authz/queries.ts";
 import { runs } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
-import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
+import { PageQuery } from "../lib/paging.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
@@ -29,17 +28,9 @@ import { resolveWorkspace } from "../workspaces/service.ts";
 import { runLog } from "./blobs.ts";
 import { listRunJobs } from "./job-records.ts";
 import { listRuns, type RunListFilter } from "./list.ts";
-import {
-  isPhaseOver,
-  jobId,
-  RUN_SOURCES,
-  RUN_STATUSES,
-  type RunAction,
-  type RunSource,
-  type RunStatus,
-} from "./model.ts";
+import { isPhaseOver, jobId, RUN_SOURCES, RUN_STATUSES, type RunAction } from "./model.ts";
 import { presentRun } from "./present.ts";
-import { getRun, listRunsPage, type RunRow } from "./queries.ts";
+import { getRun, type RunRow } from "./queries.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "./service.ts";
 import { whyWaiting } from "./why.ts";
 
