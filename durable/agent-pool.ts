@@ -25,6 +25,7 @@ import {
   type HeartbeatOutcome,
   type JobView,
   type PollOutcome,
+  type PoolReport,
   type PoolSettings,
   QueuedJob,
   type RegisterInput,
@@ -133,6 +134,11 @@ export class AgentPool extends DurableObject<Env> {
   /** Listed agents by status and the queue's size, for the pools list (a `PoolSummary`). */
   async summary() {
     return reports.poolSummary(this.ops());
+  }
+
+  /** Agents by status, agents holding jobs, jobs by phase and the queue's oldest: a `PoolReport`. */
+  async report(): Promise<PoolReport> {
+    return reports.poolReport(this.ops());
   }
 
   /** Each token's last contact by its agents: polls and heartbeats are recorded here, not in D1. */

@@ -1,10 +1,10 @@
 /**
- * What the pool reports about itself without changing anything: the agents it lists and why a
- * job still waits.
+ * What the pool reports about itself without changing anything: the agents it lists, its load
+ * (for metrics and autoscaling) and why a job still waits.
  */
 import type { OpsContext } from "./pool-ops.ts";
 import type { JobRow } from "./pool-store.ts";
-import type { AgentView, PoolSummary, WaitInfo, WaitReason } from "./pool-types.ts";
+import type { AgentView, PoolReport, PoolSummary, WaitInfo, WaitReason } from "./pool-types.ts";
 import { toAgentView } from "./pool-views.ts";
 
 /** Agents still listed: offline ones drop out once the retention window has passed. */
@@ -27,6 +27,24 @@ export function poolSummary(ctx: OpsContext): PoolSummary {
   }
   const jobs = ctx.store.jobs.counts();
   return { agents, queuedJobs: jobs.queued, runningJobs: jobs.running };
+}
+
+/** The pool's load for metrics and autoscaling: agents by status, holders, jobs by phase. */
+export function poolReport(ctx: OpsContext): PoolReport {
+  const { agents } = poolSummary(ctx);
+  const load = ctx.store.jobs.load();
+  const jobs: PoolReport["jobs"] = {
+    plan: { queued: 0, running: 0 },
+    apply: { queued: 0, running: 0 },
+  };
+  let oldestQueuedAt: number | null = null;
+  for (const row of load.phases) {
+    jobs[row.phase] = { queued: row.queued, running: row.running };
+    if (row.oldest_queued_at !== null) {
+      oldestQueuedAt = Math.min(oldestQueuedAt ?? row.oldest_queued_at, row.oldest_queued_at);
+    }
+  }
+  return { agents, agentsHoldingJobs: load.holders, jobs, oldestQueuedAt };
 }
 
 /** Why a job has not been picked up yet, in structured form. */

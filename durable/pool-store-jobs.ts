@@ -2,7 +2,7 @@
  * The pool's jobs and their fair-share rounds. Each job state write is checked against the job
  * state machine (`queue.ts`); a refused one is a bug and throws.
  */
-import type { PlanSummary } from "@outpost/protocol";
+import type { JobPhase, PlanSummary } from "@outpost/protocol";
 import type { PoolStore } from "./pool-store.ts";
 import type { JobEndedEvent, QueuedJob } from "./pool-types.ts";
 import { endingOf, type JobRow, toJobView } from "./pool-views.ts";
@@ -108,6 +108,30 @@ export class JobsTable {
          FROM jobs WHERE state IN ('queued', 'leased', 'started')`,
       )
       .one();
+  }
+
+  /**
+   * Queued and running (leased or started) jobs by phase, when the longest-waiting queued job was
+   * queued, and how many agents hold a job: two statements over the open jobs only.
+   */
+  load(): {
+    phases: { phase: JobPhase; queued: number; running: number; oldest_queued_at: number | null }[];
+    holders: number;
+  } {
+    const phases = this.sql
+      .exec<{ phase: JobPhase; queued: number; running: number; oldest_queued_at: number | null }>(
+        `SELECT phase, COALESCE(SUM(state = 'queued'), 0) AS queued,
+           COALESCE(SUM(state IN ('leased', 'started')), 0) AS running,
+           MIN(CASE WHEN state = 'queued' THEN enqueued_at END) AS oldest_queued_at
+         FROM jobs WHERE state IN ('queued', 'leased', 'started') GROUP BY phase`,
+      )
+      .toArray();
+    const { holders } = this.sql
+      .exec<{ holders: number }>(
+        "SELECT COUNT(DISTINCT agent_id) AS holders FROM jobs WHERE state IN ('leased', 'started')",
+      )
+      .one();
+    return { phases, holders };
   }
 
   /** Where a queued job stands: how many queued jobs are ahead of it, and how many are queued. */

@@ -149,6 +149,20 @@ export type PoolSummary = {
   runningJobs: number;
 };
 
+/**
+ * What the pool holds now, for the coordinator's metrics and autoscaling signal: listed agents by
+ * status, how many agents hold a job, jobs by phase (queued, and leased or started), and when the
+ * job at the head of the queue was queued. Read in one call, without changing anything.
+ */
+export type PoolReport = {
+  agents: Record<AgentStatus, number>;
+  /** Agents holding at least one leased or started job, whatever their status. */
+  agentsHoldingJobs: number;
+  jobs: Record<JobPhase, { queued: number; running: number }>;
+  /** When the longest-waiting queued job was queued (ms since the epoch); null when none is. */
+  oldestQueuedAt: number | null;
+};
+
 /** Why a job still waits; the runs feature turns it into words. */
 export type WaitReason =
   | { kind: "no_agents_registered" }

@@ -12,6 +12,7 @@ import { buildDeps, type Clock } from "./deps.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError, errorResponse, handleError } from "./errors.ts";
 import { flushAfterChanges } from "./events/http.ts";
+import { metricsRoutes } from "./metrics/routes.ts";
 import { agentVersionHeader } from "./middleware/agent-version.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
 import { notificationRoutes } from "./notifications/routes.ts";
@@ -86,6 +87,8 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   app.route("/agent/v1", jobDataRoutes);
   app.route("/", uiRoutes);
   app.route("/api/v1/vcs-hooks", vcsHookRoutes);
+  // Prometheus' usual path, outside /api.
+  app.route("/metrics", metricsRoutes);
   // VCS webhooks: outside /api (no org token; the signature is the auth; own body limit).
   app.route("/webhooks", webhookRoutes);
 

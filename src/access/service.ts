@@ -5,24 +5,29 @@
  * groups) and returned as the principal. No second login.
  */
 
-import { fail, ok, type Result } from "@outpost/common";
+import { ok } from "@outpost/common";
 import { jwtVerify } from "jose";
 import type { UserPrincipal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { keySetAt } from "../oidc/discovery.ts";
 import { ALLOWED_ALGORITHMS, CLOCK_SKEW_SECONDS, refusalOf } from "../oidc/verify.ts";
 import { organizationForAccess } from "../orgs/service.ts";
 import { loadUserPrincipal, signInUser } from "../users/service.ts";
 import { type AccessSettings, identityOf } from "./model.ts";
 
-/** Why an assertion does not sign anybody in, in words. */
-export type AccessRefusal = { reason: string; message: string };
+/**
+ * Why an assertion does not sign anybody in: `rejected` (the assertion fails a check, named in
+ * `details.check`), `revoked` (the user is disabled), `unavailable` (no organization takes Access
+ * users here).
+ */
+type AccessRefusal = "rejected" | "revoked" | "unavailable";
 
 /** Verifies an assertion; the identity it names, or the refusal. */
 export async function verifyAssertion(
   assertion: string,
   settings: AccessSettings,
-): Promise<Result<Record<string, unknown>, AccessRefusal>> {
+): Promise<Outcome<Record<string, unknown>, "rejected">> {
   try {
     const { payload } = await jwtVerify(assertion, keySetAt(settings.certsUrl), {
       issuer: settings.issuer,
@@ -34,7 +39,9 @@ export async function verifyAssertion(
     return ok(payload);
   } catch (error) {
     const refusal = refusalOf(error, settings.issuer);
-    return fail({ reason: refusal.check, message: `the Access assertion: ${refusal.why}` });
+    return refuse("rejected", `the Access assertion: ${refusal.why}`, {
+      details: { check: refusal.check },
+    });
   }
 }
 
@@ -44,21 +51,23 @@ export async function accessPrincipal(
   settings: AccessSettings,
   assertion: string,
   now: number,
-): Promise<Result<UserPrincipal, AccessRefusal>> {
+): Promise<Outcome<UserPrincipal, AccessRefusal>> {
   const verified = await verifyAssertion(assertion, settings);
   if (!verified.ok) {
     return verified;
   }
   const identity = identityOf(verified.value);
   if (!identity) {
-    return fail({ reason: "no_email", message: "the Access assertion names no email" });
+    return refuse("rejected", "the Access assertion names no email", {
+      details: { check: "no_email" },
+    });
   }
   const org = await organizationForAccess(db, settings.organization);
   if (!org) {
-    return fail({
-      reason: "no_organization",
-      message: "no organization takes Access users here (set ACCESS_ORGANIZATION)",
-    });
+    return refuse(
+      "unavailable",
+      "no organization takes Access users here (set ACCESS_ORGANIZATION)",
+    );
   }
   const signedIn = await signInUser(db, {
     orgId: org.id,
@@ -70,10 +79,8 @@ export async function accessPrincipal(
     now,
   });
   if (!signedIn.ok) {
-    return fail({ reason: "disabled", message: `user ${identity.email} is disabled` });
+    return signedIn;
   }
   const principal = await loadUserPrincipal(db, signedIn.value.user.id, "access");
-  return principal.ok
-    ? principal
-    : fail({ reason: "disabled", message: `user ${identity.email} is disabled` });
+  return principal.ok ? principal : refuse("revoked", `user ${identity.email} is disabled`);
 }

@@ -109,6 +109,8 @@ export const ORGANIZATION_ACTIONS = {
   "organization.create": "owner",
   "org_tokens.manage": "owner",
   "pools.read": "reader",
+  // GET /metrics and a pool's autoscaling signal: what a scraper or an autoscaler reads.
+  "operations.read": "reader",
   "pools.manage": "owner",
   "oidc_trusts.manage": "owner",
   "secrets.reencrypt": "owner",

@@ -10,6 +10,7 @@ import {
   index,
   integer,
   primaryKey,
+  real,
   sqliteTable,
   text,
   uniqueIndex,
@@ -61,6 +62,10 @@ export const agentPools = sqliteTable(
     retentionMs: integer(),
     /** Longest lifetime of an agent token issued by OIDC exchange; null means 1 h. */
     maxTokenExpirationMs: integer(),
+    /** Autoscaling: the fewest and most agents `desiredAgents` asks for, and jobs per agent. */
+    minAgents: integer().notNull().default(0),
+    maxAgents: integer().notNull().default(10),
+    jobsPerAgent: integer().notNull().default(1),
     createdAt: createdAt(),
     updatedAt: integer().notNull(),
   },
@@ -681,8 +686,60 @@ export const sessions = sqliteTable(
 );
 
 /**
+ * Runs that ended, counted by workspace and final status (`outpost_runs_total`). Kept by the
+ * trigger `runs_count_outcome` (migration 0010): a run enters a terminal status once and never
+ * leaves it, so each run is counted exactly once, whichever code path ended it. Only ever
+ * incremented; the rows go with their workspace.
+ */
+export const runOutcomes = sqliteTable(
+  "run_outcomes",
+  {
+    orgId: text().notNull(),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    /** A terminal run status. */
+    outcome: text().notNull(),
+    count: integer().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.outcome] }),
+    index("run_outcomes_org_idx").on(t.orgId),
+  ],
+);
+
+/**
+ * How long jobs waited for an agent (`wait`: queued to started) and ran (`duration`: started to
+ * ended), per pool and phase, as histogram buckets (`outpost_job_wait_seconds`,
+ * `outpost_job_duration_seconds`). One row per bucket holds the observations that fell in it
+ * (not cumulative) and their sum. Kept by the triggers `run_jobs_observe_wait` and
+ * `run_jobs_observe_duration` (migration 0010), whose bucket bounds are those of
+ * `src/metrics/model.ts`. Only ever incremented: deleting a workspace does not touch them, so
+ * the histograms never decrease; the rows go with their pool.
+ */
+export const jobTimings = sqliteTable(
+  "job_timings",
+  {
+    orgId: text().notNull(),
+    poolId: text()
+      .notNull()
+      .references(() => agentPools.id, { onDelete: "cascade" }),
+    phase: text({ enum: ["plan", "apply"] }).notNull(),
+    metric: text({ enum: ["wait", "duration"] }).notNull(),
+    /** The bucket's upper bound as the exposition writes it (`0.5`, `60`, `+Inf`). */
+    le: text().notNull(),
+    count: integer().notNull(),
+    sumSeconds: real().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.poolId, t.phase, t.metric, t.le] }),
+    index("job_timings_org_idx").on(t.orgId),
+  ],
+);
+
+/**
  * The run events outbox (docs/notifications.md). A run's status changes are recorded here by the
- * SQLite triggers `run_events_on_insert`/`run_events_on_status` (migration 0009), in the same
+ * SQLite triggers `run_events_on_insert`/`run_events_on_status` (migration 0012), in the same
  * statement as the change itself, so no change is ever missed or recorded without happening;
  * other events (assessments) are written by `emitRunEvent`. The id names the change
  * (`<run id>:<status>`), so recording it twice is one row. `type` is null for a status change

@@ -6,11 +6,7 @@
  * {@link requirePermission} for organization actions and by the route for workspace ones.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import {
-  decideOrganization,
-  type OrganizationAction,
-  organizationRefusal,
-} from "../authz/model.ts";
+import { type OrganizationAction, organizationRefusal } from "../authz/model.ts";
 import {
   isPerson,
   PERSON_KINDS,
@@ -218,7 +214,7 @@ async function fromBrowser(c: Context<AppEnv>): Promise<PersonPrincipal | null> 
     return null;
   }
   if (!identity.ok) {
-    throw new ApiError("UNAUTHORIZED", identity.reason);
+    throw new ApiError("UNAUTHORIZED", identity.reason.message);
   }
   return identity.value.principal;
 }

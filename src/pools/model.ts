@@ -1,9 +1,10 @@
 /**
  * Agent pools and agent tokens, pure: names, liveness settings (seconds in the API, ms in
- * storage), and the public shapes. Secrets and hashes never appear in any of them.
+ * storage), autoscaling settings and the rule of `desiredAgents`, and the public shapes. Secrets and hashes never appear in any of them.
  */
 import { z } from "@hono/zod-openapi";
-import type { AgentView, PoolSettings } from "../../durable/pool-types.ts";
+import { fail, ok, type Result } from "@outpost/common";
+import type { AgentView, PoolReport, PoolSettings } from "../../durable/pool-types.ts";
 import { DEFAULT_POOL_SETTINGS } from "../../durable/queue.ts";
 import type { agentPools, agentTokens } from "../db/schema.ts";
 
@@ -45,6 +46,106 @@ export function poolOverrides(row: PoolRow): Partial<Record<keyof PoolSettings, 
   };
 }
 
+/**
+ * Autoscaling settings a pool may set, each bounded: the fewest and most agents `desiredAgents`
+ * asks for, and the jobs one agent runs at once (its `--concurrency`).
+ */
+export const AUTOSCALING_LIMITS = {
+  minAgents: { min: 0, max: 1_000, default: 0 },
+  maxAgents: { min: 0, max: 1_000, default: 10 },
+  jobsPerAgent: { min: 1, max: 100, default: 1 },
+} as const;
+
+export type AutoscalingField = keyof typeof AUTOSCALING_LIMITS;
+export const AUTOSCALING_FIELDS = Object.keys(AUTOSCALING_LIMITS) as AutoscalingField[];
+export type AutoscalingSettings = Record<AutoscalingField, number>;
+
+/** An autoscaling setting in an API body: a whole number in range. */
+export function autoscalingSetting(field: AutoscalingField) {
+  const { min, max } = AUTOSCALING_LIMITS[field];
+  return z.int().min(min).max(max);
+}
+
+/**
+ * The settings a change leads to (`patch` over `current`), or why they cannot be: `minAgents`
+ * above `maxAgents`, in a sentence naming both.
+ */
+export function nextAutoscaling(
+  current: AutoscalingSettings,
+  patch: Partial<AutoscalingSettings>,
+): Result<AutoscalingSettings, string> {
+  const next = { ...current };
+  for (const field of AUTOSCALING_FIELDS) {
+    next[field] = patch[field] ?? current[field];
+  }
+  if (next.minAgents > next.maxAgents) {
+    return fail(`minAgents (${next.minAgents}) must not be above maxAgents (${next.maxAgents})`);
+  }
+  return ok(next);
+}
+
+/** What the pool holds now, as its object reports it. */
+export type PoolLoad = {
+  /** Jobs in the pool's queue: each can run as soon as an agent takes it. */
+  queuedJobs: number;
+  /** Jobs leased to or started by an agent. */
+  runningJobs: number;
+  /** Agents holding at least one job (busy, or unknown with a job). */
+  agentsHoldingJobs: number;
+};
+
+/**
+ * The agents the pool should have: enough for its queued and running jobs at `jobsPerAgent`
+ * each (rounded up), within `[minAgents, maxAgents]`, and never fewer than the agents holding
+ * jobs, so scaling down never asks an agent in the middle of a job to stop (when more agents hold
+ * jobs than `maxAgents` allows, the answer is those agents until their jobs end).
+ *
+ * Only jobs in the pool's queue count as waiting: a run behind another run of its workspace, or
+ * held by a workspace lock, stays `pending` and is queued only once it may run.
+ */
+export function desiredAgents(load: PoolLoad, settings: AutoscalingSettings): number {
+  const forJobs = Math.ceil((load.queuedJobs + load.runningJobs) / settings.jobsPerAgent);
+  const bounded = Math.min(Math.max(forJobs, settings.minAgents), settings.maxAgents);
+  return Math.max(bounded, load.agentsHoldingJobs);
+}
+
+/** The autoscaling signal of a pool, as `GET /api/v1/pools/{poolId}/autoscaling` answers it. */
+export type AutoscalingSignal = {
+  desiredAgents: number;
+  queuedJobs: number;
+  runningJobs: number;
+  idleAgents: number;
+  busyAgents: number;
+  minAgents: number;
+  maxAgents: number;
+};
+
+/** The signal from the pool's settings and its object's report. */
+export function autoscalingSignal(
+  settings: AutoscalingSettings,
+  report: PoolReport,
+): AutoscalingSignal {
+  const load: PoolLoad = {
+    queuedJobs: report.jobs.plan.queued + report.jobs.apply.queued,
+    runningJobs: report.jobs.plan.running + report.jobs.apply.running,
+    agentsHoldingJobs: report.agentsHoldingJobs,
+  };
+  return {
+    desiredAgents: desiredAgents(load, settings),
+    queuedJobs: load.queuedJobs,
+    runningJobs: load.runningJobs,
+    idleAgents: report.agents.idle,
+    busyAgents: report.agents.busy,
+    minAgents: settings.minAgents,
+    maxAgents: settings.maxAgents,
+  };
+}
+
+/** A pool's autoscaling settings as stored. */
+export function autoscalingOf(row: PoolRow): AutoscalingSettings {
+  return { minAgents: row.minAgents, maxAgents: row.maxAgents, jobsPerAgent: row.jobsPerAgent };
+}
+
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** The public shape of a pool with its effective liveness settings. */
@@ -63,6 +164,7 @@ export function presentPool(row: PoolRow) {
     maxTokenExpirationSeconds: Math.round(
       (row.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS) / 1000,
     ),
+    ...autoscalingOf(row),
     createdAt: iso(row.createdAt) ?? "",
     updatedAt: iso(row.updatedAt) ?? "",
   };

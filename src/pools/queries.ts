@@ -1,5 +1,5 @@
 /** D1 access for agent pools and agent tokens. Every read is scoped to the org. */
-import { and, asc, desc, eq, gt, isNull, or } from "drizzle-orm";
+import { and, asc, desc, eq, gt, gte, isNull, lte, or } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { agentPools, agentTokens, workspaces } from "../db/schema.ts";
 import type { AgentTokenRow, PoolRow } from "./model.ts";
@@ -25,17 +25,34 @@ export function insertPoolQuery(db: Database, row: typeof agentPools.$inferInser
   return db.insert(agentPools).values(row).onConflictDoNothing().returning();
 }
 
-/** Updates a pool of the org; the returning row is absent when there is none. */
+/**
+ * Updates a pool of the org; the returning row is absent when there is none, or when its
+ * autoscaling settings are no longer those `expected` was computed from (a concurrent change), so
+ * two changes can never leave `minAgents` above `maxAgents`.
+ */
 export function updatePoolQuery(
   db: Database,
   orgId: string,
   id: string,
   set: Partial<typeof agentPools.$inferInsert>,
+  expected: { minAgents: number; maxAgents: number },
 ) {
   return db
     .update(agentPools)
     .set(set)
-    .where(and(eq(agentPools.orgId, orgId), eq(agentPools.id, id)))
+    .where(
+      and(
+        eq(agentPools.orgId, orgId),
+        eq(agentPools.id, id),
+        // Only one bound changes: the other, as stored, must still admit it.
+        set.minAgents === undefined && set.maxAgents !== undefined
+          ? lte(agentPools.minAgents, expected.maxAgents)
+          : undefined,
+        set.maxAgents === undefined && set.minAgents !== undefined
+          ? gte(agentPools.maxAgents, expected.minAgents)
+          : undefined,
+      ),
+    )
     .returning();
 }
 

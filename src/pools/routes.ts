@@ -9,7 +9,8 @@ import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
-import { livenessSetting, PoolName } from "./model.ts";
+import { autoscalingRoutes } from "./autoscaling-routes.ts";
+import { autoscalingSetting, livenessSetting, PoolName } from "./model.ts";
 import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
 
@@ -23,6 +24,16 @@ export const AgentPoolSchema = z
     retentionSeconds: z.int().openapi({ description: "Offline this long: dropped from listings" }),
     maxTokenExpirationSeconds: z.int().openapi({
       description: "Longest lifetime of an agent token issued by an OIDC exchange (default 3600)",
+    }),
+    minAgents: z.int().openapi({
+      description: "Autoscaling: the fewest agents desiredAgents asks for (default 0)",
+    }),
+    maxAgents: z.int().openapi({
+      description:
+        "Autoscaling: the most agents desiredAgents asks for, unless more hold jobs (default 10)",
+    }),
+    jobsPerAgent: z.int().openapi({
+      description: "Autoscaling: the jobs one agent runs at once, its --concurrency (default 1)",
     }),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -65,18 +76,35 @@ const liveness = {
   maxTokenExpirationSeconds: livenessSetting("maxTokenExpirationSeconds").optional(),
 };
 
+const autoscaling = {
+  minAgents: autoscalingSetting("minAgents").optional(),
+  maxAgents: autoscalingSetting("maxAgents").optional(),
+  jobsPerAgent: autoscalingSetting("jobsPerAgent").optional(),
+};
+
 const CreatePool = z
-  .strictObject({ name: PoolName, description: z.string().max(1000).optional(), ...liveness })
-  .openapi("CreateAgentPool");
+  .strictObject({
+    name: PoolName,
+    description: z.string().max(1000).optional(),
+    ...liveness,
+    ...autoscaling,
+  })
+  .openapi("CreateAgentPool", {
+    description: "minAgents must not be above maxAgents",
+  });
 
 const UpdatePool = z
   .strictObject({
     name: PoolName.optional(),
     description: z.string().max(1000).optional(),
     ...liveness,
+    ...autoscaling,
   })
   .refine((body) => Object.keys(body).length > 0, "name at least one field to change")
-  .openapi("UpdateAgentPool", { description: "null resets a liveness setting to its default" });
+  .openapi("UpdateAgentPool", {
+    description:
+      "null resets a liveness setting to its default; minAgents must not end above maxAgents",
+  });
 
 export const PoolIdParams = z.strictObject({ poolId: idParam("pool", "poolId") });
 
@@ -154,7 +182,7 @@ export const poolRoutes = newRouter()
       operationId: "updatePool",
       path: "/{poolId}",
       tags: ["pools"],
-      summary: "Rename a pool or change its liveness settings",
+      summary: "Rename a pool or change its liveness or autoscaling settings",
       security: [{ bearer: [] }],
       middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolIdParams, body: jsonBody(UpdatePool) },
@@ -203,4 +231,5 @@ export const poolRoutes = newRouter()
     },
   )
   .route("/", poolTokenRoutes)
+  .route("/", autoscalingRoutes)
   .route("/", oidcTrustRoutes);

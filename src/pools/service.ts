@@ -15,9 +15,14 @@ import { type Outcome, refuse } from "../lib/reason.ts";
 import { deletePoolTrustsQuery } from "../oidc/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import {
+  AUTOSCALING_FIELDS,
+  AUTOSCALING_LIMITS,
+  type AutoscalingSettings,
+  autoscalingOf,
   LIVENESS_FIELDS,
   LIVENESS_LIMITS,
   type LivenessField,
+  nextAutoscaling,
   type PoolRow,
   poolOverrides,
   presentAgent,
@@ -39,11 +44,19 @@ import {
   workspacesUsingPool,
 } from "./queries.ts";
 
-/** A pool operation's outcome: `not_found` (also another org's), or `conflict` (a name, a use). */
-export type PoolResult<T> = Outcome<T, "not_found" | "conflict">;
+/**
+ * A pool operation's outcome: `not_found` (also another org's), `invalid` (autoscaling settings
+ * that do not fit), or `conflict` (a name, a use).
+ */
+export type PoolResult<T> = Outcome<T, "not_found" | "invalid" | "conflict">;
 
 function poolNotFound(poolId: string) {
   return refuse("not_found", `pool ${poolId} not found`);
+}
+
+/** Autoscaling settings whose `minAgents` would be above `maxAgents`; the sentence names both. */
+function invalidAutoscaling(message: string) {
+  return refuse("invalid", message);
 }
 
 function nameTaken(name: string) {
@@ -67,9 +80,11 @@ export function poolStub(env: Env, poolId: string) {
 export type PoolInput = {
   name?: string;
   description?: string;
-} & Partial<Record<LivenessField, number | null>>;
+} & Partial<Record<LivenessField, number | null>> &
+  Partial<AutoscalingSettings>;
 
-function livenessColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
+/** The columns a pool input sets: liveness settings in ms, autoscaling settings as given. */
+function settingColumns(input: PoolInput): Partial<typeof agentPools.$inferInsert> {
   const out: Partial<typeof agentPools.$inferInsert> = {};
   for (const field of LIVENESS_FIELDS) {
     const value = input[field];
@@ -77,8 +92,20 @@ function livenessColumns(input: PoolInput): Partial<typeof agentPools.$inferInse
       out[LIVENESS_LIMITS[field].column] = value === null ? null : value * 1000;
     }
   }
+  for (const field of AUTOSCALING_FIELDS) {
+    const value = input[field];
+    if (value !== undefined) {
+      out[field] = value;
+    }
+  }
   return out;
 }
+
+const DEFAULT_AUTOSCALING: AutoscalingSettings = {
+  minAgents: AUTOSCALING_LIMITS.minAgents.default,
+  maxAgents: AUTOSCALING_LIMITS.maxAgents.default,
+  jobsPerAgent: AUTOSCALING_LIMITS.jobsPerAgent.default,
+};
 
 function isUniqueViolation(err: unknown): boolean {
   return err instanceof Error && /UNIQUE constraint failed/i.test(`${err.message} ${err.cause}`);
@@ -90,6 +117,10 @@ export async function createPool(
   input: { orgId: string; actor: AuditActor; name: string } & PoolInput,
 ): Promise<PoolResult<ReturnType<typeof presentPool>>> {
   const { db, env } = deps;
+  const autoscaling = nextAutoscaling(DEFAULT_AUTOSCALING, input);
+  if (!autoscaling.ok) {
+    return invalidAutoscaling(autoscaling.reason);
+  }
   const now = deps.now();
   const id = newId("pool");
   const [inserted] = await db.batch([
@@ -98,7 +129,7 @@ export async function createPool(
       orgId: input.orgId,
       name: input.name,
       description: input.description ?? "",
-      ...livenessColumns(input),
+      ...settingColumns(input),
       createdAt: now,
       updatedAt: now,
     }),
@@ -160,6 +191,10 @@ export async function updatePool(
     return poolNotFound(input.id);
   }
   const { name, description } = input.patch;
+  const autoscaling = nextAutoscaling(autoscalingOf(current), input.patch);
+  if (!autoscaling.ok) {
+    return invalidAutoscaling(autoscaling.reason);
+  }
   if (name !== undefined && name !== current.name) {
     const taken = await findPoolByName(db, input.orgId, name);
     if (taken) {
@@ -170,13 +205,13 @@ export async function updatePool(
   const set = {
     ...(name === undefined ? {} : { name }),
     ...(description === undefined ? {} : { description }),
-    ...livenessColumns(input.patch),
+    ...settingColumns(input.patch),
     updatedAt: now,
   };
   let updated: PoolRow | undefined;
   try {
     const [rows] = await db.batch([
-      updatePoolQuery(db, input.orgId, input.id, set),
+      updatePoolQuery(db, input.orgId, input.id, set, autoscaling.value),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,
@@ -195,10 +230,22 @@ export async function updatePool(
     throw err;
   }
   if (!updated) {
-    return poolNotFound(input.id);
+    return whyNotUpdated(db, input);
   }
   await poolStub(env, input.id).configure(poolOverrides(updated));
   return ok(presentPool(updated));
+}
+
+/** The pool is gone, or a concurrent change left a bound the patch no longer fits. */
+async function whyNotUpdated(
+  db: Database,
+  input: { orgId: string; id: string; patch: PoolInput },
+): Promise<PoolResult<never>> {
+  const now = await getPool(db, input.orgId, input.id);
+  const autoscaling = now ? nextAutoscaling(autoscalingOf(now), input.patch) : null;
+  return autoscaling && !autoscaling.ok
+    ? invalidAutoscaling(autoscaling.reason)
+    : poolNotFound(input.id);
 }
 
 /**

@@ -5,13 +5,14 @@
  * browser's `Sec-Fetch-Site`, else `Origin`), so nothing cross-site can act with them.
  */
 
-import { fail, ok, type Result } from "@outpost/common";
+import { ok } from "@outpost/common";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { ACCESS_HEADER, accessSettings } from "../access/model.ts";
 import { accessPrincipal } from "../access/service.ts";
 import type { PersonPrincipal } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { SESSION_COOKIE, type SessionSettings, sessionSettings } from "./model.ts";
 import { findSession, type LiveSession, touchSession } from "./service.ts";
 
@@ -70,12 +71,12 @@ export type BrowserIdentity = { principal: PersonPrincipal; session: LiveSession
 /**
  * The person a request's browser credentials name: its live session, else the user of a valid
  * Access assertion; null when the request carries neither; a refusal sentence when it carries
- * one that does not hold. Records the session as seen (after the answer, once a minute).
+ * one that does not hold (its sentence says why). Records the session as seen (after the answer, once a minute).
  */
 export async function browserIdentity<E extends AppEnv>(
   c: Context<E>,
   now: number,
-): Promise<Result<BrowserIdentity, string> | null> {
+): Promise<Outcome<BrowserIdentity, "rejected" | "revoked" | "unavailable"> | null> {
   const secret = getCookie(c, SESSION_COOKIE);
   const settings = sessionSettings(c.env);
   const access = accessSettings(c.env);
@@ -99,11 +100,9 @@ export async function browserIdentity<E extends AppEnv>(
     return ok({ principal, session });
   }
   if (fromAccess) {
-    return fromAccess.ok
-      ? ok({ principal: fromAccess.value, session: null })
-      : fail(fromAccess.reason.message);
+    return fromAccess.ok ? ok({ principal: fromAccess.value, session: null }) : fromAccess;
   }
-  return secret ? fail("sign in again: the session has ended") : null;
+  return secret ? refuse("revoked", "sign in again: the session has ended") : null;
 }
 
 function logFailure(err: unknown): void {

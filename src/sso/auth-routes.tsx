@@ -8,7 +8,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { valueOrThrow } from "../errors.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { isSecureCookie, setSessionCookie } from "../sessions/http.ts";
 import { sessionSettings } from "../sessions/model.ts";
@@ -107,15 +107,10 @@ export const authRoutes = newRouter()
         redirectUri: redirectUri(c),
         now: c.var.deps.now(),
       });
-      if (!started.ok) {
-        throw new ApiError(
-          started.reason.reason === "no_sso" ? "NOT_FOUND" : "UNAVAILABLE",
-          started.reason.message,
-        );
-      }
-      stateCookie(c, started.value.state, SSO_REQUEST_TTL_MS / 1000);
+      const { state, url } = valueOrThrow(started);
+      stateCookie(c, state, SSO_REQUEST_TTL_MS / 1000);
       c.header("Cache-Control", "no-store");
-      return c.redirect(started.value.url, 302);
+      return c.redirect(url, 302);
     },
   )
   .openapi(
@@ -145,9 +140,10 @@ export const authRoutes = newRouter()
       });
       deleteCookie(c, SSO_STATE_COOKIE, { path: "/auth/sso" });
       if (!outcome.ok) {
-        const isState =
-          outcome.reason.reason.startsWith("state") || outcome.reason.reason === "no_state";
-        return refusedPage(c, `Sign-in refused: ${outcome.reason.message}.`, isState ? 400 : 401);
+        // Answers that do not belong to this browser's sign-in are bad requests; the rest are
+        // refusals of the person's credentials.
+        const status = outcome.reason.kind === "invalid" ? 400 : 401;
+        return refusedPage(c, `Sign-in refused: ${outcome.reason.message}.`, status);
       }
       const { user, next } = outcome.value;
       const settings = sessionSettings(c.env);
@@ -215,12 +211,6 @@ export const authRoutes = newRouter()
         deviceCode: c.req.valid("json").deviceCode,
         now: c.var.deps.now(),
       });
-      if (!polled.ok) {
-        throw new ApiError(
-          "NOT_FOUND",
-          "this login is unknown, expired or already used; start again",
-        );
-      }
-      return c.json(polled.value, 200);
+      return c.json(valueOrThrow(polled), 200);
     },
   );

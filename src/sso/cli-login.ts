@@ -5,12 +5,13 @@
  * minutes; the device code is kept only as its SHA-256.
  */
 
-import { fail, newId, ok, type Result } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { and, eq, gt, isNotNull, isNull, lt } from "drizzle-orm";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { cliLogins } from "../db/schema.ts";
 import { sha256Hex } from "../lib/crypto.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { getUser } from "../users/queries.ts";
 import { createUserToken } from "../users/tokens.ts";
 import { randomToken } from "./model.ts";
@@ -62,7 +63,7 @@ export function pendingCliLogin(db: Database, code: string, now: number) {
 export async function approveCliLogin(
   db: Database,
   input: { code: string; orgId: string; userId: string; now: number },
-): Promise<Result<null, "not_found">> {
+): Promise<Outcome<null, "not_found">> {
   const rows = await db
     .update(cliLogins)
     .set({ orgId: input.orgId, userId: input.userId, approvedAt: input.now })
@@ -74,7 +75,9 @@ export async function approveCliLogin(
       ),
     )
     .returning({ id: cliLogins.id });
-  return rows.length === 1 ? ok(null) : fail("not_found");
+  return rows.length === 1
+    ? ok(null)
+    : refuse("not_found", "this CLI login is unknown, expired or already approved");
 }
 
 export type CliPoll =
@@ -89,7 +92,7 @@ export type CliPoll =
 export async function pollCliLogin(
   db: Database,
   input: { deviceCode: string; now: number },
-): Promise<Result<CliPoll, "not_found">> {
+): Promise<Outcome<CliPoll, "not_found">> {
   const hash = await sha256Hex(input.deviceCode);
   const [taken] = await db
     .update(cliLogins)
@@ -131,5 +134,7 @@ export async function pollCliLogin(
     ),
     columns: { id: true },
   });
-  return pending ? ok({ status: "pending" }) : fail("not_found");
+  return pending
+    ? ok({ status: "pending" })
+    : refuse("not_found", "this login is unknown, expired or already used; start again");
 }

@@ -6,15 +6,28 @@
  * `azp` when several audiences), `exp`, `iat` and the `nonce` of this sign-in.
  */
 
-import { fail, ok, type Result } from "@outpost/common";
+import { ok, type Result } from "@outpost/common";
 import { errors, type JWTPayload, jwtVerify } from "jose";
+import { type Reason, refuse } from "../lib/reason.ts";
 import { type DiscoveryDocument, FETCH_TIMEOUT_MS, type KeySet } from "../oidc/discovery.ts";
 import { ALLOWED_ALGORITHMS, CLOCK_SKEW_SECONDS, refusalOf } from "../oidc/verify.ts";
 
-/** Why a sign-in was refused: a check's name and a sentence for the person and the audit log. */
-export type SignInRefusal = { reason: string; message: string };
+/**
+ * The kinds a sign-in is refused with: `invalid` (the answer does not belong to this browser's
+ * sign-in), `not_found` (no single sign-on here), `unavailable` (the provider cannot be used),
+ * `rejected` (the provider or its ID token failed a check), `revoked` (the user is disabled).
+ */
+export type SignInKind = "invalid" | "not_found" | "unavailable" | "rejected" | "revoked";
 
-const refuse = (reason: string, message: string) => fail<SignInRefusal>({ reason, message });
+/** Why a sign-in was refused: its kind and sentence, and the check's name for the audit log. */
+export type SignInRefusal = Reason<SignInKind> & { readonly check: string };
+
+/** A sign-in refusal: the check that failed, of kind `kind`, with its sentence. */
+export function refuseSignIn(kind: SignInKind, check: string, message: string) {
+  return refuse(kind, message, { check });
+}
+
+const rejected = (check: string, message: string) => refuseSignIn("rejected", check, message);
 
 /** Redeems the code; the ID token the provider answers, or why not. */
 export async function redeemCode(
@@ -23,7 +36,11 @@ export async function redeemCode(
   grant: { code: string; redirectUri: string; codeVerifier: string },
 ): Promise<Result<string, SignInRefusal>> {
   if (document.tokenEndpoint === null) {
-    return refuse("issuer_unusable", "the provider's discovery document has no token endpoint");
+    return refuseSignIn(
+      "unavailable",
+      "issuer_unusable",
+      "the provider's discovery document has no token endpoint",
+    );
   }
   const basic = btoa(
     `${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.clientSecret)}`,
@@ -47,15 +64,19 @@ export async function redeemCode(
       }),
     });
   } catch {
-    return refuse("issuer_unreachable", "the provider's token endpoint could not be reached");
+    return refuseSignIn(
+      "unavailable",
+      "issuer_unreachable",
+      "the provider's token endpoint could not be reached",
+    );
   }
   const body = (await res.json().catch(() => null)) as Record<string, unknown> | null;
   if (res.status !== 200) {
     const error = typeof body?.error === "string" ? body.error.slice(0, 100) : `HTTP ${res.status}`;
-    return refuse("code_refused", `the provider refused the authorization code (${error})`);
+    return rejected("code_refused", `the provider refused the authorization code (${error})`);
   }
   if (typeof body?.id_token !== "string") {
-    return refuse("no_id_token", "the provider's token response has no ID token");
+    return rejected("no_id_token", "the provider's token response has no ID token");
   }
   return ok(body.id_token);
 }
@@ -77,25 +98,25 @@ export async function verifyIdToken(
     }));
   } catch (error) {
     if (error instanceof errors.JWTClaimValidationFailed && error.claim === "aud") {
-      return refuse("audience_mismatch", "the ID token is not for this client (aud)");
+      return rejected("audience_mismatch", "the ID token is not for this client (aud)");
     }
     if (error instanceof errors.JWTClaimValidationFailed && error.claim === "iss") {
-      return refuse("issuer_mismatch", "the ID token is from another issuer (iss)");
+      return rejected("issuer_mismatch", "the ID token is from another issuer (iss)");
     }
     const refusal = refusalOf(error, expected.issuer);
-    return refuse(refusal.check, `the ID token: ${refusal.why}`);
+    return rejected(refusal.check, `the ID token: ${refusal.why}`);
   }
   if (Array.isArray(claims.aud) && claims.aud.length > 1 && claims.azp !== expected.clientId) {
-    return refuse(
+    return rejected(
       "audience_mismatch",
       "the ID token names other audiences and is not for this client (azp)",
     );
   }
   if (typeof claims.iat === "number" && claims.iat > expected.now / 1000 + CLOCK_SKEW_SECONDS) {
-    return refuse("not_yet_valid", "the ID token was issued in the future (iat)");
+    return rejected("not_yet_valid", "the ID token was issued in the future (iat)");
   }
   if (claims.nonce !== expected.nonce) {
-    return refuse("nonce_mismatch", "the ID token's nonce is not this sign-in's");
+    return rejected("nonce_mismatch", "the ID token's nonce is not this sign-in's");
   }
   return ok(claims);
 }

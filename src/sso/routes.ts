@@ -4,7 +4,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { PutSso } from "./model.ts";
@@ -46,17 +46,7 @@ export const ssoRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
-      const result = await putSso(c.var.db, c.env, ctx, c.req.valid("json"));
-      if (!result.ok) {
-        throw new ApiError(
-          result.reason.reason === "invalid" ? "BAD_REQUEST" : "UNAVAILABLE",
-          result.reason.message,
-          result.reason.reason === "invalid"
-            ? { issues: [{ path: "json.issuer", message: result.reason.message }] }
-            : {},
-        );
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(await putSso(c.var.db, c.env, ctx, c.req.valid("json"))), 200);
     },
   )
   .openapi(
@@ -98,10 +88,7 @@ export const ssoRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const ctx = { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
-      const result = await deleteSso(c.var.db, ctx);
-      if (!result.ok) {
-        throw new ApiError("NOT_FOUND", "this organization has no single sign-on");
-      }
+      valueOrThrow(await deleteSso(c.var.db, ctx));
       return c.body(null, 204);
     },
   );

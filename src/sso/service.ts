@@ -4,11 +4,12 @@
  * secret is sealed with ENCRYPTION_KEY and never shown; `secretContext` binds it to its org.
  */
 
-import { fail, ok, type Result } from "@outpost/common";
+import { ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
 import { loadKeyring, seal } from "../lib/encryption.ts";
+import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
 import { discover } from "../oidc/discovery.ts";
 import { allowsLoopbackIssuers } from "../oidc/trust-service.ts";
 import { type PutSso, presentSso, ssoIssuerProblem } from "./model.ts";
@@ -35,13 +36,11 @@ export async function putSso(
   env: Env,
   ctx: Ctx,
   settings: Settings,
-): Promise<
-  Result<ReturnType<typeof presentSso>, { reason: "invalid" | "unavailable"; message: string }>
-> {
+): Promise<Outcome<ReturnType<typeof presentSso>, "invalid" | "unavailable">> {
   const allowLoopback = allowsLoopbackIssuers(env);
   const problem = ssoIssuerProblem(settings.issuer, allowLoopback);
   if (problem) {
-    return fail({ reason: "invalid", message: `issuer ${problem}` });
+    return invalidInput("json.issuer", `issuer ${problem}`);
   }
   try {
     const { document } = await discover(settings.issuer, allowLoopback, ctx.now);
@@ -49,17 +48,14 @@ export async function putSso(
       throw new Error("its discovery document has no usable authorization and token endpoints");
     }
   } catch (error) {
-    return fail({
-      reason: "invalid",
-      message: `issuer ${settings.issuer} cannot be used: ${error instanceof Error ? error.message : "discovery failed"}`,
-    });
+    return invalidInput(
+      "json.issuer",
+      `issuer ${settings.issuer} cannot be used: ${error instanceof Error ? error.message : "discovery failed"}`,
+    );
   }
   const keyring = await loadKeyring(env.ENCRYPTION_KEY);
   if (!keyring.ok) {
-    return fail({
-      reason: "unavailable",
-      message: "the deployment's ENCRYPTION_KEY is not usable",
-    });
+    return refuse("unavailable", "the deployment's ENCRYPTION_KEY is not usable");
   }
   const sealed = await seal(keyring.value, settings.clientSecret, secretContext(ctx.orgId));
   const row = {
@@ -93,9 +89,9 @@ export async function putSso(
 }
 
 /** Turns the org's SSO off; sessions already started live on until they end. */
-export async function deleteSso(db: Database, ctx: Ctx): Promise<Result<null, "not_found">> {
+export async function deleteSso(db: Database, ctx: Ctx): Promise<Outcome<null, "not_found">> {
   if (!(await getSsoConfig(db, ctx.orgId))) {
-    return fail("not_found");
+    return refuse("not_found", "this organization has no single sign-on");
   }
   await db.batch([
     deleteSsoConfigQuery(db, ctx.orgId),

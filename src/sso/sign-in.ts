@@ -6,6 +6,7 @@
  */
 
 import { fail, newId, ok, type Result } from "@outpost/common";
+import type { JWTPayload } from "jose";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import { sha256Hex } from "../lib/crypto.ts";
@@ -31,7 +32,13 @@ import {
   type SsoConfigRow,
   takeSsoRequest,
 } from "./queries.ts";
-import { redeemCode, type SignInRefusal, verifyIdToken } from "./relying-party.ts";
+import {
+  redeemCode,
+  refuseSignIn,
+  type SignInKind,
+  type SignInRefusal,
+  verifyIdToken,
+} from "./relying-party.ts";
 import { secretContext } from "./service.ts";
 
 /**
@@ -47,10 +54,11 @@ export async function startSignIn(
   const org = await getOrganizationByName(db, input.orgName);
   const config = org ? await getSsoConfig(db, org.id) : undefined;
   if (!org || !config) {
-    return fail({
-      reason: "no_sso",
-      message: `organization ${input.orgName} has no single sign-on`,
-    });
+    return refuseSignIn(
+      "not_found",
+      "no_sso",
+      `organization ${input.orgName} has no single sign-on`,
+    );
   }
   let endpoint: string | null;
   try {
@@ -60,10 +68,11 @@ export async function startSignIn(
     endpoint = null;
   }
   if (!endpoint) {
-    return fail({
-      reason: "issuer_unreachable",
-      message: `the provider ${config.issuer} cannot be reached`,
-    });
+    return refuseSignIn(
+      "unavailable",
+      "issuer_unreachable",
+      `the provider ${config.issuer} cannot be reached`,
+    );
   }
   const state = randomToken();
   const nonce = randomToken();
@@ -119,19 +128,19 @@ export async function finishSignIn(
       action: "user.sign_in_refused",
       targetType: "organization",
       targetId: outcome.reason.orgId,
-      data: { reason: outcome.reason.reason, message: outcome.reason.message },
+      data: { reason: outcome.reason.check, message: outcome.reason.message },
       now: callback.now,
     });
   }
   return outcome;
 }
 
-type Refuse = (reason: string, message: string) => { ok: false; reason: Refused };
+type Refuse = (kind: SignInKind, check: string, message: string) => { ok: false; reason: Refused };
 
 /** The sign-in a callback belongs to, taken once, if it came back to the browser that started it. */
 async function takeRequest(db: Database, callback: Callback) {
-  const refuse = (orgId: string | null, reason: string, message: string) =>
-    fail<Refused>({ orgId, reason, message });
+  const refuse = (orgId: string | null, check: string, message: string) =>
+    fail<Refused>({ ...refuseSignIn("invalid", check, message).reason, orgId });
   if (!callback.state) {
     return refuse(null, "no_state", "the sign-in answer has no state");
   }
@@ -171,13 +180,17 @@ async function providerOf(
       ? await open(keyring.value, config.clientSecretCiphertext, secretContext(orgId))
       : null;
   if (!config || !secret?.ok) {
-    return refuse("no_sso", "single sign-on is not configured any more");
+    return refuse("not_found", "no_sso", "single sign-on is not configured any more");
   }
   try {
     const discovered = await discover(config.issuer, allowsLoopbackIssuers(env), target.now);
     return ok({ config, clientSecret: secret.value, discovered });
   } catch {
-    return refuse("issuer_unreachable", `the provider ${config.issuer} cannot be reached`);
+    return refuse(
+      "unavailable",
+      "issuer_unreachable",
+      `the provider ${config.issuer} cannot be reached`,
+    );
   }
 }
 
@@ -185,13 +198,12 @@ async function providerOf(
 async function idTokenClaims(
   provider: { config: SsoConfigRow; clientSecret: string; discovered: Discovered },
   grant: { code: string; redirectUri: string; codeVerifier: string; nonce: string; now: number },
-  refuse: Refuse,
-) {
+): Promise<Result<JWTPayload, Refused>> {
   const { config, discovered } = provider;
   const client = { clientId: config.clientId, clientSecret: provider.clientSecret };
   const idToken = await redeemCode(discovered.document, client, grant);
   if (!idToken.ok) {
-    return refuse(idToken.reason.reason, idToken.reason.message);
+    return fail<Refused>({ ...idToken.reason, orgId: provider.config.orgId });
   }
   const claims = await verifyIdToken(idToken.value, {
     issuer: config.issuer,
@@ -200,7 +212,7 @@ async function idTokenClaims(
     keys: discovered.keys,
     now: grant.now,
   });
-  return claims.ok ? claims : refuse(claims.reason.reason, claims.reason.message);
+  return claims.ok ? claims : fail<Refused>({ ...claims.reason, orgId: provider.config.orgId });
 }
 
 async function checkCallback(
@@ -213,9 +225,11 @@ async function checkCallback(
     return request;
   }
   const { orgId, codeVerifier, nonce, next } = request.value;
-  const refuse: Refuse = (reason, message) => fail<Refused>({ orgId, reason, message });
+  const refuse: Refuse = (kind, check, message) =>
+    fail<Refused>({ ...refuseSignIn(kind, check, message).reason, orgId });
   if (callback.error || !callback.code) {
     return refuse(
+      "rejected",
       "provider_refused",
       `the provider did not sign you in (${(callback.error ?? "no code").slice(0, 100)})`,
     );
@@ -231,14 +245,18 @@ async function checkCallback(
     nonce,
     now: callback.now,
   };
-  const claims = await idTokenClaims(provider.value, grant, refuse);
+  const claims = await idTokenClaims(provider.value, grant);
   if (!claims.ok) {
     return claims;
   }
   const { emailClaim, groupsClaim } = provider.value.config;
   const email = claims.value[emailClaim];
   if (typeof email !== "string" || !isEmail(email) || claims.value.email_verified === false) {
-    return refuse("no_email", `the ID token has no verified email in claim ${emailClaim}`);
+    return refuse(
+      "rejected",
+      "no_email",
+      `the ID token has no verified email in claim ${emailClaim}`,
+    );
   }
   const signedIn = await signInUser(db, {
     orgId,
@@ -251,5 +269,5 @@ async function checkCallback(
   });
   return signedIn.ok
     ? ok({ user: signedIn.value.user, next })
-    : refuse("user_disabled", `user ${email} is disabled`);
+    : refuse("revoked", "user_disabled", `user ${email} is disabled`);
 }

@@ -6,7 +6,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { ACCESS_LEVELS } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
+import { valueOrThrow } from "../errors.ts";
 import { requirePerson } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
@@ -82,10 +82,7 @@ export const teamAccessRoutes = newRouter()
         { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() },
         { workspace, teamId, access: c.req.valid("json").access },
       );
-      if (!result.ok) {
-        throw new ApiError("NOT_FOUND", `team ${teamId} not found`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -111,12 +108,6 @@ export const teamAccessRoutes = newRouter()
         { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() },
         { workspace, teamId },
       );
-      if (!result.ok) {
-        throw new ApiError(
-          "NOT_FOUND",
-          `team ${teamId} has no access to workspace ${workspace.name}`,
-        );
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -3,12 +3,13 @@
  * workspace's admins, each change audited. The decision itself is `authz/`'s.
  */
 
-import { fail, ok, type Result } from "@outpost/common";
+import { ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { AccessLevel } from "../authz/model.ts";
 import type { Database } from "../db/client.ts";
-import { presentTeamAccess } from "./model.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
+import { presentTeamAccess, teamNotFound } from "./model.ts";
 import {
   deleteWorkspaceAccessQuery,
   getTeam,
@@ -32,10 +33,10 @@ export async function putTeamAccess(
   db: Database,
   ctx: Ctx,
   input: { workspace: Workspace; teamId: string; access: AccessLevel },
-): Promise<Result<ReturnType<typeof presentTeamAccess>, "team_not_found">> {
+): Promise<Outcome<ReturnType<typeof presentTeamAccess>, "not_found">> {
   const team = await getTeam(db, ctx.orgId, input.teamId);
   if (!team) {
-    return fail("team_not_found");
+    return teamNotFound(input.teamId);
   }
   const before = await getWorkspaceAccess(db, input.workspace.id, team.id);
   await db.batch([
@@ -73,13 +74,16 @@ export async function deleteTeamAccess(
   db: Database,
   ctx: Ctx,
   input: { workspace: Workspace; teamId: string },
-): Promise<Result<ReturnType<typeof presentTeamAccess>, "not_found">> {
+): Promise<Outcome<ReturnType<typeof presentTeamAccess>, "not_found">> {
   const [team, access] = await Promise.all([
     getTeam(db, ctx.orgId, input.teamId),
     getWorkspaceAccess(db, input.workspace.id, input.teamId),
   ]);
   if (!team || !access) {
-    return fail("not_found");
+    return refuse(
+      "not_found",
+      `team ${input.teamId} has no access to workspace ${input.workspace.name}`,
+    );
   }
   await db.batch([
     deleteWorkspaceAccessQuery(db, input.workspace.id, team.id),

@@ -1,6 +1,7 @@
 /** Teams, pure: what a team may be named and mapped to, and their public shapes. */
 import { z } from "@hono/zod-openapi";
 import { ACCESS_LEVELS } from "../authz/model.ts";
+import { refuse } from "../lib/reason.ts";
 import { ROLES } from "../tokens/model.ts";
 import type { TeamAccessRow, TeamRow, TeamTokenRow } from "./queries.ts";
 
@@ -79,4 +80,9 @@ export function presentTeamAccess(row: TeamAccessRow, teamName: string) {
     access: row.access,
     updatedAt: new Date(row.updatedAt).toISOString(),
   };
+}
+
+/** The refusal for a team id that is not one of the caller's organization. */
+export function teamNotFound(teamId: string) {
+  return refuse("not_found", `team ${teamId} not found`);
 }

@@ -6,11 +6,11 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { actorOf } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { reasonError, valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ROLES } from "../tokens/model.ts";
-import { CreateTeam, UpdateTeam } from "./model.ts";
+import { CreateTeam, teamNotFound, UpdateTeam } from "./model.ts";
 import {
   createTeam,
   deleteMember,
@@ -67,14 +67,10 @@ export function ctxOf(c: Context<AppEnv>) {
   return { orgId: principal.orgId, actor: actorOf(principal), now: c.var.deps.now() };
 }
 
-export function teamNotFound(teamId: string): ApiError {
-  return new ApiError("NOT_FOUND", `team ${teamId} not found`);
-}
-
 async function detail(c: Context<AppEnv>, teamId: string) {
   const team = await showTeam(c.var.db, personOf(c).orgId, teamId);
   if (!team) {
-    throw teamNotFound(teamId);
+    throw reasonError(teamNotFound(teamId).reason);
   }
   return team;
 }
@@ -96,12 +92,7 @@ export const teamRoutes = newRouter()
       },
     }),
     async (c) => {
-      const body = c.req.valid("json");
-      const result = await createTeam(c.var.db, ctxOf(c), body);
-      if (!result.ok) {
-        throw new ApiError("CONFLICT", `a team named ${body.name} exists`);
-      }
-      return c.json(result.value, 201);
+      return c.json(valueOrThrow(await createTeam(c.var.db, ctxOf(c), c.req.valid("json"))), 201);
     },
   )
   .openapi(
@@ -151,12 +142,7 @@ export const teamRoutes = newRouter()
     }),
     async (c) => {
       const { teamId } = c.req.valid("param");
-      const result = await updateTeam(c.var.db, ctxOf(c), teamId, c.req.valid("json"));
-      if (!result.ok) {
-        throw result.reason === "name_taken"
-          ? new ApiError("CONFLICT", "another team has that name")
-          : teamNotFound(teamId);
-      }
+      valueOrThrow(await updateTeam(c.var.db, ctxOf(c), teamId, c.req.valid("json")));
       return c.json(await detail(c, teamId), 200);
     },
   )
@@ -174,10 +160,7 @@ export const teamRoutes = newRouter()
     }),
     async (c) => {
       const { teamId } = c.req.valid("param");
-      const result = await deleteTeam(c.var.db, ctxOf(c), teamId);
-      if (!result.ok) {
-        throw teamNotFound(teamId);
-      }
+      valueOrThrow(await deleteTeam(c.var.db, ctxOf(c), teamId));
       return c.body(null, 204);
     },
   )
@@ -198,12 +181,7 @@ export const teamRoutes = newRouter()
     }),
     async (c) => {
       const { teamId, userId } = c.req.valid("param");
-      const result = await putMember(c.var.db, ctxOf(c), { teamId, userId });
-      if (!result.ok) {
-        throw result.reason === "team_not_found"
-          ? teamNotFound(teamId)
-          : new ApiError("NOT_FOUND", `user ${userId} not found`);
-      }
+      valueOrThrow(await putMember(c.var.db, ctxOf(c), { teamId, userId }));
       return c.json(await detail(c, teamId), 200);
     },
   )
@@ -225,12 +203,7 @@ export const teamRoutes = newRouter()
     }),
     async (c) => {
       const { teamId, userId } = c.req.valid("param");
-      const result = await deleteMember(c.var.db, ctxOf(c), { teamId, userId });
-      if (!result.ok) {
-        throw result.reason === "team_not_found"
-          ? teamNotFound(teamId)
-          : new ApiError("NOT_FOUND", `user ${userId} is not a member of team ${teamId}`);
-      }
+      valueOrThrow(await deleteMember(c.var.db, ctxOf(c), { teamId, userId }));
       return c.json(await detail(c, teamId), 200);
     },
   );

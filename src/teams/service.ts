@@ -4,16 +4,17 @@
  * changes of permissions.
  */
 
-import { fail, newId, ok, type Result } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { eq } from "drizzle-orm";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { TeamPrincipal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
 import { teams } from "../db/schema.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import type { Role } from "../tokens/model.ts";
 import { getUser } from "../users/queries.ts";
-import { presentTeam } from "./model.ts";
+import { presentTeam, teamNotFound } from "./model.ts";
 import {
   deleteMemberQuery,
   deleteTeamQuery,
@@ -50,7 +51,7 @@ export async function createTeam(
   db: Database,
   ctx: Ctx,
   settings: TeamSettings,
-): Promise<Result<Team, "name_taken">> {
+): Promise<Outcome<Team, "conflict">> {
   const id = newId("team");
   const [[created]] = await db.batch([
     insertTeamQuery(db, {
@@ -62,7 +63,7 @@ export async function createTeam(
     }),
   ]);
   if (!created) {
-    return fail("name_taken");
+    return refuse("conflict", `a team named ${settings.name} exists`);
   }
   await audit(db, ctx, "team.create", id, settings);
   return ok(presentTeam(created, 0));
@@ -95,14 +96,14 @@ export async function updateTeam(
   ctx: Ctx,
   teamId: string,
   patch: Partial<TeamSettings>,
-): Promise<Result<TeamRow, "not_found" | "name_taken">> {
+): Promise<Outcome<TeamRow, "not_found" | "conflict">> {
   const team = await getTeam(db, ctx.orgId, teamId);
   if (!team) {
-    return fail("not_found");
+    return teamNotFound(teamId);
   }
   if (patch.name !== undefined && patch.name !== team.name) {
     if (await findTeamByName(db, ctx.orgId, patch.name)) {
-      return fail("name_taken");
+      return refuse("conflict", "another team has that name");
     }
   }
   const [[updated]] = await db.batch([
@@ -116,7 +117,7 @@ export async function updateTeam(
       after: patch,
     }),
   ]);
-  return updated ? ok(updated) : fail("not_found");
+  return updated ? ok(updated) : teamNotFound(teamId);
 }
 
 /** Deletes a team with its memberships, tokens and workspace access. */
@@ -124,10 +125,10 @@ export async function deleteTeam(
   db: Database,
   ctx: Ctx,
   teamId: string,
-): Promise<Result<TeamRow, "not_found">> {
+): Promise<Outcome<TeamRow, "not_found">> {
   const team = await getTeam(db, ctx.orgId, teamId);
   if (!team) {
-    return fail("not_found");
+    return teamNotFound(teamId);
   }
   await db.batch([
     deleteTeamQuery(db, ctx.orgId, teamId),
@@ -144,16 +145,16 @@ export async function putMember(
   db: Database,
   ctx: Ctx,
   input: { teamId: string; userId: string },
-): Promise<Result<null, "team_not_found" | "user_not_found">> {
+): Promise<Outcome<null, "not_found">> {
   const [team, user] = await Promise.all([
     getTeam(db, ctx.orgId, input.teamId),
     getUser(db, ctx.orgId, input.userId),
   ]);
   if (!team) {
-    return fail("team_not_found");
+    return teamNotFound(input.teamId);
   }
   if (!user) {
-    return fail("user_not_found");
+    return refuse("not_found", `user ${input.userId} not found`);
   }
   await db.batch([
     putMemberQuery(db, { ...input, orgId: ctx.orgId, now: ctx.now }),
@@ -174,14 +175,14 @@ export async function deleteMember(
   db: Database,
   ctx: Ctx,
   input: { teamId: string; userId: string },
-): Promise<Result<null, "team_not_found" | "user_not_found">> {
+): Promise<Outcome<null, "not_found">> {
   const team = await getTeam(db, ctx.orgId, input.teamId);
   if (!team) {
-    return fail("team_not_found");
+    return teamNotFound(input.teamId);
   }
   const removed = await deleteMemberQuery(db, team.id, input.userId);
   if (removed.length === 0) {
-    return fail("user_not_found");
+    return refuse("not_found", `user ${input.userId} is not a member of team ${input.teamId}`);
   }
   await audit(db, ctx, "team.member.remove", team.id, { userId: input.userId, source: "manual" });
   return ok(null);

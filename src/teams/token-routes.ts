@@ -1,10 +1,10 @@
 /** `/api/v1/teams/{teamId}/tokens`: team tokens (`op_team_…`), for CI. Owners manage them. */
 import { createRoute, z } from "@hono/zod-openapi";
-import { ApiError } from "../errors.ts";
+import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { MAX_USER_TOKEN_SECONDS } from "../users/tokens.ts";
-import { ctxOf, TeamParams, teamNotFound } from "./routes.ts";
+import { ctxOf, TeamParams } from "./routes.ts";
 import { createTeamToken, listTeamTokens, revokeTeamToken } from "./tokens.ts";
 
 const TeamToken = z
@@ -54,11 +54,10 @@ export const teamTokenRoutes = newRouter()
     }),
     async (c) => {
       const { teamId } = c.req.valid("param");
-      const result = await createTeamToken(c.var.db, ctxOf(c), { teamId, ...c.req.valid("json") });
-      if (!result.ok) {
-        throw teamNotFound(teamId);
-      }
-      return c.json(result.value, 201);
+      return c.json(
+        valueOrThrow(await createTeamToken(c.var.db, ctxOf(c), { teamId, ...c.req.valid("json") })),
+        201,
+      );
     },
   )
   .openapi(
@@ -78,11 +77,14 @@ export const teamTokenRoutes = newRouter()
     }),
     async (c) => {
       const { teamId } = c.req.valid("param");
-      const result = await listTeamTokens(c.var.db, personOf(c).orgId, teamId, c.var.deps.now());
-      if (!result.ok) {
-        throw teamNotFound(teamId);
-      }
-      return c.json({ tokens: result.value }, 200);
+      return c.json(
+        {
+          tokens: valueOrThrow(
+            await listTeamTokens(c.var.db, personOf(c).orgId, teamId, c.var.deps.now()),
+          ),
+        },
+        200,
+      );
     },
   )
   .openapi(
@@ -103,9 +105,6 @@ export const teamTokenRoutes = newRouter()
     async (c) => {
       const { teamId, tokenId } = c.req.valid("param");
       const result = await revokeTeamToken(c.var.db, ctxOf(c), { teamId, tokenId });
-      if (!result.ok) {
-        throw new ApiError("NOT_FOUND", `token ${tokenId} not found`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

@@ -3,12 +3,13 @@
  * and workspace access of the moment. Deleting the team deletes its tokens.
  */
 
-import { fail, newId, ok, type Result } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
-import { presentTeamToken } from "./model.ts";
+import { presentTeamToken, teamNotFound } from "./model.ts";
 import {
   getTeam,
   getTeamToken,
@@ -24,10 +25,10 @@ export async function createTeamToken(
   db: Database,
   ctx: Ctx,
   input: { teamId: string; description: string; expiresInSeconds: number | null },
-): Promise<Result<ReturnType<typeof presentTeamToken> & { token: string }, "not_found">> {
+): Promise<Outcome<ReturnType<typeof presentTeamToken> & { token: string }, "not_found">> {
   const team = await getTeam(db, ctx.orgId, input.teamId);
   if (!team) {
-    return fail("not_found");
+    return teamNotFound(input.teamId);
   }
   const secret = generateToken("team");
   const row = {
@@ -63,9 +64,9 @@ export async function listTeamTokens(
   orgId: string,
   teamId: string,
   now: number,
-): Promise<Result<ReturnType<typeof presentTeamToken>[], "not_found">> {
+): Promise<Outcome<ReturnType<typeof presentTeamToken>[], "not_found">> {
   if (!(await getTeam(db, orgId, teamId))) {
-    return fail("not_found");
+    return teamNotFound(teamId);
   }
   return ok((await listTeamTokenRows(db, teamId, now)).map(presentTeamToken));
 }
@@ -75,11 +76,11 @@ export async function revokeTeamToken(
   db: Database,
   ctx: Ctx,
   input: { teamId: string; tokenId: string },
-): Promise<Result<ReturnType<typeof presentTeamToken>, "not_found">> {
+): Promise<Outcome<ReturnType<typeof presentTeamToken>, "not_found">> {
   const team = await getTeam(db, ctx.orgId, input.teamId);
   const token = team ? await getTeamToken(db, team.id, input.tokenId) : undefined;
   if (!token) {
-    return fail("not_found");
+    return refuse("not_found", `token ${input.tokenId} not found`);
   }
   if (token.revokedAt === null) {
     await db.batch([

@@ -5,7 +5,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { approveCliLogin, pendingCliLogin } from "../sso/cli-login.ts";
 import { readForm, viewerOf } from "./forms.ts";
 import { Csrf, Layout, Notice } from "./layout.tsx";
@@ -67,9 +67,7 @@ export const cliLoginPages = new Hono<UiEnv>()
       userId: me.userId,
       now: c.var.deps.now(),
     });
-    if (!approved.ok) {
-      throw new ApiError("NOT_FOUND", "this CLI login is unknown, expired or already approved");
-    }
+    valueOrThrow(approved);
     return c.html(
       <Layout title="CLI login approved" section="account" viewer={viewerOf(c)}>
         <Notice kind="ok">Approved. Return to your terminal: the CLI is signed in as you.</Notice>

@@ -6,9 +6,10 @@
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import { actorOf } from "../authz/principal.ts";
-import { ApiError } from "../errors.ts";
+import { reasonError, valueOrThrow } from "../errors.ts";
 import { PutSso } from "../sso/model.ts";
 import { deleteSso, putSso, showSso } from "../sso/service.ts";
+import { teamNotFound } from "../teams/model.ts";
 import {
   createTeam,
   deleteMember,
@@ -64,7 +65,7 @@ async function renderTeam(c: Context<UiEnv>, teamId: string, created?: { token: 
     listTeamTokens(c.var.db, orgId, teamId, c.var.deps.now()),
   ]);
   if (!team || !tokens.ok) {
-    throw new ApiError("NOT_FOUND", `team ${teamId} not found`);
+    throw reasonError(teamNotFound(teamId).reason);
   }
   const page = (
     <TeamPage
@@ -82,12 +83,7 @@ async function renderTeam(c: Context<UiEnv>, teamId: string, created?: { token: 
 async function setDisabled(c: Context<UiEnv>, disabled: boolean) {
   await readForm(c, z.strictObject({}));
   const userId = idOf(c, "userId", "usr");
-  const result = await setUserDisabled(c.var.db, { ...ctxOf(c), userId, disabled });
-  if (!result.ok) {
-    throw result.reason === "self"
-      ? new ApiError("CONFLICT", "you cannot disable yourself")
-      : new ApiError("NOT_FOUND", `user ${userId} not found`);
-  }
+  valueOrThrow(await setUserDisabled(c.var.db, { ...ctxOf(c), userId, disabled }));
   return redirectWithNotice(c, "/ui/people", "user-saved");
 }
 
@@ -112,13 +108,7 @@ export const peoplePages = new Hono<UiEnv>()
   })
   .post("/sso", async (c) => {
     const form = await readForm(c, PutSso);
-    const result = await putSso(c.var.db, c.env, ctxOf(c), form);
-    if (!result.ok) {
-      throw new ApiError(
-        result.reason.reason === "invalid" ? "BAD_REQUEST" : "UNAVAILABLE",
-        result.reason.message,
-      );
-    }
+    valueOrThrow(await putSso(c.var.db, c.env, ctxOf(c), form));
     return redirectWithNotice(c, "/ui/people", "sso-saved");
   })
   .post("/sso/delete", async (c) => {
@@ -137,20 +127,14 @@ export const peoplePages = new Hono<UiEnv>()
         organizationRole: Role,
       }),
     );
-    const result = await createTeam(c.var.db, ctxOf(c), form);
-    if (!result.ok) {
-      throw new ApiError("CONFLICT", `a team named ${form.name} exists`);
-    }
-    return redirectWithNotice(c, `/ui/people/teams/${result.value.id}`, "team-saved");
+    const team = valueOrThrow(await createTeam(c.var.db, ctxOf(c), form));
+    return redirectWithNotice(c, `/ui/people/teams/${team.id}`, "team-saved");
   })
   .get("/teams/:teamId", (c) => renderTeam(c, idOf(c, "teamId", "team")))
   .post("/teams/:teamId", async (c) => {
     const form = await readForm(c, z.strictObject({ idpGroups: Groups, organizationRole: Role }));
     const teamId = idOf(c, "teamId", "team");
-    const result = await updateTeam(c.var.db, ctxOf(c), teamId, form);
-    if (!result.ok) {
-      throw new ApiError("NOT_FOUND", `team ${teamId} not found`);
-    }
+    valueOrThrow(await updateTeam(c.var.db, ctxOf(c), teamId, form));
     return redirectWithNotice(c, `/ui/people/teams/${teamId}`, "team-saved");
   })
   .post("/teams/:teamId/delete", async (c) => {
@@ -165,10 +149,7 @@ export const peoplePages = new Hono<UiEnv>()
       z.strictObject({ userId: z.string().regex(/^usr_[a-z2-7]{26}$/) }),
     );
     const teamId = idOf(c, "teamId", "team");
-    const result = await putMember(c.var.db, ctxOf(c), { teamId, userId: form.userId });
-    if (!result.ok) {
-      throw new ApiError("NOT_FOUND", "team or user not found");
-    }
+    valueOrThrow(await putMember(c.var.db, ctxOf(c), { teamId, userId: form.userId }));
     return redirectWithNotice(c, `/ui/people/teams/${teamId}`, "member-added");
   })
   .post("/teams/:teamId/members/:userId/delete", async (c) => {
@@ -189,10 +170,7 @@ export const peoplePages = new Hono<UiEnv>()
       description: form.description,
       expiresInSeconds: null,
     });
-    if (!created.ok) {
-      throw new ApiError("NOT_FOUND", `team ${teamId} not found`);
-    }
-    return renderTeam(c, teamId, { token: created.value.token });
+    return renderTeam(c, teamId, { token: valueOrThrow(created).token });
   })
   .post("/teams/:teamId/tokens/:tokenId/revoke", async (c) => {
     await readForm(c, z.strictObject({}));

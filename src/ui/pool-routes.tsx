@@ -10,6 +10,7 @@ import { actorOf } from "../authz/principal.ts";
 import { ApiError, reasonError, reasonStatus, valueOrThrow } from "../errors.ts";
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
+import { getAutoscaling } from "../pools/autoscaling.ts";
 import { PoolName } from "../pools/model.ts";
 import {
   createAgentToken,
@@ -72,7 +73,10 @@ async function renderPool(
   extra: { created?: CreatedToken; error?: string; status?: ContentfulStatusCode } = {},
 ) {
   const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
-  const { tokens, trusts } = await ownerData(c, poolId);
+  const [{ tokens, trusts }, autoscaling] = await Promise.all([
+    ownerData(c, poolId),
+    getAutoscaling(c.var.deps, c.var.session.orgId, poolId),
+  ]);
   const { agents, workspaces, ...pool } = detail;
   return c.html(
     <PoolPage
@@ -80,6 +84,7 @@ async function renderPool(
       pool={pool}
       agents={agents}
       workspaces={workspaces}
+      autoscaling={autoscaling.ok ? autoscaling.value : null}
       tokens={tokens}
       trusts={trusts}
       address={new URL(c.req.url).origin}

@@ -7,7 +7,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { actorOf, type UserPrincipal } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { ROLES } from "../tokens/model.ts";
@@ -148,12 +148,7 @@ export const userRoutes = newRouter()
         actor: actorOf(principal),
         now: c.var.deps.now(),
       });
-      if (!result.ok) {
-        throw result.reason === "self"
-          ? new ApiError("CONFLICT", "you cannot disable yourself")
-          : new ApiError("NOT_FOUND", `user ${userId} not found`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   )
   .openapi(
@@ -229,9 +224,6 @@ export const userRoutes = newRouter()
         actor: actorOf(me),
         now: c.var.deps.now(),
       });
-      if (!result.ok) {
-        throw new ApiError("NOT_FOUND", `token ${tokenId} not found`);
-      }
-      return c.json(result.value, 200);
+      return c.json(valueOrThrow(result), 200);
     },
   );

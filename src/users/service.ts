@@ -4,11 +4,12 @@
  * which ends every session and token of theirs at once.
  */
 
-import { fail, newId, ok, type Result } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor, SignInMethod } from "../authz/actor.ts";
 import type { UserPrincipal } from "../authz/principal.ts";
 import type { Database } from "../db/client.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { isNewSignIn, normalizeEmail, presentUser, userPrincipal } from "./model.ts";
 import {
   findUserByEmail,
@@ -34,13 +35,13 @@ export async function loadUserPrincipal(
   db: Database,
   userId: string,
   via: Extract<SignInMethod, "sso" | "access" | "user-token">,
-): Promise<Result<UserPrincipal, "unknown" | "disabled">> {
+): Promise<Outcome<UserPrincipal, "gone" | "revoked">> {
   const found = await userWithRoles(db, userId);
   if (!found) {
-    return fail("unknown");
+    return refuse("gone", `user ${userId} no longer exists`);
   }
   if (found.user.disabledAt !== null) {
-    return fail("disabled");
+    return refuse("revoked", `user ${found.user.email} is disabled`);
   }
   return ok(userPrincipal(found.user, found.roles, via));
 }
@@ -99,11 +100,11 @@ async function syncGroups(
 export async function signInUser(
   db: Database,
   input: SignIn,
-): Promise<Result<{ user: UserRow; isNew: boolean }, "disabled">> {
+): Promise<Outcome<{ user: UserRow; isNew: boolean }, "revoked">> {
   const email = normalizeEmail(input.email);
   let user = await findUserByEmail(db, input.orgId, email);
   if (user?.disabledAt != null) {
-    return fail("disabled");
+    return refuse("revoked", `user ${email} is disabled`);
   }
   const isNew = !user;
   const fresh = !user || isNewSignIn(user, input.method, input.now);
@@ -184,13 +185,13 @@ export async function showUser(db: Database, orgId: string, userId: string) {
 export async function setUserDisabled(
   db: Database,
   input: { orgId: string; userId: string; disabled: boolean; actor: AuditActor; now: number },
-): Promise<Result<NonNullable<Awaited<ReturnType<typeof showUser>>>, "not_found" | "self">> {
+): Promise<Outcome<NonNullable<Awaited<ReturnType<typeof showUser>>>, "not_found" | "conflict">> {
   const user = await getUser(db, input.orgId, input.userId);
   if (!user) {
-    return fail("not_found");
+    return refuse("not_found", `user ${input.userId} not found`);
   }
   if (input.disabled && input.actor.type === "user" && input.actor.id === user.id) {
-    return fail("self");
+    return refuse("conflict", "you cannot disable yourself");
   }
   if (input.disabled !== (user.disabledAt !== null)) {
     const audit = auditQuery(db, {
@@ -217,7 +218,7 @@ export async function setUserDisabled(
   }
   const shown = await showUser(db, input.orgId, user.id);
   if (!shown) {
-    return fail("not_found");
+    return refuse("not_found", `user ${input.userId} not found`);
   }
   return ok(shown);
 }

@@ -4,10 +4,11 @@
  * then, and a disabled user's tokens are revoked with it.
  */
 
-import { fail, newId, ok, type Result } from "@outpost/common";
+import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 import { presentUserToken } from "./model.ts";
 import {
@@ -68,10 +69,10 @@ export async function listUserTokens(db: Database, userId: string, now: number) 
 export async function revokeUserToken(
   db: Database,
   input: { orgId: string; userId: string; tokenId: string; actor: AuditActor; now: number },
-): Promise<Result<ReturnType<typeof presentUserToken>, "not_found">> {
+): Promise<Outcome<ReturnType<typeof presentUserToken>, "not_found">> {
   const token = await getUserToken(db, input.userId, input.tokenId);
   if (!token) {
-    return fail("not_found");
+    return refuse("not_found", `token ${input.tokenId} not found`);
   }
   if (token.revokedAt === null) {
     await db.batch([

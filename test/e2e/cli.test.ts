@@ -186,6 +186,56 @@ describe("outpost CLI", () => {
     expect((await cli(["pools", "delete", poolId])).code).toBe(0);
   });
 
+  it("sets a pool's autoscaling settings and shows its autoscaling signal", async () => {
+    const created = await cli([
+      "pools",
+      "create",
+      "scaled-pool",
+      "--min-agents",
+      "1",
+      "--max-agents",
+      "4",
+      "--jobs-per-agent",
+      "2",
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    const poolId = created.stdout.trim();
+    expect((await cli(["pools", "show", poolId])).stdout).toContain(
+      "autoscaling: 1 to 4 agents, 2 jobs per agent",
+    );
+    expect((await cli(["pools", "update", poolId, "--max-agents", "6"])).code).toBe(0);
+    expect(JSON.parse((await cli(["pools", "show", poolId, "--json"])).stdout)).toMatchObject({
+      minAgents: 1,
+      maxAgents: 6,
+      jobsPerAgent: 2,
+    });
+    expectOneLineError(
+      await cli(["pools", "update", poolId, "--max-agents", "four"]),
+      CLI_EXIT.usage,
+      "--max-agents must be a whole number",
+    );
+    expectOneLineError(
+      await cli(["pools", "update", poolId, "--min-agents", "7"]),
+      CLI_EXIT.requestFailed,
+      "minAgents (7) must not be above maxAgents (6)",
+    );
+    const signal = await cli(["pools", "autoscaling", poolId]);
+    expect(signal.code, signal.stderr).toBe(0);
+    expect(signal.stdout).toBe(
+      "desired agents: 1 (between 1 and 6)\njobs: 0 queued, 0 running\nagents: 0 idle, 0 busy\n",
+    );
+    expect(JSON.parse((await cli(["pools", "autoscaling", poolId, "--json"])).stdout)).toEqual({
+      desiredAgents: 1,
+      queuedJobs: 0,
+      runningJobs: 0,
+      idleAgents: 0,
+      busyAgents: 0,
+      minAgents: 1,
+      maxAgents: 6,
+    });
+    expect((await cli(["pools", "delete", poolId])).code).toBe(0);
+  });
+
   it("manages OIDC trusts, token lifetimes and workload identity", async () => {
     const pool = await cli(["pools", "create", "oidc-pool", "--max-token-expiration", "900"]);
     expect(pool.code).toBe(0);

@@ -139,7 +139,7 @@ describe("an Access request", () => {
       { issuer: `https://${TEAM}` },
     );
     const result = await accessPrincipal(db, settings(), token, Date.now());
-    expect(!result.ok && result.reason.reason).toBe("unknown_key");
+    expect(!result.ok && result.reason.details?.check).toBe("unknown_key");
   });
 
   it("refuses a disabled user", async () => {

@@ -83,7 +83,7 @@ describe("GET /api/v1/users and PATCH /api/v1/users/:id", () => {
       groups: null,
       now: Date.now(),
     });
-    expect(again).toEqual({ ok: false, reason: "disabled" });
+    expect(again).toMatchObject({ ok: false, reason: { kind: "revoked" } });
     const events = await db.select().from(auditEvents).where(eq(auditEvents.targetId, user.userId));
     expect(events.map((e) => e.action)).toContain("user.disable");
     // Enabled again: they may sign in; their old token stays revoked.

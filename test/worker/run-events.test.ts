@@ -18,7 +18,7 @@ const receiver = inject("webhookReceiverUrl");
 describe("run events", () => {
   it("are recorded by D1 triggers that every migration must keep", async () => {
     const triggers = await env.DB.prepare(
-      "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'runs' ORDER BY name",
+      "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'runs' AND name LIKE 'run_events_%' ORDER BY name",
     ).all<{ name: string }>();
     expect(triggers.results.map((t) => t.name)).toEqual([
       "run_events_on_insert",

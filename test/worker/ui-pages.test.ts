@@ -140,6 +140,18 @@ describe("agent statuses", () => {
   });
 });
 
+describe("pool autoscaling", () => {
+  it("shows the pool's autoscaling settings and how many agents it wants now", async () => {
+    const runnable = await runnableWorkspace(org);
+    expect((await queueRun(org, runnable.workspace.id)).status).toBe(201);
+    const html = await (await reader.get(`/ui/pools/${runnable.poolId}`)).text();
+    const shown = /<dd data-autoscaling[^>]*>([\s\S]*?)<\/dd>/.exec(html)?.[1] ?? html;
+    expect(shown.replace(/\s+/g, " ")).toMatch(
+      /0 to 10 agents, 1 job per agent ?<div class="muted">wants 1 agent now \( ?1 queued, 0 running\)<\/div>/,
+    );
+  });
+});
+
 describe("escaping", () => {
   it("escapes descriptions, agent names, variables, run messages and log lines", async () => {
     const runnable = await runnableWorkspace(org, { description: XSS });

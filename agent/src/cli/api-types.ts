@@ -472,8 +472,25 @@ export interface paths {
         delete: operations["deletePool"];
         options?: never;
         head?: never;
-        /** Rename a pool or change its liveness settings */
+        /** Rename a pool or change its liveness or autoscaling settings */
         patch: operations["updatePool"];
+        trace?: never;
+    };
+    "/api/v1/pools/{poolId}/autoscaling": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How many agents the pool should have now (for KEDA's metrics-api scaler) */
+        get: operations["getPoolAutoscaling"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/pools/{poolId}/oidc-trusts": {
@@ -1458,6 +1475,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's metrics in the Prometheus text format or OpenMetrics
+         * @description OpenMetrics 1.0.0 when the Accept header prefers application/openmetrics-text (as Prometheus does), else the text format 0.0.4. Covers the token's organization only; costs a bounded number of D1 statements and one call per pool.
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/state/v1/{workspaceId}": {
         parameters: {
             query?: never;
@@ -1602,8 +1639,14 @@ export interface components {
             /** @description Unknown this long: errored */
             erroredAfterSeconds: number;
             id: string;
+            /** @description Autoscaling: the jobs one agent runs at once, its --concurrency (default 1) */
+            jobsPerAgent: number;
+            /** @description Autoscaling: the most agents desiredAgents asks for, unless more hold jobs (default 10) */
+            maxAgents: number;
             /** @description Longest lifetime of an agent token issued by an OIDC exchange (default 3600) */
             maxTokenExpirationSeconds: number;
+            /** @description Autoscaling: the fewest agents desiredAgents asks for (default 0) */
+            minAgents: number;
             name: string;
             /** @description Offline this long: dropped from listings */
             retentionSeconds: number;
@@ -1716,6 +1759,22 @@ export interface components {
             /** @example workspace */
             targetType: string;
         };
+        AutoscalingSignal: {
+            /** @description Agents online with at least one job */
+            busyAgents: number;
+            /** @description Agents the pool should have: ceil((queuedJobs + runningJobs) / jobsPerAgent) within [minAgents, maxAgents], and never fewer than the agents holding jobs */
+            desiredAgents: number;
+            /** @description Agents online without a job */
+            idleAgents: number;
+            /** @description The pool's maxAgents setting */
+            maxAgents: number;
+            /** @description The pool's minAgents setting */
+            minAgents: number;
+            /** @description Jobs waiting in the pool's queue; runs waiting for their workspace (behind another run, or held by a workspace lock) are not queued yet */
+            queuedJobs: number;
+            /** @description Jobs leased to or started by an agent */
+            runningJobs: number;
+        };
         CliLoginPoll: {
             /** @enum {string} */
             status: "pending" | "approved";
@@ -1758,10 +1817,14 @@ export interface components {
             source: "upload" | "vcs";
             workspaceId: string;
         };
+        /** @description minAgents must not be above maxAgents */
         CreateAgentPool: {
             description?: string;
             erroredAfterSeconds?: number | null;
+            jobsPerAgent?: number;
+            maxAgents?: number;
             maxTokenExpirationSeconds?: number | null;
+            minAgents?: number;
             /** @example datacenter-1 */
             name: string;
             retentionSeconds?: number | null;
@@ -2458,11 +2521,14 @@ export interface components {
             lastUsedAt: string | null;
             teamId: string;
         };
-        /** @description null resets a liveness setting to its default */
+        /** @description null resets a liveness setting to its default; minAgents must not end above maxAgents */
         UpdateAgentPool: {
             description?: string;
             erroredAfterSeconds?: number | null;
+            jobsPerAgent?: number;
+            maxAgents?: number;
             maxTokenExpirationSeconds?: number | null;
+            minAgents?: number;
             /** @example datacenter-1 */
             name?: string;
             retentionSeconds?: number | null;
@@ -4708,6 +4774,64 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPoolAutoscaling: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                poolId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pool's autoscaling signal */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutoscalingSignal"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9586,6 +9710,45 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/openmetrics-text": string;
+                    "text/plain": string;
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

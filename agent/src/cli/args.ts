@@ -132,3 +132,14 @@ export function secondsFlag(value: string | undefined, flag: string): number | u
   }
   return Number(value);
 }
+
+/** A flag that takes a whole number (`--max-agents 4`), or undefined when not given. */
+export function countFlag(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) {
+    return undefined;
+  }
+  if (!/^\d+$/.test(value)) {
+    throw new UsageError(`${flag} must be a whole number`);
+  }
+  return Number(value);
+}

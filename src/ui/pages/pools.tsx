@@ -1,8 +1,14 @@
 /** Agent pools: the list, and one pool with its agents (live) and its agent tokens. */
 import type { PoolSummary } from "../../../durable/pool-types.ts";
 import { installCommands } from "../../agents/install-commands.ts";
+import { count } from "../../lib/words.ts";
 import type { presentTrust } from "../../oidc/trust-model.ts";
-import type { presentAgent, presentAgentToken, presentPool } from "../../pools/model.ts";
+import type {
+  AutoscalingSignal,
+  presentAgent,
+  presentAgentToken,
+  presentPool,
+} from "../../pools/model.ts";
 import {
   Badge,
   Csrf,
@@ -195,6 +201,8 @@ export function PoolPage(props: {
   pool: Pool;
   agents: Agent[];
   workspaces: { id: string; name: string }[];
+  /** The pool's autoscaling signal now; null if it could not be read. */
+  autoscaling: AutoscalingSignal | null;
   /** Agent tokens: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/tokens`. */
   tokens: AgentToken[] | null;
   /** OIDC trusts: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/oidc-trusts`. */
@@ -230,6 +238,16 @@ export function PoolPage(props: {
         <dd>{pool.erroredAfterSeconds} s unknown</dd>
         <dt>OIDC-issued tokens</dt>
         <dd>live at most {pool.maxTokenExpirationSeconds} s</dd>
+        <dt>Autoscaling</dt>
+        <dd data-autoscaling>
+          {pool.minAgents} to {pool.maxAgents} agents, {count(pool.jobsPerAgent, "job")} per agent
+          {props.autoscaling ? (
+            <div class="muted">
+              wants {count(props.autoscaling.desiredAgents, "agent")} now (
+              {props.autoscaling.queuedJobs} queued, {props.autoscaling.runningJobs} running)
+            </div>
+          ) : null}
+        </dd>
         <dt>Workspaces</dt>
         <dd>
           {props.workspaces.length === 0 ? (

@@ -1,5 +1,5 @@
 import { done, must } from "../api.ts";
-import { command, group, secondsFlag } from "../args.ts";
+import { command, countFlag, group, secondsFlag } from "../args.ts";
 import { CLI_EXIT } from "../errors.ts";
 import { cell, json, table } from "../output.ts";
 
@@ -12,6 +12,36 @@ const liveness = {
     description: "longest lifetime in seconds of an agent token from an OIDC exchange",
   },
 } as const;
+
+const autoscaling = {
+  "min-agents": { type: "string", description: "autoscaling: the fewest agents to ask for" },
+  "max-agents": { type: "string", description: "autoscaling: the most agents to ask for" },
+  "jobs-per-agent": {
+    type: "string",
+    description: "autoscaling: jobs one agent runs at once (its --concurrency)",
+  },
+} as const;
+
+function autoscalingBody(values: {
+  "min-agents"?: string;
+  "max-agents"?: string;
+  "jobs-per-agent"?: string;
+}) {
+  const body: { minAgents?: number; maxAgents?: number; jobsPerAgent?: number } = {};
+  const min = countFlag(values["min-agents"], "--min-agents");
+  const max = countFlag(values["max-agents"], "--max-agents");
+  const perAgent = countFlag(values["jobs-per-agent"], "--jobs-per-agent");
+  if (min !== undefined) {
+    body.minAgents = min;
+  }
+  if (max !== undefined) {
+    body.maxAgents = max;
+  }
+  if (perAgent !== undefined) {
+    body.jobsPerAgent = perAgent;
+  }
+  return body;
+}
 
 function livenessBody(values: {
   "unknown-after"?: string;
@@ -63,7 +93,11 @@ const list = command(
 const create = command(
   {
     summary: "create an agent pool",
-    options: { description: { type: "string", description: "what the pool is for" }, ...liveness },
+    options: {
+      description: { type: "string", description: "what the pool is for" },
+      ...liveness,
+      ...autoscaling,
+    },
     positionals: ["NAME"],
     required: 1,
   },
@@ -74,6 +108,7 @@ const create = command(
           name: positionals[0] ?? "",
           ...(values.description === undefined ? {} : { description: values.description }),
           ...livenessBody(values),
+          ...autoscalingBody(values),
         },
       }),
     );
@@ -85,11 +120,12 @@ const create = command(
 
 const update = command(
   {
-    summary: "change a pool's name, description or liveness settings",
+    summary: "change a pool's name, description, liveness or autoscaling settings",
     options: {
       name: { type: "string", description: "new name" },
       description: { type: "string", description: "new description" },
       ...liveness,
+      ...autoscaling,
     },
     positionals: ["POOL_ID"],
     required: 1,
@@ -102,6 +138,7 @@ const update = command(
           ...(values.name === undefined ? {} : { name: values.name }),
           ...(values.description === undefined ? {} : { description: values.description }),
           ...livenessBody(values),
+          ...autoscalingBody(values),
         },
       }),
     );
@@ -126,6 +163,7 @@ const show = command(
       `${pool.name} (${pool.id})\n` +
         `liveness: unknown after ${pool.unknownAfterSeconds}s, errored after ${pool.erroredAfterSeconds}s, listed ${pool.retentionSeconds}s after going offline\n` +
         `OIDC-issued agent tokens live at most ${pool.maxTokenExpirationSeconds}s\n` +
+        `autoscaling: ${pool.minAgents} to ${pool.maxAgents} agents, ${pool.jobsPerAgent} ${pool.jobsPerAgent === 1 ? "job" : "jobs"} per agent\n` +
         `workspaces: ${pool.workspaces.map((w) => w.name).join(", ") || "-"}\n\n`,
     );
     ctx.out.write(
@@ -157,7 +195,38 @@ const remove = command(
   },
 );
 
-export const pools = group("agent pools", { list, create, show, update, delete: remove });
+const autoscalingSignal = command(
+  {
+    summary: "how many agents the pool should have now, and why (what KEDA reads)",
+    options: {},
+    positionals: ["POOL_ID"],
+    required: 1,
+  },
+  async (ctx, { values, positionals }) => {
+    const signal = await must(
+      (await ctx.api()).client.GET("/api/v1/pools/{poolId}/autoscaling", {
+        params: { path: { poolId: positionals[0] ?? "" } },
+      }),
+    );
+    ctx.out.write(
+      values.json
+        ? json(signal)
+        : `desired agents: ${signal.desiredAgents} (between ${signal.minAgents} and ${signal.maxAgents})\n` +
+            `jobs: ${signal.queuedJobs} queued, ${signal.runningJobs} running\n` +
+            `agents: ${signal.idleAgents} idle, ${signal.busyAgents} busy\n`,
+    );
+    return CLI_EXIT.ok;
+  },
+);
+
+export const pools = group("agent pools", {
+  list,
+  create,
+  show,
+  update,
+  autoscaling: autoscalingSignal,
+  delete: remove,
+});
 
 const tokenList = command(
   { summary: "list a pool's agent tokens", options: {}, positionals: ["POOL_ID"], required: 1 },
