@@ -17,6 +17,9 @@ import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { queueRun, runnableWorkspace } from "./helpers/runs.ts";
 import { createWorkspace } from "./helpers/workspaces.ts";
 
+/** Wall-clock budget of a test that drives runs through many requests (slow on a busy machine). */
+const SLOW_TEST_MS = 60_000;
+
 const clock = useTestClock();
 const receiver = inject("webhookReceiverUrl");
 let hookCounter = 0;
@@ -77,7 +80,9 @@ function verified(secret: string, request: Received) {
 }
 
 describe("notification configurations", () => {
-  it("creates a configuration whose secret is shown once, lists, changes and deletes it", async () => {
+  it("creates a configuration whose secret is shown once, lists, changes and deletes it", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const ws = await createWorkspace(org);
     const created = await createConfig(org, ws.id, {
@@ -123,7 +128,9 @@ describe("notification configurations", () => {
     expect(gone.status).toBe(404);
   });
 
-  it("refuses bad input with a clear 400 and changes nothing", async () => {
+  it("refuses bad input with a clear 400 and changes nothing", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const ws = await createWorkspace(org);
     const before = await snapshotD1();
@@ -145,7 +152,9 @@ describe("notification configurations", () => {
 });
 
 describe("deliveries", () => {
-  it("signs every generic delivery so standardwebhooks verifies it, and carries no secret", async () => {
+  it("signs every generic delivery so standardwebhooks verifies it, and carries no secret", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const runnable = await runnableWorkspace(org);
     const target = await hook();
@@ -184,7 +193,9 @@ describe("deliveries", () => {
     ]);
   });
 
-  it("retries 500, 500, 200 as three attempts under one webhook-id, each verifiable", async () => {
+  it("retries 500, 500, 200 as three attempts under one webhook-id, each verifiable", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const runnable = await runnableWorkspace(org);
     const target = await hook([{ status: 500 }, { status: 500 }]);
@@ -223,7 +234,9 @@ describe("deliveries", () => {
     expect(await target.received()).toHaveLength(3);
   });
 
-  it("honours Retry-After on 429, fails a 4xx at once, and gives up after a bounded number of attempts", async () => {
+  it("honours Retry-After on 429, fails a 4xx at once, and gives up after a bounded number of attempts", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const runnable = await runnableWorkspace(org);
     const limited = await hook([{ status: 429, retryAfter: "600" }]);
@@ -269,7 +282,9 @@ describe("deliveries", () => {
     expect(await refused.received()).toHaveLength(1);
   });
 
-  it("verify sends one test delivery and answers how it went", async () => {
+  it("verify sends one test delivery and answers how it went", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const ws = await createWorkspace(org);
     const target = await hook([{ status: 500 }]);
@@ -294,7 +309,9 @@ describe("deliveries", () => {
     expect(verified(config.body.secret, last).type).toBe("verification");
   });
 
-  it("formats Slack and Teams messages with the run, workspace, status and link", async () => {
+  it("formats Slack and Teams messages with the run, workspace, status and link", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const runnable = await runnableWorkspace(org);
     const slack = await hook();

@@ -12,11 +12,16 @@ import { useTestClock } from "./helpers/clock.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
 import { queueRun, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 
+/** Wall-clock budget of a test that drives runs through many requests (slow on a busy machine). */
+const SLOW_TEST_MS = 60_000;
+
 const clock = useTestClock();
 const receiver = inject("webhookReceiverUrl");
 
 describe("run events", () => {
-  it("are recorded by D1 triggers that every migration must keep", async () => {
+  it("are recorded by D1 triggers that every migration must keep", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const triggers = await env.DB.prepare(
       "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'runs' AND name LIKE 'run_events_%' ORDER BY name",
     ).all<{ name: string }>();
@@ -26,7 +31,9 @@ describe("run events", () => {
     ]);
   });
 
-  it("skip needs_attention on an auto-apply run and name each change once", async () => {
+  it("skip needs_attention on an auto-apply run and name each change once", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const auto = await runnableWorkspace(org, { autoApply: true });
     const agent = await TestAgent.register(auto.agentToken);
@@ -42,7 +49,9 @@ describe("run events", () => {
     ]);
   });
 
-  it("emitRunEvent records an event once per id and notifications deliver it once", async () => {
+  it("emitRunEvent records an event once per id and notifications deliver it once", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const ws = await runnableWorkspace(org);
     const name = `emit${Date.now().toString(36)}`;

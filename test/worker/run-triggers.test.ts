@@ -20,6 +20,9 @@ import {
 } from "./helpers/runs.ts";
 import { createWorkspace } from "./helpers/workspaces.ts";
 
+/** Wall-clock budget of a test that drives runs through many requests (slow on a busy machine). */
+const SLOW_TEST_MS = 60_000;
+
 const clock = useTestClock();
 
 type Trigger = { id: string; sourceWorkspaceId: string; sourceWorkspaceName: string };
@@ -40,7 +43,9 @@ async function runsOf(org: TestOrg, workspaceId: string): Promise<RunBody[]> {
 }
 
 describe("run triggers", () => {
-  it("an applied run of A queues a plan on B that names it and follows B's auto-apply", async () => {
+  it("an applied run of A queues a plan on B that names it and follows B's auto-apply", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const a = await runnableWorkspace(org);
     const b = await runnableWorkspace(org, { autoApply: true });
@@ -88,7 +93,9 @@ describe("run triggers", () => {
     expect((await getRun(org, triggered?.id ?? "")).status).toBe("apply_queued");
   });
 
-  it("refuses a cycle with 409 naming it, and a self-trigger", async () => {
+  it("refuses a cycle with 409 naming it, and a self-trigger", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const [a, b, c] = await Promise.all([1, 2, 3].map(() => createWorkspace(org)));
     if (!a || !b || !c) {
@@ -108,7 +115,7 @@ describe("run triggers", () => {
     expect(await snapshotD1()).toEqual(before);
   });
 
-  it("allows at most 20 sources", async () => {
+  it("allows at most 20 sources", { timeout: SLOW_TEST_MS }, async () => {
     const org = await seedOrg();
     const target = await createWorkspace(org);
     for (let i = 0; i < 20; i++) {
@@ -126,7 +133,9 @@ describe("run triggers", () => {
     expect(listed.body.runTriggers).toHaveLength(20);
   });
 
-  it("refuses a missing body field with 400 and another org's source with 404", async () => {
+  it("refuses a missing body field with 400 and another org's source with 404", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const other = await seedOrg();
     const target = await createWorkspace(org);
@@ -156,7 +165,9 @@ describeAuth("POST /api/v1/workspaces/:id/run-triggers", {
   },
 });
 describe("POST /api/v1/workspaces/:id/run-triggers: team access", () => {
-  it("needs admin on the target and read on the source; an unseen source is not found", async () => {
+  it("needs admin on the target and read on the source; an unseen source is not found", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const [target, source] = [await createWorkspace(org), await createWorkspace(org)];
     const path = `/api/v1/workspaces/${target.id}/run-triggers`;

@@ -10,6 +10,9 @@ import { personWithAccess } from "./helpers/people.ts";
 import { queueRun, type RunBody, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 import { signIn } from "./helpers/ui.ts";
 
+/** Wall-clock budget of a test that drives runs through many requests (slow on a busy machine). */
+const SLOW_TEST_MS = 60_000;
+
 type Page = { runs: RunBody[]; nextCursor: string | null };
 
 async function list(org: TestOrg, query: string, token = org.tokens.reader) {
@@ -17,7 +20,9 @@ async function list(org: TestOrg, query: string, token = org.tokens.reader) {
 }
 
 describe("GET /api/v1/runs", () => {
-  it("lists every run newest first with filters, paging, why runs wait and their agents", async () => {
+  it("lists every run newest first with filters, paging, why runs wait and their agents", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const one = await runnableWorkspace(org);
     const two = await runnableWorkspace(org);
@@ -60,7 +65,9 @@ describe("GET /api/v1/runs", () => {
     expect(second.body.nextCursor).toBeNull();
   });
 
-  it("refuses bad filters with a clear 400 and an unseen workspace with 404", async () => {
+  it("refuses bad filters with a clear 400 and an unseen workspace with 404", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const ws = await runnableWorkspace(org);
     for (const [query, words] of [
@@ -86,7 +93,9 @@ describe("GET /api/v1/runs", () => {
 });
 
 describe("/ui/runs", () => {
-  it("shows every run with its workspace, agents and why it waits, filtered by a GET form", async () => {
+  it("shows every run with its workspace, agents and why it waits, filtered by a GET form", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
     const org = await seedOrg();
     const ws = await runnableWorkspace(org);
     const queued = await queueRun(org, ws.workspace.id);
