@@ -1,8 +1,10 @@
 /**
  * The HTTP edge of the run events outbox: after a request that may have changed a run, the
  * events it recorded are sent to the queue in the background (`waitUntil`), so notifications
- * follow within moments rather than at the next cron tick. Reads and the agents' frequent
- * calls that change no run (heartbeats, polls, log appends, the state backend) skip it.
+ * follow within moments rather than at the next cron tick. Reads, refused requests (a 4xx or
+ * 5xx: a refusal changes nothing, so it writes nothing either) and the agents' frequent calls
+ * that change no run (heartbeats, polls, log appends, the state backend) skip it; the rare
+ * refusal that did end a run (a confirm that errors it) is sent by the next tick.
  */
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env.ts";
@@ -27,7 +29,7 @@ export function mayChangeRuns(method: string, path: string): boolean {
 export function flushAfterChanges(): MiddlewareHandler<AppEnv> {
   return async function flushRunEventsAfter(c, next) {
     await next();
-    if (!mayChangeRuns(c.req.method, c.req.path)) {
+    if (c.res.status >= 400 || !mayChangeRuns(c.req.method, c.req.path)) {
       return;
     }
     const flushing = flushRunEvents(c.var.deps).catch((err: unknown) => {
