@@ -1,6 +1,6 @@
 /**
  * The run events outbox and its dispatcher. D1 records every run creation and status change in
- * `run_events` in the statement that makes it (SQLite triggers, migration 0012); other features
+ * `run_events` in the statement that makes it (SQLite triggers, migration 0014); other features
  * add their own events with {@link emitRunEvent}. {@link flushRunEvents} sends what is unsent to
  * the `RUN_EVENTS` queue and marks it sent, so every event reaches the sinks at least once: after
  * a request that may have changed a run, after a batch of job endings, and on every cron tick,

@@ -1,5 +1,6 @@
 /** Request and response shapes of the workspace routes. */
 import { z } from "@hono/zod-openapi";
+import { ProjectRef } from "../projects/model.ts";
 import {
   Branch,
   ENGINES,
@@ -23,6 +24,7 @@ export const WorkspaceSchema = z
     id: z.string(),
     name: z.string(),
     description: z.string(),
+    projectId: z.string().openapi({ description: "The project the workspace belongs to" }),
     executionMode: z.enum(EXECUTION_MODES),
     poolId: z.string().nullable(),
     engine: z.enum(ENGINES),
@@ -67,6 +69,10 @@ export const WorkspaceSchema = z
 
 const settingsFields = {
   description: z.string().max(1000).optional(),
+  projectId: ProjectRef.optional().openapi({
+    description:
+      "The project (its prj_ id or its name); on create, the organization's default project when omitted; on update, moves the workspace (admin access to the project needed)",
+  }),
   executionMode: z.enum(EXECUTION_MODES).optional().openapi({
     description: "Defaults to agent when poolId is given, else local; agent needs a pool",
   }),

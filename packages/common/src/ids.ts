@@ -29,6 +29,8 @@ const PREFIXES = {
   notification: "nc",
   notificationDelivery: "ndl",
   runTrigger: "rt",
+  project: "prj",
+  variableSet: "varset",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;
