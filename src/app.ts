@@ -12,9 +12,11 @@ import { configurationVersionRoutes } from "./configuration-versions/routes.ts";
 import { buildDeps, type Clock } from "./deps.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError, errorResponse, handleError } from "./errors.ts";
+import { flushAfterChanges } from "./events/http.ts";
 import { metricsRoutes } from "./metrics/routes.ts";
 import { agentVersionHeader } from "./middleware/agent-version.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
+import { notificationRoutes } from "./notifications/routes.ts";
 import { exchangeRoutes } from "./oidc/exchange-routes.ts";
 import { issuerRoutes } from "./oidc/issuer-routes.ts";
 import { mountOpenApi } from "./openapi.ts";
@@ -22,6 +24,7 @@ import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
 import { poolRoutes } from "./pools/routes.ts";
 import { projectRoutes } from "./projects/routes.ts";
 import { projectTeamAccessRoutes } from "./projects/team-access-routes.ts";
+import { runTriggerRoutes } from "./run-triggers/routes.ts";
 import { jobDataRoutes } from "./runs/agent-routes.ts";
 import { runRoutes } from "./runs/routes.ts";
 import { scheduleRoutes } from "./schedules/routes.ts";
@@ -55,6 +58,7 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
     c.set("db", deps.db);
     await next();
   });
+  app.use("*", flushAfterChanges());
   app.use("/api/*", limitJsonBodies());
   app.use("/agent/*", limitJsonBodies());
   app.use("/auth/*", limitJsonBodies());
@@ -92,6 +96,8 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   // The workload identity issuer: public, where clouds look for it.
   app.route("/.well-known", issuerRoutes);
   app.route("/api/v1", runRoutes);
+  app.route("/api/v1", notificationRoutes);
+  app.route("/api/v1", runTriggerRoutes);
   app.route("/agent/v1", jobDataRoutes);
   app.route("/", uiRoutes);
   app.route("/api/v1/vcs-hooks", vcsHookRoutes);
