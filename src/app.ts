@@ -29,6 +29,8 @@ import { stateRoutes } from "./state/routes.ts";
 import { teamAccessRoutes } from "./teams/access-routes.ts";
 import { teamRoutes } from "./teams/routes.ts";
 import { teamTokenRoutes } from "./teams/token-routes.ts";
+import { terraformDiscoveryRoutes } from "./tfe/discovery.ts";
+import { tfeRoutes } from "./tfe/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
 import { uiRoutes } from "./ui/routes.tsx";
 import { userRoutes } from "./users/routes.ts";
@@ -77,6 +79,10 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   app.route("/agent/v1", exchangeRoutes);
   // The workload identity issuer: public, where clouds look for it.
   app.route("/.well-known", issuerRoutes);
+  // Terraform's service discovery and the TFE API subset the CLI's `cloud` block and the `tfe`
+  // provider use (docs/terraform-cli.md).
+  app.route("/.well-known", terraformDiscoveryRoutes);
+  app.route("/api/v2", tfeRoutes);
   app.route("/api/v1", runRoutes);
   app.route("/agent/v1", jobDataRoutes);
   app.route("/", uiRoutes);

@@ -23,6 +23,7 @@ import {
   type WorkspaceSettings,
 } from "./model.ts";
 import {
+  countWorkspaceRows,
   findWorkspace,
   findWorkspaceByName,
   listWorkspaceRows,
@@ -227,13 +228,30 @@ export async function createWorkspace(
 export async function listWorkspaces(
   db: Database,
   viewer: PersonPrincipal,
-  page: { limit: number; after?: string | undefined; search?: string | undefined },
+  page: {
+    limit: number;
+    after?: string | undefined;
+    offset?: number | undefined;
+    search?: string | undefined;
+  },
 ) {
   const rows = await listWorkspaceRows(db, viewer.orgId, {
     ...page,
     visible: readableWorkspaces(db, viewer, workspaces.id),
   });
   return rows.map((row) => ({ row, workspace: presentWorkspace(row) }));
+}
+
+/** How many workspaces of the viewer's org it may see (with `search`, whose name contains it). */
+export function countWorkspaces(
+  db: Database,
+  viewer: PersonPrincipal,
+  search: string | undefined,
+): Promise<number> {
+  return countWorkspaceRows(db, viewer.orgId, {
+    search,
+    visible: readableWorkspaces(db, viewer, workspaces.id),
+  });
 }
 
 /**
