@@ -83,6 +83,8 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   // provider use (docs/terraform-cli.md).
   app.route("/.well-known", terraformDiscoveryRoutes);
   app.route("/api/v2", tfeRoutes);
+  // Where `terraform login` sends a browser on a host without login.v1: the token page.
+  app.get("/app/settings/tokens", (c) => c.redirect("/ui/terraform-token", 303));
   app.route("/api/v1", runRoutes);
   app.route("/agent/v1", jobDataRoutes);
   app.route("/", uiRoutes);

@@ -18,6 +18,7 @@ import { runPages } from "./run-routes.tsx";
 import { requireSession, type UiEnv } from "./session.ts";
 import { statePages } from "./state-routes.tsx";
 import { teamAccessPages } from "./team-access-routes.tsx";
+import { terraformTokenPages } from "./terraform-token-routes.tsx";
 import { tokenPages } from "./token-routes.tsx";
 import { workspacePages } from "./workspace-routes.tsx";
 
@@ -137,6 +138,7 @@ const dashboard = new Hono<UiEnv>()
   .route("/cli-login", cliLoginPages)
   .route("/runs", runPages)
   .route("/tokens", tokenPages)
+  .route("/terraform-token", terraformTokenPages)
   .all("*", (c) => {
     throw new ApiError("NOT_FOUND", `no page at ${c.req.path}`);
   })
