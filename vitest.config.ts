@@ -41,6 +41,9 @@ export default defineConfig(async () => {
           test: {
             name: "worker",
             include: ["test/worker/**/*.test.ts"],
+            // A route test walks the whole auth matrix, dozens of requests: under a loaded
+            // two-core host that outlasts vitest's 5 s default.
+            testTimeout: 30_000,
             globalSetup: ["./test/setup/build-agent.ts", "./test/setup/oidc-issuer.ts"],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
@@ -57,30 +60,47 @@ export default defineConfig(async () => {
           test: {
             name: "security",
             include: ["test/security/worker/**/*.test.ts"],
-            globalSetup: ["./test/setup/build-agent.ts"],
+            testTimeout: 30_000,
+            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/oidc-issuer.ts"],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
         },
         {
+          // Fast: the agent's parts with real child processes and temp dirs, no coordinator.
           test: {
             name: "node",
             environment: "node",
             globalSetup: ["./test/setup/build-agent.ts"],
+            include: ["test/node/**/*.test.ts"],
+            testTimeout: 60_000,
+            hookTimeout: 60_000,
+          },
+        },
+        {
+          // The real coordinator, agents, mirror and git server (test/e2e/helpers/world.ts).
+          test: {
+            name: "e2e",
+            environment: "node",
+            // Three files at a time: they mostly wait (on agents, engines' sleeps and the pools'
+            // liveness windows), so a third overlaps those waits; measured 266-273 s against
+            // 431-505 s with two on this two-core host.
+            maxWorkers: 3,
+            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/migrated-state.ts"],
             include: [
-              "test/node/**/*.test.ts",
               "test/e2e/**/*.test.ts",
               "test/chaos/**/*.test.ts",
               "test/security/e2e/**/*.test.ts",
             ],
             testTimeout: 60_000,
-            hookTimeout: 60_000,
+            hookTimeout: 120_000,
           },
         },
         {
           test: {
             name: "browser",
             environment: "node",
-            globalSetup: ["./test/setup/build-agent.ts"],
+            maxWorkers: 3,
+            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/migrated-state.ts"],
             include: ["test/browser/**/*.test.ts"],
             testTimeout: 180_000,
             hookTimeout: 120_000,

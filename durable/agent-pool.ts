@@ -24,6 +24,7 @@ import {
   type FinishReport,
   type HeartbeatOutcome,
   type JobView,
+  MAX_AGENTS_PER_TOKEN,
   type PollOutcome,
   type PoolReport,
   type PoolSettings,
@@ -147,9 +148,14 @@ export class AgentPool extends DurableObject<Env> {
   }
 
   /** Registers an agent under the token that authenticated it. */
-  async register(input: RegisterInput): Promise<Result<RegisterOutcome, "pool_deleted">> {
+  async register(
+    input: RegisterInput,
+  ): Promise<Result<RegisterOutcome, "pool_deleted" | "too_many_agents">> {
     if (this.store.settings.isRetired()) {
       return fail("pool_deleted");
+    }
+    if (this.store.agents.liveOfToken(input.tokenId).length >= MAX_AGENTS_PER_TOKEN) {
+      return fail("too_many_agents");
     }
     const registered = admin.registerAgent(this.ops(), input);
     await this.afterChange();
@@ -160,10 +166,17 @@ export class AgentPool extends DurableObject<Env> {
    * Asks for work: leases the next matching job now, or holds the call up to `waitMs` (at most
    * 50 s) and answers the moment one is queued. A held poll counts as contact throughout.
    */
-  async pollJob(ref: AgentRef, waitMs: number): Promise<Result<PollOutcome, "agent_not_found">> {
+  async pollJob(
+    ref: AgentRef,
+    waitMs: number,
+  ): Promise<Result<PollOutcome, "agent_not_found" | "too_many_polls">> {
     const agent = ops.resolveAgent(this.store, ref);
     if (!agent) {
       return fail("agent_not_found");
+    }
+    // An agent polls once per free slot: more held polls than its capacity is a flood.
+    if (this.polls.heldBy(agent.id) >= agent.capacity) {
+      return fail("too_many_polls");
     }
     const exit = ops.exitFor(agent);
     if (exit) {

@@ -23,6 +23,11 @@ export class HeldPolls {
     return this.waiters.length;
   }
 
+  /** How many polls the agent has held right now. */
+  heldBy(agentId: string): number {
+    return this.waiters.filter((w) => w.agentId === agentId).length;
+  }
+
   /** Whether the agent has a poll held right now. */
   holds(agentId: string): boolean {
     return this.waiters.some((w) => w.agentId === agentId);

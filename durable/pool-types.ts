@@ -176,6 +176,9 @@ export type WaitInfo =
   | { state: "leased"; agentId: string; startBy: number }
   | { state: "started" | "ended"; agentId: string | null };
 
+/** Live (online or unknown) agents one token may have registered at once. */
+export const MAX_AGENTS_PER_TOKEN = 50;
+
 export type RegisterInput = {
   tokenId: string;
   name: string | null;

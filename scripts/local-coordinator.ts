@@ -5,7 +5,7 @@
  * it can be stopped and started again on the same state.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { cp, mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -45,6 +45,16 @@ export type CoordinatorOptions = {
    * agent build), e.g. another agent build for an update test.
    */
   assetsDir?: string;
+  /**
+   * Receives the Worker's own log (its `console` calls) instead of the terminal, e.g. to print it
+   * only when a test fails.
+   */
+  onLog?: (level: string, message: string) => void;
+  /**
+   * A state directory the migrations were already applied to (`applyMigrations`), copied into
+   * the new state instead of applying them again: tests migrate once per run, not per coordinator.
+   */
+  migratedState?: string;
 };
 
 let building: Promise<unknown> | null = null;
@@ -66,6 +76,9 @@ export async function ensureAssets(): Promise<void> {
 
 // The Request.cf lookup needs the internet; Miniflare's placeholder is fine on loopback.
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
+// `dev.logLevel` below covers only part of wrangler's logging: its local runtime would still print
+// an info line per queue batch into whatever test or benchmark is running.
+process.env.WRANGLER_LOG ??= "warn";
 
 export const TEST_BOOTSTRAP_TOKEN = "local-bootstrap-secret-0123456789";
 const TEST_ENCRYPTION_KEY = "local1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
@@ -81,14 +94,17 @@ export type LocalCoordinator = {
   cron(): Promise<void>;
   /** Stops the runtime; the state stays on disk. */
   stop(): Promise<void>;
-  /** Stops and starts again on the same port and state. */
-  restart(): Promise<void>;
+  /**
+   * Stops and starts again on the same port and state; `vars` replace the ones it ran with (a
+   * redeploy with, say, a rotated ENCRYPTION_KEY), the others stay.
+   */
+  restart(vars?: Record<string, string>): Promise<void>;
   /** Stops and deletes the state when it was a temp dir. */
   dispose(): Promise<void>;
 };
 
 /** Applies the D1 migrations to the persisted local database, exactly as `npm start` does. */
-async function applyMigrations(persistDir: string): Promise<void> {
+export async function applyMigrations(persistDir: string): Promise<void> {
   await run(
     process.execPath,
     [wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistDir],
@@ -108,12 +124,17 @@ export async function startCoordinator(
   if (!options.assetsDir) {
     await ensureAssets();
   }
-  await applyMigrations(persistDir);
   // A signing key per coordinator (kept across restarts), so no private key is committed.
-  const vars: Record<string, string> = {
+  const [signingKey] = await Promise.all([
+    generateSigningKey("local1"),
+    options.migratedState
+      ? cp(options.migratedState, persistDir, { recursive: true })
+      : applyMigrations(persistDir),
+  ]);
+  let vars: Record<string, string> = {
     BOOTSTRAP_TOKEN: TEST_BOOTSTRAP_TOKEN,
     ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-    OIDC_SIGNING_KEYS: await generateSigningKey("local1"),
+    OIDC_SIGNING_KEYS: signingKey,
     // The issuer of workload identity tokens is this coordinator; loopback issuers may be trusted.
     PUBLIC_URL: url,
     OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
@@ -143,6 +164,12 @@ export async function startCoordinator(
         watch: false,
         liveReload: false,
         logLevel: "warn",
+        ...(options.onLog
+          ? {
+              structuredLogsHandler: (log: { level: string; message: string }) =>
+                options.onLog?.(log.level, log.message),
+            }
+          : {}),
       },
     });
 
@@ -181,8 +208,9 @@ export async function startCoordinator(
       await worker?.dispose();
       worker = null;
     },
-    async restart() {
+    async restart(overrides = {}) {
       await coordinator.stop();
+      vars = { ...vars, ...overrides };
       worker = await create();
       await worker.ready;
     },

@@ -19,6 +19,8 @@ import { issuerRoutes } from "./oidc/issuer-routes.ts";
 import { mountOpenApi } from "./openapi.ts";
 import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
 import { poolRoutes } from "./pools/routes.ts";
+import { projectRoutes } from "./projects/routes.ts";
+import { projectTeamAccessRoutes } from "./projects/team-access-routes.ts";
 import { jobDataRoutes } from "./runs/agent-routes.ts";
 import { runRoutes } from "./runs/routes.ts";
 import { logoutRoutes } from "./sessions/routes.ts";
@@ -34,7 +36,10 @@ import { tfeRoutes } from "./tfe/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
 import { uiRoutes } from "./ui/routes.tsx";
 import { userRoutes } from "./users/routes.ts";
+import { effectiveVariableRoutes } from "./variables/effective-routes.ts";
 import { variableRoutes } from "./variables/routes.ts";
+import { variableSetRoutes } from "./varsets/routes.ts";
+import { variableSetVariableRoutes } from "./varsets/variable-routes.ts";
 import { vcsHookRoutes } from "./vcs/routes.ts";
 import { webhookRoutes } from "./vcs/webhook-routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
@@ -62,6 +67,10 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   app.route("/api/v1/teams", teamRoutes);
   app.route("/api/v1/teams", teamTokenRoutes);
   app.route("/api/v1/workspaces", teamAccessRoutes);
+  app.route("/api/v1/projects", projectRoutes);
+  app.route("/api/v1/projects", projectTeamAccessRoutes);
+  app.route("/api/v1/variable-sets", variableSetRoutes);
+  app.route("/api/v1/variable-sets", variableSetVariableRoutes);
   // Sign-in and sign-out of browsers and the CLI: outside /api (redirects, cookies, no token).
   app.route("/auth", authRoutes);
   app.route("/auth", logoutRoutes);
@@ -69,6 +78,7 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   app.route("/api/v1/audit-events", auditRoutes);
   app.route("/api/v1/workspaces", workspaceRoutes);
   app.route("/api/v1/workspaces", variableRoutes);
+  app.route("/api/v1/workspaces", effectiveVariableRoutes);
   app.route("/api/v1/workspaces", configurationVersionRoutes);
   app.route("/api/v1/workspaces", stateApiRoutes);
   // The Terraform http backend: outside /api (own auth scheme, custom methods, large bodies).

@@ -13,7 +13,8 @@
  *
  * `--version V` stamps another version (tests build an older and a newer agent); `--dist DIR`
  * and `--assets DIR` write elsewhere. Outputs are replaced by rename, so a reader never sees a
- * half-written file.
+ * half-written file. A plain build is skipped when the default outputs already hold a build of
+ * the current inputs (build-inputs.ts); `--force` builds anyway.
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -23,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
 import { AgentVersion, RELEASES_PATH, type ReleaseFile, ReleaseManifest } from "@outpost/protocol";
 import { build } from "esbuild";
+import { AGENT_INPUTS, inputsDigest, isBuildFresh, writeStamp } from "./build-inputs.ts";
 
 const run = promisify(execFile);
 const AGENT_DIR = path.resolve(import.meta.dirname, "..");
@@ -58,6 +60,12 @@ export async function buildAgent(
   const version = AgentVersion.parse(options.version ?? (await sourceVersion()));
   const distDir = options.distDir ?? DEFAULT_DIST_DIR;
   const assetsDir = options.assetsDir ?? DEFAULT_ASSETS_DIR;
+  const isDefault =
+    distDir === DEFAULT_DIST_DIR &&
+    assetsDir === DEFAULT_ASSETS_DIR &&
+    version === (await sourceVersion());
+  // Taken before reading any input: an edit during the build leaves the stamp behind the sources.
+  const digest = isDefault ? await inputsDigest(AGENT_INPUTS) : null;
   await mkdir(distDir, { recursive: true });
   const work = await mkdtemp(path.join(distDir, ".build-"));
   try {
@@ -67,10 +75,22 @@ export async function buildAgent(
     const cliFile = await replace(path.join(work, "outpost.mjs"), distDir);
     const manifest = await writeAssets({ version, agentFile, packageFile, assetsDir });
     const packed = await replace(packageFile, distDir);
+    if (digest !== null) {
+      await writeStamp(distDir, digest);
+    }
     return { version, agentFile, cliFile, packageFile: packed, manifest };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether the default places hold an agent build of the current inputs: then the CLI (npm
+ * pack's `prepack`, `npm run build:agent`) builds nothing, as `scripts/build.ts` does.
+ */
+export async function isDefaultBuildFresh(): Promise<boolean> {
+  const version = await sourceVersion();
+  return isBuildFresh({ distDir: DEFAULT_DIST_DIR, assetsDir: DEFAULT_ASSETS_DIR, version });
 }
 
 /**
@@ -251,9 +271,17 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       version: { type: "string" },
       dist: { type: "string" },
       assets: { type: "string" },
+      force: { type: "boolean" },
     },
   });
   const started = Date.now();
+  const isDefault = !values.version && !values.dist && !values.assets;
+  if (isDefault && !values.force && (await isDefaultBuildFresh())) {
+    process.stdout.write(
+      `outpost-agent ${await sourceVersion()}: up to date (no input changed since the last build)\n`,
+    );
+    process.exit(0);
+  }
   const assetsDir = values.assets ? path.resolve(values.assets) : DEFAULT_ASSETS_DIR;
   const built = await buildAgent({
     ...(values.version ? { version: values.version } : {}),

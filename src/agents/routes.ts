@@ -89,7 +89,7 @@ export const agentRoutes = newRouter()
       request: { body: jsonBody(RegisterRequest.openapi("AgentRegisterRequest")) },
       responses: {
         201: jsonResponse(RegisterResponse.openapi("AgentRegisterResponse"), "The agent's id"),
-        ...errorResponses(400, 401, 410, 413, 415),
+        ...errorResponses(400, 401, 410, 413, 415, 429),
       },
     }),
     async (c) => {
@@ -122,7 +122,7 @@ export const agentRoutes = newRouter()
       responses: {
         200: jsonResponse(JobsNextResponse.openapi("JobsNextResponse"), "A job, or exit"),
         204: { description: "No job arrived within the wait" },
-        ...errorResponses(400, 401, 404),
+        ...errorResponses(400, 401, 404, 429),
       },
     }),
     async (c) => {

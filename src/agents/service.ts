@@ -7,11 +7,18 @@
 import { fail, ok } from "@outpost/common";
 import type { RunningJob } from "@outpost/protocol";
 import type { AgentRef, RegisterInput } from "../../durable/pool-types.ts";
+import { MAX_AGENTS_PER_TOKEN } from "../../durable/pool-types.ts";
 import { type Reason, refuse } from "../lib/reason.ts";
 import { poolStub } from "../pools/service.ts";
 
 /** What a pool answers an agent's call it refuses. */
-export type PoolRefusal = "agent_not_found" | "job_not_found" | "lease_lost" | "pool_deleted";
+export type PoolRefusal =
+  | "agent_not_found"
+  | "job_not_found"
+  | "lease_lost"
+  | "pool_deleted"
+  | "too_many_agents"
+  | "too_many_polls";
 
 /** The agent and, for job-scoped calls, the job and lease the refusal names. */
 export type CallIds = { agentId: string; jobId?: string; leaseId?: string };
@@ -23,7 +30,7 @@ export type CallIds = { agentId: string; jobId?: string; leaseId?: string };
 export function poolRefusal(
   failure: PoolRefusal,
   ids: CallIds,
-): Reason<"not_found" | "lease_lost" | "gone"> {
+): Reason<"not_found" | "lease_lost" | "gone" | "over_limit"> {
   switch (failure) {
     case "agent_not_found":
       return refuse(
@@ -39,6 +46,18 @@ export function poolRefusal(
       ).reason;
     case "pool_deleted":
       return refuse("gone", "the agent pool of this token was deleted").reason;
+    case "too_many_agents":
+      return refuse(
+        "over_limit",
+        `this agent token already has ${MAX_AGENTS_PER_TOKEN} live agents; stop one (or let it go offline) before registering another`,
+        { retryAfterSeconds: 60 },
+      ).reason;
+    case "too_many_polls":
+      return refuse(
+        "over_limit",
+        `agent ${ids.agentId} already holds as many polls as its capacity; wait for one to end`,
+        { retryAfterSeconds: 5 },
+      ).reason;
   }
 }
 

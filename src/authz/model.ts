@@ -97,6 +97,21 @@ export const WORKSPACE_ACTIONS = {
 export type WorkspaceAction = keyof typeof WORKSPACE_ACTIONS;
 
 /**
+ * Every action on a project itself, with the project team access it needs and the organization
+ * role that grants it. What a project's team access allows on the project's workspaces is
+ * {@link WORKSPACE_ACTIONS}': it counts there as access given on each workspace.
+ */
+export const PROJECT_ACTIONS = {
+  "project.read": rule("read", "read"),
+  "project.update": rule("admin", "change settings"),
+  "project.delete": rule("admin", "delete"),
+  "project.team_access.manage": rule("admin", "manage team access"),
+  // Moving a workspace in: its admins decide where its runs' permissions come from.
+  "project.add_workspace": rule("admin", "move workspaces into it"),
+} as const satisfies Record<string, WorkspaceRule>;
+export type ProjectAction = keyof typeof PROJECT_ACTIONS;
+
+/**
  * Actions on the organization itself, with the role each needs; null: any person or token of
  * the organization, with or without a role.
  */
@@ -118,12 +133,15 @@ export const ORGANIZATION_ACTIONS = {
   "audit.read": "admin",
   "vcs_hooks.manage": "admin",
   "workspace.create": "admin",
+  "projects.create": "admin",
+  "variable_sets.read": "reader",
+  "variable_sets.manage": "admin",
 } as const satisfies Record<string, Role | null>;
 export type OrganizationAction = keyof typeof ORGANIZATION_ACTIONS;
 
 /**
- * What a caller holds on one workspace: its organization role and the highest access its teams
- * have there (through the workspace, and once projects exist, its project).
+ * What a caller holds on one workspace (or project): its organization role and the highest
+ * access its teams have there (on a workspace: through the workspace or its project).
  */
 export type Grants = { role: Role | null; teamLevel: AccessLevel | null };
 
@@ -145,10 +163,18 @@ export function effectiveLevel(grants: Grants): AccessLevel | null {
  * organization role grants the action, else `forbidden`.
  */
 export function decideWorkspace(grants: Grants, action: WorkspaceAction): Decision {
+  return decideRule(grants, WORKSPACE_ACTIONS[action]);
+}
+
+/** The decision for a project action, by the same rule as a workspace's. */
+export function decideProject(grants: Grants, action: ProjectAction): Decision {
+  return decideRule(grants, PROJECT_ACTIONS[action]);
+}
+
+function decideRule(grants: Grants, needs: WorkspaceRule): Decision {
   if (!canSee(grants)) {
     return "not_found";
   }
-  const needs: WorkspaceRule = WORKSPACE_ACTIONS[action];
   const byTeam = grants.teamLevel !== null && levelAtLeast(grants.teamLevel, needs.level);
   const byRole = grants.role !== null && roleAtLeast(grants.role, needs.role);
   return byTeam || byRole ? "allow" : "forbidden";
@@ -167,6 +193,12 @@ export function decideOrganization(role: Role | null, action: OrganizationAction
 export function workspaceRefusal(action: WorkspaceAction, workspaceName: string): string {
   const needs: WorkspaceRule = WORKSPACE_ACTIONS[action];
   return `to ${needs.doing} on workspace ${workspaceName} you need ${needs.level} access to it or the ${needs.role} role`;
+}
+
+/** The sentence of a refused project action. */
+export function projectRefusal(action: ProjectAction, projectName: string): string {
+  const needs: WorkspaceRule = PROJECT_ACTIONS[action];
+  return `to ${needs.doing} on project ${projectName} you need ${needs.level} access to it or the ${needs.role} role`;
 }
 
 /** The sentence of a refused organization action. */

@@ -9,22 +9,25 @@ import type { Database } from "../db/client.ts";
 import {
   type Decision,
   decideOrganization,
+  decideProject,
   decideWorkspace,
   type Grants,
   type OrganizationAction,
+  type ProjectAction,
   type WorkspaceAction,
 } from "./model.ts";
 import { isPerson, type PersonPrincipal, type Principal } from "./principal.ts";
-import { teamLevelOn, teamSourceOf } from "./queries.ts";
+import { teamLevelOn, teamLevelOnProject, teamSourceOf } from "./queries.ts";
 
 export type OrganizationResource = { type: "organization"; orgId: string };
-/** A workspace as authorization sees it; `projectId` joins the decision once projects exist. */
+/** A workspace as authorization sees it: its project's team access counts on it too. */
 export type WorkspaceResource = {
   type: "workspace";
   orgId: string;
   id: string;
   projectId?: string | null;
 };
+export type ProjectResource = { type: "project"; orgId: string; id: string };
 
 /** What `principal` holds on the workspace: its organization role and its teams' access there. */
 export async function grantsOn(
@@ -39,6 +42,19 @@ export async function grantsOn(
     workspaceId: workspace.id,
     projectId: workspace.projectId ?? null,
   });
+  return { role: principal.role, teamLevel };
+}
+
+/** What `principal` holds on the project: its organization role and its teams' access there. */
+export async function grantsOnProject(
+  db: Database,
+  principal: PersonPrincipal,
+  project: Omit<ProjectResource, "type">,
+): Promise<Grants> {
+  if (principal.orgId !== project.orgId) {
+    return { role: null, teamLevel: null };
+  }
+  const teamLevel = await teamLevelOnProject(db, teamSourceOf(principal), project.id);
   return { role: principal.role, teamLevel };
 }
 
@@ -61,8 +77,14 @@ export async function may(
 export async function may(
   db: Database,
   principal: Principal,
-  action: OrganizationAction | WorkspaceAction,
-  resource: OrganizationResource | WorkspaceResource,
+  action: ProjectAction,
+  resource: ProjectResource,
+): Promise<Decision>;
+export async function may(
+  db: Database,
+  principal: Principal,
+  action: OrganizationAction | WorkspaceAction | ProjectAction,
+  resource: OrganizationResource | WorkspaceResource | ProjectResource,
 ): Promise<Decision> {
   if (!isPerson(principal)) {
     return "forbidden";
@@ -72,6 +94,9 @@ export async function may(
   }
   if (resource.type === "organization") {
     return decideOrganization(principal.role, action as OrganizationAction);
+  }
+  if (resource.type === "project") {
+    return decideProject(await grantsOnProject(db, principal, resource), action as ProjectAction);
   }
   return decideWorkspace(await grantsOn(db, principal, resource), action as WorkspaceAction);
 }

@@ -60,6 +60,14 @@ export const agentPools = sqliteTable(
     retentionMs: integer(),
     /** Longest lifetime of an agent token issued by OIDC exchange; null means 1 h. */
     maxTokenExpirationMs: integer(),
+    /**
+     * Which workspaces may run on the pool: every workspace of the organization (true, the
+     * default), or only those in `allowedWorkspaceIds` and those whose project is in
+     * `allowedProjectIds` (JSON arrays, sorted, without repeats).
+     */
+    organizationScoped: integer({ mode: "boolean" }).notNull().default(true),
+    allowedWorkspaceIds: text({ mode: "json" }).$type<string[]>().notNull().default(sql`'[]'`),
+    allowedProjectIds: text({ mode: "json" }).$type<string[]>().notNull().default(sql`'[]'`),
     /** Autoscaling: the fewest and most agents `desiredAgents` asks for, and jobs per agent. */
     minAgents: integer().notNull().default(0),
     maxAgents: integer().notNull().default(10),
@@ -131,6 +139,53 @@ export const oidcTrusts = sqliteTable(
   (t) => [index("oidc_trusts_pool_idx").on(t.poolId)],
 );
 
+/**
+ * Projects: every workspace belongs to exactly one (the application sets `workspaces.projectId`
+ * on every insert; the column stays nullable in SQL only because SQLite cannot add a NOT NULL
+ * reference to a table that has rows). Each organization has one default project (`isDefault`),
+ * where a workspace created without a project goes; it cannot be deleted.
+ */
+export const projects = sqliteTable(
+  "projects",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    name: text().notNull(),
+    description: text().notNull().default(""),
+    isDefault: integer({ mode: "boolean" }).notNull().default(false),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [
+    uniqueIndex("projects_org_name_idx").on(t.orgId, t.name),
+    // One default project per organization.
+    uniqueIndex("projects_org_default_idx").on(t.orgId).where(sql`is_default = 1`),
+  ],
+);
+
+/**
+ * The OIDC tokens exchanges have accepted, by issuer and `jti` (or the token's hash when it has
+ * none), kept until the token expires, so one token buys one agent token (its own chain may
+ * present it again when renewing before the platform rotated it).
+ */
+export const oidcTokenUses = sqliteTable(
+  "oidc_token_uses",
+  {
+    issuer: text().notNull(),
+    tokenKey: text().notNull(),
+    poolId: text().notNull(),
+    /** The renewal chain it started or continued: that chain may present it again. */
+    chainId: text().notNull(),
+    expiresAt: integer().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.issuer, t.tokenKey] }),
+    index("oidc_token_uses_expires_idx").on(t.expiresAt),
+  ],
+);
+
 export const workspaces = sqliteTable(
   "workspaces",
   {
@@ -140,6 +195,8 @@ export const workspaces = sqliteTable(
       .references(() => organizations.id),
     name: text().notNull(),
     description: text().notNull().default(""),
+    /** Always set (see {@link projects}); a project holding workspaces cannot be deleted. */
+    projectId: text().references(() => projects.id),
     executionMode: text({ enum: ["agent", "local"] })
       .notNull()
       .default("agent"),
@@ -172,6 +229,8 @@ export const workspaces = sqliteTable(
     workloadIdentity: integer({ mode: "boolean" }).notNull().default(false),
     /** The token's `aud`; null means the issuer URL. */
     workloadIdentityAudience: text(),
+    /** Lifetime of a job's workload identity token; the agent renews it while the job runs. */
+    workloadIdentityTokenLifetimeSeconds: integer().notNull().default(900),
     lockedBy: text(),
     lockReason: text(),
     lockedAt: integer(),
@@ -182,6 +241,7 @@ export const workspaces = sqliteTable(
   (t) => [
     uniqueIndex("workspaces_org_name_idx").on(t.orgId, t.name),
     index("workspaces_pool_idx").on(t.poolId),
+    index("workspaces_project_idx").on(t.projectId),
   ],
 );
 
@@ -678,6 +738,27 @@ export const sessions = sqliteTable(
   (t) => [index("sessions_token_idx").on(t.tokenId), index("sessions_user_idx").on(t.userId)],
 );
 
+/** A team's access to a project: counts on every workspace of the project as if given there. */
+export const projectTeamAccess = sqliteTable(
+  "project_team_access",
+  {
+    projectId: text()
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    teamId: text()
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    orgId: text().notNull(),
+    access: text({ enum: ["read", "plan", "write", "admin"] }).notNull(),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.teamId] }),
+    index("project_team_access_team_idx").on(t.teamId),
+  ],
+);
+
 /**
  * Runs that ended, counted by workspace and final status (`outpost_runs_total`). Kept by the
  * trigger `runs_count_outcome` (migration 0010): a run enters a terminal status once and never
@@ -727,5 +808,88 @@ export const jobTimings = sqliteTable(
   (t) => [
     primaryKey({ columns: [t.poolId, t.phase, t.metric, t.le] }),
     index("job_timings_org_idx").on(t.orgId),
+  ],
+);
+
+/**
+ * Variable sets: variables shared by many workspaces, applied to the whole organization
+ * (`global`), to projects or to workspaces. `priority` sets win over the workspace's own
+ * variables; the order is `src/varsets/precedence.ts`'s.
+ */
+export const variableSets = sqliteTable(
+  "variable_sets",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    name: text().notNull(),
+    description: text().notNull().default(""),
+    global: integer({ mode: "boolean" }).notNull().default(false),
+    priority: integer({ mode: "boolean" }).notNull().default(false),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [uniqueIndex("variable_sets_org_name_idx").on(t.orgId, t.name)],
+);
+
+/** A variable set's variables: the same columns and rules as a workspace's ({@link variables}). */
+export const variableSetVariables = sqliteTable(
+  "variable_set_variables",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    varsetId: text()
+      .notNull()
+      .references(() => variableSets.id, { onDelete: "cascade" }),
+    key: text().notNull(),
+    category: text({ enum: ["env", "terraform"] }).notNull(),
+    isHcl: integer({ mode: "boolean" }).notNull().default(false),
+    isSensitive: integer({ mode: "boolean" }).notNull().default(false),
+    value: text(),
+    ciphertext: text(),
+    keyId: text(),
+    description: text().notNull().default(""),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [uniqueIndex("variable_set_variables_set_cat_key_idx").on(t.varsetId, t.category, t.key)],
+);
+
+/** The projects a variable set is applied to. */
+export const variableSetProjects = sqliteTable(
+  "variable_set_projects",
+  {
+    varsetId: text()
+      .notNull()
+      .references(() => variableSets.id, { onDelete: "cascade" }),
+    projectId: text()
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    orgId: text().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.varsetId, t.projectId] }),
+    index("variable_set_projects_project_idx").on(t.projectId),
+  ],
+);
+
+/** The workspaces a variable set is applied to. */
+export const variableSetWorkspaces = sqliteTable(
+  "variable_set_workspaces",
+  {
+    varsetId: text()
+      .notNull()
+      .references(() => variableSets.id, { onDelete: "cascade" }),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    orgId: text().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.varsetId, t.workspaceId] }),
+    index("variable_set_workspaces_workspace_idx").on(t.workspaceId),
   ],
 );

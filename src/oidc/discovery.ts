@@ -1,10 +1,11 @@
 /**
  * OpenID Provider discovery and key sets, shared by every verifier of outside tokens (the pool
  * OIDC exchange, SSO sign-in, Cloudflare Access): the discovery document and the key set are
- * fetched without following redirects, cached per isolate with a bounded lifetime, the key set
- * refetched on an unknown `kid` at most every 30 s (jose's cooldown).
+ * fetched without following redirects, read with a byte cap (64 KiB for the document, 128 KiB and
+ * 32 keys for the key set), cached per isolate with a bounded lifetime, the key set refetched on
+ * an unknown `kid` at most every 30 s (jose's cooldown).
  */
-import { createRemoteJWKSet } from "jose";
+import { createRemoteJWKSet, customFetch } from "jose";
 import { issuerProblem } from "./trust-model.ts";
 
 const DISCOVERY_TTL_MS = 60 * 60_000;
@@ -12,6 +13,57 @@ const JWKS_MAX_AGE_MS = 10 * 60_000;
 const JWKS_COOLDOWN_MS = 30_000;
 export const FETCH_TIMEOUT_MS = 5_000;
 const MAX_CACHED = 64;
+/** Real discovery documents are a few KiB. */
+export const MAX_DISCOVERY_BYTES = 64 * 1024;
+/** Real key sets are a few KiB (a dozen keys with certificate chains stay well below). */
+export const MAX_JWKS_BYTES = 128 * 1024;
+export const MAX_JWKS_KEYS = 32;
+
+/**
+ * The JSON body of `res`, read while counting: past `maxBytes` the read stops and this throws,
+ * whatever the Content-Length said (or did not), so a huge answer costs at most `maxBytes`.
+ */
+export async function cappedJson(res: Response, maxBytes: number, what: string): Promise<unknown> {
+  const reader = res.body?.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (reader) {
+    const { done, value } = await reader.read();
+    if (done) {
+      break;
+    }
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw new Error(`its ${what} is over ${maxBytes / 1024} KiB`);
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return JSON.parse(new TextDecoder().decode(bytes));
+}
+
+/** jose's fetch of a key set, with the byte and key-count caps. */
+async function cappedKeySetFetch(
+  url: string,
+  options: { headers: Headers; method: "GET"; redirect: "manual"; signal: AbortSignal },
+): Promise<Response> {
+  const res = await fetch(url, options);
+  if (res.status !== 200) {
+    return res;
+  }
+  const body = await cappedJson(res, MAX_JWKS_BYTES, "key set");
+  const keys = (body as { keys?: unknown } | null)?.keys;
+  if (Array.isArray(keys) && keys.length > MAX_JWKS_KEYS) {
+    throw new Error(`its key set has over ${MAX_JWKS_KEYS} keys`);
+  }
+  return Response.json(body);
+}
 
 export type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
@@ -49,6 +101,7 @@ export function keySetAt(url: string): KeySet {
     timeoutDuration: FETCH_TIMEOUT_MS,
     cooldownDuration: JWKS_COOLDOWN_MS,
     cacheMaxAge: JWKS_MAX_AGE_MS,
+    [customFetch]: cappedKeySetFetch,
   });
   remember(keySets, url, keys);
   return keys;
@@ -84,7 +137,14 @@ export async function discover(
     await res.body?.cancel();
     throw new Error(`its discovery document answered ${res.status}`);
   }
-  const doc = (await res.json().catch(() => null)) as Record<string, unknown> | null;
+  const doc = (await cappedJson(res, MAX_DISCOVERY_BYTES, "discovery document").catch(
+    (error: unknown) => {
+      if (error instanceof SyntaxError) {
+        return null;
+      }
+      throw error;
+    },
+  )) as Record<string, unknown> | null;
   if (doc?.issuer !== issuer) {
     throw new Error("its discovery document names another issuer");
   }

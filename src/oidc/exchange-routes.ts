@@ -1,8 +1,9 @@
 /**
  * `POST /agent/v1/oidc/exchange`: an OIDC token for a short-lived agent token of the pool. No
  * Outpost credential is needed; a renewing agent may send its current agent token as bearer to
- * keep its registration. Refusals are 401 `OIDC_REJECTED` with `details.reason` naming the check
- * that failed (401 `TOKEN_REVOKED` when the renewed chain was revoked); none echoes the token.
+ * keep its registration. Refusals are 401 `OIDC_REJECTED` saying only "rejected" with the request
+ * id (the check that failed is audited in the pool's organization for its owners), or 401
+ * `TOKEN_REVOKED` when the renewed chain was revoked; none echoes the token.
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { ApiError, valueOrThrow } from "../errors.ts";
@@ -47,7 +48,7 @@ export const exchangeRoutes = newRouter().openapi(
     request: { body: jsonBody(ExchangeRequest) },
     responses: {
       200: jsonResponse(ExchangeResponse, "The agent token"),
-      ...errorResponses(400, 401, 413, 415),
+      ...errorResponses(400, 401, 413, 415, 429),
     },
   }),
   async (c) => {
@@ -60,7 +61,11 @@ export const exchangeRoutes = newRouter().openapi(
       );
     }
     const body = c.req.valid("json");
-    const result = await exchangeOidcToken(c.var.deps, { ...body, previousToken: previous });
+    const result = await exchangeOidcToken(c.var.deps, {
+      ...body,
+      previousToken: previous,
+      requestId: c.get("requestId"),
+    });
     return c.json(valueOrThrow(result), 200);
   },
 );

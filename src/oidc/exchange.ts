@@ -9,22 +9,29 @@ import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
 import type { Deps } from "../deps.ts";
-import { type Outcome, refuse } from "../lib/reason.ts";
+import { type Outcome, type Reason, refuse } from "../lib/reason.ts";
 import { DEFAULT_MAX_TOKEN_EXPIRATION_MS } from "../pools/model.ts";
 import { generateToken, hashToken, tokenKind } from "../tokens/model.ts";
 import { findTokenByHash } from "../tokens/queries.ts";
+import { issuerUrl } from "./issuer.ts";
 import {
+  claimTokenUse,
+  countRecentExchanges,
   deleteExpiredIssuedTokensQuery,
+  deleteExpiredTokenUsesQuery,
   insertIssuedTokenQuery,
   poolById,
   shortenPredecessorQuery,
   trustsOfPool,
 } from "./queries.ts";
 import { allowsLoopbackIssuers } from "./trust-service.ts";
-import { verifyForTrusts } from "./verify.ts";
+import { CLOCK_SKEW_SECONDS, type Rejection, reject, verifyForTrusts } from "./verify.ts";
 
 /** How long a renewed token's predecessor still works, for requests already on their way. */
 export const PREDECESSOR_GRACE_MS = 60_000;
+/** Agent tokens one subject may obtain from one pool per {@link EXCHANGE_WINDOW_MS}. */
+export const MAX_EXCHANGES_PER_SUBJECT = 30;
+const EXCHANGE_WINDOW_MS = 60_000;
 /** Expired exchange-issued tokens are deleted from the pool's listing history after this. */
 const ISSUED_TOKEN_HISTORY_MS = 7 * 86_400_000;
 
@@ -34,6 +41,8 @@ export type ExchangeInput = {
   tokenExpirationSeconds: number;
   /** The agent token being renewed, if any (from the Authorization header). */
   previousToken: string | null;
+  /** The request's id: a refusal names it, and the pool's audit event of the refusal keeps it. */
+  requestId: string;
 };
 
 export type Exchanged = { token: string; tokenId: string; poolId: string; expiresAt: string };
@@ -67,37 +76,72 @@ async function chainOf(
 }
 
 /**
+ * The refusal an unauthenticated caller sees: only that the token was rejected, with the request
+ * id. Why (the expected audience, a trust's id and pattern, whether the pool trusts the issuer)
+ * goes to the pool's audit log for its owners, never to the caller.
+ */
+function rejection(requestId: string): { ok: false; reason: Reason<"rejected"> } {
+  return refuse(
+    "rejected",
+    `OIDC token rejected; the pool's owners can see why in its audit log (request ${requestId})`,
+  );
+}
+
+/** Records why the exchange of `input` was refused in the pool's audit log, then refuses it. */
+async function rejected(
+  deps: Deps,
+  pool: { id: string; orgId: string },
+  input: ExchangeInput,
+  reason: Rejection,
+): Promise<{ ok: false; reason: Reason<"rejected"> }> {
+  await auditQuery(deps.db, {
+    orgId: pool.orgId,
+    actor: { type: "agent", id: "oidc", name: "OIDC exchange (unauthenticated)" },
+    action: "agent_token.oidc_refused",
+    targetType: "pool",
+    targetId: pool.id,
+    data: { requestId: input.requestId, reason: reason.check, message: reason.message },
+    now: deps.now(),
+  });
+  return rejection(input.requestId);
+}
+
+/**
  * Verifies `oidcToken` against the pool's trusts and issues an agent token of the pool expiring
- * after the requested seconds, capped by the pool's maximum. An unknown pool is refused like a
- * pool that does not trust the issuer, so the route does not reveal which pool ids exist.
- * Refused `rejected` (the check that failed in `details.reason`), or `revoked` when the renewed
- * chain was revoked.
+ * after the requested seconds, capped by the pool's maximum. Refused `rejected` with a sentence
+ * that says nothing about why (an unknown pool looks like any refusal; the reason is audited in
+ * the pool's organization), or `revoked` when the renewed chain was revoked.
  */
 export async function exchangeOidcToken(
   deps: Deps,
   input: ExchangeInput,
-): Promise<Outcome<Exchanged, "rejected" | "revoked">> {
+): Promise<Outcome<Exchanged, "rejected" | "revoked" | "over_limit">> {
   const { db, env } = deps;
   const pool = await poolById(db, input.poolId);
-  const trusts = pool ? await trustsOfPool(db, pool.id) : [];
-  const verified = await verifyForTrusts(input.oidcToken, trusts, {
+  if (!pool) {
+    return rejection(input.requestId);
+  }
+  const verified = await verifyForTrusts(input.oidcToken, await trustsOfPool(db, pool.id), {
     allowLoopbackHttp: allowsLoopbackIssuers(env),
-    poolId: input.poolId,
+    poolId: pool.id,
     now: deps.now(),
+    ownIssuer: issuerUrl(env),
+    poolOrgId: pool.orgId,
   });
-  if (!pool || !verified.ok) {
-    return verified.ok
-      ? refuse(
-          "rejected",
-          `OIDC token refused (untrusted_issuer): pool ${input.poolId} trusts no issuer`,
-          {
-            details: { reason: "untrusted_issuer" },
-          },
-        )
-      : verified;
+  if (!verified.ok) {
+    return rejected(deps, pool, input, verified.reason);
   }
   const { trust, claims } = verified.value;
   const subject = typeof claims.sub === "string" ? claims.sub : null;
+  const now = deps.now();
+  const recent = await countRecentExchanges(db, pool.id, subject, now - EXCHANGE_WINDOW_MS);
+  if (recent >= MAX_EXCHANGES_PER_SUBJECT) {
+    return refuse(
+      "over_limit",
+      `too many exchanges for this subject in this pool (at most ${MAX_EXCHANGES_PER_SUBJECT} a minute); retry later`,
+      { retryAfterSeconds: EXCHANGE_WINDOW_MS / 1000 },
+    );
+  }
   const chain = await chainOf(db, input.previousToken, {
     poolId: pool.id,
     issuer: claims.iss,
@@ -106,12 +150,29 @@ export async function exchangeOidcToken(
   if (!chain.ok) {
     return chain;
   }
-  const now = deps.now();
-  const maxMs = pool.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS;
-  const expiresAt = now + Math.min(input.tokenExpirationSeconds * 1000, maxMs);
   const secret = generateToken("agent");
   const id = newId("agentToken");
   const chainId = chain.value?.chainId ?? id;
+  const isFirstUse = await claimTokenUse(db, {
+    chainId,
+    issuer: claims.iss,
+    tokenKey:
+      typeof claims.jti === "string"
+        ? `jti:${claims.jti}`
+        : `sha256:${await hashToken(input.oidcToken)}`,
+    poolId: pool.id,
+    // Kept past exp by the clock skew, as long as the token could still be accepted.
+    expiresAt: ((claims.exp ?? 0) + CLOCK_SKEW_SECONDS) * 1000,
+  });
+  if (!isFirstUse) {
+    const replay = reject(
+      "replayed_token",
+      "the token was already exchanged; each OIDC token buys one agent token (exchange a fresh one)",
+    );
+    return rejected(deps, pool, input, replay.reason);
+  }
+  const maxMs = pool.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS;
+  const expiresAt = now + Math.min(input.tokenExpirationSeconds * 1000, maxMs);
   await db.batch([
     insertIssuedTokenQuery(db, {
       id,
@@ -133,6 +194,7 @@ export async function exchangeOidcToken(
       ? [shortenPredecessorQuery(db, chain.value.predecessorId, now + PREDECESSOR_GRACE_MS)]
       : []),
     deleteExpiredIssuedTokensQuery(db, pool.id, now - ISSUED_TOKEN_HISTORY_MS),
+    deleteExpiredTokenUsesQuery(db, now),
     auditQuery(db, {
       orgId: pool.orgId,
       actor: { type: "agent", id: trust.id, name: `OIDC trust ${trust.id} (${claims.iss})` },

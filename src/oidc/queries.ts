@@ -1,7 +1,7 @@
 /** D1 access for OIDC trusts and the agent tokens exchanges issue. */
 import { and, asc, count, eq, gt, isNotNull, isNull, lt, or } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { agentPools, agentTokens, oidcTrusts } from "../db/schema.ts";
+import { agentPools, agentTokens, oidcTokenUses, oidcTrusts } from "../db/schema.ts";
 import type { TrustRow } from "./trust-model.ts";
 
 /** The trusts of a pool of the org, oldest first. */
@@ -87,4 +87,54 @@ export function deleteExpiredIssuedTokensQuery(db: Database, poolId: string, bef
         lt(agentTokens.expiresAt, before),
       ),
     );
+}
+
+/**
+ * Records that the OIDC token `tokenKey` of `issuer` was accepted for renewal chain `chainId`
+ * (until `expiresAt`); true when this is its first use or its use by the same chain (a renewal
+ * before the platform rotated the token), false when another chain used it (a replay).
+ */
+export async function claimTokenUse(
+  db: Database,
+  use: { issuer: string; tokenKey: string; poolId: string; chainId: string; expiresAt: number },
+): Promise<boolean> {
+  const rows = await db
+    .insert(oidcTokenUses)
+    .values(use)
+    .onConflictDoNothing()
+    .returning({ issuer: oidcTokenUses.issuer });
+  if (rows.length === 1) {
+    return true;
+  }
+  const [earlier] = await db
+    .select({ chainId: oidcTokenUses.chainId })
+    .from(oidcTokenUses)
+    .where(and(eq(oidcTokenUses.issuer, use.issuer), eq(oidcTokenUses.tokenKey, use.tokenKey)));
+  return earlier?.chainId === use.chainId;
+}
+
+/** Forgets used tokens that expired before `before`: they cannot be replayed any more. */
+export function deleteExpiredTokenUsesQuery(db: Database, before: number) {
+  return db.delete(oidcTokenUses).where(lt(oidcTokenUses.expiresAt, before));
+}
+
+/** How many agent tokens exchanges issued in the pool to `subject` since `since`. */
+export async function countRecentExchanges(
+  db: Database,
+  poolId: string,
+  subject: string | null,
+  since: number,
+): Promise<number> {
+  const [row] = await db
+    .select({ n: count() })
+    .from(agentTokens)
+    .where(
+      and(
+        eq(agentTokens.poolId, poolId),
+        isNotNull(agentTokens.oidcTrustId),
+        subject === null ? isNull(agentTokens.oidcSubject) : eq(agentTokens.oidcSubject, subject),
+        gt(agentTokens.createdAt, since),
+      ),
+    );
+  return row?.n ?? 0;
 }

@@ -11,12 +11,45 @@ export type TrustRow = typeof oidcTrusts.$inferSelect;
 const VERIFIED_CLAIMS = new Set(["iss", "aud", "exp", "nbf", "iat", "jti"]);
 export const MAX_CLAIM_CONDITIONS = 20;
 export const MAX_TRUSTS_PER_POOL = 50;
+/** The most `*` a claim pattern may hold: real policies use one or two. */
+export const MAX_PATTERN_STARS = 8;
+/** A claim value longer than this never matches: no real subject is, and matching stays cheap. */
+export const MAX_MATCHED_CLAIM_CHARS = 1024;
+
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
 
+/** Suffixes of names that resolve only inside a network (and cloud metadata names). */
+const PRIVATE_NAME_SUFFIXES = [
+  ".local",
+  ".localhost",
+  ".internal",
+  ".lan",
+  ".home.arpa",
+  ".intranet",
+];
+
 /**
- * Why `text` cannot be a trusted issuer, or null when it can: an https URL without query,
- * fragment or credentials; plain http only for a loopback host when the deployment allows it
- * (development and tests). The issuer is kept exactly as given: `iss` must match it byte for byte.
+ * Why `hostname` is not a public host name, or null when it is: no IP literal (the WHATWG parser
+ * already turned `0x7f.1` and `2130706433` into dotted IPv4), no single-label name, no name that
+ * resolves only inside a network or to a cloud's metadata service (`metadata.google.internal`).
+ */
+function hostProblem(hostname: string): string | null {
+  const host = hostname.toLowerCase().replace(/\.$/, "");
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(host) || host.startsWith("[")) {
+    return "must name a public host name, not an IP address";
+  }
+  if (!host.includes(".") || PRIVATE_NAME_SUFFIXES.some((suffix) => host.endsWith(suffix))) {
+    return "must name a public host name, not a local, internal or metadata name";
+  }
+  return null;
+}
+
+/**
+ * Why `text` cannot be a trusted issuer (or an endpoint its discovery document names), or null
+ * when it can: an https URL to a public host name, without query, fragment or credentials.
+ * Loopback hosts (over http or https) only when the deployment allows them (development and
+ * tests). The coordinator fetches these URLs for anyone who presents a token, so they must not
+ * reach its own network. The issuer is kept exactly as given: `iss` must match it byte for byte.
  */
 export function issuerProblem(text: string, allowLoopbackHttp: boolean): string | null {
   let url: URL;
@@ -28,15 +61,30 @@ export function issuerProblem(text: string, allowLoopbackHttp: boolean): string 
   if (url.search || url.hash || url.username || url.password || text.includes("#")) {
     return "must have no query, fragment or credentials";
   }
-  if (url.protocol === "https:") {
-    return null;
-  }
-  if (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname)) {
+  if (LOOPBACK_HOSTS.has(url.hostname) && (url.protocol === "http:" || url.protocol === "https:")) {
     return allowLoopbackHttp
       ? null
-      : "plain http is allowed only for loopback issuers on a deployment with OIDC_ALLOW_LOOPBACK_ISSUERS";
+      : "loopback issuers are allowed only on a deployment with OIDC_ALLOW_LOOPBACK_ISSUERS";
   }
-  return "must be an https URL";
+  if (url.protocol !== "https:") {
+    return "must be an https URL";
+  }
+  return hostProblem(url.hostname);
+}
+
+/**
+ * True when `text` names this deployment's own workload identity issuer (`ownIssuer`, its
+ * `PUBLIC_URL` origin): any URL on the same host, whatever its scheme, path or trailing slash.
+ */
+export function isOwnIssuer(text: string, ownIssuer: string | null): boolean {
+  if (ownIssuer === null) {
+    return false;
+  }
+  try {
+    return new URL(text).host.toLowerCase() === new URL(ownIssuer).host.toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 const ClaimName = z
@@ -54,6 +102,11 @@ export const ClaimConditions = z
   .refine(
     (claims) => Object.keys(claims).length <= MAX_CLAIM_CONDITIONS,
     `at most ${MAX_CLAIM_CONDITIONS} claim conditions`,
+  )
+  .refine(
+    (claims) =>
+      Object.values(claims).every((pattern) => pattern.split("*").length - 1 <= MAX_PATTERN_STARS),
+    `a pattern holds at most ${MAX_PATTERN_STARS} *`,
   )
   .refine(
     (claims) => Object.values(claims).some((pattern) => !/^\*+$/.test(pattern)),
@@ -93,13 +146,35 @@ export function parseClaimLines(
   return { ok: true, value: claims };
 }
 
-/** True when `value` matches `pattern`, where `*` matches any run of characters (also none). */
+/**
+ * True when `value` matches `pattern`, where `*` matches any run of characters (also none). Linear
+ * in the length of `value`: the first part must start it and the last end it, and each part in
+ * between is found with `indexOf` after the previous one (the leftmost place is always the best,
+ * so there is nothing to backtrack into).
+ */
 export function globMatch(pattern: string, value: string): boolean {
-  const source = pattern
-    .split("*")
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-    .join(".*");
-  return new RegExp(`^${source}$`, "s").test(value);
+  const parts = pattern.split("*");
+  const first = parts[0] ?? "";
+  if (parts.length === 1) {
+    return value === pattern;
+  }
+  const last = parts[parts.length - 1] ?? "";
+  if (value.length < first.length + last.length || !value.startsWith(first)) {
+    return false;
+  }
+  if (!value.endsWith(last)) {
+    return false;
+  }
+  let at = first.length;
+  const end = value.length - last.length;
+  for (const part of parts.slice(1, -1)) {
+    const found = value.indexOf(part, at);
+    if (found === -1 || found + part.length > end) {
+      return false;
+    }
+    at = found + part.length;
+  }
+  return true;
 }
 
 /** A claim as text for matching: strings as they are, numbers and booleans as JSON. */
@@ -117,7 +192,7 @@ export function unmetCondition(
 ): { claim: string; pattern: string; actual: string | null } | null {
   for (const [claim, pattern] of Object.entries(claims)) {
     const actual = claimText(payload[claim]);
-    if (actual === null || !globMatch(pattern, actual)) {
+    if (actual === null || actual.length > MAX_MATCHED_CLAIM_CHARS || !globMatch(pattern, actual)) {
       return { claim, pattern, actual };
     }
   }

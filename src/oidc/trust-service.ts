@@ -14,6 +14,7 @@ import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
 import { getPool } from "../pools/queries.ts";
 import { poolStub } from "../pools/service.ts";
+import { issuerUrl } from "./issuer.ts";
 import {
   countTrusts,
   deleteTrustQuery,
@@ -21,7 +22,7 @@ import {
   insertTrustQuery,
   listTrustRows,
 } from "./queries.ts";
-import { issuerProblem, MAX_TRUSTS_PER_POOL, presentTrust } from "./trust-model.ts";
+import { isOwnIssuer, issuerProblem, MAX_TRUSTS_PER_POOL, presentTrust } from "./trust-model.ts";
 
 export type TrustInput = {
   issuer: string;
@@ -37,7 +38,7 @@ export function allowsLoopbackIssuers(env: Pick<Env, "OIDC_ALLOW_LOOPBACK_ISSUER
 
 /**
  * Adds a trust to a pool of the org: `not_found` for another org's pool, `invalid` for an issuer
- * that is not an https URL, `conflict` past {@link MAX_TRUSTS_PER_POOL}.
+ * that is not an https URL or is this deployment's own, `conflict` past {@link MAX_TRUSTS_PER_POOL}.
  */
 export async function createTrust(
   deps: Deps,
@@ -50,6 +51,12 @@ export async function createTrust(
   const problem = issuerProblem(input.issuer, allowsLoopbackIssuers(env));
   if (problem !== null) {
     return invalidInput("json.issuer", `issuer ${problem}`);
+  }
+  if (isOwnIssuer(input.issuer, issuerUrl(env))) {
+    return invalidInput(
+      "json.issuer",
+      "issuer is this deployment's own issuer: its tokens are jobs' workload identities, which workspace code can read, so they are never exchanged for agent tokens",
+    );
   }
   if ((await countTrusts(db, input.poolId)) >= MAX_TRUSTS_PER_POOL) {
     return refuse("conflict", `a pool holds at most ${MAX_TRUSTS_PER_POOL} OIDC trusts`);

@@ -10,7 +10,7 @@ import { ok, type Result } from "@outpost/common";
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from "jose";
 import { type Reason, refuse } from "../lib/reason.ts";
 import { discover } from "./discovery.ts";
-import { audienceMatches, type TrustRow, unmetCondition } from "./trust-model.ts";
+import { audienceMatches, isOwnIssuer, type TrustRow, unmetCondition } from "./trust-model.ts";
 
 /** Asymmetric signatures only: `none` and every HMAC algorithm are refused before jose runs. */
 export const ALLOWED_ALGORITHMS = [
@@ -40,6 +40,8 @@ export const REFUSAL_REASONS = [
   "missing_expiration",
   "audience_mismatch",
   "claim_mismatch",
+  "workload_identity_token",
+  "replayed_token",
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 /** A refused token: the check that failed (also in `details.reason`, for clients) and why. */
@@ -48,7 +50,7 @@ export type Rejection = Reason<"rejected"> & { readonly check: RefusalReason };
 export type Verified<T> = Result<T, Rejection>;
 
 /** The rejection for a failed `check`, its sentence naming the check. */
-function reject(check: RefusalReason, why: string): { ok: false; reason: Rejection } {
+export function reject(check: RefusalReason, why: string): { ok: false; reason: Rejection } {
   return refuse("rejected", `OIDC token refused (${check}): ${why}`, {
     check,
     details: { reason: check },
@@ -58,14 +60,15 @@ function reject(check: RefusalReason, why: string): { ok: false; reason: Rejecti
 const refused = (check: RefusalReason, why: string) => ({ check, why });
 
 /** The token's header and claims, read without trusting them, only to route it to a trust. */
-function peek(token: string): Verified<{ alg: string; iss: string }> {
+function peek(token: string): Verified<{ alg: string; iss: string; payload: JWTPayload }> {
   try {
     const header = decodeProtectedHeader(token);
     const payload = decodeJwt(token);
     if (typeof payload.iss !== "string") {
       return reject("malformed_token", "the token has no iss claim");
     }
-    return ok({ alg: typeof header.alg === "string" ? header.alg : "", iss: payload.iss });
+    const alg = typeof header.alg === "string" ? header.alg : "";
+    return ok({ alg, iss: payload.iss, payload });
   } catch {
     return reject("malformed_token", "the token is not a signed JWT (header.payload.signature)");
   }
@@ -103,24 +106,60 @@ export function refusalOf(error: unknown, issuer: string): { check: RefusalReaso
   if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) {
     return refused("malformed_token", "the token is not a valid signed JWT");
   }
-  return refused("issuer_unreachable", `the keys of ${issuer} could not be fetched`);
+  const why = error instanceof Error ? `: ${error.message.slice(0, 200)}` : "";
+  return refused("issuer_unreachable", `the keys of ${issuer} could not be fetched${why}`);
+}
+
+/**
+ * A workload identity token of a job (this deployment's, by its issuer, or any Outpost's, by its
+ * `outpost_organization_id`) is never worth an agent token: workspace code can read it, and an
+ * agent token receives every job of the pool with its secrets. Refused before any key is fetched.
+ */
+function workloadTokenProblem(
+  iss: string,
+  payload: JWTPayload,
+  options: { ownIssuer: string | null; poolOrgId: string | null },
+): Rejection | null {
+  const orgId = payload.outpost_organization_id;
+  if (!isOwnIssuer(iss, options.ownIssuer) && orgId === undefined) {
+    return null;
+  }
+  const whose =
+    typeof orgId === "string" && options.poolOrgId !== null && orgId !== options.poolOrgId
+      ? "a job of another organization"
+      : "a job";
+  return reject(
+    "workload_identity_token",
+    `the token is the workload identity of ${whose} (it names ${JSON.stringify(iss.slice(0, 200))} or carries outpost_organization_id); workload identity tokens are never exchanged for agent tokens`,
+  ).reason;
 }
 
 /**
  * The trust of `trusts` the token satisfies and its verified claims, or the refusal. Trusts are
  * tried in order; when none matches, the refusal names the first failing check of the closest.
- * Times (`exp`, `nbf`, `iat`) are checked against `options.now`.
+ * Times (`exp`, `nbf`, `iat`) are checked against `options.now`. A workload identity token (see
+ * {@link workloadTokenProblem}) is refused whatever the trusts say.
  */
 export async function verifyForTrusts(
   token: string,
   trusts: readonly TrustRow[],
-  options: { allowLoopbackHttp: boolean; poolId: string; now: number },
+  options: {
+    allowLoopbackHttp: boolean;
+    poolId: string;
+    now: number;
+    ownIssuer: string | null;
+    poolOrgId: string | null;
+  },
 ): Promise<Verified<{ trust: TrustRow; claims: JWTPayload & { iss: string } }>> {
   const peeked = peek(token);
   if (!peeked.ok) {
     return peeked;
   }
-  const { alg, iss } = peeked.value;
+  const { alg, iss, payload } = peeked.value;
+  const workload = workloadTokenProblem(iss, payload, options);
+  if (workload !== null) {
+    return { ok: false, reason: workload };
+  }
   if (!ALLOWED_ALGORITHMS.includes(alg)) {
     return reject(
       "unsupported_algorithm",
@@ -150,6 +189,10 @@ export async function verifyForTrusts(
   }
   if (typeof claims.iat === "number" && claims.iat > options.now / 1000 + CLOCK_SKEW_SECONDS) {
     return reject("not_yet_valid", "the token was issued in the future (iat)");
+  }
+  // The subject names the issued token everywhere (listings, the CLI, the audit log).
+  if (typeof claims.sub === "string" && /\p{Cc}/u.test(claims.sub)) {
+    return reject("malformed_token", "the token's sub contains control characters");
   }
   return matchTrust({ ...claims, iss }, candidates);
 }

@@ -2,15 +2,22 @@
  * Workload identity tokens for jobs: what a job of a workspace with `workloadIdentity` on
  * receives at lease time. `sub` has Terraform Cloud's shape without the project segment
  * (`organization:<org>:workspace:<workspace>:run_phase:<plan|apply>`), so trust policies written
- * for Terraform Cloud translate; `aud` is the workspace's audience or the issuer URL; `exp` is the
- * end of the phase's timeout. A fork's job never receives one.
+ * for Terraform Cloud translate; `aud` is the workspace's audience or the issuer URL; it lives the
+ * workspace's `workloadIdentityTokenLifetimeSeconds` (15 minutes by default, never past the
+ * phase's timeout), and the agent renews it through the job's run token while the job runs
+ * (`renewWorkloadIdentity`). A fork's job never receives one.
  */
+import { ok } from "@outpost/common";
 import { JobSpec, type WorkloadIdentity } from "@outpost/protocol";
 import { eq, sql } from "drizzle-orm";
+import { decodeJwt } from "jose";
 import type { LeasedJob } from "../../durable/pool-types.ts";
 import type { Database } from "../db/client.ts";
 import { organizations, type runs, workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
+import { type Outcome, refuse } from "../lib/reason.ts";
+import { parseJobId } from "../runs/model.ts";
+import { getRunById } from "../runs/queries.ts";
 import { issuerUrl, signToken } from "./issuer.ts";
 
 export type WorkloadRun = {
@@ -78,6 +85,7 @@ export function workloadSubjectQuery(db: Database, workspaceId: string) {
     .select({
       isEnabled: workspaces.workloadIdentity,
       audience: workspaces.workloadIdentityAudience,
+      lifetimeSeconds: workspaces.workloadIdentityTokenLifetimeSeconds,
       // Aliased: in a D1 batch rows come back keyed by column name, and both tables have `name`.
       workspaceName: sql<string>`${workspaces.name}`.as("workspace_name"),
       poolId: workspaces.poolId,
@@ -102,7 +110,7 @@ export async function workloadIdentityFor(
   deps: Pick<Deps, "env" | "now">,
   subject: WorkloadSubject | undefined,
   run: WorkloadRun,
-  leased: LeasedJob,
+  leased: Pick<LeasedJob, "jobId" | "phase"> & { spec?: unknown },
 ): Promise<WorkloadIdentity | undefined> {
   if (run.isFork || !subject?.isEnabled) {
     return undefined;
@@ -121,8 +129,40 @@ export async function workloadIdentityFor(
     engineVersion: spec.success ? spec.data.engineVersion : subject.engineVersion,
     audience: subject.audience ?? issuerUrl(env) ?? "",
   });
-  const signed = await signToken(env, claims, now + phaseTimeoutMs(env, leased.phase), now);
+  // Short-lived: the agent renews it while the job runs, so a copy taken by workspace code is
+  // worthless soon after the job ends. Never longer than the phase may run.
+  const lifetimeMs = Math.min(subject.lifetimeSeconds * 1000, phaseTimeoutMs(env, leased.phase));
+  const signed = await signToken(env, claims, now + lifetimeMs, now);
   return signed.ok
     ? { token: signed.value }
     : { error: `the coordinator cannot issue workload identity tokens: ${signed.reason}` };
+}
+
+/**
+ * A fresh workload identity token for the job of run token `principal`, with the claims it got at
+ * lease time: `unavailable` when its workspace has none (turned off, or a fork's job). The run
+ * token is only accepted while the job's lease is live, so nothing renews a token after its job.
+ */
+export async function renewWorkloadIdentity(
+  deps: Pick<Deps, "db" | "env" | "now">,
+  principal: { runId: string; jobId: string; workspaceId: string },
+): Promise<Outcome<{ token: string; expiresAt: string }, "unavailable" | "not_found">> {
+  const job = parseJobId(principal.jobId);
+  const run = await getRunById(deps.db, principal.runId);
+  if (!job || !run) {
+    return refuse("not_found", `job ${principal.jobId} not found`);
+  }
+  const [subject] = await workloadSubjectQuery(deps.db, run.workspaceId);
+  const identity = await workloadIdentityFor(deps, subject, run, {
+    jobId: principal.jobId,
+    phase: job.phase,
+  });
+  if (identity === undefined || "error" in identity) {
+    return refuse(
+      "unavailable",
+      identity?.error ?? `job ${principal.jobId} has no workload identity (its workspace has none)`,
+    );
+  }
+  const exp = decodeJwt(identity.token).exp ?? 0;
+  return ok({ token: identity.token, expiresAt: new Date(exp * 1000).toISOString() });
 }

@@ -7,6 +7,7 @@ import type { Database } from "../db/client.ts";
 import { organizations, orgTokens } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
+import { DEFAULT_PROJECT_DESCRIPTION, DEFAULT_PROJECT_NAME } from "../projects/model.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
 
 export type CreatedOrganization = {
@@ -15,7 +16,7 @@ export type CreatedOrganization = {
 };
 
 /**
- * Creates an organization with an owner token, atomically. With `onlyIfNone`, the insert is
+ * Creates an organization with an owner token and its default project, atomically. With `onlyIfNone`, the insert is
  * conditional on no organization existing, inside the same batch, so two racing bootstraps
  * cannot both succeed. Refused `conflict`: the deployment is already bootstrapped
  * (`onlyIfNone`), or the name is taken.
@@ -77,6 +78,12 @@ export async function createOrganization(
         input.actor.name,
         input.actor.via ?? null,
       ),
+    d1
+      .prepare(
+        `INSERT INTO projects (id, org_id, name, description, is_default, created_at, updated_at)
+         SELECT ?2, ?1, ?3, ?4, true, ?5, ?5 WHERE ${orgExists}`,
+      )
+      .bind(orgId, newId("project"), DEFAULT_PROJECT_NAME, DEFAULT_PROJECT_DESCRIPTION, now),
   ]);
   const token = await db.query.orgTokens.findFirst({ where: eq(orgTokens.id, tokenId) });
   if (!token) {

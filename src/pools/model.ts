@@ -164,9 +164,54 @@ export function presentPool(row: PoolRow) {
     maxTokenExpirationSeconds: Math.round(
       (row.maxTokenExpirationMs ?? DEFAULT_MAX_TOKEN_EXPIRATION_MS) / 1000,
     ),
+    organizationScoped: row.organizationScoped,
+    allowedWorkspaceIds: row.allowedWorkspaceIds,
+    allowedProjectIds: row.allowedProjectIds,
     ...autoscalingOf(row),
     createdAt: iso(row.createdAt) ?? "",
     updatedAt: iso(row.updatedAt) ?? "",
+  };
+}
+
+/**
+ * Which workspaces may run on a pool: every workspace of the organization when it is
+ * `organizationScoped`, else those it names and those of the projects it names.
+ */
+export type PoolScope = {
+  organizationScoped: boolean;
+  allowedWorkspaceIds: string[];
+  allowedProjectIds: string[];
+};
+
+/** Most workspaces, and most projects, one pool may name. */
+export const MAX_POOL_SCOPE_ENTRIES = 100;
+
+/**
+ * The rule, in one place: null when `pool` allows `workspace` to run on it, else the sentence
+ * a refused assignment, an errored run and the workspace page all say ("pool dc1-prod does not
+ * allow workspace app-staging"). The lease path, the queueing of a job, a workspace's pool
+ * change and a pool's scope change all ask here.
+ */
+export function poolScopeRefusal(
+  pool: PoolScope & { name: string },
+  workspace: { id: string; name: string; projectId: string | null },
+): string | null {
+  if (pool.organizationScoped || pool.allowedWorkspaceIds.includes(workspace.id)) {
+    return null;
+  }
+  if (workspace.projectId !== null && pool.allowedProjectIds.includes(workspace.projectId)) {
+    return null;
+  }
+  return `pool ${pool.name} does not allow workspace ${workspace.name}`;
+}
+
+/** A scope as stored: the lists sorted and without repeats, so an equal scope compares equal. */
+export function normalizeScope(scope: PoolScope): PoolScope {
+  const tidy = (ids: readonly string[]) => [...new Set(ids)].sort();
+  return {
+    organizationScoped: scope.organizationScoped,
+    allowedWorkspaceIds: tidy(scope.allowedWorkspaceIds),
+    allowedProjectIds: tidy(scope.allowedProjectIds),
   };
 }
 
@@ -195,8 +240,11 @@ export function presentAgentToken(row: AgentTokenRow) {
   };
 }
 
-/** The public shape of an agent as the pool's Durable Object reports it. */
-export function presentAgent(agent: AgentView) {
+/**
+ * The public shape of an agent as the pool's Durable Object reports it; `tokenId` (which agent
+ * token it logged in with) only for callers who manage agent tokens (owners), null for others.
+ */
+export function presentAgent(agent: AgentView, showTokenId: boolean) {
   return {
     id: agent.id,
     name: agent.name,
@@ -208,7 +256,7 @@ export function presentAgent(agent: AgentView) {
     capacity: agent.capacity,
     acceptedPhases: agent.acceptedPhases,
     isolation: agent.isolation,
-    tokenId: agent.tokenId,
+    tokenId: showTokenId ? agent.tokenId : null,
     runningJobs: agent.runningJobs,
     lastContactAt: new Date(agent.lastContactAt).toISOString(),
     registeredAt: new Date(agent.registeredAt).toISOString(),

@@ -1,7 +1,7 @@
 /** D1 access for agent pools and agent tokens. Every read is scoped to the org. */
-import { and, asc, desc, eq, gt, gte, isNull, lte, or } from "drizzle-orm";
+import { and, asc, desc, eq, gt, gte, isNull, lte, or, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import { agentPools, agentTokens, workspaces } from "../db/schema.ts";
+import { agentPools, agentTokens, projects, workspaces } from "../db/schema.ts";
 import type { AgentTokenRow, PoolRow } from "./model.ts";
 
 /** A pool of the org; another org's pool is as absent as none. */
@@ -66,7 +66,7 @@ export function findPoolByName(db: Database, orgId: string, name: string) {
 /** The workspaces assigned to a pool (which keep it from being deleted). */
 export function workspacesUsingPool(db: Database, poolId: string) {
   return db
-    .select({ id: workspaces.id, name: workspaces.name })
+    .select({ id: workspaces.id, name: workspaces.name, projectId: workspaces.projectId })
     .from(workspaces)
     .where(eq(workspaces.poolId, poolId))
     .orderBy(asc(workspaces.name));
@@ -128,4 +128,46 @@ export function revokeAgentTokenQuery(db: Database, token: AgentTokenRow, now: n
     .update(agentTokens)
     .set({ revokedAt: now })
     .where(and(eq(agentTokens.poolId, token.poolId), target, isNull(agentTokens.revokedAt)));
+}
+
+/**
+ * Takes a deleted project or workspace out of every pool scope of the org that names it: put it
+ * in the batch after the delete, and it takes effect only if the delete did, so no scope lists
+ * what no longer exists.
+ */
+export function forgetInPoolScopesQuery(
+  db: Database,
+  orgId: string,
+  kind: "project" | "workspace",
+  id: string,
+) {
+  const column = kind === "project" ? agentPools.allowedProjectIds : agentPools.allowedWorkspaceIds;
+  const name = kind === "project" ? "allowedProjectIds" : "allowedWorkspaceIds";
+  const table = kind === "project" ? projects : workspaces;
+  return db
+    .update(agentPools)
+    .set({
+      [name]: sql`(SELECT json_group_array(value) FROM json_each(${column}) WHERE value <> ${id})`,
+    })
+    .where(
+      and(
+        eq(agentPools.orgId, orgId),
+        sql`EXISTS (SELECT 1 FROM json_each(${column}) WHERE value = ${id})`,
+        sql`NOT EXISTS (SELECT 1 FROM ${table} WHERE ${table.id} = ${id})`,
+      ),
+    );
+}
+
+/** What the scope rule reads of a pool (`poolScopeRefusal`): zero or one row. */
+export function poolScopeQuery(db: Database, poolId: string) {
+  return db
+    .select({
+      name: agentPools.name,
+      organizationScoped: agentPools.organizationScoped,
+      allowedWorkspaceIds: agentPools.allowedWorkspaceIds,
+      allowedProjectIds: agentPools.allowedProjectIds,
+    })
+    .from(agentPools)
+    .where(eq(agentPools.id, poolId))
+    .limit(1);
 }

@@ -3,15 +3,18 @@
  * pools and their agents.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { idPattern } from "@outpost/common";
 import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
 import { actorOf } from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { oidcTrustRoutes } from "../oidc/trust-routes.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { autoscalingRoutes } from "./autoscaling-routes.ts";
-import { autoscalingSetting, livenessSetting, PoolName } from "./model.ts";
-import { createPool, deletePool, getPoolDetail, listPools, updatePool } from "./service.ts";
+import { autoscalingSetting, livenessSetting, MAX_POOL_SCOPE_ENTRIES, PoolName } from "./model.ts";
+import { changePool } from "./scope-service.ts";
+import { createPool, deletePool, getPoolDetail, listPools } from "./service.ts";
 import { poolTokenRoutes } from "./token-routes.ts";
 
 export const AgentPoolSchema = z
@@ -25,6 +28,12 @@ export const AgentPoolSchema = z
     maxTokenExpirationSeconds: z.int().openapi({
       description: "Longest lifetime of an agent token issued by an OIDC exchange (default 3600)",
     }),
+    organizationScoped: z.boolean().openapi({
+      description:
+        "true: every workspace of the organization may run on the pool; false: only those in allowedWorkspaceIds and those of the projects in allowedProjectIds",
+    }),
+    allowedWorkspaceIds: z.array(z.string()),
+    allowedProjectIds: z.array(z.string()),
     minAgents: z.int().openapi({
       description: "Autoscaling: the fewest agents desiredAgents asks for (default 0)",
     }),
@@ -55,7 +64,9 @@ const AgentSchema = z
       description:
         "How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it",
     }),
-    tokenId: z.string(),
+    tokenId: z.string().nullable().openapi({
+      description: "The agent token it logged in with: owners only, null for other roles",
+    }),
     runningJobs: z.array(
       z.object({ jobId: z.string(), phase: JobPhase, state: z.enum(["leased", "started"]) }),
     ),
@@ -66,7 +77,15 @@ const AgentSchema = z
 
 const AgentPoolDetail = AgentPoolSchema.extend({
   agents: z.array(AgentSchema),
-  workspaces: z.array(z.object({ id: z.string(), name: z.string() })),
+  workspaces: z.array(
+    z.object({
+      id: z.string(),
+      name: z.string(),
+      allowed: z.boolean().openapi({
+        description: "false: the pool's scope no longer allows this workspace; its runs error",
+      }),
+    }),
+  ),
 }).openapi("AgentPoolDetail");
 
 const liveness = {
@@ -74,6 +93,24 @@ const liveness = {
   erroredAfterSeconds: livenessSetting("erroredAfterSeconds").optional(),
   retentionSeconds: livenessSetting("retentionSeconds").optional(),
   maxTokenExpirationSeconds: livenessSetting("maxTokenExpirationSeconds").optional(),
+};
+
+const scope = {
+  organizationScoped: z.boolean().optional().openapi({
+    description: "Default true: any workspace of the organization may use the pool",
+  }),
+  allowedWorkspaceIds: z
+    .array(z.string().regex(idPattern("workspace"), "must be a ws_ id"))
+    .max(MAX_POOL_SCOPE_ENTRIES)
+    .optional()
+    .openapi({ description: "With organizationScoped false: workspaces that may use the pool" }),
+  allowedProjectIds: z
+    .array(z.string().regex(idPattern("project"), "must be a prj_ id"))
+    .max(MAX_POOL_SCOPE_ENTRIES)
+    .optional()
+    .openapi({
+      description: "With organizationScoped false: projects whose workspaces may use the pool",
+    }),
 };
 
 const autoscaling = {
@@ -87,6 +124,7 @@ const CreatePool = z
     name: PoolName,
     description: z.string().max(1000).optional(),
     ...liveness,
+    ...scope,
     ...autoscaling,
   })
   .openapi("CreateAgentPool", {
@@ -98,6 +136,7 @@ const UpdatePool = z
     name: PoolName.optional(),
     description: z.string().max(1000).optional(),
     ...liveness,
+    ...scope,
     ...autoscaling,
   })
   .refine((body) => Object.keys(body).length > 0, "name at least one field to change")
@@ -172,7 +211,9 @@ export const poolRoutes = newRouter()
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId);
+      const resource = { type: "organization" as const, orgId: principal.orgId };
+      const showTokenIds = (await may(c.var.db, principal, "pools.manage", resource)) === "allow";
+      const result = await getPoolDetail(c.var.db, c.env, principal.orgId, poolId, showTokenIds);
       return c.json(valueOrThrow(result), 200);
     },
   )
@@ -182,19 +223,26 @@ export const poolRoutes = newRouter()
       operationId: "updatePool",
       path: "/{poolId}",
       tags: ["pools"],
-      summary: "Rename a pool or change its liveness or autoscaling settings",
+      summary: "Rename a pool, change its liveness or autoscaling settings or its scope",
+      description:
+        "Narrowing the scope errors the waiting runs of the workspaces it leaves out (erroredRunIds), with a reason naming the pool and the workspace; their jobs leave the pool's queue.",
       security: [{ bearer: [] }],
       middleware: [requirePermission("pools.manage")] as const,
       request: { params: PoolIdParams, body: jsonBody(UpdatePool) },
       responses: {
-        200: jsonResponse(AgentPoolSchema, "The pool"),
+        200: jsonResponse(
+          AgentPoolSchema.extend({ erroredRunIds: z.array(z.string()) }).openapi(
+            "UpdatedAgentPool",
+          ),
+          "The pool, and the runs its new scope errored",
+        ),
         ...errorResponses(400, 401, 403, 404, 409, 413, 415),
       },
     }),
     async (c) => {
       const principal = personOf(c);
       const { poolId } = c.req.valid("param");
-      const result = await updatePool(c.var.deps, {
+      const result = await changePool(c.var.deps, {
         orgId: principal.orgId,
         id: poolId,
         actor: actorOf(principal),

@@ -23,8 +23,11 @@ import {
   LIVENESS_LIMITS,
   type LivenessField,
   nextAutoscaling,
+  normalizeScope,
   type PoolRow,
+  type PoolScope,
   poolOverrides,
+  poolScopeRefusal,
   presentAgent,
   presentAgentToken,
   presentPool,
@@ -43,10 +46,11 @@ import {
   updatePoolQuery,
   workspacesUsingPool,
 } from "./queries.ts";
+import { sameScope, scopeOf, scopeProblem } from "./scope.ts";
 
 /**
  * A pool operation's outcome: `not_found` (also another org's), `invalid` (autoscaling settings
- * that do not fit), or `conflict` (a name, a use).
+ * that do not fit, a scope naming what is not in the org), or `conflict` (a name, a use).
  */
 export type PoolResult<T> = Outcome<T, "not_found" | "invalid" | "conflict">;
 
@@ -64,7 +68,8 @@ function nameTaken(name: string) {
 }
 
 /** A pool that workspaces use cannot be deleted; the reason names them. */
-function inUse(workspaces: { id: string; name: string }[]) {
+function inUse(assigned: { id: string; name: string }[]) {
+  const workspaces = assigned.map(({ id, name }) => ({ id, name }));
   return refuse(
     "conflict",
     `the pool is assigned to ${workspaces.map((w) => w.name).join(", ")}; assign them another pool first`,
@@ -81,6 +86,7 @@ export type PoolInput = {
   name?: string;
   description?: string;
 } & Partial<Record<LivenessField, number | null>> &
+  Partial<PoolScope> &
   Partial<AutoscalingSettings>;
 
 /** The columns a pool input sets: liveness settings in ms, autoscaling settings as given. */
@@ -121,6 +127,11 @@ export async function createPool(
   if (!autoscaling.ok) {
     return invalidAutoscaling(autoscaling.reason);
   }
+  const scope = scopeOf(input);
+  const problem = await scopeProblem(db, input.orgId, scope);
+  if (problem) {
+    return problem;
+  }
   const now = deps.now();
   const id = newId("pool");
   const [inserted] = await db.batch([
@@ -130,6 +141,7 @@ export async function createPool(
       name: input.name,
       description: input.description ?? "",
       ...settingColumns(input),
+      ...scope,
       createdAt: now,
       updatedAt: now,
     }),
@@ -141,7 +153,7 @@ export async function createPool(
         action: "pool.create",
         targetType: "pool",
         targetId: id,
-        data: { name: input.name },
+        data: { name: input.name, ...(scope.organizationScoped ? {} : { scope }) },
         now,
       },
       sql`EXISTS (SELECT 1 FROM agent_pools WHERE id = ${id})`,
@@ -167,8 +179,17 @@ export async function listPoolsWithSummary(db: Database, env: Env, orgId: string
   );
 }
 
-/** A pool with its agents (from its Durable Object) and the workspaces assigned to it. */
-export async function getPoolDetail(db: Database, env: Env, orgId: string, id: string) {
+/**
+ * A pool with its agents (from its Durable Object) and the workspaces assigned to it; the agents'
+ * token ids only when `showTokenIds` (the caller manages the pool's tokens).
+ */
+export async function getPoolDetail(
+  db: Database,
+  env: Env,
+  orgId: string,
+  id: string,
+  showTokenIds: boolean,
+) {
   const row = await getPool(db, orgId, id);
   if (!row) {
     return poolNotFound(id);
@@ -177,18 +198,37 @@ export async function getPoolDetail(db: Database, env: Env, orgId: string, id: s
     poolStub(env, id).listAgents(),
     workspacesUsingPool(db, id),
   ]);
-  return ok({ ...presentPool(row), agents: agents.map(presentAgent), workspaces: assigned });
+  const workspaces = assigned.map((w) => ({
+    id: w.id,
+    name: w.name,
+    allowed: poolScopeRefusal(row, w) === null,
+  }));
+  return ok({
+    ...presentPool(row),
+    agents: agents.map((agent) => presentAgent(agent, showTokenIds)),
+    workspaces,
+  });
 }
 
-/** Renames, redescribes or changes liveness settings; the Durable Object applies them at once. */
+/**
+ * Renames, redescribes, rescopes or changes liveness settings; the Durable Object applies the
+ * liveness settings at once. Answers the updated row and whether its scope changed (the caller
+ * then errors the queued runs the new scope leaves out: `scope-service.ts`).
+ */
 export async function updatePool(
   deps: Deps,
   input: { orgId: string; id: string; actor: AuditActor; patch: PoolInput },
-): Promise<PoolResult<ReturnType<typeof presentPool>>> {
+): Promise<PoolResult<{ row: PoolRow; scopeChanged: boolean }>> {
   const { db, env } = deps;
   const current = await getPool(db, input.orgId, input.id);
   if (!current) {
     return poolNotFound(input.id);
+  }
+  const scope = scopeOf(input.patch, current);
+  const scopeChanged = !sameScope(scope, current);
+  const problem = scopeChanged ? await scopeProblem(db, input.orgId, scope, current) : null;
+  if (problem) {
+    return problem;
   }
   const { name, description } = input.patch;
   const autoscaling = nextAutoscaling(autoscalingOf(current), input.patch);
@@ -206,6 +246,7 @@ export async function updatePool(
     ...(name === undefined ? {} : { name }),
     ...(description === undefined ? {} : { description }),
     ...settingColumns(input.patch),
+    ...(scopeChanged ? scope : {}),
     updatedAt: now,
   };
   let updated: PoolRow | undefined;
@@ -218,7 +259,10 @@ export async function updatePool(
         action: "pool.update",
         targetType: "pool",
         targetId: input.id,
-        data: { ...input.patch },
+        data: {
+          ...input.patch,
+          ...(scopeChanged ? { scope: { from: normalizeScope(current), to: scope } } : {}),
+        },
         now,
       }),
     ]);
@@ -233,7 +277,7 @@ export async function updatePool(
     return whyNotUpdated(db, input);
   }
   await poolStub(env, input.id).configure(poolOverrides(updated));
-  return ok(presentPool(updated));
+  return ok({ row: updated, scopeChanged });
 }
 
 /** The pool is gone, or a concurrent change left a bound the patch no longer fits. */

@@ -13,6 +13,7 @@ import type { Outcome } from "../lib/reason.ts";
 import { poolStub } from "../pools/service.ts";
 import { handleJobEnded, handleJobStarted, prepareLease } from "./events.ts";
 import { recordEngineVersionQuery } from "./job-records.ts";
+import { errorRunOutsideScope } from "./pool-scope.ts";
 
 /** What a poll for work answers: a job, nothing within the wait, or an instruction to exit. */
 export type NextJob =
@@ -24,7 +25,9 @@ export type NextJob =
  * An agent asks for work: the pool leases a job (now, or when one arrives while the poll is
  * held), and the lease becomes what the agent receives: the job and its spec as queued, a fresh
  * per-run token and the workspace's variables. A lease whose run has ended meanwhile is handed
- * out without token and variables; the agent refuses it and the job ends. An agent the pool
+ * out without token and variables; the agent refuses it and the job ends. A lease the pool's
+ * scope no longer allows never reaches the agent: the run errors saying so, its job ends in the
+ * pool, and the agent hears that there is nothing for it (it polls again). An agent the pool
  * does not know is refused `not_found`.
  */
 export async function nextJob(
@@ -41,9 +44,13 @@ export async function nextJob(
     return ok(polled.value);
   }
   const leased = polled.value.job;
-  const extras = await prepareLease(deps, leased);
+  const prepared = await prepareLease(deps, leased, poolId);
+  if (prepared.kind === "refused") {
+    await errorRunOutsideScope(deps, prepared.run, prepared.reason);
+    return ok({ kind: "none" });
+  }
   const job: JobAssignment = {
-    ...(extras ?? {}),
+    ...(prepared.kind === "ready" ? prepared.extras : {}),
     jobId: leased.jobId,
     leaseId: leased.leaseId,
     runId: leased.runId,

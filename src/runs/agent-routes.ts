@@ -11,6 +11,7 @@ import type { AppEnv } from "../env.ts";
 import { ApiError, reasonError, valueOrThrow } from "../errors.ts";
 import { requireAuth } from "../middleware/auth.ts";
 import { limitBody } from "../middleware/body-limit.ts";
+import { renewWorkloadIdentity } from "../oidc/workload.ts";
 import { errorResponses, jsonResponse, newRouter } from "../router.ts";
 import { appendJobLog, storeArtifact } from "./artifacts.ts";
 import { artifactKey } from "./blobs.ts";
@@ -50,6 +51,31 @@ function scopedJob(c: Context<AppEnv>, id: string, sameRun = false) {
 }
 
 export const jobDataRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      operationId: "renewWorkloadIdentity",
+      path: "/jobs/{jobId}/workload-identity",
+      tags: ["agent"],
+      summary:
+        "A fresh workload identity token for the running job (the agent rewrites its token file)",
+      security: [{ bearer: [] }],
+      middleware: [runToken] as const,
+      request: { params: JobParams },
+      responses: {
+        200: jsonResponse(
+          z.object({ token: z.string(), expiresAt: z.string() }).openapi("WorkloadIdentityToken"),
+          "The new token, with the same claims and a later exp",
+        ),
+        ...errorResponses(401, 404, 503),
+      },
+    }),
+    async (c) => {
+      const { jobId } = c.req.valid("param");
+      const { principal } = scopedJob(c, jobId);
+      return c.json(valueOrThrow(await renewWorkloadIdentity(c.var.deps, principal)), 200);
+    },
+  )
   .openapi(
     createRoute({
       method: "put",

@@ -13,12 +13,13 @@ import type { JobVariable, WithheldVariable, WorkloadIdentity } from "@outpost/p
 import type { JobEndedEvent, LeasedJob, StartingAgent } from "../../durable/pool-types.ts";
 import type { Deps } from "../deps.ts";
 import { workloadIdentityFor, workloadSubjectQuery } from "../oidc/workload.ts";
+import { poolScopeRefusal } from "../pools/model.ts";
+import { poolScopeQuery } from "../pools/queries.ts";
 import { releaseJobStateLocks } from "../state/locks.ts";
 import { latestSerialWrittenBy } from "../state/queries.ts";
 import { generateToken, hashToken } from "../tokens/model.ts";
-import { listVariableRows } from "../variables/queries.ts";
-import { loadVariablesForJob } from "../variables/service.ts";
-import { getWorkspaceById } from "../workspaces/queries.ts";
+import { loadVariablesForJob, variableInputQueries } from "../variables/effective.ts";
+import { getWorkspaceById, workspacePlacementQuery } from "../workspaces/queries.ts";
 import {
   artifactKey,
   logKey,
@@ -38,35 +39,56 @@ import {
   jobHoldsStateLockQuery,
   moveRun,
   moveRunQuery,
+  type RunRow,
   runByIdQuery,
   startPlanningQuery,
 } from "./queries.ts";
 import { insertRunTokenQuery, revokeRunTokensQuery, startRunTokenQuery } from "./token-queries.ts";
 
-/**
- * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
- * the same job die, since only this lease may act; this one grants nothing until the lease is
- * started) and the workspace variables, sensitive ones decrypted only into this answer (never
- * for a pull request from a fork, whose job hears only the names of those it lacks, so its
- * engine can say what it cannot do without them), and the job's workload identity token when
- * its workspace has one enabled (never for a fork). Opens the job's log for the lease.
- */
-export async function prepareLease(
-  deps: Deps,
-  leased: LeasedJob,
-): Promise<{
+/** What a lease adds to the job for its agent. */
+export type LeaseExtras = {
   runToken: string;
   variables: JobVariable[];
   withheldVariables?: WithheldVariable[];
   workloadIdentity?: WorkloadIdentity;
-} | null> {
+};
+
+/**
+ * A lease as the Worker prepares it: `ready` with what the agent receives, `ended` when the run
+ * ended meanwhile (nothing is minted), `refused` when the pool does not allow the run's
+ * workspace any more (nothing is minted; the caller errors the run with `reason`).
+ */
+export type PreparedLease =
+  | { kind: "ready"; extras: LeaseExtras }
+  | { kind: "ended" }
+  | { kind: "refused"; run: RunRow; reason: string };
+
+/**
+ * What a lease adds to the job for its agent: a fresh token bound to this lease (older tokens of
+ * the same job die, since only this lease may act; this one grants nothing until the lease is
+ * started) and the variables a run of the workspace gets (its own merged with the variable sets
+ * that reach it, `variables/effective.ts`), sensitive ones decrypted only into this answer (never
+ * for a pull request from a fork, whose job hears only the names of those it lacks, so its
+ * engine can say what it cannot do without them), and the job's workload identity token when
+ * its workspace has one enabled (never for a fork). Opens the job's log for the lease. First,
+ * the pool's scope is checked against the workspace (`poolScopeRefusal`, read in the same round
+ * trip): a pool that no longer allows it gets nothing, whatever was queued before the change.
+ */
+export async function prepareLease(
+  deps: Deps,
+  leased: LeasedJob,
+  poolId: string,
+): Promise<PreparedLease> {
   const now = deps.now();
   const secret = generateToken("run");
-  // One round trip: the run, its workspace's variables and workload identity subject, and the
-  // lease's token (older tokens of the job die); the job's log opens at the same time.
+  // One round trip: the run, the pool's scope and the workspace's place, its variables and
+  // workload identity subject, and the lease's token (older tokens of the job die); the job's
+  // log opens at the same time.
   const read = deps.db.batch([
     runByIdQuery(deps.db, leased.runId),
-    listVariableRows(deps.db, leased.workspaceId),
+    poolScopeQuery(deps.db, poolId),
+    workspacePlacementQuery(deps.db, leased.workspaceId),
+    ...variableInputQueries(deps.db, { id: leased.workspaceId, orgId: leased.orgId }),
     workloadSubjectQuery(deps.db, leased.workspaceId),
     revokeRunTokensQuery(deps.db, leased.runId, now, leased.jobId),
     insertRunTokenQuery(deps.db, {
@@ -91,31 +113,34 @@ export async function prepareLease(
     }),
     runLog(deps.env, leased.workspaceId).open(leased.jobId, leased.leaseId),
   ]);
-  const [[run], rows, [subject]] = batch ?? [[], [], []];
-  if (!run || run.status.endsWith("canceled") || run.status === "errored") {
-    // The run ended meanwhile: the token just minted must not outlive it.
+  const [[run], [pool], [placement], own, sets, [subject]] = batch ?? [[], [], [], [], [], []];
+  const refusal = pool && placement ? poolScopeRefusal(pool, placement) : null;
+  if (!run || run.status.endsWith("canceled") || run.status === "errored" || refusal !== null) {
+    // The run ended meanwhile, or may not run here: the token just minted must not outlive it.
     await revokeRunTokensQuery(deps.db, leased.runId, now);
-    return null;
+    return run && refusal !== null ? { kind: "refused", run, reason: refusal } : { kind: "ended" };
   }
-  const variables = await loadVariablesForJob(deps.env, deps.db, run.workspaceId, {
-    includeSensitive: !run.isFork,
-    rows,
-  });
+  const { variables, withheld } = await loadVariablesForJob(
+    deps.env,
+    deps.db,
+    { id: run.workspaceId, orgId: run.orgId },
+    { includeSensitive: !run.isFork, inputs: { own, sets } },
+  );
   const workloadIdentity = await workloadIdentityFor(deps, subject, run, leased);
-  const withheld = run.isFork ? rows.filter((r) => r.isSensitive) : [];
   return {
-    ...(workloadIdentity ? { workloadIdentity } : {}),
-    ...(withheld.length > 0
-      ? { withheldVariables: withheld.map((r) => ({ key: r.key, category: r.category })) }
-      : {}),
-    runToken: secret,
-    variables: variables.map((v) => ({
-      key: v.key,
-      value: v.value,
-      category: v.category,
-      isHcl: v.hcl,
-      isSensitive: v.sensitive,
-    })),
+    kind: "ready",
+    extras: {
+      ...(workloadIdentity ? { workloadIdentity } : {}),
+      ...(withheld.length > 0 ? { withheldVariables: withheld } : {}),
+      runToken: secret,
+      variables: variables.map((v) => ({
+        key: v.key,
+        value: v.value,
+        category: v.category,
+        isHcl: v.hcl,
+        isSensitive: v.sensitive,
+      })),
+    },
   };
 }
 

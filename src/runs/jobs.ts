@@ -4,11 +4,14 @@
  * answers to a cancel go back to the caller to apply, and the reconciler repeats anything lost.
  */
 
+import { fail, ok, type Result } from "@outpost/common";
 import type { JobSpec } from "@outpost/protocol";
 import type { JobEndedEvent, QueuedJob, WaitInfo } from "../../durable/pool-types.ts";
 import { getConfigurationVersion } from "../configuration-versions/queries.ts";
 import type { configurationVersions } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
+import { type PoolScope, poolScopeRefusal } from "../pools/model.ts";
+import { poolScopeQuery } from "../pools/queries.ts";
 import { poolStub } from "../pools/service.ts";
 import { getWorkspaceById, type WorkspaceRow } from "../workspaces/queries.ts";
 import { plannedEngineVersion } from "./job-records.ts";
@@ -17,8 +20,16 @@ import type { RunRow } from "./queries.ts";
 
 type ConfigurationRow = typeof configurationVersions.$inferSelect;
 
+/** What the scope rule reads of a pool (`poolScopeQuery`). */
+export type PoolScopeRow = PoolScope & { name: string };
+
 /** Rows the caller already holds, so queueing a job does not read them again. */
-export type Known = { workspace?: WorkspaceRow; configuration?: ConfigurationRow | null };
+export type Known = {
+  workspace?: WorkspaceRow;
+  configuration?: ConfigurationRow | null;
+  /** The scope of the pool the job goes to. */
+  pool?: PoolScopeRow;
+};
 
 /**
  * The non-secret description of a job, fixed when it is queued. Variables and the per-run token
@@ -29,7 +40,7 @@ export async function buildSpec(
   deps: Deps,
   run: RunRow,
   phase: "plan" | "apply",
-  known: Known = {},
+  known: Omit<Known, "pool"> = {},
 ): Promise<JobSpec> {
   const workspace = known.workspace ?? (await workspaceOf(deps, run));
   const configuration =
@@ -66,18 +77,25 @@ export async function buildSpec(
 
 /**
  * Puts the run's job for `phase` in its pool's queue with its phase timeout; idempotent by job
- * id. Answers where the job waits, or null when the workspace has no pool.
+ * id. Answers where the job waits, or null when the workspace has no pool; refuses, with the
+ * sentence, when the pool does not allow the workspace (`poolScopeRefusal`), and then nothing
+ * reaches the pool. Callers go through `progress.ts`'s `scheduleJob`, which errors the run then.
  */
 export async function enqueueJob(
   deps: Deps,
   run: RunRow,
   phase: "plan" | "apply",
   known: Known = {},
-): Promise<WaitInfo | null> {
+): Promise<Result<WaitInfo | null, string>> {
   const workspace = known.workspace ?? (await workspaceOf(deps, run));
   const poolId = run.plannedPoolId ?? workspace?.poolId ?? null;
   if (!poolId) {
-    return null;
+    return ok(null);
+  }
+  const pool = known.pool ?? (await poolScopeQuery(deps.db, poolId))[0];
+  const refusal = pool && workspace ? poolScopeRefusal(pool, workspace) : null;
+  if (refusal !== null) {
+    return fail(refusal);
   }
   const job: QueuedJob = {
     jobId: jobId(run.id, phase),
@@ -93,7 +111,7 @@ export async function enqueueJob(
   if (!result.ok) {
     throw new Error(`enqueue of ${job.jobId} refused: ${result.reason}`);
   }
-  return result.value.wait;
+  return ok(result.value.wait);
 }
 
 function workspaceOf(deps: Deps, run: RunRow): Promise<WorkspaceRow | undefined> {

@@ -3,9 +3,10 @@
  * the apply, and the cleanup every run gets when it reaches a terminal status.
  */
 import type { BatchItem } from "drizzle-orm/batch";
+import type { WaitInfo } from "../../durable/pool-types.ts";
 import type { Deps } from "../deps.ts";
 import { releaseRunStateLocks } from "../state/locks.ts";
-import { enqueueJob } from "./jobs.ts";
+import { enqueueJob, type Known } from "./jobs.ts";
 import {
   claimWorkspace,
   getRunById,
@@ -17,11 +18,35 @@ import {
 } from "./queries.ts";
 import { revokeEndedRunTokensQuery } from "./token-queries.ts";
 
+/**
+ * Puts the run's job for `phase` in its pool's queue. When the pool does not allow the
+ * workspace (a scope narrowed since, `poolScopeRefusal`), nothing reaches the pool: the run
+ * errors with the sentence that says so, and the workspace moves on to its next run.
+ */
+export async function scheduleJob(
+  deps: Deps,
+  run: RunRow,
+  phase: "plan" | "apply",
+  known: Known = {},
+): Promise<{ run: RunRow; wait: WaitInfo | null }> {
+  const queued = await enqueueJob(deps, run, phase, known);
+  if (queued.ok) {
+    return { run, wait: queued.value };
+  }
+  const errored = await moveRun(deps.db, run.id, [run.status], "errored", deps.now(), {
+    statusReason: queued.reason,
+  });
+  if (errored) {
+    await endRun(deps, errored);
+  }
+  return { run: errored ?? run, wait: null };
+}
+
 /** Moves a pending run to `plan_queued` and puts its plan job in the pool's queue. */
 export async function startPlan(deps: Deps, runId: string): Promise<void> {
   const run = await moveRun(deps.db, runId, ["pending"], "plan_queued", deps.now());
   if (run) {
-    await enqueueJob(deps, run, "plan");
+    await scheduleJob(deps, run, "plan");
   }
 }
 
@@ -43,8 +68,7 @@ export async function advanceWorkspace(deps: Deps, workspaceId: string): Promise
 export async function queueApply(deps: Deps, run: RunRow): Promise<RunRow> {
   const queued = await moveRun(deps.db, run.id, ["confirmed"], "apply_queued", deps.now());
   if (queued) {
-    await enqueueJob(deps, queued, "apply");
-    return queued;
+    return (await scheduleJob(deps, queued, "apply")).run;
   }
   return (await getRunById(deps.db, run.id)) ?? run;
 }

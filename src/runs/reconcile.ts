@@ -16,7 +16,7 @@ import type { Deps } from "../deps.ts";
 import { poolStub } from "../pools/service.ts";
 import { getWorkspacesByIds, type WorkspaceRow } from "../workspaces/queries.ts";
 import { applyEndings, handleJobEnded } from "./events.ts";
-import { cancelPoolJob, enqueueJob } from "./jobs.ts";
+import { cancelPoolJob } from "./jobs.ts";
 import {
   jobId,
   phaseOf,
@@ -25,7 +25,7 @@ import {
   SCHEDULED_STATUSES,
   TERMINAL_STATUSES,
 } from "./model.ts";
-import { advanceWorkspace, endRun, queueApply } from "./progress.ts";
+import { advanceWorkspace, endRun, queueApply, scheduleJob } from "./progress.ts";
 import { moveRun, type RunRow } from "./queries.ts";
 
 /** Rows read per page; every page is looked at, the cursor carries on after the last one. */
@@ -185,7 +185,7 @@ async function reconcileRun(
   const isRunning = RUNNING_STATUSES.includes(run.status);
   if (!isRunning) {
     if (!job && poolOf(run, workspace)) {
-      await enqueueJob(deps, run, phase, workspace ? { workspace } : {});
+      await scheduleJob(deps, run, phase, workspace ? { workspace } : {});
       report.reenqueued.push(run.id);
     }
     return;

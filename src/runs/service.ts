@@ -16,9 +16,11 @@ import {
 import type { runs } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
+import { poolScopeRefusal } from "../pools/model.ts";
+import { poolScopeQuery } from "../pools/queries.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { applyEndings } from "./events.ts";
-import { cancelPoolJob, enqueueJob } from "./jobs.ts";
+import { cancelPoolJob } from "./jobs.ts";
 import {
   type ActionFailure,
   actionFailureMessage,
@@ -31,13 +33,12 @@ import {
   type RunAction,
   type RunOperation,
 } from "./model.ts";
-import { advanceWorkspace, endRun, queueApply } from "./progress.ts";
+import { advanceWorkspace, endRun, queueApply, scheduleJob } from "./progress.ts";
 import {
   countQueuedRunsQuery,
   getRunById,
   insertRunQuery,
   moveRun,
-  poolNameQuery,
   type RunRow,
   setCancelRequested,
 } from "./queries.ts";
@@ -74,8 +75,9 @@ export type CreatedRun = { run: RunRow; wait: WaitInfo | null; poolName: string 
  * workspace); any other run starts `pending` and plans when the workspace is free. Refuses local
  * workspaces, workspaces without a pool or a configuration, a non-speculative run on a pull
  * request's configuration (`conflict`), a configuration version not in the workspace
- * (`not_found`), and orgs over their queue limit (`over_limit`). A run on a fork's configuration
- * is a fork's run.
+ * (`not_found`), a workspace its pool's scope no longer allows (`conflict`, the scope rule's
+ * sentence), and orgs over their queue limit (`over_limit`). A run on a fork's configuration is
+ * a fork's run.
  */
 export async function createRun(
   deps: Deps,
@@ -93,13 +95,13 @@ export async function createRun(
   if (!workspace.poolId) {
     return refuse("conflict", `workspace ${name} has no agent pool`);
   }
-  // One round trip: the configuration, the org's queue, the pool's name.
+  // One round trip: the configuration, the org's queue, the pool's name and scope.
   const [[configuration], [waiting], [pool]] = await db.batch([
     input.configurationVersionId
       ? configurationVersionQuery(db, workspace.id, input.configurationVersionId)
       : latestConfigurationVersionQuery(db, workspace.id),
     countQueuedRunsQuery(db, workspace.orgId),
-    poolNameQuery(db, workspace.poolId),
+    poolScopeQuery(db, workspace.poolId),
   ]);
   if (!configuration) {
     return input.configurationVersionId
@@ -115,6 +117,10 @@ export async function createRun(
       "conflict",
       `configuration version ${configuration.id} is a pull request's commit: only a speculative plan may run on it (isSpeculative true, or operation plan)`,
     );
+  }
+  const outOfScope = pool ? poolScopeRefusal(pool, workspace) : null;
+  if (outOfScope !== null) {
+    return refuse("conflict", outOfScope);
   }
   if (isOverQueueLimit(waiting?.n ?? 0, queueLimit(env))) {
     return refuse("over_limit", "too many queued runs in this organization; retry later", {
@@ -166,8 +172,9 @@ export async function createRun(
     throw new Error(`run ${row.id} vanished after insert`);
   }
   if (isSpeculative) {
-    const wait = await enqueueJob(deps, inserted, "plan", { workspace, configuration });
-    return ok({ run: inserted, wait, poolName });
+    const known = { workspace, configuration, ...(pool ? { pool } : {}) };
+    const { run, wait } = await scheduleJob(deps, inserted, "plan", known);
+    return ok({ run, wait, poolName });
   }
   await advanceWorkspace(deps, workspace.id);
   return ok({ run: (await getRunById(db, row.id)) ?? inserted, wait: null, poolName });

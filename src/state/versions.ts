@@ -5,6 +5,7 @@
 
 import { newId, ok } from "@outpost/common";
 import type { Principal } from "../authz/principal.ts";
+import { may } from "../authz/service.ts";
 import type { Deps } from "../deps.ts";
 import { decodeCursor, takePage } from "../lib/paging.ts";
 import { refuse } from "../lib/reason.ts";
@@ -19,6 +20,7 @@ import {
   listVersionRows,
   type StateVersionRow,
 } from "./queries.ts";
+import { redactedState } from "./redact.ts";
 import { commitVersion, openVersionBody, type StateBody } from "./service.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -104,7 +106,11 @@ export async function getVersion(
   return ok(presentVersion(version.value, current?.id ?? null));
 }
 
-/** One version's body, streamed from R2. */
+/**
+ * One version's body, streamed from R2; for a caller who may not see sensitive output values
+ * (below `state.reveal`), with them set to null (`redact.ts`), so a download never shows what
+ * `outputs?reveal=true` refuses.
+ */
 export async function downloadVersion(
   deps: Deps,
   principal: Principal,
@@ -112,7 +118,13 @@ export async function downloadVersion(
   stateVersionId: string,
 ): Promise<StateResult<StateBody>> {
   const version = await readableVersion(deps, principal, workspaceId, stateVersionId, "download");
-  return version.ok ? ok(await openVersionBody(deps, version.value)) : version;
+  if (!version.ok) {
+    return version;
+  }
+  const body = await openVersionBody(deps, version.value);
+  const resource = { type: "workspace" as const, orgId: principal.orgId, id: workspaceId };
+  const mayReveal = (await may(deps.db, principal, "state.reveal", resource)) === "allow";
+  return mayReveal ? ok(body) : redactedState(body);
 }
 
 /** Finds the byte span of the top-level `serial` of a stored body, reading it as a stream. */

@@ -14,6 +14,7 @@ import { reasonError, valueOrThrow } from "../errors.ts";
 import { invalidInput } from "../lib/reason.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
 import { getOrganization } from "../orgs/service.ts";
+import { defaultProject } from "../projects/service.ts";
 import { newRouter } from "../router.ts";
 import { deleteWorkspace } from "../workspaces/delete.ts";
 import { workspaceOf } from "../workspaces/http.ts";
@@ -282,9 +283,12 @@ export const workspaceRoutes = newRouter()
           invalidInput("json.data.attributes.name", "data.attributes.name is required").reason,
         );
       }
+      // The `project` relationship is not read yet: new workspaces go to the default project.
+      const project = await defaultProject(c.var.deps, principal.orgId);
       const created = await createWorkspace(c.var.deps, {
         orgId: principal.orgId,
         actor: actorOf(principal),
+        projectId: project.id,
         settings: { ...settings, name },
       });
       return sendWorkspace(c, valueOrThrow(created), 201);

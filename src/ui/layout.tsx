@@ -35,7 +35,9 @@ export function viewerMay(viewer: Viewer, action: WorkspaceAction): boolean {
 
 const NAV = [
   { href: "/ui/pools", label: "Agent pools", key: "pools", role: "reader" },
+  { href: "/ui/projects", label: "Projects", key: "projects", role: null },
   { href: "/ui/workspaces", label: "Workspaces", key: "workspaces", role: null },
+  { href: "/ui/variable-sets", label: "Variable sets", key: "variable-sets", role: "reader" },
   // Org tokens, people and sign-in are an owner's business, as in the API.
   { href: "/ui/tokens", label: "Org tokens", key: "tokens", role: "owner" },
   { href: "/ui/people", label: "People", key: "people", role: "owner" },

@@ -11,7 +11,8 @@ import { ApiError, reasonError, reasonStatus, valueOrThrow } from "../errors.ts"
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
 import { getAutoscaling } from "../pools/autoscaling.ts";
-import { PoolName } from "../pools/model.ts";
+import { MAX_POOL_SCOPE_ENTRIES, PoolName } from "../pools/model.ts";
+import { changePool } from "../pools/scope-service.ts";
 import {
   createAgentToken,
   createPool,
@@ -21,11 +22,14 @@ import {
   listPoolsWithSummary,
   revokeAgentToken,
 } from "../pools/service.ts";
-import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
+import { listProjects, resolveProject } from "../projects/service.ts";
+import { listWorkspaces, resolveWorkspace } from "../workspaces/service.ts";
+import { Checkbox, idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { AgentRows, type CreatedToken, PoolPage, PoolsPage } from "./pages/pools.tsx";
 import { requireUiPermission, type UiEnv } from "./session.ts";
 
 const NOTICES = {
+  "scope-saved": "The pool's scope was saved; waiting runs it no longer allows have errored.",
   "token-revoked": "The agent token was revoked; its agents are told to exit.",
   "trust-added": "The OIDC trust was added.",
   "trust-removed":
@@ -54,10 +58,15 @@ const TrustForm = z.strictObject({
   description: z.string().trim().max(200).default(""),
 });
 
+/** Whether the viewer manages the pool's tokens (owners). */
+function isOwner(c: Context<UiEnv>): boolean {
+  return decideOrganization(c.var.session.principal.role, "pools.manage") === "allow";
+}
+
 /** What only owners see on a pool's page, as in the API: its agent tokens and OIDC trusts. */
 async function ownerData(c: Context<UiEnv>, poolId: string) {
-  const { orgId, principal } = c.var.session;
-  if (decideOrganization(principal.role, "pools.manage") !== "allow") {
+  const { orgId } = c.var.session;
+  if (!isOwner(c)) {
     return { tokens: null, trusts: null };
   }
   const [tokens, trusts] = await Promise.all([
@@ -67,15 +76,66 @@ async function ownerData(c: Context<UiEnv>, poolId: string) {
   return { tokens: valueOrThrow(tokens), trusts: valueOrThrow(trusts) };
 }
 
+/** Names, one per line, as a list: blank lines dropped, at most the scope's limit. */
+const NameLines = z
+  .string()
+  .max(20_000)
+  .default("")
+  .transform((text) =>
+    text
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== ""),
+  )
+  .pipe(z.array(z.string().max(90)).max(MAX_POOL_SCOPE_ENTRIES));
+
+/** The ids of the named projects or workspaces of the org; an unknown name is a 400. */
+async function idsOf(
+  c: Context<UiEnv>,
+  type: "project" | "workspace",
+  names: string[],
+): Promise<string[]> {
+  const { orgId } = c.var.session;
+  const found = await Promise.all(
+    names.map((name) =>
+      type === "project"
+        ? resolveProject(c.var.db, orgId, name)
+        : resolveWorkspace(c.var.db, orgId, name),
+    ),
+  );
+  return found.map((row, i) => {
+    if (!row) {
+      throw new ApiError("BAD_REQUEST", `${type} ${names[i]} not found in this organization`);
+    }
+    return row.id;
+  });
+}
+
+/** The projects and workspaces the viewer sees, to name the ids of a pool's scope. */
+async function scopeNames(c: Context<UiEnv>) {
+  const { principal } = c.var.session;
+  const [projects, workspaces] = await Promise.all([
+    listProjects(c.var.db, principal, { limit: 200 }),
+    listWorkspaces(c.var.db, principal, { limit: 200 }),
+  ]);
+  return {
+    projects: projects.map((p) => ({ id: p.row.id, name: p.row.name })),
+    workspaces: workspaces.map((w) => ({ id: w.workspace.id, name: w.workspace.name })),
+  };
+}
+
 async function renderPool(
   c: Context<UiEnv>,
   poolId: string,
   extra: { created?: CreatedToken; error?: string; status?: ContentfulStatusCode } = {},
 ) {
-  const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
-  const [{ tokens, trusts }, autoscaling] = await Promise.all([
+  const detail = valueOrThrow(
+    await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId, isOwner(c)),
+  );
+  const [{ tokens, trusts }, autoscaling, names] = await Promise.all([
     ownerData(c, poolId),
     getAutoscaling(c.var.deps, c.var.session.orgId, poolId),
+    scopeNames(c),
   ]);
   const { agents, workspaces, ...pool } = detail;
   return c.html(
@@ -84,6 +144,7 @@ async function renderPool(
       pool={pool}
       agents={agents}
       workspaces={workspaces}
+      scopeNames={names}
       autoscaling={autoscaling.ok ? autoscaling.value : null}
       tokens={tokens}
       trusts={trusts}
@@ -126,11 +187,37 @@ export const poolPages = new Hono<UiEnv>()
   .get("/:poolId", (c) => renderPool(c, idOf(c, "poolId", "pool")))
   .get("/:poolId/live.json", async (c) => {
     const poolId = idOf(c, "poolId", "pool");
-    const detail = valueOrThrow(await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId));
+    const detail = valueOrThrow(
+      await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId, isOwner(c)),
+    );
     const now = c.var.deps.now();
     const agents = await (<AgentRows agents={detail.agents} now={now} />).toString();
     c.header("Cache-Control", "no-store");
     return c.json({ fragments: { agents } });
+  })
+  .post("/:poolId/scope", requireUiPermission("pools.manage"), async (c) => {
+    const poolId = idOf(c, "poolId", "pool");
+    const form = await readForm(
+      c,
+      z.strictObject({ organizationScoped: Checkbox, projects: NameLines, workspaces: NameLines }),
+    );
+    const [allowedProjectIds, allowedWorkspaceIds] = await Promise.all([
+      idsOf(c, "project", form.projects),
+      idsOf(c, "workspace", form.workspaces),
+    ]);
+    const { session } = c.var;
+    const result = await changePool(c.var.deps, {
+      orgId: session.orgId,
+      id: poolId,
+      actor: actorOf(session.principal),
+      patch: {
+        organizationScoped: form.organizationScoped,
+        allowedProjectIds,
+        allowedWorkspaceIds,
+      },
+    });
+    valueOrThrow(result);
+    return redirectWithNotice(c, `/ui/pools/${poolId}`, "scope-saved");
   })
   .post("/:poolId/tokens", requireUiPermission("pools.manage"), async (c) => {
     const poolId = idOf(c, "poolId", "pool");

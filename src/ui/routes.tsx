@@ -14,12 +14,14 @@ import { landingFor, loginPages, logoutPage } from "./login-routes.tsx";
 import { ErrorPage } from "./pages/login.tsx";
 import { peoplePages } from "./people-routes.tsx";
 import { poolPages } from "./pool-routes.tsx";
+import { projectPages } from "./project-routes.tsx";
 import { runPages } from "./run-routes.tsx";
 import { requireSession, type UiEnv } from "./session.ts";
 import { statePages } from "./state-routes.tsx";
 import { teamAccessPages } from "./team-access-routes.tsx";
 import { terraformTokenPages } from "./terraform-token-routes.tsx";
 import { tokenPages } from "./token-routes.tsx";
+import { variableSetPages } from "./varset-routes.tsx";
 import { workspacePages } from "./workspace-routes.tsx";
 
 /** No inline script or style can run: everything comes from `/ui/static/`. */
@@ -131,9 +133,11 @@ const dashboard = new Hono<UiEnv>()
   .get("/", (c) => c.redirect(landingFor(c.var.session.principal), 303))
   .route("/", logoutPage)
   .route("/pools", poolPages)
+  .route("/projects", projectPages)
   .route("/workspaces", workspacePages)
   .route("/workspaces", statePages)
   .route("/workspaces", teamAccessPages)
+  .route("/variable-sets", variableSetPages)
   .route("/people", peoplePages)
   .route("/cli-login", cliLoginPages)
   .route("/runs", runPages)

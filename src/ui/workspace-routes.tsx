@@ -1,6 +1,6 @@
 /**
- * Dashboard pages for workspaces: settings (execution mode, pool), lock, variables and queueing
- * runs. Same services and the same roles as `/api/v1/workspaces…`, checked again here.
+ * Dashboard pages for workspaces: settings (execution mode, pool), lock, variables, what a run
+ * gets (with each value's source) and queueing runs. Same services and the same roles as `/api/v1/workspaces…`, checked again here.
  */
 import { z } from "@hono/zod-openapi";
 import { RUN_OPERATIONS } from "@outpost/protocol";
@@ -9,18 +9,21 @@ import { authorizeWorkspace } from "../authz/http.ts";
 import { decideWorkspace, type Grants, type WorkspaceAction } from "../authz/model.ts";
 import { actorOf, principalId } from "../authz/principal.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
+import { poolScopeRefusal } from "../pools/model.ts";
 import { listPools } from "../pools/service.ts";
+import { resolveProject } from "../projects/service.ts";
 import { presentRun } from "../runs/present.ts";
 import { listRunsPage } from "../runs/queries.ts";
 import { createRun } from "../runs/service.ts";
 import { whyWaiting } from "../runs/why.ts";
 import { listTeamAccess } from "../teams/access.ts";
 import { listTeams } from "../teams/service.ts";
+import { showEffectiveVariables } from "../variables/effective.ts";
 import { CATEGORIES } from "../variables/model.ts";
 import { deleteVariable, listVariables, putVariable } from "../variables/service.ts";
 import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
 import { lockHolderKind } from "../workspaces/model.ts";
-import type { WorkspaceRow } from "../workspaces/queries.ts";
+import { findPoolScope, type WorkspaceRow } from "../workspaces/queries.ts";
 import {
   listWorkspaces,
   presentWorkspace,
@@ -79,13 +82,17 @@ export const workspacePages = new Hono<UiEnv>()
     const { row, grants } = await workspaceOf(c, "workspace.read");
     const { orgId, principal } = c.var.session;
     const { deps } = c.var;
-    const [pools, runRows, variables, teamAccess, teams] = await Promise.all([
-      principal.role === null ? [] : listPools(c.var.db, orgId),
-      listRunsPage(c.var.db, { orgId, workspaceId: row.id }, { limit: 20 }),
-      listVariables(c.var.db, row.id),
-      listTeamAccess(c.var.db, row.id),
-      listTeams(c.var.db, orgId),
-    ]);
+    const [pools, runRows, variables, effective, project, pool, teamAccess, teams] =
+      await Promise.all([
+        principal.role === null ? [] : listPools(c.var.db, orgId),
+        listRunsPage(c.var.db, { orgId, workspaceId: row.id }, { limit: 20 }),
+        listVariables(c.var.db, row.id),
+        showEffectiveVariables(c.var.db, { id: row.id, orgId }),
+        row.projectId ? resolveProject(c.var.db, orgId, row.projectId) : undefined,
+        row.poolId ? findPoolScope(c.var.db, orgId, row.poolId) : undefined,
+        listTeamAccess(c.var.db, row.id),
+        listTeams(c.var.db, orgId),
+      ]);
     const runs = await Promise.all(
       runRows.slice(0, 20).map(async (r) => presentRun(r, await whyWaiting(deps, r))),
     );
@@ -96,6 +103,9 @@ export const workspacePages = new Hono<UiEnv>()
         pools={pools}
         runs={runs}
         variables={variables}
+        effectiveVariables={effective.variables}
+        project={project ?? null}
+        poolRefusal={pool ? poolScopeRefusal(pool, row) : null}
         teamAccess={teamAccess}
         teams={teams}
         notice={noticeText(c, NOTICES)}

@@ -107,7 +107,28 @@ export function planWrite(
   return { ok: true, plan: { kind: "keep" } };
 }
 
-/** The associated data that binds a sealed value to its variable row. */
-export function variableAad(workspaceId: string, variableId: string): string {
-  return `outpost:variable:${workspaceId}:${variableId}`;
+/**
+ * The associated data that binds a sealed value to its variable row and the row's owner (a
+ * workspace, `ws_…`, or a variable set, `varset_…`): a ciphertext copied elsewhere never opens.
+ */
+export function variableAad(ownerId: string, variableId: string): string {
+  return `outpost:variable:${ownerId}:${variableId}`;
 }
+
+/**
+ * A stored variable, whoever owns it: a workspace's row and a variable set's have these columns
+ * in common, and every rule here and in the service reads only these.
+ */
+export type StoredVariable = {
+  id: string;
+  key: string;
+  category: Category;
+  isHcl: boolean;
+  isSensitive: boolean;
+  value: string | null;
+  ciphertext: string | null;
+  keyId: string | null;
+  description: string;
+  createdAt: number;
+  updatedAt: number;
+};

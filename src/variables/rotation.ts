@@ -1,14 +1,19 @@
 /**
- * Key rotation for sensitive variables: after a new key is put first in `ENCRYPTION_KEY`, every
- * value sealed with an older one is opened and sealed again with the new one, so the old key can
- * be dropped. A re-encryption is not a change of the variable: `updated_at` stays, and a
- * concurrent write of the same variable wins.
+ * Key rotation for sensitive variables, the workspaces' and the variable sets' alike: after a new
+ * key is put first in `ENCRYPTION_KEY`, every value sealed with an older one is opened and sealed
+ * again with the new one, so the old key can be dropped. A re-encryption is not a change of the
+ * variable: `updated_at` stays, and a concurrent write of the same variable wins.
  */
 
 import { ok } from "@outpost/common";
 import type { Deps } from "../deps.ts";
 import { open, seal } from "../lib/encryption.ts";
 import type { Outcome } from "../lib/reason.ts";
+import {
+  countSetSealedWithOtherKeys,
+  resealSetVariableQuery,
+  setRowsSealedWithOtherKeys,
+} from "../varsets/queries.ts";
 import { variableAad } from "./model.ts";
 import {
   countSealedWithOtherKeys,
@@ -38,20 +43,30 @@ export async function reencryptVariables(
   const keyring = loaded.value;
   const readable = [...keyring.keys.keys()].filter((id) => id !== keyring.primaryId);
   let reencrypted = 0;
-  for (const row of await rowsSealedWithOtherKeys(deps.db, orgId, readable, limit)) {
-    const aad = variableAad(row.workspaceId, row.id);
+  /** Opens and seals again one value; the store's compare-and-set decides whether it counts. */
+  const reseal = async (
+    ownerId: string,
+    row: { id: string; ciphertext: string | null },
+    store: (sealed: { ciphertext: string; keyId: string }) => Promise<unknown[]>,
+  ) => {
+    const aad = variableAad(ownerId, row.id);
     const opened = await open(keyring, row.ciphertext ?? "", aad);
-    if (!opened.ok) {
-      continue;
+    if (opened.ok) {
+      const sealed = await seal(keyring, opened.value, aad);
+      // Same updatedAt: compare-and-set against the row as read, so a concurrent write wins.
+      const [done] = await store({ ciphertext: sealed.sealed, keyId: sealed.keyId });
+      reencrypted += done ? 1 : 0;
     }
-    const sealed = await seal(keyring, opened.value, aad);
-    // Same updatedAt: compare-and-set against the row as read, so a concurrent write wins.
-    const [done] = await replaceVariableQuery(deps.db, row, {
-      ciphertext: sealed.sealed,
-      keyId: sealed.keyId,
-    });
-    reencrypted += done ? 1 : 0;
+  };
+  for (const row of await rowsSealedWithOtherKeys(deps.db, orgId, readable, limit)) {
+    await reseal(row.workspaceId, row, (sealed) => replaceVariableQuery(deps.db, row, sealed));
   }
-  const remaining = await countSealedWithOtherKeys(deps.db, orgId, keyring.primaryId);
+  const left = Math.max(0, limit - reencrypted);
+  for (const row of await setRowsSealedWithOtherKeys(deps.db, orgId, readable, left)) {
+    await reseal(row.varsetId, row, (sealed) => resealSetVariableQuery(deps.db, row, sealed));
+  }
+  const remaining =
+    (await countSealedWithOtherKeys(deps.db, orgId, keyring.primaryId)) +
+    (await countSetSealedWithOtherKeys(deps.db, orgId, keyring.primaryId));
   return ok({ reencrypted, remaining });
 }

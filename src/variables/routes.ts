@@ -19,6 +19,7 @@ import {
   putVariable,
 } from "./service.ts";
 
+/** The variable routes' shapes, shared by a workspace's and a variable set's variables. */
 export const VariableSchema = z
   .object({
     id: z.string(),
@@ -33,7 +34,7 @@ export const VariableSchema = z
   })
   .openapi("Variable");
 
-const PutVariable = z
+export const PutVariable = z
   .strictObject({
     value: z.string().max(MAX_VALUE_LENGTH).optional().openapi({
       description: "Required for a new variable; omitted, the stored value is kept",
@@ -45,13 +46,13 @@ const PutVariable = z
   })
   .openapi("PutVariable");
 
-const Key = z
+export const Key = z
   .string()
   .regex(ANY_KEY_PATTERN, "must be a variable name (letters, digits, '_', '-'; at most 128)")
   .openapi({ param: { name: "key", in: "path" }, example: "TF_LOG" });
 const WorkspaceParams = z.strictObject({ workspaceId: WorkspaceRef });
 const VariableParams = z.strictObject({ workspaceId: WorkspaceRef, key: Key });
-const CategoryQuery = z.strictObject({
+export const CategoryQuery = z.strictObject({
   category: z
     .enum(CATEGORIES)
     .optional()

@@ -1,15 +1,15 @@
 /**
- * Variables: create-or-replace, read, delete, and the one place sensitive values are decrypted
- * ({@link loadVariablesForJob}). A sensitive value is stored only as AES-GCM ciphertext under the
- * `ENCRYPTION_KEY` keyring and no function here but that one ever returns it.
+ * Variables: create-or-replace, read and delete, written once for every owner of variables (a
+ * workspace's own, a variable set's: `store.ts`), and the one place sensitive values are
+ * decrypted ({@link decryptVariables}). A sensitive value is stored only as AES-GCM ciphertext
+ * under the `ENCRYPTION_KEY` keyring, bound to its row and its owner, and no function here but
+ * that one ever returns it.
  */
 
 import { newId, ok } from "@outpost/common";
-import { and, eq, sql } from "drizzle-orm";
 import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Database } from "../db/client.ts";
-import { variables } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Keyring, type KeyringError, loadKeyring, open, seal } from "../lib/encryption.ts";
 import { invalidInput, type Outcome, refuse } from "../lib/reason.ts";
@@ -17,21 +17,14 @@ import {
   type Category,
   MAX_VARIABLES_PER_WORKSPACE,
   planWrite,
+  type StoredVariable,
   type VariableWrite,
   variableAad,
 } from "./model.ts";
-import {
-  countVariables,
-  deleteVariableQuery,
-  findVariables,
-  insertVariableQuery,
-  listVariableRows,
-  replaceVariableQuery,
-  type VariableRow,
-} from "./queries.ts";
+import { type VariableStore, workspaceVariables } from "./store.ts";
 
 /** The public shape: a sensitive variable reads back with `value: null`, always. */
-export function presentVariable(row: VariableRow) {
+export function presentVariable(row: StoredVariable) {
   return {
     id: row.id,
     key: row.key,
@@ -51,7 +44,7 @@ export type Variable = ReturnType<typeof presentVariable>;
  * without `?category=`), `conflict` (the limit, a concurrent write), `unavailable` without a
  * usable `ENCRYPTION_KEY`.
  */
-type VariableResult<T> = Outcome<T, "not_found" | "invalid" | "conflict" | "unavailable">;
+export type VariableResult<T> = Outcome<T, "not_found" | "invalid" | "conflict" | "unavailable">;
 
 /** What is wrong with the deployment's `ENCRYPTION_KEY`, in words. */
 function keyringProblem(problem: KeyringError): string {
@@ -89,21 +82,26 @@ function changedConcurrently(key: string) {
   return refuse("conflict", `variable ${key} was changed concurrently; retry`);
 }
 
+/** The owner's variables by category and key, as the API shows them. */
+export async function listStoredVariables(store: VariableStore): Promise<Variable[]> {
+  return (await store.list()).map(presentVariable);
+}
+
+/** A workspace's own variables, as the API shows them. */
 export function listVariables(db: Database, workspaceId: string): Promise<Variable[]> {
-  return listVariableRows(db, workspaceId).then((rows) => rows.map(presentVariable));
+  return listStoredVariables(workspaceVariables(db, "", workspaceId));
 }
 
 /**
- * The variable named `key`; with no category it must exist in exactly one, else `invalid`
- * (`?category=` is needed).
+ * The owner's variable named `key`; with no category it must exist in exactly one, else
+ * `invalid` (`?category=` is needed).
  */
-export async function findVariable(
-  db: Database,
-  workspaceId: string,
+export async function findStoredVariable(
+  store: VariableStore,
   key: string,
   category?: Category,
-): Promise<VariableResult<VariableRow>> {
-  const rows = await findVariables(db, workspaceId, key, category);
+): Promise<VariableResult<StoredVariable>> {
+  const rows = await store.find(key, category);
   const [row, second] = rows;
   if (!row) {
     return variableNotFound(key);
@@ -119,25 +117,61 @@ export async function findVariable(
   return ok(row);
 }
 
-type PutInput = {
-  orgId: string;
-  workspaceId: string;
+/** {@link findStoredVariable} among a workspace's own variables. */
+export function findVariable(
+  db: Database,
+  workspaceId: string,
+  key: string,
+  category?: Category,
+): Promise<VariableResult<StoredVariable>> {
+  return findStoredVariable(workspaceVariables(db, "", workspaceId), key, category);
+}
+
+/** A create-or-replace: the key, what to write, who writes it, and the deployment's keyring. */
+export type PutInput = {
   key: string;
   write: VariableWrite;
   actor: AuditActor;
   encryptionKey: string | undefined;
 };
 
-/**
- * Creates or replaces the variable (workspace, category, key). Omitted flags take their defaults
- * (replace semantics); an omitted value keeps the stored one. Returns whether it was created.
- */
-export async function putVariable(
-  deps: Deps,
+type Stored = Pick<StoredVariable, "value" | "ciphertext" | "keyId">;
+
+/** Where the value of a write ends up: kept as stored, sealed for the owner, or in plain text. */
+async function storedValue(
+  store: VariableStore,
+  id: string,
+  existing: StoredVariable | undefined,
   input: PutInput,
+  plan: ReturnType<typeof planWrite> & { ok: true },
+): Promise<Outcome<Stored, "unavailable">> {
+  if (plan.plan.kind === "keep" && existing) {
+    return ok({ value: existing.value, ciphertext: existing.ciphertext, keyId: existing.keyId });
+  }
+  const plaintext = plan.plan.kind === "new" ? plan.plan.value : (existing?.value ?? "");
+  if (!input.write.sensitive) {
+    return ok({ value: plaintext, ciphertext: null, keyId: null });
+  }
+  const keyring = await keyringOf(input.encryptionKey);
+  if (!keyring.ok) {
+    return keyring;
+  }
+  const sealed = await seal(keyring.value, plaintext, variableAad(store.ownerId, id));
+  return ok({ value: null, ciphertext: sealed.sealed, keyId: sealed.keyId });
+}
+
+/**
+ * Creates or replaces the owner's variable (category, key). Omitted flags take their defaults
+ * (replace semantics); an omitted value keeps the stored one. Returns whether it was created.
+ * The replace is compare-and-set, and the audit event is recorded only if this write landed.
+ * `limitMessage` says whose limit a new variable would pass.
+ */
+export async function putStoredVariable(
+  deps: Deps,
+  store: VariableStore,
+  input: PutInput & { limitMessage?: string },
 ): Promise<VariableResult<{ variable: Variable; created: boolean }>> {
-  const { db } = deps;
-  const [existing] = await findVariables(db, input.workspaceId, input.key, input.write.category);
+  const [existing] = await store.find(input.key, input.write.category);
   const decided = planWrite(existing, input.key, input.write);
   if (!decided.ok) {
     const field =
@@ -148,87 +182,60 @@ export async function putVariable(
           : "json.value";
     return invalidInput(field, decided.message, `invalid request: ${decided.message}`);
   }
-  if (!existing && (await countVariables(db, input.workspaceId)) >= MAX_VARIABLES_PER_WORKSPACE) {
-    return refuse("conflict", "this workspace has the maximum number of variables");
+  if (!existing && (await store.count()) >= MAX_VARIABLES_PER_WORKSPACE) {
+    const limit = input.limitMessage ?? "this workspace has the maximum number of variables";
+    return refuse("conflict", limit);
   }
   const id = existing?.id ?? newId("variable");
-  const plan = decided.plan;
-  let stored: Pick<VariableRow, "value" | "ciphertext" | "keyId">;
-  if (plan.kind === "keep" && existing) {
-    stored = { value: existing.value, ciphertext: existing.ciphertext, keyId: existing.keyId };
-  } else {
-    const plaintext = plan.kind === "new" ? plan.value : (existing?.value ?? "");
-    if (input.write.sensitive) {
-      const keyring = await keyringOf(input.encryptionKey);
-      if (!keyring.ok) {
-        return keyring;
-      }
-      const sealed = await seal(keyring.value, plaintext, variableAad(input.workspaceId, id));
-      stored = { value: null, ciphertext: sealed.sealed, keyId: sealed.keyId };
-    } else {
-      stored = { value: plaintext, ciphertext: null, keyId: null };
-    }
+  const stored = await storedValue(store, id, existing, input, decided);
+  if (!stored.ok) {
+    return stored;
   }
   const now = Math.max(deps.now(), (existing?.updatedAt ?? 0) + 1);
-  const fields = {
-    ...stored,
-    isHcl: input.write.hcl,
-    isSensitive: input.write.sensitive,
-    description: input.write.description,
-    updatedAt: now,
-  };
-  // Recorded only if this write is the one that landed (the replace is compare-and-set).
-  const landed = db
-    .select({ id: variables.id })
-    .from(variables)
-    .where(and(eq(variables.id, id), eq(variables.updatedAt, now)));
   const audit = auditWhereQuery(
-    db,
+    deps.db,
     {
-      orgId: input.orgId,
+      orgId: store.orgId,
       actor: input.actor,
       action: existing ? "variable.update" : "variable.create",
       targetType: "variable",
       targetId: id,
       data: {
-        workspaceId: input.workspaceId,
+        ...store.auditData,
         key: input.key,
         category: input.write.category,
         sensitive: input.write.sensitive,
         hcl: input.write.hcl,
-        valueChanged: plan.kind === "new",
+        valueChanged: decided.plan.kind === "new",
       },
       now,
     },
-    sql`EXISTS ${landed}`,
+    store.landed(id, now),
   );
+  const row = {
+    id,
+    key: input.key,
+    category: input.write.category,
+    createdAt: existing?.createdAt ?? now,
+    ...stored.value,
+    isHcl: input.write.hcl,
+    isSensitive: input.write.sensitive,
+    description: input.write.description,
+    updatedAt: now,
+  };
   try {
-    const [rows] = existing
-      ? await db.batch([replaceVariableQuery(db, existing, fields), audit])
-      : await db.batch([
-          insertVariableQuery(db, {
-            id,
-            orgId: input.orgId,
-            workspaceId: input.workspaceId,
-            key: input.key,
-            category: input.write.category,
-            createdAt: now,
-            ...fields,
-          }),
-          audit,
-        ]);
-    const row = rows[0];
-    if (!row) {
+    const written = await store.write(existing, row, [audit]);
+    if (!written) {
       // Another write replaced the variable since it was read; the client may retry.
       return changedConcurrently(input.key);
     }
-    return ok({ variable: presentVariable(row), created: !existing });
+    return ok({ variable: presentVariable(written), created: !existing });
   } catch (err) {
     const text = err instanceof Error ? `${err.message} ${err.cause}` : "";
     if (/UNIQUE constraint failed/i.test(text)) {
       return changedConcurrently(input.key);
     }
-    // The workspace was deleted between the lookup and the write.
+    // The owner was deleted between the lookup and the write.
     if (/FOREIGN KEY constraint failed/i.test(text)) {
       return variableNotFound(input.key);
     }
@@ -236,37 +243,56 @@ export async function putVariable(
   }
 }
 
-/** Deletes the variable; the category is needed only when the key exists in both. */
-export async function deleteVariable(
+/** {@link putStoredVariable} for a workspace's own variable. */
+export function putVariable(
+  deps: Deps,
+  input: PutInput & { orgId: string; workspaceId: string },
+): Promise<VariableResult<{ variable: Variable; created: boolean }>> {
+  return putStoredVariable(
+    deps,
+    workspaceVariables(deps.db, input.orgId, input.workspaceId),
+    input,
+  );
+}
+
+/** Deletes the owner's variable; the category is needed only when the key exists in both. */
+export async function deleteStoredVariable(
+  deps: Deps,
+  store: VariableStore,
+  input: { key: string; category?: Category | undefined; actor: AuditActor },
+): Promise<VariableResult<Variable>> {
+  const found = await findStoredVariable(store, input.key, input.category);
+  if (!found.ok) {
+    return found;
+  }
+  const row = found.value;
+  await store.remove(row.id, [
+    auditQuery(deps.db, {
+      orgId: store.orgId,
+      actor: input.actor,
+      action: "variable.delete",
+      targetType: "variable",
+      targetId: row.id,
+      data: { ...store.auditData, key: row.key, category: row.category },
+      now: deps.now(),
+    }),
+  ]);
+  return ok(presentVariable(row));
+}
+
+/** {@link deleteStoredVariable} for a workspace's own variable. */
+export function deleteVariable(
   deps: Deps,
   input: {
     orgId: string;
     workspaceId: string;
     key: string;
-    category?: Category;
+    category?: Category | undefined;
     actor: AuditActor;
   },
 ): Promise<VariableResult<Variable>> {
-  const { db } = deps;
-  const found = await findVariable(db, input.workspaceId, input.key, input.category);
-  if (!found.ok) {
-    return found;
-  }
-  const row = found.value;
-  const now = deps.now();
-  await db.batch([
-    deleteVariableQuery(db, row.id),
-    auditQuery(db, {
-      orgId: input.orgId,
-      actor: input.actor,
-      action: "variable.delete",
-      targetType: "variable",
-      targetId: row.id,
-      data: { workspaceId: input.workspaceId, key: row.key, category: row.category },
-      now,
-    }),
-  ]);
-  return ok(presentVariable(row));
+  const store = workspaceVariables(deps.db, input.orgId, input.workspaceId);
+  return deleteStoredVariable(deps, store, input);
 }
 
 export type JobVariable = {
@@ -277,31 +303,25 @@ export type JobVariable = {
   sensitive: boolean;
 };
 
+/** A stored variable with the id of its owner, whose id its sealed value is bound to. */
+export type OwnedVariable = { ownerId: string; row: StoredVariable };
+
 /**
- * Every variable of the workspace with its value, for a job payload: the only function that
- * decrypts. Without `includeSensitive` (e.g. a fork pull request) sensitive variables are left
- * out entirely. Throws when a sensitive value cannot be decrypted (its key was removed from
- * `ENCRYPTION_KEY`, or the row was tampered with): a job must not run with a secret missing.
+ * The variables with their values, for a job payload: the only function that decrypts. Throws
+ * when a sensitive value cannot be decrypted (its key was removed from `ENCRYPTION_KEY`, or the
+ * row was tampered with or moved to another owner): a job must not run with a secret missing.
  */
-export async function loadVariablesForJob(
+export async function decryptVariables(
   env: { ENCRYPTION_KEY?: string },
-  db: Database,
-  workspaceId: string,
-  options: {
-    includeSensitive: boolean;
-    /** The workspace's rows when the caller already read them (in a batch of its own). */
-    rows?: VariableRow[];
-  },
+  variables: readonly OwnedVariable[],
 ): Promise<JobVariable[]> {
-  const rows = options.rows ?? (await listVariableRows(db, workspaceId));
-  const wanted = rows.filter((r) => options.includeSensitive || !r.isSensitive);
   let keyring: Keyring | undefined;
   const out: JobVariable[] = [];
-  for (const row of wanted) {
+  for (const { ownerId, row } of variables) {
     let value = row.value ?? "";
     if (row.isSensitive) {
       keyring ??= await requireKeyring(env.ENCRYPTION_KEY, "cannot decrypt sensitive variables");
-      const opened = await open(keyring, row.ciphertext ?? "", variableAad(workspaceId, row.id));
+      const opened = await open(keyring, row.ciphertext ?? "", variableAad(ownerId, row.id));
       if (!opened.ok) {
         throw new Error(
           `sensitive variable ${row.category}/${row.key} cannot be decrypted (${opened.reason}, key ${row.keyId})`,

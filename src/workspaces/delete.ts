@@ -10,6 +10,7 @@ import type { Database } from "../db/client.ts";
 import { configurationVersions, stateVersions, workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Reason, refuse } from "../lib/reason.ts";
+import { forgetInPoolScopesQuery } from "../pools/queries.ts";
 import { deleteWorkspaceStateBlobs } from "../state/blobs.ts";
 import { workspaceBlobPrefix } from "./model.ts";
 import { activeRunIds, deleteIdleWorkspaceQuery, findWorkspace } from "./queries.ts";
@@ -52,6 +53,7 @@ export async function deleteWorkspace(
       },
       sql`NOT EXISTS (SELECT 1 FROM ${workspaces} WHERE ${workspaces.id} = ${current.id})`,
     ),
+    forgetInPoolScopesQuery(db, input.orgId, "workspace", current.id),
   ]);
   if (deleted.length === 0) {
     return fail(await whyNotDeleted(db, input, current.id));

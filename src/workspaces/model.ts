@@ -227,6 +227,8 @@ export type WorkspaceSettings = {
   workloadIdentity: boolean;
   /** That token's `aud`; null means the issuer URL. */
   workloadIdentityAudience: string | null;
+  /** How long one such token lives (the agent renews it while the job runs). */
+  workloadIdentityTokenLifetimeSeconds: number;
 };
 
 /** What a create or update request may set; absent means "default" or "unchanged". */
@@ -257,6 +259,7 @@ const DEFAULTS: Omit<WorkspaceSettings, "name" | "engineVersion" | "executionMod
   remoteStateConsumerIds: null,
   workloadIdentity: false,
   workloadIdentityAudience: null,
+  workloadIdentityTokenLifetimeSeconds: 900,
 };
 
 /**

@@ -73,6 +73,15 @@ export function getWorkspacesByIds(db: Database, ids: readonly string[]): Promis
     .where(inArray(workspaces.id, [...ids]));
 }
 
+/** A workspace's id, name and project, by id: what a pool's scope is checked against. */
+export function workspacePlacementQuery(db: Database, id: string) {
+  return db
+    .select({ id: workspaces.id, name: workspaces.name, projectId: workspaces.projectId })
+    .from(workspaces)
+    .where(eq(workspaces.id, id))
+    .limit(1);
+}
+
 export function findWorkspaceByName(db: Database, orgId: string, name: string) {
   return db.query.workspaces.findFirst({
     where: and(eq(workspaces.orgId, orgId), eq(workspaces.name, name)),
@@ -82,8 +91,8 @@ export function findWorkspaceByName(db: Database, orgId: string, name: string) {
 
 /**
  * One page of the org's workspaces in name order, `limit + 1` rows to detect a next page;
- * `search` keeps names containing it (literally: no wildcards); `visible` keeps the workspaces a
- * caller may see (`authz/queries.ts`).
+ * `search` keeps names containing it (literally: no wildcards), `projectId` those of one
+ * project; `visible` keeps the workspaces a caller may see (`authz/queries.ts`).
  */
 export function listWorkspaceRows(
   db: Database,
@@ -94,6 +103,7 @@ export function listWorkspaceRows(
     /** Rows to skip first, for numbered pages (the TFE API's `page[number]`). */
     offset?: number | undefined;
     search?: string | undefined;
+    projectId?: string | undefined;
     visible?: SQL | undefined;
   },
 ): Promise<WorkspaceRow[]> {
@@ -108,12 +118,18 @@ export function listWorkspaceRows(
 
 function listFilter(
   orgId: string,
-  page: { after?: string | undefined; search?: string | undefined; visible?: SQL | undefined },
+  page: {
+    after?: string | undefined;
+    search?: string | undefined;
+    projectId?: string | undefined;
+    visible?: SQL | undefined;
+  },
 ) {
   return and(
     eq(workspaces.orgId, orgId),
     page.after === undefined ? undefined : gt(workspaces.name, page.after),
     page.search === undefined ? undefined : sql`instr(${workspaces.name}, ${page.search}) > 0`,
+    page.projectId === undefined ? undefined : eq(workspaces.projectId, page.projectId),
     page.visible,
   );
 }
@@ -131,13 +147,18 @@ export async function countWorkspaceRows(
   return row?.total ?? 0;
 }
 
-/** True when the pool exists in this org. */
-export async function poolExists(db: Database, orgId: string, poolId: string): Promise<boolean> {
-  const pool = await db.query.agentPools.findFirst({
-    where: and(eq(agentPools.orgId, orgId), eq(agentPools.id, poolId)),
-    columns: { id: true },
-  });
-  return pool !== undefined;
+/** The org's pool's name and scope (what `poolScopeRefusal` reads), or undefined. */
+export async function findPoolScope(db: Database, orgId: string, poolId: string) {
+  const [pool] = await db
+    .select({
+      name: agentPools.name,
+      organizationScoped: agentPools.organizationScoped,
+      allowedWorkspaceIds: agentPools.allowedWorkspaceIds,
+      allowedProjectIds: agentPools.allowedProjectIds,
+    })
+    .from(agentPools)
+    .where(and(eq(agentPools.orgId, orgId), eq(agentPools.id, poolId)));
+  return pool;
 }
 
 /** The org's workspaces connected to a repository; which ones an event reaches is the VCS model's. */

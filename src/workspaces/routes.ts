@@ -4,11 +4,15 @@
  * force-unlock). `{workspaceId}` in a path is the workspace's `ws_…` id or its name.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import { authorizeProject } from "../authz/http.ts";
 import { decideWorkspace } from "../authz/model.ts";
 import { actorOf, principalId } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
+import { namedProject } from "../projects/http.ts";
+import { ProjectRef } from "../projects/model.ts";
+import { defaultProject } from "../projects/service.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { deleteWorkspace } from "./delete.ts";
 import { workspaceOf } from "./http.ts";
@@ -44,11 +48,16 @@ export const workspaceRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const body = c.req.valid("json");
+      const { projectId: projectRef, ...settings } = c.req.valid("json");
+      const project =
+        projectRef === undefined
+          ? await defaultProject(c.var.deps, principal.orgId)
+          : await namedProject(c, projectRef, "json.projectId", "project.add_workspace");
       const result = await createWorkspace(c.var.deps, {
         orgId: principal.orgId,
         actor: actorOf(principal),
-        settings: body,
+        projectId: project.id,
+        settings,
       });
       return c.json(valueOrThrow(result), 201);
     },
@@ -74,6 +83,10 @@ export const workspaceRoutes = newRouter()
               param: { name: "search", in: "query" },
               description: "Only workspaces whose name contains this text",
             }),
+          projectId: ProjectRef.optional().openapi({
+            param: { name: "projectId", in: "query" },
+            description: "Only the workspaces of this project (its prj_ id or its name)",
+          }),
         }),
       },
       responses: {
@@ -86,10 +99,14 @@ export const workspaceRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { limit, cursor, search } = c.req.valid("query");
+      const { limit, cursor, search, projectId: projectRef } = c.req.valid("query");
       const after =
         cursor === undefined ? undefined : valueOrThrow(decodeCursor(cursor, ["string"]))[0];
-      const rows = await listWorkspaces(c.var.db, principal, { limit, after, search });
+      const projectId =
+        projectRef === undefined
+          ? undefined
+          : (await namedProject(c, projectRef, "query.projectId")).id;
+      const rows = await listWorkspaces(c.var.db, principal, { limit, after, search, projectId });
       const page = takePage(rows, limit, (r) => [r.row.name]);
       return c.json(
         { workspaces: page.items.map((r) => r.workspace), nextCursor: page.nextCursor },
@@ -141,11 +158,18 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.update");
+      const { projectId: projectRef, ...patch } = c.req.valid("json");
+      const project =
+        projectRef === undefined ? undefined : await namedProject(c, projectRef, "json.projectId");
+      if (project && project.id !== workspace.projectId) {
+        await authorizeProject(c.var.db, principal, "project.add_workspace", project);
+      }
       const result = await updateWorkspace(c.var.deps, {
         orgId: principal.orgId,
         ref: workspace.id,
         actor: actorOf(principal),
-        patch: c.req.valid("json"),
+        patch,
+        projectId: project?.id,
       });
       return c.json(valueOrThrow(result), 200);
     },

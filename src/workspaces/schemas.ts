@@ -1,5 +1,6 @@
 /** Request and response shapes of the workspace routes. */
 import { z } from "@hono/zod-openapi";
+import { ProjectRef } from "../projects/model.ts";
 import {
   Branch,
   ENGINES,
@@ -23,6 +24,7 @@ export const WorkspaceSchema = z
     id: z.string(),
     name: z.string(),
     description: z.string(),
+    projectId: z.string().openapi({ description: "The project the workspace belongs to" }),
     executionMode: z.enum(EXECUTION_MODES),
     poolId: z.string().nullable(),
     engine: z.enum(ENGINES),
@@ -51,6 +53,10 @@ export const WorkspaceSchema = z
       .string()
       .nullable()
       .openapi({ description: "The token's aud; null means the issuer URL" }),
+    workloadIdentityTokenLifetimeSeconds: z.int().openapi({
+      description:
+        "How long a job's workload identity token lives; the agent renews it while the job runs",
+    }),
     lock: z
       .object({
         lockedBy: z.string().openapi({ description: "A token id (tok_…) or a run id (run_…)" }),
@@ -67,6 +73,10 @@ export const WorkspaceSchema = z
 
 const settingsFields = {
   description: z.string().max(1000).optional(),
+  projectId: ProjectRef.optional().openapi({
+    description:
+      "The project (its prj_ id or its name); on create, the organization's default project when omitted; on update, moves the workspace (admin access to the project needed)",
+  }),
   executionMode: z.enum(EXECUTION_MODES).optional().openapi({
     description: "Defaults to agent when poolId is given, else local; agent needs a pool",
   }),
@@ -96,6 +106,10 @@ const settingsFields = {
   workloadIdentityAudience: z.string().trim().min(1).max(500).nullable().optional().openapi({
     description: "The token's aud (e.g. sts.amazonaws.com); null means the issuer URL",
     example: "api://AzureADTokenExchange",
+  }),
+  workloadIdentityTokenLifetimeSeconds: z.int().min(60).max(3600).optional().openapi({
+    description:
+      "How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after",
   }),
 };
 

@@ -13,6 +13,7 @@ import type { Database } from "../db/client.ts";
 import { workspaces } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { invalidInput, type Outcome, type Reason, refuse } from "../lib/reason.ts";
+import { poolScopeRefusal } from "../pools/model.ts";
 import { findCurrentVersion } from "../state/queries.ts";
 import {
   engineSwitchProblem,
@@ -24,11 +25,11 @@ import {
 } from "./model.ts";
 import {
   countWorkspaceRows,
+  findPoolScope,
   findWorkspace,
   findWorkspaceByName,
   listWorkspaceRows,
   missingWorkspaces,
-  poolExists,
   updateWorkspaceQuery,
   type WorkspaceRow,
 } from "./queries.ts";
@@ -60,6 +61,7 @@ export function presentWorkspace(row: WorkspaceRow) {
     id: row.id,
     name: row.name,
     description: row.description,
+    projectId: row.projectId ?? "",
     executionMode: row.executionMode,
     poolId: row.poolId,
     engine: row.engine,
@@ -76,6 +78,7 @@ export function presentWorkspace(row: WorkspaceRow) {
     remoteStateConsumerIds: row.remoteStateConsumerIds ?? [],
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
     lock:
       row.lockedBy === null
         ? null
@@ -111,6 +114,7 @@ function settingsOf(row: WorkspaceRow): WorkspaceSettings {
     remoteStateConsumerIds: row.remoteStateConsumerIds,
     workloadIdentity: row.workloadIdentity,
     workloadIdentityAudience: row.workloadIdentityAudience,
+    workloadIdentityTokenLifetimeSeconds: row.workloadIdentityTokenLifetimeSeconds,
   };
 }
 
@@ -142,15 +146,32 @@ function raceFailure(
   return undefined;
 }
 
+/** Where a workspace is, for the references a write checks: its id and its project. */
+type Placement = { id: string; projectId: string; before?: { projectId: string | null } };
+
+/**
+ * Why the settings refer to something the workspace may not use, or null: a pool or consumer
+ * workspace not in the org (`invalid`), a name taken, or a pool whose scope does not allow the
+ * workspace where it ends up (`conflict`, the scope rule's sentence), checked when the pool or
+ * the project changes.
+ */
 async function checkReferences(
   db: Database,
   orgId: string,
   settings: WorkspaceSettings,
+  placement: Placement,
   before?: WorkspaceSettings,
 ): Promise<Reason<"invalid" | "conflict"> | null> {
-  if (settings.poolId && settings.poolId !== before?.poolId) {
-    if (!(await poolExists(db, orgId, settings.poolId))) {
+  const moved = placement.projectId !== placement.before?.projectId;
+  if (settings.poolId && (settings.poolId !== before?.poolId || moved)) {
+    const pool = await findPoolScope(db, orgId, settings.poolId);
+    if (!pool) {
       return poolNotFound(settings.poolId);
+    }
+    const workspace = { id: placement.id, name: settings.name, projectId: placement.projectId };
+    const refusal = poolScopeRefusal(pool, workspace);
+    if (refusal !== null) {
+      return refuse("conflict", refusal).reason;
     }
   }
   if (settings.name !== before?.name && (await findWorkspaceByName(db, orgId, settings.name))) {
@@ -169,12 +190,16 @@ async function checkReferences(
   return null;
 }
 
-/** Creates a workspace after checking its settings, its pool and its name's uniqueness. */
+/**
+ * Creates a workspace in `projectId` (a project of the org the caller resolved) after checking
+ * its settings, that its pool exists and allows it, and its name's uniqueness.
+ */
 export async function createWorkspace(
   deps: Deps,
   input: {
     orgId: string;
     actor: AuditActor;
+    projectId: string;
     settings: SettingsInput & { name: string };
   },
 ): Promise<WorkspaceResult<Workspace>> {
@@ -183,15 +208,18 @@ export async function createWorkspace(
   if (!resolved.ok) {
     return invalidInput(`json.${resolved.problem.field}`, resolved.problem.message);
   }
-  const problem = await checkReferences(db, input.orgId, resolved.value);
+  const id = newId("workspace");
+  const placement = { id, projectId: input.projectId };
+  const problem = await checkReferences(db, input.orgId, resolved.value, placement);
   if (problem) {
     return fail(problem);
   }
   const now = deps.now();
   const columns = {
     ...resolved.value,
-    id: newId("workspace"),
+    id,
     orgId: input.orgId,
+    projectId: input.projectId,
     lockedBy: null,
     lockReason: null,
     lockedAt: null,
@@ -210,7 +238,7 @@ export async function createWorkspace(
         action: "workspace.create",
         targetType: "workspace",
         targetId: row.id,
-        data: { settings: resolved.value },
+        data: { settings: resolved.value, projectId: input.projectId },
         now,
       }),
     ]);
@@ -233,6 +261,7 @@ export async function listWorkspaces(
     after?: string | undefined;
     offset?: number | undefined;
     search?: string | undefined;
+    projectId?: string | undefined;
   },
 ) {
   const rows = await listWorkspaceRows(db, viewer.orgId, {
@@ -255,12 +284,20 @@ export function countWorkspaces(
 }
 
 /**
- * Applies a partial update. Only fields present in `patch` change; the audit event lists them
- * with their old and new values. An update that changes nothing writes nothing.
+ * Applies a partial update; `projectId` (a project of the org the caller resolved) moves the
+ * workspace. Only fields present change; the audit event lists them with their old and new
+ * values. An update that changes nothing writes nothing. A pool that does not allow the
+ * workspace where it ends up (`poolScopeRefusal`) refuses the change (`conflict`).
  */
 export async function updateWorkspace(
   deps: Deps,
-  input: { orgId: string; ref: string; actor: AuditActor; patch: SettingsInput },
+  input: {
+    orgId: string;
+    ref: string;
+    actor: AuditActor;
+    patch: SettingsInput;
+    projectId?: string | undefined;
+  },
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
   const current = await findWorkspace(db, input.orgId, input.ref);
@@ -279,6 +316,10 @@ export async function updateWorkspace(
       changes[field] = { from, to };
     }
   }
+  const projectId = input.projectId ?? current.projectId ?? "";
+  if (projectId !== current.projectId) {
+    changes.projectId = { from: current.projectId, to: projectId };
+  }
   if (Object.keys(changes).length === 0) {
     return ok(presentWorkspace(current));
   }
@@ -286,14 +327,19 @@ export async function updateWorkspace(
   if (switchProblem !== null && (await findCurrentVersion(db, current.id))) {
     return refuse("conflict", `workspace ${input.ref} cannot change engine: ${switchProblem}`);
   }
-  const problem = await checkReferences(db, input.orgId, resolved.value, before);
+  const placement = { id: current.id, projectId, before: { projectId: current.projectId } };
+  const problem = await checkReferences(db, input.orgId, resolved.value, placement, before);
   if (problem) {
     return fail(problem);
   }
   const now = deps.now();
   try {
     const [[updated]] = await db.batch([
-      updateWorkspaceQuery(db, input.orgId, current.id, { ...resolved.value, updatedAt: now }),
+      updateWorkspaceQuery(db, input.orgId, current.id, {
+        ...resolved.value,
+        projectId,
+        updatedAt: now,
+      }),
       auditQuery(db, {
         orgId: input.orgId,
         actor: input.actor,

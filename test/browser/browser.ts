@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { expect, vi } from "vitest";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const SCREENSHOTS = path.resolve(import.meta.dirname, "../../test-results/screenshots");
@@ -114,14 +115,12 @@ export async function waitForText(
   pattern: RegExp,
   timeoutMs = 30_000,
 ): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  let last = "";
-  while (Date.now() < deadline) {
-    last = (await page.locator(selector).first().textContent({ timeout: 5_000 })) ?? "";
-    if (pattern.test(last)) {
-      return last;
-    }
-    await page.waitForTimeout(200);
-  }
-  throw new Error(`${selector} never matched ${pattern} in ${timeoutMs} ms; last text: ${last}`);
+  return vi.waitFor(
+    async () => {
+      const text = (await page.locator(selector).first().textContent({ timeout: 5_000 })) ?? "";
+      expect(text, `the text of ${selector}`).toMatch(pattern);
+      return text;
+    },
+    { timeout: timeoutMs, interval: 200 },
+  );
 }

@@ -13,35 +13,39 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installCommands } from "../../src/agents/install-commands.ts";
 import {
-  type AgentProcess,
   ENGINE_VERSION,
-  exitWithin,
   expectStatus,
-  runShellCommand,
   setVariable,
-  startWorld,
   uploadConfiguration,
-  type World,
-  writeHook,
 } from "../e2e/helpers/e2e.ts";
+import {
+  type AgentProcess,
+  exitWithin,
+  runShellCommand,
+  writeHook,
+} from "../e2e/helpers/processes.ts";
+import { useWorld } from "../e2e/helpers/world.ts";
 import { type Browser, launch, screenshot, waitForText } from "./browser.ts";
 
 const xss = (n: number) =>
   `<script>window.pwned=${n}</script><img src=x onerror="window.pwned=${n}">`;
 
-let world: World;
 let browser: Browser;
+// Launched while the world starts (this hook returns at once; the next one awaits it).
+let launched: Promise<Browser>;
+beforeAll(() => {
+  launched = launch();
+  // Awaited below; a failure to launch fails that hook, not the run as an unhandled rejection.
+  launched.catch(() => {});
+});
+const world = useWorld();
 let agent: AgentProcess | undefined;
 let installScript = "";
 
 beforeAll(async () => {
-  [world, browser] = await Promise.all([startWorld(), launch()]);
+  browser = await launched;
 });
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await browser?.close();
-  await world?.close();
-});
+afterAll(() => browser?.close());
 
 async function expectNothingExecuted(page: Page) {
   expect(
@@ -114,16 +118,19 @@ describe("the dashboard in chromium", () => {
     const dataDir = path.join(home, ".local/share/outpost-agent");
     writeHook(dataDir, "pre-plan", `printf '\\033[32m%s\\033[0m\\n' '${xss(8)}'`);
     mkdirSync(home, { recursive: true });
-    agent = runShellCommand(
-      installScript,
-      {
-        PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`,
-        HOME: home,
-        OUTPOST_NAME: `edge ${xss(3)}`,
-        OUTPOST_RELEASE_MIRROR: world.mirror.url,
-        OUTPOST_ENGINE_KEYRING: world.keyringFile,
-      },
-      home,
+    agent = world.track(
+      runShellCommand(
+        installScript,
+        {
+          PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`,
+          HOME: home,
+          OUTPOST_NAME: `edge ${xss(3)}`,
+          OUTPOST_RELEASE_MIRROR: world.mirror.url,
+          OUTPOST_ENGINE_KEYRING: world.keyringFile,
+        },
+        home,
+        { label: "the pasted install command", dataDir },
+      ),
     );
     await agent.waitForOutput(/registered/);
     // No reload: the live endpoint brings the agent in.

@@ -5,10 +5,10 @@
  * the person, sign-out ending the session server-side, and a person arriving through Cloudflare
  * Access (a loopback certificate set) signed in without a second login.
  */
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI_BIN, expectStatus, freshDir, startWorld, type World } from "../e2e/helpers/e2e.ts";
+import { expectStatus } from "../e2e/helpers/e2e.ts";
+import { runCli } from "../e2e/helpers/processes.ts";
+import { useWorld } from "../e2e/helpers/world.ts";
 import { type IssuerKey, OidcIssuerServer, rsaKey, signWith } from "../node/helpers/oidc-issuer.ts";
 import { type Browser, launch, screenshot } from "./browser.ts";
 import { startProvider, type TestProvider } from "./oidc-provider.ts";
@@ -16,28 +16,33 @@ import { startProvider, type TestProvider } from "./oidc-provider.ts";
 const ACCESS_TEAM = "outpost-browser.cloudflareaccess.com";
 const ACCESS_AUD = "f".repeat(64);
 
-let world: World;
 let browser: Browser;
 let provider: TestProvider;
 const certs = new OidcIssuerServer();
 let accessKey: IssuerKey;
 let home: string;
 
+// Launched while the world starts (this hook returns at once; the one after the world's awaits).
+let launched: Promise<Browser>;
 beforeAll(async () => {
+  launched = launch();
+  // Awaited below; a failure to launch fails that hook, not the run as an unhandled rejection.
+  launched.catch(() => {});
   await certs.start();
   accessKey = await rsaKey("access-1");
   certs.publish("access", [accessKey.publicJwk]);
-  [world, browser] = await Promise.all([
-    startWorld({
-      vars: {
-        OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
-        ACCESS_TEAM_DOMAIN: ACCESS_TEAM,
-        ACCESS_AUD,
-        ACCESS_CERTS_URL: `${certs.issuer("access")}/jwks`,
-      },
-    }),
-    launch(),
-  ]);
+});
+const world = useWorld(() => ({
+  vars: {
+    OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
+    ACCESS_TEAM_DOMAIN: ACCESS_TEAM,
+    ACCESS_AUD,
+    ACCESS_CERTS_URL: `${certs.issuer("access")}/jwks`,
+  },
+}));
+
+beforeAll(async () => {
+  browser = await launched;
   provider = await startProvider(world.coordinator.url);
   provider.person("grace", { name: "Grace Hopper", groups: ["platform"] });
   await expectStatus(
@@ -56,40 +61,17 @@ beforeAll(async () => {
     }),
     200,
   );
-  home = freshDir(world, "sso-cli-home");
+  home = world.freshDir("sso-cli-home");
 });
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([world?.close(), provider?.stop(), certs.stop()]);
+  await Promise.all([provider?.stop(), certs.stop()]);
 });
 
-/** Runs the CLI; `onStderr` sees its error stream as it arrives. */
+/** Runs the CLI in this file's home; `onStderr` sees its error stream as it arrives. */
 function cli(args: string[], onStderr?: (text: string) => void) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_BIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: home,
-        XDG_CONFIG_HOME: path.join(home, ".config"),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-      onStderr?.(stderr);
-    });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  // A sign-in waits on the browser, which is slow to start on a loaded host.
+  return runCli(args, { home, timeoutMs: 90_000, onStderr });
 }
 
 describe("single sign-on in chromium", () => {

@@ -5,64 +5,30 @@
  * file, cases in sequence; each ends by checking the invariants in helpers/invariants.ts.
  * docs/queue.md ("Failure behaviour") describes what each case shows.
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ProtocolAgent, UserApi } from "../../bench/lib/client.ts";
 import {
-  type AgentProcess,
   createWorkspace,
-  expectStatus,
-  freshDir,
   queueRun,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
+  waitForLog,
   waitForRun,
 } from "../e2e/helpers/e2e.ts";
-import {
-  applyStarts,
-  expectNoJobOnDeadAgents,
-  expectStateHistory,
-  waitForLog,
-} from "./helpers/invariants.ts";
+import type { AgentOptions, AgentProcess } from "../e2e/helpers/processes.ts";
+import { useWorld } from "../e2e/helpers/world.ts";
+import { applyStarts, expectNoJobOnDeadAgents, expectStateHistory } from "./helpers/invariants.ts";
 import { ChaosProxy } from "./helpers/proxy.ts";
 
-let world: World;
-const agents: AgentProcess[] = [];
-
-beforeAll(async () => {
-  world = await startWorld();
-  // The shortest liveness windows a pool allows: unknown after 10 s, errored 30 s later.
-  await expectStatus(
-    world.api("PATCH", `/api/v1/pools/${world.poolId}`, {
-      unknownAfterSeconds: 10,
-      erroredAfterSeconds: 30,
-    }),
-    200,
-  );
-}, 120_000);
-
-afterAll(async () => {
-  for (const agent of agents) {
-    agent.kill("SIGKILL");
-  }
-  await world?.close();
-});
+// The shortest liveness windows a pool allows: unknown after 10 s, errored 30 s later.
+const world = useWorld({ pool: { unknownAfterSeconds: 10, erroredAfterSeconds: 30 } });
 
 const resource = (value: string) => `resource "null_resource" "a" { value = "${value}" }\n`;
 
-function agentFor(options: Parameters<typeof startAgent>[1] = {}): AgentProcess {
-  const agent = startAgent(world, { dataDir: freshDir(world, "agent"), ...options });
-  agents.push(agent);
-  return agent;
+function agentFor(options: AgentOptions = {}): AgentProcess {
+  return world.startAgent({ dataDir: world.freshDir("agent"), ...options });
 }
 
-async function stopAgent(agent: AgentProcess): Promise<void> {
-  agent.kill("SIGTERM");
-  await Promise.race([agent.exited, sleep(15_000)]);
-  agent.kill("SIGKILL");
-}
+const stopAgent = (agent: AgentProcess) => agent.stop(15_000);
 
 describe("two agents racing for the same jobs", () => {
   it("hands every job to exactly one agent, and a lease only to its holder", async () => {
@@ -88,18 +54,22 @@ describe("two agents racing for the same jobs", () => {
     // Both poll in tight loops while 12 runs are queued at once.
     const runs = await Promise.all(Array.from({ length: 12 }, () => api.queueRun(ws)));
     const leased = { a: [] as string[], b: [] as string[] };
-    const loop = async (agent: ProtocolAgent, name: "a" | "b") => {
-      const deadline = Date.now() + 30_000;
-      while (leased.a.length + leased.b.length < runs.length && Date.now() < deadline) {
-        const next = await agent.next(1);
-        if (next && next !== "exit") {
-          leased[name].push(next.jobId);
-          expect((await agent.start(next)).status).toBe(200);
-          expect((await agent.finish(next)).status).toBe(200);
-        }
-      }
-    };
-    await Promise.all([loop(a, "a"), loop(b, "b")]);
+    // The answers to the leaseholder's start and finish, checked once the race is over.
+    const answers: number[] = [];
+    const race = (agent: ProtocolAgent, name: "a" | "b") =>
+      vi.waitFor(
+        async () => {
+          const next = await agent.next(1);
+          if (next && next !== "exit") {
+            leased[name].push(next.jobId);
+            answers.push((await agent.start(next)).status, (await agent.finish(next)).status);
+          }
+          expect(leased.a.length + leased.b.length, "jobs leased").toBe(runs.length);
+        },
+        { timeout: 30_000, interval: 10 },
+      );
+    await Promise.all([race(a, "a"), race(b, "b")]);
+    expect(answers).toEqual(answers.map(() => 200));
     const all = [...leased.a, ...leased.b];
     expect(new Set(all).size).toBe(all.length);
     expect(all.sort()).toEqual(runs.map((id) => `${id}:plan`).sort());

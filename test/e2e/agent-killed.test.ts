@@ -8,52 +8,23 @@
  * "agent lost during apply; state saved at serial N".
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   createWorkspace,
   expectStatus,
-  freshDir,
   type Json,
   queueRun,
-  readRunLog,
-  startAgent,
-  startWorld,
   stateVersions,
   uploadConfiguration,
-  type World,
+  waitForLog,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { useWorld } from "./helpers/world.ts";
 
 const ORPHAN_GRACE_S = 5;
-const RESOURCES = 10;
-let world: World;
-const agents: AgentProcess[] = [];
-
-beforeAll(async () => {
-  world = await startWorld();
-  // The shortest liveness windows a pool allows: unknown after 10 s, errored 30 s later.
-  await expectStatus(
-    world.api("PATCH", `/api/v1/pools/${world.poolId}`, {
-      unknownAfterSeconds: 10,
-      erroredAfterSeconds: 30,
-    }),
-    200,
-  );
-});
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    for (const agent of agents) {
-      console.log(agent.output());
-    }
-  }
-});
-afterAll(async () => {
-  for (const agent of agents) {
-    agent.kill("SIGKILL");
-  }
-  await world?.close();
-});
+const RESOURCES = 40;
+// The shortest liveness windows a pool allows: unknown after 10 s, errored 30 s later.
+const world = useWorld({ pool: { unknownAfterSeconds: 10, erroredAfterSeconds: 30 } });
 
 /**
  * Host processes that belong to jobs of the agent whose data directory is `dataDir`: working in
@@ -77,18 +48,18 @@ function jobProcesses(dataDir: string): number[] {
 
 /** An agent that has started a slow apply: its run is applying and the engine has begun. */
 async function slowApplyOn(mode: "bwrap" | "none") {
-  const dataDir = freshDir(world, `killed-${mode}`);
-  const agent = startAgent(world, {
+  const dataDir = world.freshDir(`killed-${mode}`);
+  const agent = world.startAgent({
     dataDir,
     args: ["--isolation", mode, "--orphan-grace", String(ORPHAN_GRACE_S)],
   });
-  agents.push(agent);
   await agent.waitForOutput(/registered/);
   const ws = await createWorkspace(world, `killed-${mode}`, {
     autoApply: true,
     env: { STANDIN_APPLY_SLEEP_MS: "2500", STANDIN_PERSIST: "end" },
   });
-  // 25 s in all: still running when the second agent has started its own.
+  // 100 s in all: still running when the second agent has started its own, even on a loaded
+  // host (the SIGKILL interrupts both, so the test does not wait for it).
   const main = Array.from(
     { length: RESOURCES },
     (_, i) => `resource "null_resource" "r${i}" { value = "${i}" }\n`,
@@ -96,20 +67,16 @@ async function slowApplyOn(mode: "bwrap" | "none") {
   await uploadConfiguration(world, ws, { "main.tf": main.join("") });
   const runId = await queueRun(world, ws, { operation: "apply" });
   await waitForRun(world, runId, ["applying"]);
-  await expect
-    .poll(() => readRunLog(world, runId, "apply"), { timeout: 20_000, interval: 200 })
-    .toContain("null_resource.r0: Creating...");
+  await waitForLog(world, runId, "apply", "null_resource.r0: Creating...");
   expect(jobProcesses(dataDir).length).toBeGreaterThan(0);
   return { mode, agent, dataDir, ws, runId, serial: 0 };
 }
 
-async function downloadState(ws: string, id: string): Promise<Json> {
-  const res = await fetch(
-    `${world.coordinator.url}/api/v1/workspaces/${ws}/state-versions/${id}/download`,
-    { headers: { authorization: `Bearer ${world.ownerToken}` } },
+function downloadState(ws: string, id: string): Promise<Json> {
+  return expectStatus(
+    world.api("GET", `/api/v1/workspaces/${ws}/state-versions/${id}/download`),
+    200,
   );
-  expect(res.status).toBe(200);
-  return (await res.json()) as Json;
 }
 
 describe("the agent SIGKILLed during a slow apply", () => {

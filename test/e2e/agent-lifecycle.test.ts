@@ -5,58 +5,30 @@
  * a frozen one that comes back and is told to exit). Each test stops the agents it started.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { setTimeout as delay } from "node:timers/promises";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../agent/src/exit-codes.ts";
 import {
-  type AgentProcess,
   createWorkspace,
-  exitWithin,
   expectStatus,
-  freshDir,
   queueRun,
   readRunLog,
-  startAgent,
-  startWorld,
   stateVersions,
   uploadConfiguration,
-  type World,
+  waitForLog,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { exitWithin } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-const agents: AgentProcess[] = [];
-
-beforeAll(async () => {
-  world = await startWorld();
-});
-afterEach(async (context) => {
-  if (context.task.result?.state === "fail") {
-    for (const agent of agents) {
-      console.log(agent.output());
-    }
-  }
+const world = useWorld();
+afterEach(async () => {
   // Leave gracefully: a killed idle agent's held long-poll would still be handed the next job
   // (it returns to the queue only after the 30 s start window).
-  await Promise.all(
-    agents.splice(0).map(async (agent) => {
-      if (agent.child.exitCode !== null || agent.child.signalCode !== null) {
-        return;
-      }
-      agent.kill("SIGCONT");
-      agent.kill("SIGTERM");
-      await exitWithin(agent, 10_000).catch(() => agent.kill("SIGKILL"));
-    }),
-  );
-});
-afterAll(async () => {
-  await world?.close();
+  await Promise.all(world.processes.map((agent) => agent.stop(10_000)));
 });
 
 function agentWith(args: string[], options: { token?: string; dataDir?: string } = {}) {
-  const agent = startAgent(world, { args, ...options });
-  agents.push(agent);
-  return agent;
+  return world.startAgent({ args, ...options });
 }
 
 const resource = (name: string, value: string) =>
@@ -112,7 +84,7 @@ describe("the agent process", () => {
     await waitForRun(world, first, ["planning"]);
     await graceful.waitForOutput(/job started/);
     // The engine is planning (its interrupt handler set): the cancel finds it there.
-    await waitForLogText(first, "standin: planning");
+    await waitForLog(world, first, "plan", "standin: planning");
     graceful.kill("SIGTERM");
     expect(await exitWithin(graceful, 20_000)).toEqual({ code: EXIT_CODES.ok, signal: null });
     expect(graceful.output()).toContain("grace period over: canceling jobs");
@@ -181,7 +153,7 @@ describe("the agent process", () => {
     await uploadConfiguration(world, ws, { "main.tf": resource("a", "1") });
     const runId = await queueRun(world, ws, { operation: "apply" });
     await waitForRun(world, runId, ["planning"]);
-    await waitForLogText(runId, "standin: planning");
+    await waitForLog(world, runId, "plan", "standin: planning");
     await world.coordinator.stop();
     // The plan goes on; its log and finish cannot reach the coordinator until it is back.
     await agent.waitForOutput(/WARN: lost contact with the coordinator; retrying with backoff: \S/);
@@ -200,6 +172,7 @@ describe("the agent process", () => {
     expect(agent.output().match(/contact with the coordinator restored/g)).toHaveLength(1);
   });
 
+  // Two slow applies, 40 s of the pool's liveness windows and a fresh agent: past the 60 s default.
   it("a run whose agent is lost mid-apply errors after the pool's timeouts and is never applied again", async () => {
     await expectStatus(
       world.api("PATCH", `/api/v1/pools/${world.poolId}`, {
@@ -211,23 +184,23 @@ describe("the agent process", () => {
     const slowApply = { STANDIN_APPLY_SLEEP_MS: "30000" };
     const files = { "main.tf": resource("a", "1") + resource("b", "2") };
     // Agent A: SIGKILLed with its engine, like a crashed host.
-    const dirA = freshDir(world, "agent-a");
+    const dirA = world.freshDir("agent-a");
     const a = agentWith([], { dataDir: dirA });
     await a.waitForOutput(/registered/);
     const wsA = await createWorkspace(world, "lost-a", { autoApply: true, env: slowApply });
     await uploadConfiguration(world, wsA, files);
     const runA = await queueRun(world, wsA, { operation: "apply" });
     await waitForRun(world, runA, ["applying"]);
-    await waitForLogText(runA, "null_resource.a: Creating...", "apply");
+    await waitForLog(world, runA, "apply", "null_resource.a: Creating...");
     // Agent B: frozen (SIGSTOP) mid-apply; it comes back after being declared errored.
-    const dirB = freshDir(world, "agent-b");
+    const dirB = world.freshDir("agent-b");
     const b = agentWith([], { dataDir: dirB });
     await b.waitForOutput(/registered/);
     const wsB = await createWorkspace(world, "lost-b", { autoApply: true, env: slowApply });
     await uploadConfiguration(world, wsB, files);
     const runB = await queueRun(world, wsB, { operation: "apply" });
     await waitForRun(world, runB, ["applying"]);
-    await waitForLogText(runB, "null_resource.a: Creating...", "apply");
+    await waitForLog(world, runB, "apply", "null_resource.a: Creating...");
 
     a.kill("SIGKILL");
     killEngines(dirA, "SIGKILL");
@@ -262,19 +235,8 @@ describe("the agent process", () => {
     expect((await waitForRun(world, runA, ["errored"])).status).toBe("errored");
     expect(await stateVersions(world, wsA)).toHaveLength(versionsA);
     expect((await readRunLog(world, runA, "apply")).match(/\$ terraform apply/g)).toHaveLength(1);
-  });
+  }, 150_000);
 });
-
-async function waitForLogText(runId: string, text: string, phase: "plan" | "apply" = "plan") {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if ((await readRunLog(world, runId, phase)).includes(text)) {
-      return;
-    }
-    await delay(200);
-  }
-  throw new Error(`the ${phase} log of ${runId} never showed ${JSON.stringify(text)}`);
-}
 
 /**
  * Signals the process groups of the engines an agent started (found by the agent's data dir in

@@ -6,64 +6,26 @@
  */
 import { createServer } from "node:net";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { EXIT_CODES } from "../../agent/src/exit-codes.ts";
 import { promtool } from "../node/helpers/promtool.ts";
-import {
-  type AgentProcess,
-  createWorkspace,
-  exitWithin,
-  expectStatus,
-  queueRun,
-  startAgent,
-  startWorld,
-  uploadConfiguration,
-  type World,
-  waitForRun,
-} from "./helpers/e2e.ts";
+import { createWorkspace, queueRun, uploadConfiguration, waitForRun } from "./helpers/e2e.ts";
+import { type AgentProcess, exitWithin } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
 /** The pool's unknown threshold here: the smallest a pool takes, so the outage test is short. */
 const UNKNOWN_AFTER_SECONDS = 10;
 
-let world: World;
-const agents: AgentProcess[] = [];
-
-beforeAll(async () => {
-  world = await startWorld();
-  await expectStatus(
-    world.api("PATCH", `/api/v1/pools/${world.poolId}`, {
-      unknownAfterSeconds: UNKNOWN_AFTER_SECONDS,
-    }),
-    200,
-  );
-});
-afterEach(async (context) => {
-  if (context.task.result?.state === "fail") {
-    for (const agent of agents) {
-      console.log(agent.output());
-    }
-  }
-  await Promise.all(
-    agents.splice(0).map(async (agent) => {
-      if (agent.child.exitCode !== null || agent.child.signalCode !== null) {
-        return;
-      }
-      agent.kill("SIGTERM");
-      await exitWithin(agent, 15_000).catch(() => agent.kill("SIGKILL"));
-    }),
-  );
-});
-afterAll(async () => {
-  await world?.close();
+const world = useWorld({ pool: { unknownAfterSeconds: UNKNOWN_AFTER_SECONDS } });
+afterEach(async () => {
+  await Promise.all(world.processes.map((agent) => agent.stop(15_000)));
 });
 
 /** The agent as shipped: esbuild's single file, prom-client bundled in (global setup builds it). */
 const BUILT_AGENT = path.resolve(import.meta.dirname, "../../agent/dist/outpost-agent.mjs");
 
 function agentWith(args: string[], env: Record<string, string> = {}, bin?: string): AgentProcess {
-  const agent = startAgent(world, { args, env, ...(bin ? { bin } : {}) });
-  agents.push(agent);
-  return agent;
+  return world.startAgent({ args, env, ...(bin ? { bin } : {}) });
 }
 
 /** The URL the agent says it serves its health endpoints on (it was given port 0). */

@@ -19,26 +19,22 @@ import { type IssuerKey, OidcIssuerServer, rsaKey, signWith } from "../node/help
 import {
   createWorkspace,
   ENGINE_VERSION,
-  exitWithin,
   expectStatus,
-  freshDir,
   type Json,
   queueRun,
   readRunLog,
   setVariable,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
-  writeHook,
 } from "./helpers/e2e.ts";
+import { exitWithin, writeHook } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
 const SUBJECT = "system:serviceaccount:ci:outpost-agent";
 const AUDIENCE = "outpost";
 const ROLE = "arn:aws:iam::123456789012:role/outpost-runs";
 
-let world: World;
+const world = useWorld();
 const issuer = new OidcIssuerServer();
 let key: IssuerKey;
 let trustA: string;
@@ -96,16 +92,13 @@ function printedToken(log: string): string {
 }
 
 beforeAll(async () => {
-  [world] = await Promise.all([startWorld(), issuer.start()]);
-  key = await rsaKey("k8s-1");
+  [key] = await Promise.all([rsaKey("k8s-1"), issuer.start()]);
   issuer.publish("k8s", [key.publicJwk]);
   trustA = await addTrust("pod-1");
   trustB = await addTrust("pod-2");
-}, 120_000);
-
-afterAll(async () => {
-  await Promise.all([world?.close(), issuer.stop()]);
 });
+
+afterAll(() => issuer.stop());
 
 describe("an agent that logs in with an OIDC token file", () => {
   it("runs jobs, renews before expiry re-reading the file, keeps its registration, exits when revoked", async () => {
@@ -118,7 +111,7 @@ describe("an agent that logs in with an OIDC token file", () => {
     await uploadConfiguration(world, workspaceId, {
       "main.tf": 'resource "null_resource" "a" {}\n',
     });
-    const dataDir = freshDir(world, "oidc-agent");
+    const dataDir = world.freshDir("oidc-agent");
     writeHook(
       dataDir,
       "pre-plan",
@@ -129,7 +122,7 @@ describe("an agent that logs in with an OIDC token file", () => {
     );
     const tokenFile = path.join(dataDir, "projected.jwt");
     writeFileSync(tokenFile, await projected("pod-1"));
-    const agent = startAgent(world, {
+    const agent = world.startAgent({
       dataDir,
       args: ["--oidc-token-file", tokenFile, "--pool-id", world.poolId, "--token-expiration", "10"],
       env: { OUTPOST_TOKEN: "" },
@@ -196,7 +189,7 @@ describe("an agent that logs in with an OIDC token file", () => {
   });
 
   it("renews on TOKEN_EXPIRED when the token ran out while the agent was away", async () => {
-    const dir = freshDir(world, "oidc-expired");
+    const dir = world.freshDir("oidc-expired");
     const tokenFile = path.join(dir, "token.jwt");
     writeFileSync(tokenFile, await projected("pod-1"));
     const logger = createLogger({ level: "fatal", json: true });

@@ -11,12 +11,15 @@ import { createHash } from "node:crypto";
 import {
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { AgentRelease } from "@outpost/protocol";
@@ -25,23 +28,23 @@ import agentPackage from "../../agent/package.json" with { type: "json" };
 import {
   createWorkspace,
   expectStatus,
-  freshDir,
   queueRun,
   readRunLog,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { watch } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "../..");
 /** What agent/Dockerfile runs to install the packed agent; asserted below to stay the same. */
 const INSTALL_ARGS = ["install", "--omit=dev", "--no-audit", "--no-fund"];
 
-let world: World;
 let tarball = "";
 let installDir = "";
+/** The checkout, the pack and the installed package: made while the world starts. */
+const prepareDir = mkdtempSync(path.join(tmpdir(), "outpost-package-"));
 /** A fresh checkout of this working tree after `npm ci`, before anything was built in it. */
 const checkout = { dir: "", hadDist: true, bins: [] as Array<{ bin: string; version: string }> };
 
@@ -60,9 +63,13 @@ async function freshCheckout(dir: string): Promise<void> {
   await run("tar", ["-x", "-f", path.join(dir, "..", "tree.tar")], { cwd: dir });
 }
 
-beforeAll(async () => {
-  world = await startWorld();
-  checkout.dir = freshDir(world, "checkout");
+/** A fresh checkout and `npm ci` in it; its bins; `npm pack -w agent` there, installed. */
+async function prepare(): Promise<void> {
+  const dir = (name: string) => {
+    mkdirSync(path.join(prepareDir, name));
+    return path.join(prepareDir, name);
+  };
+  checkout.dir = dir("checkout");
   await freshCheckout(checkout.dir);
   await run("npm", ["ci", "--prefer-offline", "--no-audit", "--no-fund"], {
     cwd: checkout.dir,
@@ -75,13 +82,25 @@ beforeAll(async () => {
     checkout.bins.push({ bin, version: stdout });
   }
   // In the fresh checkout, so only the package's own prepack can have built what it packs.
-  const packDir = freshDir(world, "pack");
+  const packDir = dir("pack");
   await run("npm", ["pack", "-w", "agent", "--pack-destination", packDir], { cwd: checkout.dir });
   const packed = readdirSync(packDir).find((name) => name.endsWith(".tgz"));
   tarball = path.join(packDir, packed ?? "");
-  installDir = freshDir(world, "installed");
+  installDir = dir("installed");
   await run("npm", [...INSTALL_ARGS, tarball], { cwd: installDir });
-}, 300_000);
+}
+
+let prepared: Promise<void>;
+// Registered before the world's: the checkout, npm ci and the pack run while the coordinator
+// starts; the hook after the world's waits for them.
+beforeAll(() => {
+  prepared = prepare();
+  // Awaited below; a failure fails that hook, not the run as an unhandled rejection.
+  prepared.catch(() => {});
+});
+const world = useWorld();
+beforeAll(() => prepared, 300_000);
+afterAll(() => rmSync(prepareDir, { recursive: true, force: true }));
 
 describe("a checkout after npm ci", () => {
   it("has both bins in node_modules/.bin, running the sources, with nothing built", () => {
@@ -96,9 +115,6 @@ describe("a checkout after npm ci", () => {
       { bin: "outpost", version: `${agentPackage.version}\n` },
     ]);
   });
-});
-afterAll(async () => {
-  await world?.close();
 });
 
 /** Runs a command, resolving with its exit code and output whatever the code. */
@@ -170,8 +186,8 @@ describe("the packed npm package", () => {
     const ws = await createWorkspace(world, "packaged-agent");
     await uploadConfiguration(world, ws, { "main.tf": 'resource "null_resource" "a" {}\n' });
     const runId = await queueRun(world, ws, { operation: "plan", isSpeculative: true });
-    const dataDir = freshDir(world, "packaged-data");
-    const agent = spawn(
+    const dataDir = world.freshDir("packaged-data");
+    const child = spawn(
       path.join(installDir, "node_modules/.bin/outpost-agent"),
       [
         "--single",
@@ -187,17 +203,12 @@ describe("the packed npm package", () => {
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
-    let output = "";
-    agent.stdout.on("data", (d) => {
-      output += d;
-    });
-    agent.stderr.on("data", (d) => {
-      output += d;
-    });
-    const exited = new Promise<number | null>((resolve) => agent.on("exit", resolve));
+    const agent = world.track(
+      watch(child, { label: "installed agent", dataDir, kill: (signal) => child.kill(signal) }),
+    );
     const done = await waitForRun(world, runId, ["planned_and_finished", "errored"], 60_000);
-    expect(done.status, output).toBe("planned_and_finished");
-    expect(await exited, output).toBe(0);
+    expect(done.status).toBe("planned_and_finished");
+    expect((await agent.exited).code).toBe(0);
     expect(await readRunLog(world, runId, "plan")).toContain("Plan: 1 to add");
     const pool = await expectStatus(world.api("GET", `/api/v1/pools/${world.poolId}`), 200);
     expect(pool.agents).toContainEqual(
@@ -217,7 +228,7 @@ describe("the build the coordinator serves", () => {
     const release = AgentRelease.parse(await res.json());
     expect(release.version).toBe(agentPackage.version);
     expect(new URL(release.url).origin).toBe(world.coordinator.url);
-    const file = path.join(freshDir(world, "release"), "outpost-agent.mjs");
+    const file = path.join(world.freshDir("release"), "outpost-agent.mjs");
     const download = await fetch(release.url);
     expect(download.status).toBe(200);
     writeFileSync(file, Buffer.from(await download.arrayBuffer()));
@@ -234,7 +245,7 @@ describe("GET /agent/v1/install.sh", () => {
   beforeAll(async () => {
     const res = await fetch(`${world.coordinator.url}/agent/v1/install.sh`);
     expect(res.status).toBe(200);
-    script = path.join(freshDir(world, "script"), "install.sh");
+    script = path.join(world.freshDir("script"), "install.sh");
     writeFileSync(script, await res.text());
   });
 
@@ -247,7 +258,7 @@ describe("GET /agent/v1/install.sh", () => {
   });
 
   it("installs the verified agent under a prefix with an outpost-agent launcher", async () => {
-    const prefix = path.join(freshDir(world, "prefix"), "opt");
+    const prefix = path.join(world.freshDir("prefix"), "opt");
     const installed = await attempt("sh", [script, "--prefix", prefix], { env: hostEnv() });
     expect(installed.code, installed.stderr).toBe(0);
     expect(installed.stderr).toContain(`installed outpost-agent ${agentPackage.version}`);
@@ -267,7 +278,7 @@ describe("GET /agent/v1/install.sh", () => {
         `AGENT_SHA256='${"0".repeat(64)}'`,
       ),
     );
-    const prefix = freshDir(world, "tampered-prefix");
+    const prefix = world.freshDir("tampered-prefix");
     const refused = await attempt("sh", [tampered, "--prefix", prefix], { env: hostEnv() });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("checksum mismatch");
@@ -277,7 +288,7 @@ describe("GET /agent/v1/install.sh", () => {
   });
 
   it("prepares a verified docker build context: the served Dockerfile and npm package", async () => {
-    const context = path.join(freshDir(world, "docker"), "context");
+    const context = path.join(world.freshDir("docker"), "context");
     const prepared = await attempt("sh", [script, "--docker-context", context], { env: hostEnv() });
     expect(prepared.code, prepared.stderr).toBe(0);
     expect(readdirSync(context).sort()).toEqual(["Dockerfile", "outpost-agent.tgz"]);
@@ -288,7 +299,7 @@ describe("GET /agent/v1/install.sh", () => {
   });
 
   it("installs the systemd unit, its settings and the token for the service user", async () => {
-    const base = freshDir(world, "systemd");
+    const base = world.freshDir("systemd");
     const dirs = {
       OUTPOST_SYSTEMD_DIR: path.join(base, "systemd"),
       OUTPOST_CONFIG_DIR: path.join(base, "etc"),

@@ -8,51 +8,33 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MirrorServer } from "../node/helpers/mirror.ts";
 import { CountingProxy } from "../node/helpers/proxy.ts";
-import { makeTestCa, type TestCa } from "../node/helpers/tls.ts";
 import {
   createWorkspace,
   ENGINE_VERSION,
-  exitWithin,
-  freshDir,
   queueRun,
   readRunLog,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
-  writeHook,
 } from "./helpers/e2e.ts";
+import { exitWithin, writeHook } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-let ca: TestCa;
-let proxy: CountingProxy;
-let mirror: MirrorServer;
+// The mirror's certificate comes from the world's test CA, which agents trust only with --ca-cert.
+const world = useWorld({ httpsMirror: true });
+const proxy = new CountingProxy();
 let workspaceId = "";
 
 beforeAll(async () => {
-  ca = await makeTestCa();
-  mirror = new MirrorServer({ tls: { key: ca.key, cert: ca.cert } });
-  proxy = new CountingProxy();
-  [world] = await Promise.all([startWorld(), mirror.start(), proxy.start()]);
-  mirror.signer = world.signer;
-  mirror.publish("terraform", ENGINE_VERSION, {
-    os: process.platform,
-    arch: process.arch === "x64" ? "amd64" : process.arch,
-  });
+  await proxy.start();
   workspaceId = await createWorkspace(world, "behind-proxy");
   await uploadConfiguration(world, workspaceId, { "main.tf": 'resource "null_resource" "a" {}\n' });
 });
-afterAll(async () => {
-  await Promise.all([world?.close(), mirror?.stop(), proxy?.stop()]);
-  await ca?.dispose();
-});
+afterAll(() => proxy.stop());
 
 /** Runs one speculative plan with a `--single` agent; returns the run and the agent output. */
 async function planWith(args: string[], env: Record<string, string>) {
-  const dataDir = freshDir(world, "proxy-agent");
+  const dataDir = world.freshDir("proxy-agent");
   writeHook(
     dataDir,
     "pre-plan",
@@ -66,9 +48,8 @@ async function planWith(args: string[], env: Record<string, string>) {
     ].join("\n"),
   );
   const runId = await queueRun(world, workspaceId, { operation: "plan", isSpeculative: true });
-  const agent = startAgent(world, {
+  const agent = world.startAgent({
     dataDir,
-    releaseMirror: mirror.url,
     args: ["--single", ...args],
     env: { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url, ...env },
   });
@@ -82,7 +63,7 @@ describe("behind a proxy, with a private CA", () => {
     // The token also in TFC_AGENT_TOKEN, forwarded to jobs by name: it left the agent's
     // environment once read, so the job cannot see it.
     const { run, log, output, dataDir } = await planWith(
-      ["--ca-cert", ca.caFile, "--env-forward", "TFC_AGENT_TOKEN"],
+      ["--ca-cert", world.ca.caFile, "--env-forward", "TFC_AGENT_TOKEN"],
       { TFC_AGENT_TOKEN: world.agentToken },
     );
     expect(log).toContain("token-seen=none");
@@ -98,9 +79,9 @@ describe("behind a proxy, with a private CA", () => {
     );
     expect(proxy.requests.some((r) => r.includes("/finish"))).toBe(true);
     expect(proxy.requests.some((r) => r.includes("/configuration"))).toBe(true);
-    expect(proxy.tunnels).toContain(mirror.url.replace("https://", ""));
+    expect(proxy.tunnels).toContain(world.mirror.url.replace("https://", ""));
     // The mirror was reached only through the tunnel: the agent made no direct connection.
-    expect(mirror.requests).toEqual([
+    expect(world.mirror.requests).toEqual([
       `/terraform/${ENGINE_VERSION}/terraform_${ENGINE_VERSION}_SHA256SUMS`,
       `/terraform/${ENGINE_VERSION}/terraform_${ENGINE_VERSION}_SHA256SUMS.sig`,
       expect.stringMatching(/\.zip$/),
@@ -112,7 +93,10 @@ describe("behind a proxy, with a private CA", () => {
   });
 
   it("keeps the proxy and CA out of jobs with --forward-network-env=off", async () => {
-    const { run, log } = await planWith(["--ca-cert", ca.caFile, "--forward-network-env=off"], {});
+    const { run, log } = await planWith(
+      ["--ca-cert", world.ca.caFile, "--forward-network-env=off"],
+      {},
+    );
     expect(run.status).toBe("planned_and_finished");
     expect(log).toContain("job-proxy=none job-ca=none git-ca=none");
   });

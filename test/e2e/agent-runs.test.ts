@@ -3,41 +3,22 @@
  * `outpost-agent` process, and the stand-in engine installed from the loopback release mirror.
  * One coordinator and one agent (concurrency 2) for the whole file.
  */
-import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   createWorkspace,
   expectStatus,
   queueRun,
   readRunLog,
   setVariable,
-  startAgent,
-  startWorld,
   stateVersions,
   uploadConfiguration,
-  type World,
+  waitForLog,
   waitForRun,
-  writeHook,
 } from "./helpers/e2e.ts";
+import { writeHook } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-let agent: AgentProcess;
-
-beforeAll(async () => {
-  world = await startWorld();
-  agent = startAgent(world, { args: ["--concurrency", "2", "--cancel-grace", "5"] });
-  await agent.waitForOutput(/registered/);
-});
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    console.log(agent.output());
-  }
-});
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await world?.close();
-});
+const world = useWorld({ agents: [{ args: ["--concurrency", "2", "--cancel-grace", "5"] }] });
 
 const resource = (name: string, value: string) =>
   `resource "null_resource" "${name}" { value = "${value}" }\n`;
@@ -140,7 +121,7 @@ describe("runs through the real coordinator and the real agent", () => {
     await uploadConfiguration(world, ws, { "main.tf": resource("a", "slow") });
     const runId = await queueRun(world, ws, { operation: "apply" });
     await waitForRun(world, runId, ["planning"]);
-    await waitForLog(runId, "plan", /standin: planning/);
+    await waitForLog(world, runId, "plan", /standin: planning/);
     const started = Date.now();
     await expectStatus(world.api("POST", `/api/v1/runs/${runId}/cancel`), 200);
     // The cancel rides on the next heartbeat (every 10 s).
@@ -154,7 +135,7 @@ describe("runs through the real coordinator and the real agent", () => {
   });
 
   it("runs hooks around the engine; a hook's export reaches the next engine command", async () => {
-    const dataDir = path.join(world.dir, "agent-data");
+    const dataDir = world.agent.dataDir;
     writeHook(
       dataDir,
       "pre-plan",
@@ -184,9 +165,8 @@ describe("runs through the real coordinator and the real agent", () => {
   });
 
   it("fails a run whose hook fails, naming the hook", async () => {
-    const dataDir = path.join(world.dir, "agent-data");
     writeHook(
-      dataDir,
+      world.agent.dataDir,
       "pre-plan",
       'if [ "$OUTPOST_WORKSPACE_NAME" = "bad-hook" ]; then exit 7; fi',
     );
@@ -198,14 +178,3 @@ describe("runs through the real coordinator and the real agent", () => {
     expect(String(run.statusReason)).toContain("pre-plan");
   });
 });
-
-async function waitForLog(runId: string, phase: "plan" | "apply", pattern: RegExp) {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (pattern.test(await readRunLog(world, runId, phase))) {
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`the ${phase} log of ${runId} never matched ${pattern}`);
-}

@@ -12,66 +12,54 @@ import path from "node:path";
 import { RELEASE_MANIFEST_PATH, ReleaseManifest } from "@outpost/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import agentPackage from "../../agent/package.json" with { type: "json" };
-import { buildAgent, DEFAULT_ASSETS_DIR } from "../../agent/scripts/build.ts";
+import { type BuiltAgent, buildAgent, DEFAULT_ASSETS_DIR } from "../../agent/scripts/build.ts";
 import {
-  type AgentProcess,
   createWorkspace,
-  exitWithin,
   expectStatus,
-  freshDir,
   queueRun,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { exitWithin } from "./helpers/processes.ts";
+import { useWorld, type World } from "./helpers/world.ts";
 
 const OLD_VERSION = "0.0.1";
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
 
-let world: World;
-let oldAgentFile = "";
-const agents: AgentProcess[] = [];
-
-beforeAll(async () => {
-  const [started, old] = await Promise.all([
-    startWorld(),
-    (async () => {
-      const dir = path.join(freshDirOutside(), "old-build");
-      return buildAgent({
-        version: OLD_VERSION,
-        distDir: path.join(dir, "dist"),
-        assetsDir: path.join(dir, "assets"),
-      });
-    })(),
-  ]);
-  world = started;
-  oldAgentFile = old.agentFile;
-}, 120_000);
-afterAll(async () => {
-  for (const agent of agents) {
-    agent.kill("SIGKILL");
-  }
-  await world?.close();
-  if (buildDir) {
-    rmSync(buildDir, { recursive: true, force: true });
-  }
+const buildDir = mkdtempSync(path.join(tmpdir(), "outpost-old-build-"));
+let oldBuild: Promise<BuiltAgent>;
+// Registered before the world's: the old agent is built while the coordinator starts.
+beforeAll(() => {
+  oldBuild = buildAgent({
+    version: OLD_VERSION,
+    distDir: path.join(buildDir, "dist"),
+    assetsDir: path.join(buildDir, "assets"),
+  });
+  // Awaited by the tests; a failed build fails them, not the run as an unhandled rejection.
+  oldBuild.catch(() => {});
 });
-
-let buildDir = "";
-/** A temp dir for the old build before the world (and its dir) exists. */
-function freshDirOutside(): string {
-  buildDir = mkdtempSync(path.join(tmpdir(), "outpost-old-build-"));
-  return buildDir;
-}
+const world = useWorld();
+afterAll(() => rmSync(buildDir, { recursive: true, force: true }));
 
 /** Installs the old build the way install.sh does: one file under a prefix the agent owns. */
-function installOld(prefix: string): string {
+async function installOld(prefix: string): Promise<string> {
   mkdirSync(path.join(prefix, "lib"), { recursive: true });
   const file = path.join(prefix, "lib", "outpost-agent.mjs");
-  cpSync(oldAgentFile, file);
+  cpSync((await oldBuild).agentFile, file);
   return file;
+}
+
+/** The current build's assets with a manifest naming a wrong SHA-256 for the agent. */
+async function tamperedAssets(): Promise<string> {
+  const assets = path.join(buildDir, "tampered-assets");
+  cpSync(DEFAULT_ASSETS_DIR, assets, { recursive: true });
+  const manifestFile = path.join(assets, RELEASE_MANIFEST_PATH);
+  const manifest = ReleaseManifest.parse(JSON.parse(readFileSync(manifestFile, "utf8")));
+  writeFileSync(
+    manifestFile,
+    JSON.stringify({ ...manifest, agent: { ...manifest.agent, sha256: "0".repeat(64) } }),
+  );
+  return assets;
 }
 
 async function agentsOfPool(target: World): Promise<Array<Record<string, unknown>>> {
@@ -85,9 +73,8 @@ describe("automatic updates", () => {
       JSON.parse(readFileSync(path.join(DEFAULT_ASSETS_DIR, RELEASE_MANIFEST_PATH), "utf8")),
     );
     expect(manifest.version).toBe(agentPackage.version);
-    const file = installOld(freshDir(world, "update-prefix"));
-    const agent = startAgent(world, { bin: file });
-    agents.push(agent);
+    const file = await installOld(world.freshDir("update-prefix"));
+    const agent = world.startAgent({ bin: file });
     await agent.waitForOutput(/agent updated; restarting in place/, 40_000);
     await agent.waitForOutput(
       new RegExp(`registered \\{[^}]*"version":"${agentPackage.version.replaceAll(".", "\\.")}"`),
@@ -113,44 +100,37 @@ describe("automatic updates", () => {
     agent.kill("SIGTERM");
     expect((await exitWithin(agent, 30_000)).code).toBe(0);
   });
+});
+
+describe("automatic updates from a coordinator whose manifest names a wrong SHA-256", () => {
+  const tampered = useWorld(async () => ({ assetsDir: await tamperedAssets() }));
 
   it("keeps running the old build, its file untouched, when the checksum does not match", async () => {
-    const assets = path.join(world.dir, "tampered-assets");
-    cpSync(DEFAULT_ASSETS_DIR, assets, { recursive: true });
-    const manifestFile = path.join(assets, RELEASE_MANIFEST_PATH);
-    const manifest = ReleaseManifest.parse(JSON.parse(readFileSync(manifestFile, "utf8")));
-    writeFileSync(
-      manifestFile,
-      JSON.stringify({ ...manifest, agent: { ...manifest.agent, sha256: "0".repeat(64) } }),
+    const manifest = ReleaseManifest.parse(
+      JSON.parse(readFileSync(path.join(DEFAULT_ASSETS_DIR, RELEASE_MANIFEST_PATH), "utf8")),
     );
-    const tampered = await startWorld({ assetsDir: assets });
-    try {
-      const file = installOld(freshDir(tampered, "tampered-prefix"));
-      const before = sha256(file);
-      const agent = startAgent(tampered, { bin: file });
-      agents.push(agent);
-      await agent.waitForOutput(
-        /agent update failed \(download\); keeping the running version/,
-        60_000,
-      );
-      expect(agent.output()).toContain(
-        `checksum mismatch: expected sha256 ${"0".repeat(64)}, downloaded ${manifest.agent.sha256}`,
-      );
-      expect(agent.output()).toContain('"retryInSeconds":60');
-      expect(sha256(file)).toBe(before);
-      expect(agent.child.exitCode).toBeNull();
-      const ws = await createWorkspace(tampered, "old-still-works");
-      await uploadConfiguration(tampered, ws, { "main.tf": 'resource "null_resource" "b" {}\n' });
-      const runId = await queueRun(tampered, ws, { operation: "plan", isSpeculative: true });
-      const run = await waitForRun(tampered, runId, ["planned_and_finished", "errored"], 60_000);
-      expect(run.status, agent.output()).toBe("planned_and_finished");
-      expect(await agentsOfPool(tampered)).toEqual([
-        expect.objectContaining({ version: OLD_VERSION, status: "idle" }),
-      ]);
-      agent.kill("SIGTERM");
-      expect((await exitWithin(agent, 30_000)).code).toBe(0);
-    } finally {
-      await tampered.close();
-    }
+    const file = await installOld(tampered.freshDir("tampered-prefix"));
+    const before = sha256(file);
+    const agent = tampered.startAgent({ bin: file });
+    await agent.waitForOutput(
+      /agent update failed \(download\); keeping the running version/,
+      60_000,
+    );
+    expect(agent.output()).toContain(
+      `checksum mismatch: expected sha256 ${"0".repeat(64)}, downloaded ${manifest.agent.sha256}`,
+    );
+    expect(agent.output()).toContain('"retryInSeconds":60');
+    expect(sha256(file)).toBe(before);
+    expect(agent.child.exitCode).toBeNull();
+    const ws = await createWorkspace(tampered, "old-still-works");
+    await uploadConfiguration(tampered, ws, { "main.tf": 'resource "null_resource" "b" {}\n' });
+    const runId = await queueRun(tampered, ws, { operation: "plan", isSpeculative: true });
+    const run = await waitForRun(tampered, runId, ["planned_and_finished", "errored"], 60_000);
+    expect(run.status).toBe("planned_and_finished");
+    expect(await agentsOfPool(tampered)).toEqual([
+      expect.objectContaining({ version: OLD_VERSION, status: "idle" }),
+    ]);
+    agent.kill("SIGTERM");
+    expect((await exitWithin(agent, 30_000)).code).toBe(0);
   });
 });

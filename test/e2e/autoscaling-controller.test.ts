@@ -7,18 +7,10 @@
  * signal never counts those 6, and the fleet returns to 0 while they wait.
  */
 import path from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  type AgentProcess,
-  expectStatus,
-  type Json,
-  queueRun,
-  startAgent,
-  startWorld,
-  uploadConfiguration,
-  type World,
-} from "./helpers/e2e.ts";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { expectStatus, type Json, queueRun, uploadConfiguration } from "./helpers/e2e.ts";
+import type { AgentProcess } from "./helpers/processes.ts";
+import { useWorld, type World } from "./helpers/world.ts";
 
 type Signal = {
   desiredAgents: number;
@@ -90,17 +82,16 @@ class Controller {
   }
 
   /** Ticks every second until `done` says so; bounded by `timeoutMs`. */
-  async runUntil(done: (tick: Tick) => Promise<boolean>, timeoutMs: number): Promise<Tick> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const tick = await this.tick();
-      if (await done(tick)) {
+  runUntil(done: (tick: Tick) => Promise<boolean>, timeoutMs: number): Promise<Tick> {
+    return vi.waitFor(
+      async () => {
+        const tick = await this.tick();
+        if (!(await done(tick))) {
+          throw new Error(`not done; last ticks: ${JSON.stringify(this.ticks.slice(-5))}`);
+        }
         return tick;
-      }
-      await delay(TICK_MS);
-    }
-    throw new Error(
-      `not done within ${timeoutMs} ms; last ticks: ${JSON.stringify(this.ticks.slice(-5))}`,
+      },
+      { timeout: timeoutMs, interval: TICK_MS },
     );
   }
 
@@ -114,7 +105,7 @@ class Controller {
 
   private start(): void {
     const n = this.members.length;
-    const process = startAgent(this.world, {
+    const process = this.world.startAgent({
       token: this.agentToken,
       dataDir: path.join(this.world.dir, `${this.poolId}-agent-${n}`),
       args: ["--name", `scaled-${n}`],
@@ -128,31 +119,25 @@ class Controller {
   }
 }
 
-let world: World;
+const world = useWorld();
 let readerToken: string;
 const controllers: Controller[] = [];
 
 beforeAll(async () => {
-  world = await startWorld();
   const reader = await expectStatus(
     world.api("POST", "/api/v1/tokens", { role: "reader", description: "autoscaler" }),
     201,
   );
   readerToken = String(reader.token);
-}, 120_000);
+});
 afterEach(async (context) => {
+  // The agents' output is in the world's failure log; the signal's readings are not.
   if (context.task.result?.state === "fail") {
     for (const c of controllers) {
       console.log(JSON.stringify(c.ticks));
-      for (const m of c.members) {
-        console.log(m.process.output());
-      }
     }
   }
   await Promise.all(controllers.map((c) => c.stopAll()));
-});
-afterAll(async () => {
-  await world?.close();
 });
 
 /** A pool with its own agent token and the autoscaling settings of these tests. */

@@ -6,43 +6,21 @@
  */
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { standinSource } from "../node/helpers/mirror.ts";
 import { detachedSignature } from "../node/helpers/signing.ts";
 import {
-  type AgentProcess,
-  exitWithin,
   expectStatus,
-  freshDir,
   queueRun,
   readRunLog,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { type AgentOptions, exitWithin } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-const agents: AgentProcess[] = [];
+const world = useWorld();
 const PLATFORM = { os: process.platform, arch: process.arch === "x64" ? "amd64" : process.arch };
-
-beforeAll(async () => {
-  world = await startWorld();
-});
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    for (const agent of agents) {
-      console.log(agent.output());
-    }
-  }
-});
-afterAll(async () => {
-  for (const agent of agents) {
-    agent.kill("SIGKILL");
-  }
-  await world?.close();
-});
 
 /** A workspace on the world's pool with `engineVersion` (the API's default when absent). */
 async function workspace(name: string, engineVersion?: string): Promise<string> {
@@ -63,10 +41,9 @@ async function workspace(name: string, engineVersion?: string): Promise<string> 
 }
 
 /** One speculative plan by a `--single` agent started with `options`. */
-async function planOnce(ws: string, options: Parameters<typeof startAgent>[1]) {
+async function planOnce(ws: string, options: AgentOptions) {
   const runId = await queueRun(world, ws, { operation: "plan", isSpeculative: true });
-  const agent = startAgent(world, { ...options, args: ["--single"] });
-  agents.push(agent);
+  const agent = world.startAgent({ ...options, args: ["--single"] });
   const run = await waitForRun(world, runId, ["planned_and_finished", "errored"], 90_000);
   await exitWithin(agent, 30_000);
   return { run, log: await readRunLog(world, runId, "plan") };
@@ -80,7 +57,7 @@ describe("signed engine downloads through the real agent", () => {
     world.mirror.files.set(`${sums}.sig`, await detachedSignature(world.signer, signed));
     world.mirror.files.set(sums, Buffer.concat([signed, Buffer.from(`${"0".repeat(64)}  x\n`)]));
     const { run, log } = await planOnce(await workspace("bad-signature", "1.9.6"), {
-      dataDir: freshDir(world, "bad-signature"),
+      dataDir: world.freshDir("bad-signature"),
     });
     expect(run.status).toBe("errored");
     const sentence = `terraform_1.9.6_SHA256SUMS: its signature by ${world.signer.label} does not verify (Signed digest did not match): the file was changed after it was signed, or the signature is not of this file; refusing to install`;
@@ -93,7 +70,7 @@ describe("signed engine downloads through the real agent", () => {
 
   it("checks the signature on every download: the log names the signer", async () => {
     const { run, log } = await planOnce(await workspace("good-signature", "1.9.5"), {
-      dataDir: freshDir(world, "good-signature"),
+      dataDir: world.freshDir("good-signature"),
     });
     expect(run.status).toBe("planned_and_finished");
     expect(log).toContain(`terraform_1.9.5_SHA256SUMS is signed by ${world.signer.label}`);
@@ -102,10 +79,10 @@ describe("signed engine downloads through the real agent", () => {
 
 describe("engines without internet", () => {
   it("runs a new workspace's default latest with the terraform on PATH, saying why", async () => {
-    const bin = freshDir(world, "host-bin");
+    const bin = world.freshDir("host-bin");
     writeFileSync(path.join(bin, "terraform"), standinSource("1.9.5"));
     chmodSync(path.join(bin, "terraform"), 0o755);
-    const dataDir = freshDir(world, "offline");
+    const dataDir = world.freshDir("offline");
     mkdirSync(dataDir, { recursive: true });
     const ws = await workspace("first-run-offline");
     const created = await expectStatus(world.api("GET", `/api/v1/workspaces/${ws}`), 200);
@@ -131,7 +108,7 @@ describe("engines without internet", () => {
   it("fails a constraint nothing on the agent satisfies with what was asked and found", async () => {
     const ws = await workspace("offline-nothing", "~> 1.10");
     const { run } = await planOnce(ws, {
-      dataDir: freshDir(world, "offline-nothing"),
+      dataDir: world.freshDir("offline-nothing"),
       releaseMirror: "http://127.0.0.1:1",
       env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin` },
     });

@@ -5,7 +5,7 @@
  * them). Both build the static assets they serve (the dashboard's files and the agent release)
  * before wrangler starts, which refuses a missing assets directory.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readFile, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -14,6 +14,7 @@ import { promisify } from "node:util";
 import { RELEASE_MANIFEST_PATH } from "@outpost/protocol";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { freePort } from "../../scripts/local-coordinator.ts";
+import { hasExited, runShellCommand } from "./helpers/processes.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "../..");
@@ -55,17 +56,6 @@ async function expectAssetsBuilt(clone: string): Promise<void> {
   }
 }
 
-/** Signals a process group this test started; an empty group (all exited) is fine. */
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ESRCH") {
-      throw error;
-    }
-  }
-}
-
 const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", NO_UPDATE_NOTIFIER: "1" };
 
 describe("a fresh clone after npm ci", () => {
@@ -92,25 +82,15 @@ describe("a fresh clone after npm ci", () => {
     const clone = await freshClone();
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    let output = "";
     // Its own process group, so npm, wrangler and workerd all stop together.
-    const start: ChildProcess = spawn("npm", ["start"], {
-      cwd: clone,
-      env: { ...quietEnv, PORT: String(port) },
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+    const start = runShellCommand("npm start", { ...quietEnv, PORT: String(port) }, clone, {
+      label: "npm start",
+      dataDir: clone,
     });
-    start.stdout?.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    start.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const exited = new Promise<void>((done) => start.once("exit", () => done()));
     try {
       await vi.waitFor(
         async () => {
-          expect(start.exitCode, output).toBeNull();
+          expect(hasExited(start), start.output()).toBe(false);
           expect((await fetch(`${url}/healthz`)).status).toBe(200);
         },
         { timeout: 180_000, interval: 500 },
@@ -122,17 +102,12 @@ describe("a fresh clone after npm ci", () => {
       const release = await fetch(`${url}/agent/v1/release`);
       expect(release.status, await release.clone().text()).toBe(200);
       expect(await release.json()).toMatchObject({ version: expect.any(String) });
-      await vi.waitFor(() => expect(output).toContain("created organization"), {
-        timeout: 30_000,
-      });
+      await start.waitForOutput(/created organization/, 30_000);
       await expectAssetsBuilt(clone);
     } finally {
-      if (start.pid !== undefined) {
-        signalGroup(start.pid, "SIGTERM");
-        await Promise.race([exited, new Promise((done) => setTimeout(done, 30_000))]);
-        // Whatever of the group is still running (a wrangler child slow to stop) ends now.
-        signalGroup(start.pid, "SIGKILL");
-      }
+      await start.stop(30_000);
+      // Whatever of the group is still running (a wrangler child slow to stop) ends now.
+      start.kill("SIGKILL");
     }
   }, 300_000);
 });

@@ -11,22 +11,19 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Barrier } from "./helpers/barrier.ts";
 import {
-  type AgentProcess,
   createWorkspace,
-  exitWithin,
   expectStatus,
   queueRun,
   readRunLog,
   setVariable,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { type AgentProcess, exitWithin } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
 type Environ = {
   pid: number;
@@ -45,28 +42,17 @@ type Probes = {
 };
 type ProbedJob = { runId: string; jobId: string; secret: string; probes: Probes; log: string };
 
-let world: World;
+const world = useWorld();
 let base: string;
 const barrier = new Barrier(2);
-const agents: AgentProcess[] = [];
 
 beforeAll(async () => {
-  [world] = await Promise.all([startWorld(), barrier.start()]);
+  await barrier.start();
   // Outside /tmp, which a sandbox replaces with its own: what is hidden is hidden by the sandbox.
   base = mkdtempSync(path.join("/var/tmp", "outpost-isolation-"));
 });
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    for (const agent of agents) {
-      console.log(agent.output());
-    }
-  }
-});
 afterAll(async () => {
-  for (const agent of agents) {
-    agent.kill("SIGKILL");
-  }
-  await Promise.all([world?.close(), barrier.stop()]);
+  await barrier.stop();
   rmSync(base, { recursive: true, force: true });
 });
 
@@ -112,12 +98,11 @@ async function probeWith(
   writeFileSync(configFile, `name: probe-${mode}\nconcurrency: 2\n`);
   // The sandboxed agent reads its token from a file, the other one from OUTPOST_TOKEN: each is
   // then tried by the jobs.
-  const agent = startAgent(world, {
+  const agent = world.startAgent({
     dataDir,
     ...(mode === "bwrap" ? { tokenFile } : {}),
     args: ["--config", configFile, "--isolation", mode],
   });
-  agents.push(agent);
   await agent.waitForOutput(/registered/);
   const secretFiles = mode === "bwrap" ? [tokenFile, configFile] : [configFile];
   const jobs = await Promise.all(

@@ -11,7 +11,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalCoordinator, startCoordinator } from "../../scripts/local-coordinator.ts";
+import { useWorld } from "./helpers/world.ts";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -79,19 +79,15 @@ const TSCONFIG = {
   },
 };
 
-let coordinator: LocalCoordinator;
-let token: string;
+const world = useWorld();
 let dir: string;
 
 beforeAll(async () => {
-  coordinator = await startCoordinator();
-  token = await coordinator.bootstrap();
   // Inside the repository, so `openapi-fetch` resolves from its node_modules.
   await mkdir(path.join(ROOT, "test-results"), { recursive: true });
   dir = await mkdtemp(path.join(ROOT, "test-results", "openapi-client-"));
 });
 afterAll(async () => {
-  await coordinator?.dispose();
   if (dir) {
     await rm(dir, { recursive: true, force: true });
   }
@@ -111,7 +107,7 @@ async function typecheck(file: string): Promise<{ ok: boolean; output: string }>
 
 describe("a client generated from /api/v1/openapi.json", () => {
   it("typechecks, refuses misuse at compile time, and calls three routes", async () => {
-    const res = await fetch(`${coordinator.url}/api/v1/openapi.json`);
+    const res = await fetch(`${world.coordinator.url}/api/v1/openapi.json`);
     expect(res.status).toBe(200);
     const ast = await openapiTypescript.default(await res.json());
     await writeFile(path.join(dir, "api.ts"), openapiTypescript.astToString(ast));
@@ -128,7 +124,7 @@ describe("a client generated from /api/v1/openapi.json", () => {
 
     const { stdout } = await run(
       process.execPath,
-      [path.join(dir, "client.ts"), coordinator.url, token],
+      [path.join(dir, "client.ts"), world.coordinator.url, world.ownerToken],
       { cwd: dir },
     );
     const answer = JSON.parse(stdout) as Record<string, unknown>;

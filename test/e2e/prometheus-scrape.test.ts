@@ -9,32 +9,26 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../scripts/local-coordinator.ts";
 import { promtool } from "../node/helpers/promtool.ts";
 import {
-  type AgentProcess,
   createWorkspace,
-  exitWithin,
   expectStatus,
   queueRun,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
 import { PrometheusServer } from "./helpers/prometheus.ts";
+import { useWorld } from "./helpers/world.ts";
 
 /** What Prometheus 2.x asks for when it scrapes. */
 const PROMETHEUS_ACCEPT =
   "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 const RUNS = 3;
 
-let world: World;
+const world = useWorld();
 let readerToken: string;
 let agentPort: number;
 const prometheus = new PrometheusServer();
-const agents: AgentProcess[] = [];
 
 beforeAll(async () => {
-  world = await startWorld();
   const reader = await expectStatus(
     world.api("POST", "/api/v1/tokens", { role: "reader", description: "prometheus" }),
     201,
@@ -64,23 +58,12 @@ beforeAll(async () => {
   });
 }, 120_000);
 afterEach((context) => {
+  // The agent's output is in the world's failure log; Prometheus's is not.
   if (context.task.result?.state === "fail") {
     console.log(prometheus.logs());
-    for (const agent of agents) {
-      console.log(agent.output());
-    }
   }
 });
-afterAll(async () => {
-  await Promise.all(
-    agents.map(async (agent) => {
-      agent.kill("SIGTERM");
-      await exitWithin(agent, 15_000).catch(() => agent.kill("SIGKILL"));
-    }),
-  );
-  await prometheus.stop();
-  await world?.close();
-}, 60_000);
+afterAll(() => prometheus.stop(), 60_000);
 
 async function served(accept?: string): Promise<{ text: string; type: string | null }> {
   const res = await fetch(`${world.coordinator.url}/metrics`, {
@@ -91,6 +74,7 @@ async function served(accept?: string): Promise<{ text: string; type: string | n
 }
 
 describe("Prometheus scraping the coordinator and an agent", () => {
+  // Three plans and Prometheus's 1 s scrapes following them: past the 60 s default under load.
   it("sees the queued jobs follow the queue, and the runs, jobs and agent that drained it", async () => {
     const queued = `outpost_pool_jobs{pool_id="${world.poolId}",phase="plan",state="queued"}`;
     // The pool's series are there, at zero, before anything is queued.
@@ -109,8 +93,7 @@ describe("Prometheus scraping the coordinator and an agent", () => {
     );
     expect(await prometheus.value(`up{job="outpost-agents"}`)).toBe(0);
 
-    const agent = startAgent(world, { args: ["--metrics-address", `127.0.0.1:${agentPort}`] });
-    agents.push(agent);
+    world.startAgent({ args: ["--metrics-address", `127.0.0.1:${agentPort}`] });
     for (const runId of runIds) {
       expect(
         (await waitForRun(world, runId, ["planned_and_finished", "errored"], 60_000)).status,
@@ -163,7 +146,7 @@ describe("Prometheus scraping the coordinator and an agent", () => {
       ["outpost-agents", "up", ""],
       ["outpost-coordinator", "up", ""],
     ]);
-  });
+  }, 180_000);
 
   it("serves both formats so that promtool check metrics accepts them", async () => {
     const text = await served();

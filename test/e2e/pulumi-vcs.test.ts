@@ -4,53 +4,20 @@
  * passphrase, and its preview says why; nor a sensitive PULUMI_BACKEND_URL, and its preview is
  * refused saying that). The real coordinator, git server and agent.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
 import { sign } from "@octokit/webhooks-methods";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   expectStatus,
   type Json,
   readRunLog,
+  runsOf,
   setVariable,
-  startAgent,
-  startWorld,
   stateVersions,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
-import {
-  agentGitEnv,
-  createRepository,
-  type GitServer,
-  startGitServer,
-} from "./helpers/git-server.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-let agent: AgentProcess;
-let gitServer: GitServer;
-let dir: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), "outpost-pulumi-vcs-"));
-  [world, gitServer] = await Promise.all([startWorld(), startGitServer(dir)]);
-  world.mirror.publishPulumi("3.150.0", { os: process.platform, arch: process.arch });
-  agent = startAgent(world, { env: agentGitEnv(gitServer) });
-  await agent.waitForOutput(/registered/);
-});
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    console.log(agent.output());
-  }
-});
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await Promise.all([world?.close(), gitServer?.close()]);
-  rmSync(dir, { recursive: true, force: true });
-});
+const world = useWorld({ agents: [{}], git: true, engines: { pulumi: ["3.150.0"] } });
 
 const program = (values: string[]) =>
   `name: demo\nruntime: yaml\nresources:\n${values
@@ -96,22 +63,10 @@ function pullRequest(repoUrl: string, sha: string, number: number, headRepoId: n
   };
 }
 
-async function runsOf(ws: string, count: number): Promise<Json[]> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const body = await expectStatus(world.api("GET", `/api/v1/workspaces/${ws}/runs`), 200);
-    const runs = body.runs as Json[];
-    if (runs.length >= count || Date.now() > deadline) {
-      return runs;
-    }
-    await delay(100);
-  }
-}
-
 describe("a Pulumi stack from git", () => {
   it("updates on push, previews pull requests, and gives forks no secrets", async () => {
-    const repo = createRepository(dir, "infra");
-    const repoUrl = gitServer.repoUrl("infra");
+    const repo = world.git.createRepository("infra");
+    const repoUrl = world.git.repoUrl("infra");
     const first = repo.commit({ "stack/Pulumi.yaml": program(["a"]) }, "One thing");
     const ws = String(
       (
@@ -158,7 +113,7 @@ describe("a Pulumi stack from git", () => {
       repository: repository(repoUrl),
     };
     expect(await deliver(hook, "push", push, "push-1")).toBe(202);
-    const [pushed] = await runsOf(ws, 1);
+    const [pushed] = await runsOf(world, ws, 1);
     const update = await waitForRun(world, String(pushed?.id), ["applied", "errored"], 60_000);
     expect(update).toMatchObject({ status: "applied", source: "github" });
     expect(await stateVersions(world, ws)).toHaveLength(1);
@@ -167,7 +122,7 @@ describe("a Pulumi stack from git", () => {
     expect(await deliver(hook, "pull_request", pullRequest(repoUrl, change, 7, 1), "pr-7")).toBe(
       202,
     );
-    const preview = (await runsOf(ws, 2)).find((r) => r.id !== pushed?.id);
+    const preview = (await runsOf(world, ws, 2)).find((r) => r.id !== pushed?.id);
     const planned = await waitForRun(
       world,
       String(preview?.id),
@@ -183,7 +138,9 @@ describe("a Pulumi stack from git", () => {
     expect(await deliver(hook, "pull_request", pullRequest(repoUrl, change, 8, 99), "pr-8")).toBe(
       202,
     );
-    const forked = (await runsOf(ws, 3)).find((r) => (r.vcs as Json).pullRequestNumber === 8);
+    const forked = (await runsOf(world, ws, 3)).find(
+      (r) => (r.vcs as Json).pullRequestNumber === 8,
+    );
     const refused = await waitForRun(
       world,
       String(forked?.id),
@@ -201,8 +158,8 @@ describe("a Pulumi stack from git", () => {
 
 describe("a fork's pull request on a stack in the workspace's own, sensitive backend", () => {
   it("is refused naming the sensitive PULUMI_BACKEND_URL, not the passphrase", async () => {
-    const repo = createRepository(dir, "infra-own");
-    const repoUrl = gitServer.repoUrl("infra-own");
+    const repo = world.git.createRepository("infra-own");
+    const repoUrl = world.git.repoUrl("infra-own");
     repo.commit({ "stack/Pulumi.yaml": program(["a"]) }, "One thing");
     const ws = String(
       (
@@ -236,7 +193,7 @@ describe("a fork's pull request on a stack in the workspace's own, sensitive bac
     expect(await deliver(hook, "pull_request", pullRequest(repoUrl, change, 9, 99), "pr-9")).toBe(
       202,
     );
-    const [forked] = await runsOf(ws, 1);
+    const [forked] = await runsOf(world, ws, 1);
     const refused = await waitForRun(
       world,
       String(forked?.id),

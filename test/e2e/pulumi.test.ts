@@ -3,43 +3,25 @@
  * installed from the loopback mirror as a Pulumi release tarball (resolved from `^3.150`).
  * The checkpoint lives in Outpost's state versions and is restored into a DIY backend per job.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
+  ENGINE_VERSION,
   expectStatus,
   type Json,
   queueRun,
   readRunLog,
   setVariable,
-  startAgent,
-  startWorld,
   stateVersions,
   uploadConfiguration,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-let agent: AgentProcess;
+const world = useWorld({
+  agents: [{ args: ["--concurrency", "2"] }],
+  engines: { terraform: [ENGINE_VERSION], pulumi: ["3.150.0", "3.151.2"] },
+});
 const SECRET = "s3cret-token-value";
-
-beforeAll(async () => {
-  world = await startWorld();
-  const platform = { os: process.platform, arch: process.arch };
-  world.mirror.publishPulumi("3.150.0", platform);
-  world.mirror.publishPulumi("3.151.2", platform);
-  agent = startAgent(world, { args: ["--concurrency", "2"] });
-  await agent.waitForOutput(/registered/);
-});
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    console.log(agent.output());
-  }
-});
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await world?.close();
-});
 
 function project(resources: Record<string, string>): Record<string, string> {
   const body = Object.entries(resources)
@@ -83,11 +65,8 @@ async function confirm(runId: string): Promise<Json> {
   return waitForRun(world, runId, ["applied", "errored"], 60_000);
 }
 
-async function currentCheckpoint(ws: string): Promise<Json> {
-  const res = await fetch(`${world.coordinator.url}/state/v1/${ws}`, {
-    headers: { authorization: `Bearer ${world.ownerToken}` },
-  });
-  return (await res.json()) as Json;
+function currentCheckpoint(ws: string): Promise<Json> {
+  return expectStatus(world.api("GET", `/state/v1/${ws}`), 200);
 }
 
 function resources(checkpoint: Json): Json[] {

@@ -8,35 +8,29 @@
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { standinSource } from "../node/helpers/mirror.ts";
 import {
-  type AgentProcess,
   createWorkspace,
-  exitWithin,
   queueRun,
   readRunLog,
-  startAgent,
-  startWorld,
   uploadConfiguration,
-  type World,
   waitForRun,
-  writeHook,
 } from "./helpers/e2e.ts";
+import { exitWithin, writeHook } from "./helpers/processes.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
+const world = useWorld();
 let base: string;
 let home: string;
 let agentPath: string;
-const agents: AgentProcess[] = [];
 
 function executable(file: string, text: string | Buffer): void {
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, text, { mode: 0o755 });
 }
 
-beforeAll(async () => {
-  world = await startWorld();
+beforeAll(() => {
   // Outside /tmp, which the sandbox replaces: what is hidden is hidden by the agent's rules.
   base = mkdtempSync(path.join("/var/tmp", "outpost-sandbox-path-"));
   home = path.join(base, "home");
@@ -55,20 +49,7 @@ beforeAll(async () => {
     path.join(base, "tools"),
   ].join(":");
 });
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    for (const agent of agents) {
-      console.log(agent.output());
-    }
-  }
-});
-afterAll(async () => {
-  for (const agent of agents) {
-    agent.kill("SIGKILL");
-  }
-  await world?.close();
-  rmSync(base, { recursive: true, force: true });
-});
+afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 /** One plan by a `--single --isolation bwrap` agent of this user, with `extraPath` first. */
 async function planAsUser(name: string, options: { extraPath?: string; hook?: string } = {}) {
@@ -79,7 +60,7 @@ async function planAsUser(name: string, options: { extraPath?: string; hook?: st
   const ws = await createWorkspace(world, name);
   await uploadConfiguration(world, ws, { "main.tf": 'resource "terraform_data" "a" {}\n' });
   const runId = await queueRun(world, ws, { operation: "plan", isSpeculative: true });
-  const agent = startAgent(world, {
+  const agent = world.startAgent({
     dataDir,
     args: ["--single", "--isolation", "bwrap"],
     env: {
@@ -87,7 +68,6 @@ async function planAsUser(name: string, options: { extraPath?: string; hook?: st
       PATH: [options.extraPath, agentPath].filter((p) => p !== undefined).join(":"),
     },
   });
-  agents.push(agent);
   const run = await waitForRun(world, runId, ["planned_and_finished", "errored"], 60_000);
   await exitWithin(agent, 30_000);
   return { run, log: await readRunLog(world, runId, "plan"), dataDir };

@@ -4,53 +4,21 @@
  * and the real agent process cloning the exact commit with credentials that exist only in its
  * own environment, then applying with the stand-in engine.
  */
-import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
 import { sign } from "@octokit/webhooks-methods";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   createWorkspace,
   expectStatus,
   type Json,
   readRunLog,
-  startAgent,
-  startWorld,
+  runsOf,
   stateVersions,
-  type World,
   waitForRun,
 } from "./helpers/e2e.ts";
-import {
-  agentGitEnv,
-  createRepository,
-  type GitServer,
-  startGitServer,
-} from "./helpers/git-server.ts";
+import { useWorld } from "./helpers/world.ts";
 
-let world: World;
-let agent: AgentProcess;
-let gitServer: GitServer;
-let dir: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), "outpost-vcs-e2e-"));
-  [world, gitServer] = await Promise.all([startWorld(), startGitServer(dir)]);
-  agent = startAgent(world, { env: agentGitEnv(gitServer) });
-  await agent.waitForOutput(/registered/);
-});
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    console.log(agent.output());
-  }
-});
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await Promise.all([world?.close(), gitServer?.close()]);
-  rmSync(dir, { recursive: true, force: true });
-});
+const world = useWorld({ agents: [{}], git: true });
 
 // The package is a JSON index; Node loads it with require.
 const examples = createRequire(import.meta.url)("@octokit/webhooks-examples") as {
@@ -92,21 +60,6 @@ async function postWebhook(hookId: string, secret: string, payload: Json, delive
   return { status: res.status, body: (await res.json()) as Json, ms: Date.now() - started };
 }
 
-async function runsOf(workspaceId: string, expected: number): Promise<Json[]> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const body = await expectStatus(
-      world.api("GET", `/api/v1/workspaces/${workspaceId}/runs`),
-      200,
-    );
-    const runs = body.runs as Json[];
-    if (runs.length >= expected || Date.now() > deadline) {
-      return runs;
-    }
-    await delay(100);
-  }
-}
-
 describe("VCS-driven runs through the real coordinator, git server and agent", () => {
   it("refuses file:// and option-like repository URLs on the coordinator", async () => {
     const ws = await createWorkspace(world, "vcs-refused");
@@ -117,8 +70,8 @@ describe("VCS-driven runs through the real coordinator, git server and agent", (
   });
 
   it("a signed push queues a run; the agent clones exactly that commit and applies it", async () => {
-    const repo = createRepository(dir, "infra");
-    const repoUrl = gitServer.repoUrl("infra");
+    const repo = world.git.createRepository("infra");
+    const repoUrl = world.git.repoUrl("infra");
     const first = repo.commit({ "envs/prod/main.tf": resource("a") }, "Add resource a");
     // The branch moves on before the first webhook is handled: the run must still use `first`.
     const second = repo.commit({ "envs/prod/main.tf": resource("a") + resource("b") }, "Add b");
@@ -144,9 +97,11 @@ describe("VCS-driven runs through the real coordinator, git server and agent", (
       "e2e-delivery-1",
     );
     expect(answer.status).toBe(202);
-    expect(answer.ms).toBeLessThan(1000);
+    // Well inside the 10 s GitHub gives a delivery: the runs are queued after the answer. (1 s
+    // held on an idle host; a loaded two-core host has taken over 2 s.)
+    expect(answer.ms).toBeLessThan(5_000);
 
-    const [queued] = await runsOf(ws, 1);
+    const [queued] = await runsOf(world, ws, 1);
     const run = await waitForRun(
       world,
       String(queued?.id),
@@ -162,10 +117,10 @@ describe("VCS-driven runs through the real coordinator, git server and agent", (
     expect(run.planSummary).toMatchObject({ adds: 1 });
     const planLog = await readRunLog(world, String(run.id), "plan");
     expect(planLog).toContain(`Cloning ${repoUrl} at ${first}`);
-    expect(planLog).not.toContain(gitServer.password);
-    expect(JSON.stringify(run)).not.toContain(gitServer.password);
+    expect(planLog).not.toContain(world.git.password);
+    expect(JSON.stringify(run)).not.toContain(world.git.password);
     // The agent authenticated with the host's credential helper; the coordinator never did.
-    expect(gitServer.requests.some((r) => r.authorized && r.path.startsWith("/infra.git/"))).toBe(
+    expect(world.git.requests.some((r) => r.authorized && r.path.startsWith("/infra.git/"))).toBe(
       true,
     );
 
@@ -185,7 +140,7 @@ describe("VCS-driven runs through the real coordinator, git server and agent", (
       "e2e-delivery-2",
     );
     expect(next.status).toBe(202);
-    const runs = await runsOf(ws, 2);
+    const runs = await runsOf(world, ws, 2);
     expect(runs).toHaveLength(2);
     const secondRun = runs.find((r) => r.id !== run.id);
     const applied = await waitForRun(world, String(secondRun?.id), ["applied", "errored"], 60_000);

@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { hostname, tmpdir } from "node:os";
@@ -161,12 +161,26 @@ describe("outpost-agent configuration (the real bin)", () => {
 
   it("never prints the token, also while it retries an unreachable coordinator", async () => {
     const unreachable = { ...GOOD_ENV, OUTPOST_ADDRESS: `http://127.0.0.1:${await closedPort()}` };
-    const { stdout, stderr } = agent(
-      ["--data-dir", dir, "--log-level", "trace"],
-      unreachable,
-      3_000,
-    );
-    expect(stdout).toContain("lost contact with the coordinator; retrying with backoff: ");
+    // Until it has retried (not for a fixed time: a loaded host may take seconds to start it).
+    const child = spawn(process.execPath, [BIN, "--data-dir", dir, "--log-level", "trace"], {
+      env: { PATH: process.env.PATH ?? "", HOME: dir, ...unreachable },
+    });
+    let [stdout, stderr] = ["", ""];
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const closed = new Promise((resolve) => child.on("close", resolve));
+    try {
+      await expect
+        .poll(() => stdout, { timeout: 20_000 })
+        .toContain("lost contact with the coordinator; retrying with backoff: ");
+    } finally {
+      child.kill("SIGKILL");
+      await closed;
+    }
     expect(stdout).toContain("connection refused");
     expect(stdout).toContain("ECONNREFUSED");
     expect(stdout + stderr).not.toContain(TOKEN);

@@ -217,14 +217,30 @@ function loop(
   });
 }
 
-/** Advances fake time in small steps until `check` holds; fails after `limitMs` of fake time. */
-async function until(check: () => boolean, what: string, limitMs = 60_000): Promise<void> {
-  for (let elapsed = 0; !check(); elapsed += 10) {
-    if (elapsed > limitMs) {
-      throw new Error(`never happened within ${limitMs} ms of fake time: ${what}`);
-    }
-    await vi.advanceTimersByTimeAsync(10);
-  }
+/** Fake time moved per poll: the Retry-After and grace periods asserted below are multiples. */
+const FAKE_STEP_MS = 250;
+
+/**
+ * Moves fake time on until `check` holds, failing when that takes more than `limitMs` of fake
+ * time: `vi.waitFor` polls (bounded in real time) and each poll that finds `check` false advances
+ * the fake clock one step, letting the timers the loop awaits fire in order.
+ */
+async function whenFakeTime(check: () => boolean, what: string, limitMs = 60_000): Promise<void> {
+  const from = Date.now();
+  const held = await vi.waitFor(
+    async () => {
+      if (check()) {
+        return true;
+      }
+      if (Date.now() - from > limitMs) {
+        return false;
+      }
+      await vi.advanceTimersByTimeAsync(FAKE_STEP_MS);
+      throw new Error(`not yet: ${what}`);
+    },
+    { timeout: 20_000, interval: 0 },
+  );
+  expect(held, `${what} within ${limitMs} ms of fake time`).toBe(true);
 }
 
 /** Settles `promise` while fake time runs, so timers it waits on fire. */
@@ -233,7 +249,7 @@ async function settle<T>(promise: Promise<T>): Promise<T> {
   const tracked = promise.finally(() => {
     done = true;
   });
-  await until(() => done, "the loop ended", 600_000);
+  await whenFakeTime(() => done, "the loop ended", 600_000);
   return tracked;
 }
 
@@ -252,9 +268,12 @@ describe("the agent loop", () => {
     });
     const { jobs, startJob } = controllableJobs();
     const result = loop(api, startJob, { single: true }).run();
-    await until(() => api.calls.filter((c) => c === "next").length === 2, "the 429 answered");
+    await whenFakeTime(
+      () => api.calls.filter((c) => c === "next").length === 2,
+      "the 429 answered",
+    );
     const after429 = Date.now();
-    await until(() => jobs.length === 1, "the job started");
+    await whenFakeTime(() => jobs.length === 1, "the job started");
     expect(Date.now() - after429).toBeGreaterThanOrEqual(3_000);
     expect(api.calls.indexOf(`start ${jobId(1)}`)).toBeGreaterThan(-1);
     jobs[0]?.end();
@@ -269,7 +288,7 @@ describe("the agent loop", () => {
     });
     const { jobs, startJob } = controllableJobs();
     const result = loop(api, startJob, { single: true }).run();
-    await until(() => jobs.length === 1, "the job started");
+    await whenFakeTime(() => jobs.length === 1, "the job started");
     jobs[0]?.end();
     expect(await settle(result)).toBe(EXIT_CODES.ok);
     expect(api.calls.slice(0, 4)).toEqual(["register", "next", "register", "next"]);
@@ -292,10 +311,10 @@ describe("the agent loop", () => {
     const { jobs, startJob } = controllableJobs();
     const agent = loop(api, startJob);
     const result = agent.run();
-    await until(() => jobs[0]?.cancels.length === 1, "the cancel reached the job");
+    await whenFakeTime(() => jobs[0]?.cancels.length === 1, "the cancel reached the job");
     expect(jobs[0]?.cancels).toEqual([false]);
     jobs[0]?.end({ ...OK, outcome: "canceled" });
-    await until(
+    await whenFakeTime(
       () => api.calls.filter((c) => c.startsWith("finish")).length === 3,
       "finish retried",
     );
@@ -344,7 +363,7 @@ describe("the agent loop", () => {
     const { jobs, startJob } = controllableJobs();
     const agent = loop(api, startJob);
     const result = agent.run();
-    await until(() => jobs.length === 1, "the job started");
+    await whenFakeTime(() => jobs.length === 1, "the job started");
     agent.stop();
     await vi.advanceTimersByTimeAsync(59_000);
     expect(jobs[0]?.cancels).toEqual([]);
@@ -362,9 +381,9 @@ describe("the agent loop", () => {
     const { jobs, startJob } = controllableJobs();
     const agent = loop(api, startJob);
     const result = agent.run();
-    await until(() => jobs.length === 1, "the job started");
+    await whenFakeTime(() => jobs.length === 1, "the job started");
     agent.stop();
-    await until(() => (jobs[0]?.cancels.length ?? 0) > 0, "the graceful cancel", 61_000);
+    await whenFakeTime(() => (jobs[0]?.cancels.length ?? 0) > 0, "the graceful cancel", 61_000);
     expect(jobs[0]?.cancels).toEqual([false]);
     jobs[0]?.end({ ...OK, outcome: "canceled" });
     expect(await settle(result)).toBe(EXIT_CODES.ok);
@@ -435,13 +454,13 @@ describe("updates between jobs", () => {
       },
     });
     const result = agent.run();
-    await until(() => jobs.length === 1, "the job started");
+    await whenFakeTime(() => jobs.length === 1, "the job started");
     // As the client does when an answer carries a newer Outpost-Agent-Version.
     updater.offer("9.9.9");
     await vi.advanceTimersByTimeAsync(5_000);
     expect(asked).toEqual([]);
     jobs[0]?.end();
-    await until(() => restarts.length === 1, "the restart");
+    await whenFakeTime(() => restarts.length === 1, "the restart");
     expect(asked).toEqual(["prepare", "install 9.9.9"]);
     expect(api.goodbyes).toContain("updating to 9.9.9");
     expect(restarts[0]).toEqual(staged);
@@ -454,9 +473,12 @@ describe("updates between jobs", () => {
     const restarts: StagedUpdate[] = [];
     const agent = loop(api, undefined, { updater, restart: (u) => restarts.push(u) });
     const result = agent.run();
-    await until(() => asked.length === 1, "the download");
+    await whenFakeTime(() => asked.length === 1, "the download");
     const pollsBefore = api.calls.filter((c) => c === "next").length;
-    await until(() => api.calls.filter((c) => c === "next").length > pollsBefore, "polling again");
+    await whenFakeTime(
+      () => api.calls.filter((c) => c === "next").length > pollsBefore,
+      "polling again",
+    );
     expect(api.goodbyes).toEqual([]);
     expect(restarts).toEqual([]);
     agent.stop();

@@ -224,8 +224,12 @@ describe("the instruments", () => {
     abandoned("aborted");
     const lost = observe({ method: "POST", path: "/agent/v1/register" });
     lost("failed");
+    // A poll refused before it reached the coordinator was never held: no contact.
+    c.ms += 20_000;
+    const refused = observe({ method: "POST", path: "/agent/v1/jobs/next?wait=50" });
+    refused("unreachable");
     const down = observe({ method: "POST", path: "/agent/v1/heartbeat" });
-    c.ms += 31_000;
+    c.ms += 11_000;
     down(503);
 
     const text = (await metrics.text()).body;
@@ -246,8 +250,9 @@ describe("the instruments", () => {
         'outpost_agent_request_duration_seconds_count{operation="register",code="error"}',
       ),
     ).toBe(1);
+    expect(sample(text, 'outpost_agent_poll_duration_seconds_count{code="error"}')).toBe(1);
     expect(text).not.toContain('code="aborted"');
-    // The 503 was not contact: the last one was the finish, 31 s before.
+    // Neither the refused poll nor the 503 was contact: the last one was the finish, 31 s before.
     expect(health.readiness().isReady).toBe(false);
     expect(sample(text, "outpost_agent_ready")).toBe(0);
   });

@@ -4,17 +4,6 @@ import { startProcess } from "../../agent/src/exec/process.ts";
 import { httpBackend, runStandin, STANDIN_PATH, tempConfig } from "./helpers/standin.ts";
 import { StateServer } from "./helpers/state-server.ts";
 
-/** Waits until `check` holds (checked every 20 ms), failing after 10 s. */
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!check()) {
-    if (Date.now() > deadline) {
-      throw new Error(`never happened: ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 const TOKEN = "op_run_exec-token";
 const server = new StateServer({ ws_x: TOKEN });
 const creds = { TF_HTTP_USERNAME: "outpost", TF_HTTP_PASSWORD: TOKEN };
@@ -123,7 +112,7 @@ describe("startProcess", () => {
   it("force: SIGKILL ends an engine that ignores SIGINT", async () => {
     const { child, output } = await startSlowPlan({ STANDIN_IGNORE_SIGINT: "1" });
     child.cancel(60_000);
-    await until(() => output().includes("ignoring SIGINT"), "the engine saw the SIGINT");
+    await expect.poll(output, { timeout: 10_000, interval: 20 }).toContain("ignoring SIGINT");
     child.forceKill();
     expect(await child.exited).toEqual({ code: null, signal: "SIGKILL" });
     server.workspaces.delete("ws_x");

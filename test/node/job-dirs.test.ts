@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJobDir, recordOwner, removeStaleJobDirs } from "../../agent/src/job/workdirs.ts";
-import { AGENT_BIN } from "../e2e/helpers/e2e.ts";
+import { AGENT_BIN } from "../e2e/helpers/processes.ts";
 
 let base: string;
 

@@ -1,11 +1,12 @@
 /**
- * Vitest global setup: builds the static assets (the dashboard's files and the agent's bundles,
- * npm package and release files) once before a project's tests, exactly as `npm run build`
- * does, so the coordinator under test serves the current dashboard and ships the current agent,
- * and a single test file can run on a fresh checkout.
+ * Vitest global setup: makes sure the static assets (the dashboard's files and the agent's
+ * bundles, npm package and release files) are current before a project's tests, so the
+ * coordinator under test serves the current dashboard and ships the current agent, and a single
+ * test file runs on a fresh checkout. `npm test` builds once before the projects start; here that
+ * build is found current and reused (agent/scripts/build-inputs.ts), never repeated.
  */
-import { buildAssets } from "../../scripts/build.ts";
+import { ensureAssetsBuilt } from "../../scripts/build.ts";
 
 export default async function setup(): Promise<void> {
-  await buildAssets();
+  await ensureAssetsBuilt();
 }

@@ -9,13 +9,12 @@ import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { variables, vcsHooks } from "../../src/db/schema.ts";
 import { sealedKeyId } from "../../src/lib/encryption.ts";
-import { loadVariablesForJob } from "../../src/variables/service.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { NEW_KEY, OLD_KEY, ROTATED, reencryptWith, requestWithKey } from "./helpers/keys.ts";
 import { createHook, githubExample } from "./helpers/vcs.ts";
-import { createWorkspace } from "./helpers/workspaces.ts";
+import { createWorkspace, jobVariablesOf } from "./helpers/workspaces.ts";
 
 /** A sensitive variable written while the deployment runs with `encryptionKey`. */
 async function putSecret(encryptionKey: string, org: TestOrg, ws: string, key: string) {
@@ -76,9 +75,9 @@ describe("POST /api/v1/organization/reencrypt", () => {
     const secret = rotatedHook.body.secret;
     // Before the rotation, a deployment with only the new key can read none of them.
     expect((await ping(NEW_KEY, hook, secret)).status).toBe(401);
-    await expect(
-      loadVariablesForJob({ ENCRYPTION_KEY: NEW_KEY }, db, ws.id, { includeSensitive: true }),
-    ).rejects.toThrow(/unknown_key/);
+    await expect(jobVariablesOf({ ENCRYPTION_KEY: NEW_KEY }, ws.id, true)).rejects.toThrow(
+      /unknown_key/,
+    );
 
     const res = await reencryptWith(ROTATED, org.ownerToken);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -92,9 +91,7 @@ describe("POST /api/v1/organization/reencrypt", () => {
     expect(sealedKeyId(row?.previousSecretCiphertext ?? "")).toBe("k2");
 
     // k1 dropped: everything still opens.
-    const values = await loadVariablesForJob({ ENCRYPTION_KEY: NEW_KEY }, db, ws.id, {
-      includeSensitive: true,
-    });
+    const values = await jobVariablesOf({ ENCRYPTION_KEY: NEW_KEY }, ws.id, true);
     expect(values.map((v) => `${v.key}=${v.value}`).sort()).toEqual(["A=A-value", "B=B-value"]);
     expect((await ping(NEW_KEY, hook, secret)).status).toBe(200);
     expect((await ping(NEW_KEY, hook, hook.secret)).status).toBe(200);

@@ -142,7 +142,7 @@ describe("GET /api/v1/pools and /api/v1/pools/:poolId", () => {
       token: org.tokens.reader,
     });
     expect(detail.status).toBe(200);
-    expect(detail.body.workspaces).toEqual([{ id: wsId, name: "network" }]);
+    expect(detail.body.workspaces).toEqual([{ id: wsId, name: "network", allowed: true }]);
     expect(detail.body.agents).toEqual([
       {
         id: agentId,
@@ -155,7 +155,7 @@ describe("GET /api/v1/pools and /api/v1/pools/:poolId", () => {
         capacity: 3,
         acceptedPhases: ["plan", "apply"],
         isolation: null,
-        tokenId: pool.tokenId,
+        tokenId: null,
         runningJobs: [{ jobId: job.jobId, phase: "plan", state: "leased" }],
         lastContactAt: expect.any(String),
         registeredAt: expect.any(String),

@@ -106,7 +106,7 @@ describe("GET /api/v1/workspaces/:id/state-versions", () => {
 });
 
 describe("GET state-versions/:svId and /download", () => {
-  it("shows one version and streams its body byte for byte with Content-MD5", async () => {
+  it("shows one version and streams its body byte for byte with Content-MD5 to an admin", async () => {
     const org = await seedOrg();
     const ws = await seedWorkspace(org);
     const body = stateJson({ serial: 1, lineage: "l", outputs });
@@ -125,7 +125,7 @@ describe("GET state-versions/:svId and /download", () => {
     });
     const download = await request(
       `/api/v1/workspaces/${ws}/state-versions/${written.stateVersionId}/download`,
-      { token: org.tokens.reader },
+      { token: org.tokens.admin },
     );
     expect(download.status).toBe(200);
     expect(await download.text()).toBe(body);

@@ -11,12 +11,12 @@ import { newApp } from "../../src/app.ts";
 import { variables } from "../../src/db/schema.ts";
 import { systemClock } from "../../src/deps.ts";
 import { MAX_VARIABLES_PER_WORKSPACE } from "../../src/variables/model.ts";
-import { loadVariablesForJob, putVariable } from "../../src/variables/service.ts";
+import { putVariable } from "../../src/variables/service.ts";
 import type { ErrorBody } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { db, deps, seedOrg, type TestOrg, tokenActor } from "./helpers/fixtures.ts";
 import { reencryptWith } from "./helpers/keys.ts";
-import { createWorkspace } from "./helpers/workspaces.ts";
+import { createWorkspace, jobVariablesOf } from "./helpers/workspaces.ts";
 
 const OLD = env.ENCRYPTION_KEY;
 const NEW_KEY = `k2:${btoa(String.fromCharCode(...new Uint8Array(32).fill(42)))}`;
@@ -61,13 +61,11 @@ describe("sensitive variables and the encryption key", () => {
       201,
     );
     await putWith(OLD, org, ws.id, "SECRET", { category: "env", value: "v", sensitive: true });
-    await expect(
-      loadVariablesForJob({ ENCRYPTION_KEY: "" }, db, ws.id, { includeSensitive: true }),
-    ).rejects.toThrow(/ENCRYPTION_KEY is not set/);
+    await expect(jobVariablesOf({ ENCRYPTION_KEY: "" }, ws.id, true)).rejects.toThrow(
+      /ENCRYPTION_KEY is not set/,
+    );
     // Without sensitive variables no key is needed.
-    expect(
-      await loadVariablesForJob({ ENCRYPTION_KEY: "" }, db, ws.id, { includeSensitive: false }),
-    ).toHaveLength(1);
+    expect(await jobVariablesOf({ ENCRYPTION_KEY: "" }, ws.id, false)).toHaveLength(1);
   });
 
   it("rotates: new writes use the first key, old values still decrypt, re-encryption moves them", async () => {
@@ -94,7 +92,7 @@ describe("sensitive variables and the encryption key", () => {
       );
     expect(await keyIds()).toEqual({ OLD_SECRET: "k1", NEW_SECRET: "k2" });
     const values = async (key: string) =>
-      (await loadVariablesForJob({ ENCRYPTION_KEY: key }, db, ws.id, { includeSensitive: true }))
+      (await jobVariablesOf({ ENCRYPTION_KEY: key }, ws.id, true))
         .map((v) => `${v.key}=${v.value}`)
         .sort();
     expect(await values(rotated)).toEqual([
@@ -176,7 +174,7 @@ describe("sensitive variables and the encryption key", () => {
       .update(variables)
       .set({ ciphertext: rowA?.ciphertext ?? null })
       .where(eq(variables.id, b.body.id));
-    await expect(loadVariablesForJob(env, db, ws.id, { includeSensitive: true })).rejects.toThrow(
+    await expect(jobVariablesOf(env, ws.id, true)).rejects.toThrow(
       /env\/B cannot be decrypted \(tampered/,
     );
   });

@@ -1,11 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { loadVariablesForJob } from "../../src/variables/service.ts";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
-import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
-import { createWorkspace } from "./helpers/workspaces.ts";
+import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
+import { createWorkspace, jobVariablesOf } from "./helpers/workspaces.ts";
 
 type Variable = {
   id: string;
@@ -124,12 +123,12 @@ describe("PUT/GET /api/v1/workspaces/:workspaceId/vars/:key", () => {
     const ws = await createWorkspace(org);
     await put(org, ws.id, "token", { category: "terraform", value: "t0ps3cret", sensitive: true });
     await put(org, ws.id, "TF_LOG", { category: "env", value: "INFO" });
-    const all = await loadVariablesForJob(env, db, ws.id, { includeSensitive: true });
+    const all = await jobVariablesOf(env, ws.id, true);
     expect(all).toEqual([
       { key: "TF_LOG", value: "INFO", category: "env", hcl: false, sensitive: false },
       { key: "token", value: "t0ps3cret", category: "terraform", hcl: false, sensitive: true },
     ]);
-    const forFork = await loadVariablesForJob(env, db, ws.id, { includeSensitive: false });
+    const forFork = await jobVariablesOf(env, ws.id, false);
     expect(forFork.map((v) => v.key)).toEqual(["TF_LOG"]);
   });
 
@@ -156,7 +155,7 @@ describe("PUT/GET /api/v1/workspaces/:workspaceId/vars/:key", () => {
     });
     expect(described.status).toBe(200);
     expect((await rowOf(created.body.id))?.ciphertext).toBe(sealedBefore);
-    let vars = await loadVariablesForJob(env, db, ws.id, { includeSensitive: true });
+    let vars = await jobVariablesOf(env, ws.id, true);
     expect(vars[0]?.value).toBe("first");
 
     const plain = await put(org, ws.id, "db_password", { category: "terraform", value: "second" });
@@ -170,7 +169,7 @@ describe("PUT/GET /api/v1/workspaces/:workspaceId/vars/:key", () => {
     const row = await rowOf(created.body.id);
     expect(row?.value).toBeNull();
     expect(JSON.stringify(row)).not.toContain("second");
-    vars = await loadVariablesForJob(env, db, ws.id, { includeSensitive: true });
+    vars = await jobVariablesOf(env, ws.id, true);
     expect(vars[0]?.value).toBe("second");
 
     const missing = await put(org, ws.id, "fresh", { category: "terraform" });

@@ -199,6 +199,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agent/v1/jobs/{jobId}/workload-identity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A fresh workload identity token for the running job (the agent rewrites its token file) */
+        post: operations["renewWorkloadIdentity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/jobs/next": {
         parameters: {
             query?: never;
@@ -419,7 +436,10 @@ export interface paths {
         delete: operations["deletePool"];
         options?: never;
         head?: never;
-        /** Rename a pool or change its liveness or autoscaling settings */
+        /**
+         * Rename a pool, change its liveness or autoscaling settings or its scope
+         * @description Narrowing the scope errors the waiting runs of the workspaces it leaves out (erroredRunIds), with a reason naming the pool and the workspace; their jobs leave the pool's queue.
+         */
         patch: operations["updatePool"];
         trace?: never;
     };
@@ -505,6 +525,81 @@ export interface paths {
         post?: never;
         /** Revoke an agent token: its next request gets 401 and its agents are told to exit */
         delete: operations["revokeAgentToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the projects the caller may see by name, a page at a time */
+        get: operations["listProjects"];
+        put?: never;
+        /** Create a project */
+        post: operations["createProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a project by id or name */
+        get: operations["getProject"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an empty project
+         * @description Refused (409, saying how many) while the project holds workspaces, and for the organization's default project. Its team access and variable set links go with it.
+         */
+        delete: operations["deleteProject"];
+        options?: never;
+        head?: never;
+        /** Rename or redescribe a project */
+        patch: operations["updateProject"];
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/team-access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The teams with access to the project (and so to its workspaces) and their level */
+        get: operations["listProjectTeamAccess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/team-access/{teamId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Give a team read, plan, write or admin access to the project and its workspaces */
+        put: operations["putProjectTeamAccess"];
+        post?: never;
+        /** Take a team's access to the project away */
+        delete: operations["deleteProjectTeamAccess"];
         options?: never;
         head?: never;
         patch?: never;
@@ -843,6 +938,127 @@ export interface paths {
         patch: operations["updateUser"];
         trace?: never;
     };
+    "/api/v1/variable-sets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's variable sets by name, a page at a time */
+        get: operations["listVariableSets"];
+        put?: never;
+        /** Create a variable set (empty; add variables, then apply it) */
+        post: operations["createVariableSet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/variable-sets/{varsetId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a variable set by id or name, with where it is applied */
+        get: operations["getVariableSet"];
+        put?: never;
+        post?: never;
+        /** Delete a variable set with its variables; the workspaces it reached stop getting them */
+        delete: operations["deleteVariableSet"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a variable set's name, description, global or priority
+         * @description Making a set global drops its project and workspace links; refused (409) when another global set holds one of its variables.
+         */
+        patch: operations["updateVariableSet"];
+        trace?: never;
+    };
+    "/api/v1/variable-sets/{varsetId}/projects/{projectId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Apply the set to a project and so to its workspaces; applying twice changes nothing
+         * @description Refused (409) for a global set, which reaches every workspace already.
+         */
+        put: operations["applyVariableSetToProject"];
+        post?: never;
+        /** Stop applying the set to a project */
+        delete: operations["removeVariableSetFromProject"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/variable-sets/{varsetId}/vars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a variable set's variables (sensitive values never included) */
+        get: operations["listVariableSetVariables"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/variable-sets/{varsetId}/vars/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one variable of a variable set */
+        get: operations["getVariableSetVariable"];
+        /**
+         * Create or replace a variable of a variable set
+         * @description The same rules as a workspace's variables: replace semantics, write-only sensitive values. In a global set, a variable another global set holds is refused (409).
+         */
+        put: operations["setVariableSetVariable"];
+        post?: never;
+        /** Delete a variable of a variable set */
+        delete: operations["deleteVariableSetVariable"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/variable-sets/{varsetId}/workspaces/{workspaceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Apply the set to a workspace; applying twice changes nothing
+         * @description Refused (409) for a global set, which reaches every workspace already.
+         */
+        put: operations["applyVariableSetToWorkspace"];
+        post?: never;
+        /** Stop applying the set to a workspace */
+        delete: operations["removeVariableSetFromWorkspace"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/vcs-hooks": {
         parameters: {
             query?: never;
@@ -1004,6 +1220,26 @@ export interface paths {
         };
         /** Download an uploaded configuration's tar.gz, exactly as it was uploaded */
         get: operations["downloadConfigurationVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workspaces/{workspaceId}/effective-variables": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The variables a run of the workspace would get, each with its source
+         * @description The workspace's own variables merged with the variable sets that reach it (global, through its project, by name), by Terraform Cloud's precedence: priority sets, then the workspace's variables, then workspace-scoped, project-scoped and global sets; between sets of the same rank the name first in Unicode code point order wins. Sensitive values are never included.
+         */
+        get: operations["getEffectiveVariables"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1679,10 +1915,13 @@ export interface components {
             /** @enum {string} */
             status: "idle" | "busy" | "unknown" | "errored" | "exited";
             statusReason: string | null;
-            tokenId: string;
+            /** @description The agent token it logged in with: owners only, null for other roles */
+            tokenId: string | null;
             version: string;
         };
         AgentPool: {
+            allowedProjectIds: string[];
+            allowedWorkspaceIds: string[];
             createdAt: string;
             description: string;
             /** @description Unknown this long: errored */
@@ -1697,6 +1936,8 @@ export interface components {
             /** @description Autoscaling: the fewest agents desiredAgents asks for (default 0) */
             minAgents: number;
             name: string;
+            /** @description true: every workspace of the organization may run on the pool; false: only those in allowedWorkspaceIds and those of the projects in allowedProjectIds */
+            organizationScoped: boolean;
             /** @description Offline this long: dropped from listings */
             retentionSeconds: number;
             /** @description No contact this long: unknown */
@@ -1706,6 +1947,8 @@ export interface components {
         AgentPoolDetail: components["schemas"]["AgentPool"] & {
             agents: components["schemas"]["Agent"][];
             workspaces: {
+                /** @description false: the pool's scope no longer allows this workspace; its runs error */
+                allowed: boolean;
                 id: string;
                 name: string;
             }[];
@@ -1868,6 +2111,10 @@ export interface components {
         };
         /** @description minAgents must not be above maxAgents */
         CreateAgentPool: {
+            /** @description With organizationScoped false: projects whose workspaces may use the pool */
+            allowedProjectIds?: string[];
+            /** @description With organizationScoped false: workspaces that may use the pool */
+            allowedWorkspaceIds?: string[];
             description?: string;
             erroredAfterSeconds?: number | null;
             jobsPerAgent?: number;
@@ -1876,6 +2123,8 @@ export interface components {
             minAgents?: number;
             /** @example datacenter-1 */
             name: string;
+            /** @description Default true: any workspace of the organization may use the pool */
+            organizationScoped?: boolean;
             retentionSeconds?: number | null;
             unknownAfterSeconds?: number | null;
         };
@@ -1939,6 +2188,11 @@ export interface components {
             /** @enum {string} */
             role: "owner" | "admin" | "member" | "reader";
         };
+        CreateProject: {
+            description?: string;
+            /** @example networking */
+            name: string;
+        };
         CreateRun: {
             configurationVersionId?: string;
             /** @default false */
@@ -1979,6 +2233,15 @@ export interface components {
              */
             expiresInSeconds?: number | null;
         };
+        CreateVariableSet: {
+            description?: string;
+            /** @description Default false. Making a set global drops its project and workspace links; two global sets may not set the same variable */
+            global?: boolean;
+            /** @example aws-credentials */
+            name: string;
+            /** @description Default false */
+            priority?: boolean;
+        };
         CreateVcsHook: {
             /** @default  */
             description?: string;
@@ -2010,6 +2273,11 @@ export interface components {
             /** @example network-prod */
             name: string;
             poolId?: string | null;
+            /**
+             * @description The project (its prj_ id or its name); on create, the organization's default project when omitted; on update, moves the workspace (admin access to the project needed)
+             * @example networking
+             */
+            projectId?: string;
             /** @description Workspaces whose runs read the outputs, with sharing "workspaces" */
             remoteStateConsumerIds?: string[] | null;
             /**
@@ -2036,6 +2304,27 @@ export interface components {
              * @example api://AzureADTokenExchange
              */
             workloadIdentityAudience?: string | null;
+            /** @description How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after */
+            workloadIdentityTokenLifetimeSeconds?: number;
+        };
+        EffectiveVariable: {
+            /** @enum {string} */
+            category: "env" | "terraform";
+            description: string;
+            hcl: boolean;
+            key: string;
+            sensitive: boolean;
+            source: components["schemas"]["VariableSource"];
+            /** @description Always null for sensitive variables */
+            value: string | null;
+        };
+        EffectiveVariables: {
+            /** @description Values a run does not get, and the source whose value wins */
+            overridden: (components["schemas"]["EffectiveVariable"] & {
+                overriddenBy: components["schemas"]["VariableSource"];
+            })[];
+            /** @description What a run gets */
+            variables: components["schemas"]["EffectiveVariable"][];
         };
         Error: {
             error: {
@@ -2264,6 +2553,28 @@ export interface components {
             revokedAt: string | null;
             /** @enum {string} */
             role: "owner" | "admin" | "member" | "reader";
+        };
+        Project: {
+            createdAt: string;
+            description: string;
+            id: string;
+            /** @description The organization's default project, where workspaces created without a project go; it cannot be deleted */
+            isDefault: boolean;
+            name: string;
+            updatedAt: string;
+            workspaceCount: number;
+        };
+        ProjectTeamAccess: {
+            /** @enum {string} */
+            access: "read" | "plan" | "write" | "admin";
+            projectId: string;
+            teamId: string;
+            teamName: string;
+            updatedAt: string;
+        };
+        PutProjectTeamAccess: {
+            /** @enum {string} */
+            access: "read" | "plan" | "write" | "admin";
         };
         PutSso: {
             clientId: string;
@@ -2557,6 +2868,10 @@ export interface components {
         };
         /** @description null resets a liveness setting to its default; minAgents must not end above maxAgents */
         UpdateAgentPool: {
+            /** @description With organizationScoped false: projects whose workspaces may use the pool */
+            allowedProjectIds?: string[];
+            /** @description With organizationScoped false: workspaces that may use the pool */
+            allowedWorkspaceIds?: string[];
             description?: string;
             erroredAfterSeconds?: number | null;
             jobsPerAgent?: number;
@@ -2565,8 +2880,18 @@ export interface components {
             minAgents?: number;
             /** @example datacenter-1 */
             name?: string;
+            /** @description Default true: any workspace of the organization may use the pool */
+            organizationScoped?: boolean;
             retentionSeconds?: number | null;
             unknownAfterSeconds?: number | null;
+        };
+        UpdatedAgentPool: components["schemas"]["AgentPool"] & {
+            erroredRunIds: string[];
+        };
+        UpdateProject: {
+            description?: string;
+            /** @example networking */
+            name?: string;
         };
         UpdateTeam: {
             /** @description Provider groups whose members belong to the team (exact names) */
@@ -2580,6 +2905,15 @@ export interface components {
         };
         UpdateUser: {
             disabled: boolean;
+        };
+        UpdateVariableSet: {
+            description?: string;
+            /** @description Default false. Making a set global drops its project and workspace links; two global sets may not set the same variable */
+            global?: boolean;
+            /** @example aws-credentials */
+            name?: string;
+            /** @description Default false */
+            priority?: boolean;
         };
         UpdateVcsHook: {
             description?: string;
@@ -2606,6 +2940,11 @@ export interface components {
             /** @example network-prod */
             name?: string;
             poolId?: string | null;
+            /**
+             * @description The project (its prj_ id or its name); on create, the organization's default project when omitted; on update, moves the workspace (admin access to the project needed)
+             * @example networking
+             */
+            projectId?: string;
             /** @description Workspaces whose runs read the outputs, with sharing "workspaces" */
             remoteStateConsumerIds?: string[] | null;
             /**
@@ -2632,6 +2971,8 @@ export interface components {
              * @example api://AzureADTokenExchange
              */
             workloadIdentityAudience?: string | null;
+            /** @description How long a job's workload identity token lives, 60 s to 1 h; default 900 (15 minutes). The agent renews the job's token file while the job runs, so a leaked token is worthless soon after */
+            workloadIdentityTokenLifetimeSeconds?: number;
         };
         User: {
             createdAt: string;
@@ -2674,6 +3015,43 @@ export interface components {
             /** @description Always null for sensitive variables */
             value: string | null;
         };
+        VariableSet: {
+            createdAt: string;
+            description: string;
+            /** @description Applies to every workspace of the organization, now and later */
+            global: boolean;
+            id: string;
+            name: string;
+            /** @description Its variables win over the workspace's own variables and over non-priority sets */
+            priority: boolean;
+            /** @description Projects it is applied to */
+            projects: {
+                id: string;
+                name: string;
+            }[];
+            updatedAt: string;
+            variableCount: number;
+            /** @description Workspaces it is applied to by name */
+            workspaces: {
+                id: string;
+                name: string;
+            }[];
+        };
+        VariableSource: {
+            /** @enum {string} */
+            type: "workspace";
+        } | {
+            id: string;
+            name: string;
+            priority: boolean;
+            /**
+             * @description How the set reaches the workspace: global, through its project, or by name
+             * @enum {string}
+             */
+            scope: "global" | "project" | "workspace";
+            /** @enum {string} */
+            type: "variable_set";
+        };
         VcsDelivery: {
             deliveryId: string;
             event: string;
@@ -2709,6 +3087,10 @@ export interface components {
             /** @description Why the event triggers nothing */
             ignored?: string;
         };
+        WorkloadIdentityToken: {
+            expiresAt: string;
+            token: string;
+        };
         Workspace: {
             autoApply: boolean;
             createdAt: string;
@@ -2732,6 +3114,8 @@ export interface components {
             } | null;
             name: string;
             poolId: string | null;
+            /** @description The project the workspace belongs to */
+            projectId: string;
             remoteStateConsumerIds: string[];
             /**
              * @description Whose runs may read this workspace's outputs (terraform_remote_state): none, every workspace of the organization, or the workspaces in remoteStateConsumerIds
@@ -2754,6 +3138,8 @@ export interface components {
             workloadIdentity: boolean;
             /** @description The token's aud; null means the issuer URL */
             workloadIdentityAudience: string | null;
+            /** @description How long a job's workload identity token lives; the agent renews it while the job runs */
+            workloadIdentityTokenLifetimeSeconds: number;
         };
     };
     responses: never;
@@ -3409,6 +3795,55 @@ export interface operations {
             };
         };
     };
+    renewWorkloadIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new token, with the same claims and a later exp */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkloadIdentityToken"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     pollNextJob: {
         parameters: {
             query?: {
@@ -3460,6 +3895,15 @@ export interface operations {
             };
             /** @description Not found in this organization */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3520,6 +3964,15 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3589,6 +4042,15 @@ export interface operations {
             };
             /** @description Wrong content type */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many queued runs; retry after Retry-After seconds */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4373,13 +4835,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The pool */
+            /** @description The pool, and the runs its new scope errored */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentPool"];
+                    "application/json": components["schemas"]["UpdatedAgentPool"];
                 };
             };
             /** @description Invalid input */
@@ -4874,6 +5336,530 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RevokedAgentToken"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listProjects: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of projects; pass nextCursor as cursor for the next */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        nextCursor: string | null;
+                        projects: components["schemas"]["Project"][];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateProject"];
+            };
+        };
+        responses: {
+            /** @description The project */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (prj_…) or its name */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (prj_…) or its name */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted project */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (prj_…) or its name */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateProject"];
+            };
+        };
+        responses: {
+            /** @description The project */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listProjectTeamAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (prj_…) or its name */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The team access */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        teamAccess: components["schemas"]["ProjectTeamAccess"][];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putProjectTeamAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (prj_…) or its name */
+                projectId: string;
+                teamId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutProjectTeamAccess"];
+            };
+        };
+        responses: {
+            /** @description The team's access */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectTeamAccess"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteProjectTeamAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (prj_…) or its name */
+                projectId: string;
+                teamId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The access that was removed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectTeamAccess"];
                 };
             };
             /** @description Invalid input */
@@ -6455,6 +7441,900 @@ export interface operations {
             };
         };
     };
+    listVariableSets: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of variable sets; pass nextCursor as cursor for the next */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        nextCursor: string | null;
+                        variableSets: components["schemas"]["VariableSet"][];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createVariableSet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateVariableSet"];
+            };
+        };
+        responses: {
+            /** @description The set */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VariableSet"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getVariableSet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VariableSet"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteVariableSet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VariableSet"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateVariableSet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateVariableSet"];
+            };
+        };
+        responses: {
+            /** @description The set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VariableSet"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    applyVariableSetToProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (prj_…) or its name */
+                projectId: string;
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VariableSet"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeVariableSetFromProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's id (prj_…) or its name */
+                projectId: string;
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VariableSet"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listVariableSetVariables: {
+        parameters: {
+            query?: {
+                /** @description Picks a category; on one variable, needed only when the key exists in both */
+                category?: "env" | "terraform";
+            };
+            header?: never;
+            path: {
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The variables */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        variables: components["schemas"]["Variable"][];
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getVariableSetVariable: {
+        parameters: {
+            query?: {
+                /** @description Picks a category; on one variable, needed only when the key exists in both */
+                category?: "env" | "terraform";
+            };
+            header?: never;
+            path: {
+                key: string;
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The variable */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Variable"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setVariableSetVariable: {
+        parameters: {
+            query?: {
+                /** @description Picks a category; on one variable, needed only when the key exists in both */
+                category?: "env" | "terraform";
+            };
+            header?: never;
+            path: {
+                key: string;
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutVariable"];
+            };
+        };
+        responses: {
+            /** @description The replaced variable */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Variable"];
+                };
+            };
+            /** @description The created variable */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Variable"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteVariableSetVariable: {
+        parameters: {
+            query?: {
+                /** @description Picks a category; on one variable, needed only when the key exists in both */
+                category?: "env" | "terraform";
+            };
+            header?: never;
+            path: {
+                key: string;
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deleted variable */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Variable"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    applyVariableSetToWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VariableSet"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeVariableSetFromWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The variable set's id (varset_…) or its name */
+                varsetId: string;
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VariableSet"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listVcsHooks: {
         parameters: {
             query?: never;
@@ -6905,6 +8785,8 @@ export interface operations {
             query?: {
                 cursor?: string;
                 limit?: number;
+                /** @description Only the workspaces of this project (its prj_ id or its name) */
+                projectId?: string;
                 /** @description Only workspaces whose name contains this text */
                 search?: string;
             };
@@ -7451,6 +9333,56 @@ export interface operations {
                 };
                 content: {
                     "application/gzip": string;
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEffectiveVariables: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workspace's id (ws_…) or its name */
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The effective variables */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EffectiveVariables"];
                 };
             };
             /** @description Invalid input */

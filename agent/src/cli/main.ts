@@ -11,8 +11,10 @@ import { admin } from "./commands/admin.ts";
 import { login, logout, whoami } from "./commands/auth.ts";
 import { oidcTrusts } from "./commands/oidc-trusts.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
+import { projects } from "./commands/projects.ts";
 import { cancel, confirm, discard, logs, run, runs } from "./commands/runs.ts";
 import { outputs, state } from "./commands/state.ts";
+import { varsets } from "./commands/varsets.ts";
 import { vars, workspaces } from "./commands/workspaces.ts";
 import type { CliContext } from "./context.ts";
 import { CLI_EXIT, type CliExitCode } from "./errors.ts";
@@ -24,8 +26,10 @@ const COMMANDS: Record<string, CliCommand | CliGroup> = {
   pools,
   "agent-tokens": agentTokens,
   "oidc-trusts": oidcTrusts,
+  projects,
   workspaces,
   vars,
+  varsets,
   run,
   runs,
   confirm,
@@ -46,7 +50,7 @@ coordinator unreachable, 130 interrupted.`;
 function program(ctx: CliContext, onExit: (code: CliExitCode) => void): Commander {
   const root = new Commander("outpost")
     .description(
-      "Administers an Outpost coordinator: pools, agent tokens, workspaces, runs, state, keys.",
+      "Administers an Outpost coordinator: pools, agent tokens, projects, workspaces, variables and variable sets, runs, state, keys.",
     )
     .version(AGENT_VERSION, "--version", "print the version and exit")
     .addHelpText("after", EPILOGUE)

@@ -4,8 +4,24 @@ export type Io = {
   err: { write(chunk: string): unknown };
 };
 
-/** Left-aligned columns separated by two spaces; the first row is the header. */
-export function table(rows: string[][]): string {
+/**
+ * `text` with every control character (ESC, BEL, CR, C1, …) written as a `\xNN` escape,
+ * so a value from the coordinator (an agent's name, a token's description, an OIDC subject) can
+ * never drive the terminal.
+ */
+export function printable(text: string): string {
+  return text.replace(
+    /\p{Cc}/gu,
+    (c) => `\\x${(c.codePointAt(0) ?? 0).toString(16).padStart(2, "0")}`,
+  );
+}
+
+/**
+ * Left-aligned columns separated by two spaces; the first row is the header. Cells are made
+ * {@link printable}.
+ */
+export function table(input: string[][]): string {
+  const rows = input.map((row) => row.map(printable));
   const widths: number[] = [];
   for (const row of rows) {
     row.forEach((cell, i) => {

@@ -1,7 +1,7 @@
 import { ReceivedErrorEnvelope } from "@outpost/protocol";
 import type { z } from "zod";
 import { TransientError } from "../errors.ts";
-import { describeNetworkError } from "../net/errors.ts";
+import { describeNetworkError, isNeverConnected } from "../net/errors.ts";
 import { type HttpResponse, httpFetch } from "../net/fetch.ts";
 
 /**
@@ -53,13 +53,14 @@ export type HttpTarget = {
 
 /**
  * Called as a request is sent; the function it returns is called once, with the status of the
- * answer's headers, `failed` when none came (network error, timeout) or `aborted` when the
+ * answer's headers, `unreachable` when it never reached the server (refused, no such host),
+ * `failed` when no answer came after that (a cut connection, a timeout) or `aborted` when the
  * caller gave up on it (a shutdown ending a long-poll).
  */
 export type RequestObserver = (request: {
   method: string;
   path: string;
-}) => (outcome: number | "failed" | "aborted") => void;
+}) => (outcome: number | "unreachable" | "failed" | "aborted") => void;
 
 /**
  * Sends one request. Resolves with a 2xx response (or one in `passStatuses`). Network errors,
@@ -88,7 +89,7 @@ export async function send(target: HttpTarget, input: RequestInput): Promise<Htt
       answered?.("aborted");
       throw input.signal.reason;
     }
-    answered?.("failed");
+    answered?.(isNeverConnected(error) ? "unreachable" : "failed");
     const reason = timeout.aborted ? "no answer in time" : describeNetworkError(error);
     throw new TransientError(`${what}: cannot reach ${target.address} (${reason})`, {
       cause: error,

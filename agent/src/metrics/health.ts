@@ -45,14 +45,18 @@ export class AgentHealth {
   }
 
   /**
-   * A long-poll asking to be held `waitMs` was sent; the function returned ends it. However it
-   * ends (even cut off), the coordinator held it until then, at most for its wait.
+   * A long-poll asking to be held `waitMs` was sent; the function returned ends it. Unless it
+   * never reached the coordinator (`held` false: refused, no such host), the coordinator held it
+   * until it ended (even cut off), at most for its wait.
    */
-  pollSent(waitMs: number): () => void {
+  pollSent(waitMs: number): (held?: boolean) => void {
     const poll = { heldUntil: this.now() + waitMs };
     this.heldPolls.add(poll);
-    return () => {
+    return (held = true) => {
       this.heldPolls.delete(poll);
+      if (!held) {
+        return;
+      }
       const heldTill = Math.min(this.now(), poll.heldUntil);
       this.lastContactAt = Math.max(this.lastContactAt ?? heldTill, heldTill);
     };

@@ -13,8 +13,8 @@ export type LoopApi = Pick<
 /**
  * Times every coordinator request into `metrics` and tells `health` of the coordinator's
  * answers (5xx come from proxies as often as from the coordinator, so they are not contact)
- * and of the long-polls it holds. A request the agent itself abandoned (a shutdown) is not
- * counted as a failure.
+ * and of the long-polls it holds (a poll that never reached it was never held). A request the
+ * agent itself abandoned (a shutdown) is not counted as a failure.
  */
 export function observeRequests(
   metrics: AgentMetrics,
@@ -26,7 +26,7 @@ export function observeRequests(
     const started = now();
     const pollEnded = operation === "jobs_next" ? health.pollSent(pollWaitMs(path)) : null;
     return (outcome) => {
-      pollEnded?.();
+      pollEnded?.(outcome !== "unreachable");
       if (typeof outcome === "number" && outcome < 500) {
         health.contacted();
       }

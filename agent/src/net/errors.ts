@@ -41,6 +41,25 @@ export function describeNetworkError(error: unknown): string {
   return meaning === undefined ? detail : `${meaning} (${detail})`;
 }
 
+/** Failures before a connection to the server existed: it never saw the request. */
+const NEVER_CONNECTED_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/**
+ * True when a request failed before it reached the server (refused, no such host, no route):
+ * unlike a connection cut later, the server never held it.
+ */
+export function isNeverConnected(error: unknown): boolean {
+  const code = errorCode(deepestCause(error));
+  return code !== null && NEVER_CONNECTED_CODES.has(code);
+}
+
 /** Certificate problems: retrying the same request cannot fix them. */
 const TLS_TRUST_CODES = new Set([
   "SELF_SIGNED_CERT_IN_CHAIN",

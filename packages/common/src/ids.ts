@@ -26,6 +26,8 @@ const PREFIXES = {
   teamToken: "ttok",
   ssoRequest: "sso",
   cliLogin: "cli",
+  project: "prj",
+  variableSet: "varset",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;

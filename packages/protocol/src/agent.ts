@@ -32,7 +32,16 @@ export type JobId = z.infer<typeof JobId>;
 export const AgentStatus = z.enum(["idle", "busy", "unknown", "errored", "exited"]);
 export type AgentStatus = z.infer<typeof AgentStatus>;
 
-const Label = z.string().trim().min(1).max(100);
+/**
+ * A name an agent reports, shown on the dashboard and in the CLI: no control characters, so an
+ * agent cannot send terminal escapes (`ESC]0;…BEL`) to whoever lists it.
+ */
+const Label = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
 
 /** How an agent confines its jobs (`--isolation` once decided). */
 export const AgentIsolation = z.enum(["bwrap", "none"]);

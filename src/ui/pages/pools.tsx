@@ -21,6 +21,7 @@ import {
 } from "../layout.tsx";
 import { TokenTable } from "./agent-tokens.tsx";
 import { OidcTrustsSection } from "./oidc.tsx";
+import { PoolScopeSection } from "./pool-scope.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
 type Agent = ReturnType<typeof presentAgent>;
@@ -200,7 +201,12 @@ export function PoolPage(props: {
   viewer: Viewer;
   pool: Pool;
   agents: Agent[];
-  workspaces: { id: string; name: string }[];
+  workspaces: { id: string; name: string; allowed: boolean }[];
+  /** The projects and workspaces the viewer sees, to name the pool's scope. */
+  scopeNames: {
+    projects: { id: string; name: string }[];
+    workspaces: { id: string; name: string }[];
+  };
   /** The pool's autoscaling signal now; null if it could not be read. */
   autoscaling: AutoscalingSignal | null;
   /** Agent tokens: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/tokens`. */
@@ -257,11 +263,19 @@ export function PoolPage(props: {
               <>
                 {i > 0 ? ", " : ""}
                 <a href={`/ui/workspaces/${w.id}`}>{w.name}</a>
+                {w.allowed ? null : <strong> (not allowed by the scope)</strong>}
               </>
             ))
           )}
         </dd>
       </dl>
+      <PoolScopeSection
+        viewer={props.viewer}
+        pool={pool}
+        projects={props.scopeNames.projects}
+        workspaces={props.scopeNames.workspaces}
+        canManage={canManage}
+      />
       <section data-live={`/ui/pools/${pool.id}/live.json`} data-interval="1500">
         <h2 id="agents-heading">Agents</h2>
         <table aria-labelledby="agents-heading">

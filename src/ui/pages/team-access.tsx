@@ -1,4 +1,7 @@
-/** The "Team access" section of a workspace page: which teams hold which access there. */
+/**
+ * The "Team access" section of a workspace's (or, with `base` and `mayManage`, a project's) page:
+ * which teams hold which access there.
+ */
 import { ACCESS_LEVELS } from "../../authz/model.ts";
 import { Csrf, type Viewer, viewerMay } from "../layout.tsx";
 
@@ -17,9 +20,13 @@ export function TeamAccessSection(props: {
   workspaceId: string;
   teamAccess: TeamAccessEntry[];
   teams: { id: string; name: string }[];
+  /** Where the forms post, when not the workspace's. */
+  base?: string;
+  /** Whether the viewer manages this access, when not decided on the workspace. */
+  mayManage?: boolean;
 }) {
-  const mayManage = viewerMay(props.viewer, "team_access.manage");
-  const base = `/ui/workspaces/${props.workspaceId}/team-access`;
+  const mayManage = props.mayManage ?? viewerMay(props.viewer, "team_access.manage");
+  const base = props.base ?? `/ui/workspaces/${props.workspaceId}/team-access`;
   return (
     <section aria-labelledby="team-access-heading">
       <h2 id="team-access-heading">Team access</h2>

@@ -1,4 +1,6 @@
-/** Workspace variables: the table and the form that sets one. */
+/** Variables: a workspace's table and form, and what a run gets with each value's source. */
+import type { EffectiveVariable } from "../../variables/effective.ts";
+import type { VariableSource } from "../../variables/precedence.ts";
 import type { Variable } from "../../variables/service.ts";
 import { Csrf, type Viewer } from "../layout.tsx";
 
@@ -94,5 +96,57 @@ export function VariableForm(props: { viewer: Viewer; workspaceId: string }) {
         </div>
       </fieldset>
     </form>
+  );
+}
+
+/** Where a variable comes from, as words: the workspace, or which set and how it reaches it. */
+export function SourceText(props: { source: VariableSource }) {
+  const s = props.source;
+  if (s.type === "workspace") {
+    return <span>workspace</span>;
+  }
+  const how = { global: "global", project: "through the project", workspace: "applied here" }[
+    s.scope
+  ];
+  return (
+    <span>
+      {s.priority ? "priority " : ""}set <a href={`/ui/variable-sets/${s.id}`}>{s.name}</a> ({how})
+    </span>
+  );
+}
+
+/**
+ * What a run of the workspace gets, by the same merge the job lease uses, each with its source;
+ * a sensitive value is never rendered.
+ */
+export function EffectiveVariablesTable(props: { variables: EffectiveVariable[] }) {
+  if (props.variables.length === 0) {
+    return <p class="muted">A run gets no variables.</p>;
+  }
+  return (
+    <table aria-labelledby="effective-heading">
+      <thead>
+        <tr>
+          <th scope="col">Key</th>
+          <th scope="col">Category</th>
+          <th scope="col">Value</th>
+          <th scope="col">Source</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.variables.map((v) => (
+          <tr>
+            <td class="mono">{v.key}</td>
+            <td>{v.category}</td>
+            <td class="mono">
+              {v.sensitive ? <span class="muted">sensitive (write-only)</span> : v.value}
+            </td>
+            <td>
+              <SourceText source={v.source} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }

@@ -4,12 +4,13 @@
  */
 import type { presentPool } from "../../pools/model.ts";
 import type { presentRun } from "../../runs/present.ts";
+import type { EffectiveVariable } from "../../variables/effective.ts";
 import type { Variable } from "../../variables/service.ts";
 import type { Workspace } from "../../workspaces/service.ts";
 import { Badge, Csrf, Layout, Notice, Time, type Viewer, viewerMay } from "../layout.tsx";
 import { WorkloadIdentityForm, workloadIdentityText } from "./oidc.tsx";
 import { type TeamAccessEntry, TeamAccessSection } from "./team-access.tsx";
-import { VariableForm, VariablesTable } from "./variables.tsx";
+import { EffectiveVariablesTable, VariableForm, VariablesTable } from "./variables.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
 type Run = ReturnType<typeof presentRun>;
@@ -95,6 +96,10 @@ export function WorkspacePage(props: {
   pools: Pool[];
   runs: Run[];
   variables: Variable[];
+  effectiveVariables: EffectiveVariable[];
+  project: { id: string; name: string } | null;
+  /** The scope rule's sentence when the workspace's pool no longer allows it, else null. */
+  poolRefusal: string | null;
   teamAccess: TeamAccessEntry[];
   teams: { id: string; name: string }[];
   notice?: string | undefined;
@@ -109,10 +114,24 @@ export function WorkspacePage(props: {
     <Layout title={`Workspace ${ws.name}`} section="workspaces" viewer={viewer}>
       {props.error ? <Notice kind="error">{props.error}</Notice> : null}
       {props.notice ? <Notice kind="ok">{props.notice}</Notice> : null}
+      {props.poolRefusal ? (
+        <Notice kind="error">
+          {props.poolRefusal}: its runs error until the workspace gets another pool or the pool
+          allows it again.
+        </Notice>
+      ) : null}
       <p>{ws.description}</p>
       <dl class="facts">
         <dt>Id</dt>
         <dd class="mono">{ws.id}</dd>
+        <dt>Project</dt>
+        <dd>
+          {props.project ? (
+            <a href={`/ui/projects/${props.project.id}`}>{props.project.name}</a>
+          ) : (
+            <span class="muted">none</span>
+          )}
+        </dd>
         <dt>Execution mode</dt>
         <dd>{ws.executionMode}</dd>
         <dt>Agent pool</dt>
@@ -237,6 +256,11 @@ export function WorkspacePage(props: {
         isAdmin={mayEditVariables}
       />
       {mayEditVariables ? <VariableForm viewer={viewer} workspaceId={ws.id} /> : null}
+      <h2 id="effective-heading">What a run gets</h2>
+      <p class="muted">
+        The workspace's variables merged with the variable sets that reach it, by precedence.
+      </p>
+      <EffectiveVariablesTable variables={props.effectiveVariables} />
       <TeamAccessSection
         viewer={viewer}
         workspaceId={ws.id}

@@ -2,15 +2,9 @@
  * What every chaos case must leave true, checked through the public API: applies started at
  * most once, state versions neither lost nor reordered, no job leased to a dead agent.
  */
-import { setTimeout as sleep } from "node:timers/promises";
-import { expect } from "vitest";
-import {
-  expectStatus,
-  type Json,
-  readRunLog,
-  stateVersions,
-  type World,
-} from "../../e2e/helpers/e2e.ts";
+import { expect, vi } from "vitest";
+import { expectStatus, type Json, readRunLog, stateVersions } from "../../e2e/helpers/e2e.ts";
+import type { World } from "../../e2e/helpers/world.ts";
 
 /** How many times the engine's apply command was started for the run (from its apply log). */
 export async function applyStarts(world: World, runId: string): Promise<number> {
@@ -44,37 +38,17 @@ export async function expectNoJobOnDeadAgents(
   poolId: string,
   timeoutMs = 15_000,
 ): Promise<Json[]> {
-  const deadline = Date.now() + timeoutMs;
-  let agents: Json[] = [];
-  while (Date.now() < deadline) {
-    const pool = await expectStatus(world.api("GET", `/api/v1/pools/${poolId}`), 200);
-    agents = pool.agents as Json[];
-    const stuck = agents.filter(
-      (a) =>
-        !["idle", "busy"].includes(String(a.status)) && (a.runningJobs as unknown[]).length > 0,
-    );
-    if (stuck.length === 0) {
+  return vi.waitFor(
+    async () => {
+      const pool = await expectStatus(world.api("GET", `/api/v1/pools/${poolId}`), 200);
+      const agents = pool.agents as Json[];
+      const stuck = agents.filter(
+        (a) =>
+          !["idle", "busy"].includes(String(a.status)) && (a.runningJobs as unknown[]).length > 0,
+      );
+      expect(stuck, "jobs still leased to dead agents").toEqual([]);
       return agents;
-    }
-    await sleep(250);
-  }
-  throw new Error(`jobs still leased to dead agents: ${JSON.stringify(agents)}`);
-}
-
-/** Waits (bounded) for a run's phase log to match. */
-export async function waitForLog(
-  world: World,
-  runId: string,
-  phase: "plan" | "apply",
-  pattern: RegExp,
-  timeoutMs = 20_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (pattern.test(await readRunLog(world, runId, phase))) {
-      return;
-    }
-    await sleep(150);
-  }
-  throw new Error(`the ${phase} log of ${runId} never matched ${pattern}`);
+    },
+    { timeout: timeoutMs, interval: 250 },
+  );
 }

@@ -28,7 +28,14 @@ export type GitServer = {
   password: string;
   /** Requests seen, for asserting the agent came and authenticated. */
   requests: { method: string; path: string; authorized: boolean }[];
+  /** A new repository this server serves at `repoUrl(name)`. */
+  createRepository(name: string): Repository;
   close(): Promise<void>;
+};
+
+export type Repository = {
+  /** Writes `files`, commits them with `message`, pushes main; returns the commit id. */
+  commit(files: Record<string, string>, message: string): string;
 };
 
 /** Runs git in `cwd` with a fixed identity and no user config; returns trimmed stdout. */
@@ -46,7 +53,7 @@ export function git(cwd: string, ...args: string[]): string {
  * repository allows fetching any reachable commit by id, as GitHub and GitLab do, so the
  * agent's shallow fetch of one commit works.
  */
-export function createRepository(dir: string, name: string) {
+function createRepository(dir: string, name: string): Repository {
   const bare = path.join(dir, "repos", `${name}.git`);
   const work = path.join(dir, `${name}-work`);
   mkdirSync(bare, { recursive: true });
@@ -56,7 +63,6 @@ export function createRepository(dir: string, name: string) {
   git(work, "init", "-q", "-b", "main");
   git(work, "remote", "add", "origin", bare);
   return {
-    /** Writes `files`, commits them with `message`, pushes main; returns the commit id. */
     commit(files: Record<string, string>, message: string): string {
       for (const [file, text] of Object.entries(files)) {
         mkdirSync(path.dirname(path.join(work, file)), { recursive: true });
@@ -121,8 +127,9 @@ function parseCgi(output: Buffer): { status: number; headers: [string, string][]
   return { status, headers, body: output.subarray(end + sep) };
 }
 
-/** Starts the server over the bare repositories under `dir/repos`. */
+/** Starts the server over the bare repositories under `dir/repos` (`dir` is created). */
 export async function startGitServer(dir: string): Promise<GitServer> {
+  mkdirSync(dir, { recursive: true });
   const { key, cert, caFile } = selfSignedCertificate(dir);
   const username = "agent-host";
   const password = `pw-${Math.random().toString(36).slice(2)}`;
@@ -167,6 +174,7 @@ export async function startGitServer(dir: string): Promise<GitServer> {
     username,
     password,
     requests,
+    createRepository: (name) => createRepository(dir, name),
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
+import { vi } from "vitest";
 import { stringify } from "yaml";
 import { freePort } from "../../../scripts/local-coordinator.ts";
 
@@ -47,18 +47,23 @@ export class PrometheusServer {
     this.child.stderr?.on("data", (d) => {
       this.output += d;
     });
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) {
-        throw new Error(`prometheus exited (${this.child.exitCode}):\n${this.output}`);
-      }
-      const ready = await fetch(`${this.url}/-/ready`).catch(() => null);
-      if (ready?.status === 200) {
-        return;
-      }
-      await delay(200);
+    const child = this.child;
+    const isReady = await vi.waitFor(
+      async () => {
+        if (child.exitCode !== null) {
+          return false;
+        }
+        const ready = await fetch(`${this.url}/-/ready`).catch(() => null);
+        if (ready?.status !== 200) {
+          throw new Error(`prometheus was not ready within ${timeoutMs} ms:\n${this.output}`);
+        }
+        return true;
+      },
+      { timeout: timeoutMs, interval: 200 },
+    );
+    if (!isReady) {
+      throw new Error(`prometheus exited (${child.exitCode}):\n${this.output}`);
     }
-    throw new Error(`prometheus was not ready within ${timeoutMs} ms:\n${this.output}`);
   }
 
   /** An instant query through `/api/v1/query`. */

@@ -5,11 +5,16 @@
  * tests can generate and sign with jose inside workerd and only host the public half here.
  * Its discovery document names a token endpoint that redeems codes a test scripted (`PUT
  * /<name>/codes/<code>`), as a provider would. An issuer named `…-redirected` publishes a `jwks_uri` that answers a redirect, one named
- * `…-lying` a discovery document naming another issuer (the attacks a verifier must refuse). Every
- * request is counted per path, so a test can see that a key set was (or was not) fetched again.
+ * `…-lying` a discovery document naming another issuer (the attacks a verifier must refuse). Hostile
+ * issuers for the size and host checks: `…-huge` pads its JWKS with megabytes (streamed, no
+ * Content-Length), `…-manykeys` publishes its key among 60 copies under other kids, `…-bigdoc`
+ * pads its discovery document, `…-privatejwks` names a `jwks_uri` on a private address. The
+ * server's own origin is an issuer too (`PUT /_root/jwks`), as a deployment whose `PUBLIC_URL` is
+ * a loopback origin is. Every request is counted per path, so a test can see that a key set was
+ * (or was not) fetched again.
  */
 import { createHash } from "node:crypto";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from "jose";
 
@@ -87,6 +92,9 @@ export class OidcIssuerServer {
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
+      if (this.streamHuge(req, res)) {
+        return;
+      }
       this.handle(req)
         .then(({ status, body, headers }) => {
           res.writeHead(status, { "content-type": "application/json", ...headers });
@@ -108,11 +116,77 @@ export class OidcIssuerServer {
     this.server = null;
   }
 
+  /**
+   * The JWKS of a `…-huge` issuer: its keys, then 8 MiB of padding in 64 KiB chunks without a
+   * Content-Length, so only a reader that counts as it reads can stop early. True when it answered.
+   */
+  private streamHuge(req: IncomingMessage, res: ServerResponse): boolean {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const [, name = "", tail] = path.split("/");
+    const keySet = this.keySets.get(name);
+    if (req.method !== "GET" || !name.endsWith("-huge") || tail !== "jwks" || !keySet) {
+      return false;
+    }
+    this.hits.set(path, (this.hits.get(path) ?? 0) + 1);
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write(`{"keys":${JSON.stringify(keySet.keys)},"padding":"`);
+    const chunk = "x".repeat(64 * 1024);
+    let left = 128;
+    const more = () => {
+      while (left > 0) {
+        left -= 1;
+        if (!res.write(chunk)) {
+          res.once("drain", more);
+          return;
+        }
+      }
+      res.end('"}');
+    };
+    res.on("error", () => {});
+    more();
+    return true;
+  }
+
+  /** The discovery document of issuer `name` (or of the root issuer, `name` ""). */
+  private discovery(name: string): Record<string, unknown> {
+    const issuer = name === "" ? this.url : this.issuer(name);
+    const document: Record<string, unknown> = {
+      issuer: name.endsWith("-lying") ? `${issuer}-other` : issuer,
+      jwks_uri: `${issuer}/jwks`,
+      authorization_endpoint: `${issuer}/authorize`,
+      token_endpoint: `${issuer}/token`,
+    };
+    if (name === "") {
+      document.jwks_uri = `${this.url}/_root/jwks`;
+    } else if (name.endsWith("-redirected")) {
+      document.jwks_uri = `${issuer}/redirect/jwks`;
+    } else if (name.endsWith("-privatejwks")) {
+      document.jwks_uri = "https://10.0.0.5/keys";
+    } else if (name.endsWith("-bigdoc")) {
+      document.padding = "x".repeat(2 * 1024 * 1024);
+    }
+    return document;
+  }
+
+  /** The key set issuer `name` serves: `…-manykeys` hides its keys among 60 copies. */
+  private served(name: string, keySet: { keys: JWK[] }): { keys: JWK[] } {
+    if (!name.endsWith("-manykeys")) {
+      return keySet;
+    }
+    const copies = Array.from({ length: 60 }, (_, i) =>
+      keySet.keys.map((key) => ({ ...key, kid: `${key.kid ?? "k"}-copy-${i}` })),
+    );
+    return { keys: [...copies.flat(), ...keySet.keys] };
+  }
+
   private async handle(
     req: IncomingMessage,
   ): Promise<{ status: number; body: string; headers?: Record<string, string> }> {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     this.hits.set(path, (this.hits.get(path) ?? 0) + 1);
+    if (path === "/.well-known/openid-configuration" && this.keySets.has("_root")) {
+      return { status: 200, body: JSON.stringify(this.discovery("")) };
+    }
     const [, name = "", ...rest] = path.split("/");
     const tail = rest.join("/");
     if (req.method === "PUT" && tail === "jwks") {
@@ -134,23 +208,11 @@ export class OidcIssuerServer {
       };
     }
     if (tail === ".well-known/openid-configuration" && this.keySets.has(name)) {
-      const issuer = name.endsWith("-lying") ? `${this.issuer(name)}-other` : this.issuer(name);
-      const jwksUri = name.endsWith("-redirected")
-        ? `${this.issuer(name)}/redirect/jwks`
-        : `${this.issuer(name)}/jwks`;
-      return {
-        status: 200,
-        body: JSON.stringify({
-          issuer,
-          jwks_uri: jwksUri,
-          authorization_endpoint: `${this.issuer(name)}/authorize`,
-          token_endpoint: `${this.issuer(name)}/token`,
-        }),
-      };
+      return { status: 200, body: JSON.stringify(this.discovery(name)) };
     }
     const keySet = this.keySets.get(name);
     if (tail === "jwks" && keySet) {
-      return { status: 200, body: JSON.stringify(keySet) };
+      return { status: 200, body: JSON.stringify(this.served(name, keySet)) };
     }
     return { status: 404, body: "{}" };
   }

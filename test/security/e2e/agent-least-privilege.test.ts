@@ -10,36 +10,25 @@
  * - finding 8: what a hook exports as sensitive, and a sensitive value's encodings, are masked.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import path from "node:path";
-import { setTimeout as delay } from "node:timers/promises";
 import { promisify } from "node:util";
 import { sign } from "@octokit/webhooks-methods";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
-  type AgentProcess,
   createWorkspace,
   expectStatus,
   type Json,
   queueRun,
   readRunLog,
+  runsOf,
   setVariable,
-  startAgent,
-  startWorld,
   stateVersions,
   uploadConfiguration,
-  type World,
   waitForRun,
-  writeHook,
 } from "../../e2e/helpers/e2e.ts";
-import {
-  agentGitEnv,
-  createRepository,
-  type GitServer,
-  startGitServer,
-} from "../../e2e/helpers/git-server.ts";
+import { writeHook } from "../../e2e/helpers/processes.ts";
+import { useWorld } from "../../e2e/helpers/world.ts";
 
 const run = promisify(execFile);
 const WRANGLER = path.resolve(
@@ -50,18 +39,15 @@ const HOST_SECRET = "host-aws-secret-4e5f6a7b";
 const DB_TOKEN = "db-token-Pq7rS8tU9vW0";
 const HOOK_CREDENTIAL = "hook-issued-credential-Lm3N";
 
-let world: World;
-let agent: AgentProcess;
-let gitServer: GitServer;
-let dir: string;
+const world = useWorld({
+  agents: [{ args: ["--env-forward", "AWS_*"], env: { AWS_SECRET_ACCESS_KEY: HOST_SECRET } }],
+  git: true,
+});
 
-beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), "outpost-security-e2e-"));
-  [world, gitServer] = await Promise.all([startWorld(), startGitServer(dir)]);
-  const dataDir = path.join(world.dir, "agent-data");
+beforeAll(() => {
   // What a platform team's hook does: fetch a credential, print a trace, export it as sensitive.
   writeHook(
-    dataDir,
+    world.agent.dataDir,
     "pre-plan",
     [
       'echo "pre-plan hook ran"',
@@ -71,22 +57,6 @@ beforeAll(async () => {
       `echo "sensitive HOOK_CREDENTIAL=${HOOK_CREDENTIAL}" >> "$OUTPOST_AGENT_ENV"`,
     ].join("\n"),
   );
-  agent = startAgent(world, {
-    dataDir,
-    args: ["--env-forward", "AWS_*"],
-    env: { ...agentGitEnv(gitServer), AWS_SECRET_ACCESS_KEY: HOST_SECRET },
-  });
-  await agent.waitForOutput(/registered/);
-});
-afterEach((context) => {
-  if (context.task.result?.state === "fail") {
-    console.log(agent.output());
-  }
-});
-afterAll(async () => {
-  agent?.kill("SIGKILL");
-  await Promise.all([world?.close(), gitServer?.close()]);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const examples = createRequire(import.meta.url)("@octokit/webhooks-examples") as {
@@ -129,25 +99,16 @@ async function deliver(hook: Json, payload: Json, deliveryId: string) {
   expect(res.status).toBe(202);
 }
 
+/** The workspace's newest run once it has `count` (bounded). */
 async function newestRun(workspaceId: string, count: number): Promise<Json> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const body = await expectStatus(
-      world.api("GET", `/api/v1/workspaces/${workspaceId}/runs`),
-      200,
-    );
-    const runs = body.runs as Json[];
-    if (runs.length >= count || Date.now() > deadline) {
-      return runs[0] ?? {};
-    }
-    await delay(100);
-  }
+  const [newest] = await runsOf(world, workspaceId, count);
+  return newest ?? {};
 }
 
 describe("findings 2, 4 and 8 with the real agent: fork code never reaches secrets", () => {
   it("a same-repository pull request gets host variables, secrets (masked) and hooks; a fork's gets none", async () => {
-    const repo = createRepository(dir, "infra");
-    const repoUrl = gitServer.repoUrl("infra");
+    const repo = world.git.createRepository("infra");
+    const repoUrl = world.git.repoUrl("infra");
     const main = 'resource "null_resource" "web" { value = "pr" }\n';
     const ws = await createWorkspace(world, "pr-target", {
       env: { STANDIN_PRINT_ENV: "AWS_SECRET_ACCESS_KEY,DB_TOKEN,HOOK_CREDENTIAL" },
@@ -282,12 +243,7 @@ describe("finding 1 with the real agent: terraform_remote_state reads outputs on
       },
       resources: [],
     };
-    const put = await fetch(`${world.coordinator.url}/state/v1/${producerId}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${world.ownerToken}`, "content-type": "application/json" },
-      body: JSON.stringify(state),
-    });
-    expect(put.status).toBe(200);
+    await expectStatus(world.api("POST", `/state/v1/${producerId}`, state), 200);
     const consumer = await createWorkspace(world, "app");
     await uploadConfiguration(world, consumer, {
       "main.tf": `data "terraform_remote_state" "network" {\n  backend = "http"\n  config = {\n    address = "${world.coordinator.url}/state/v1/${producerId}"\n  }\n}\n`,

@@ -11,7 +11,7 @@ import { ROLES, type Role } from "../../../src/tokens/model.ts";
 import { type ErrorBody, type RequestOptions, requestJson } from "./api.ts";
 import { snapshotD1 } from "./d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./fixtures.ts";
-import { personWithAccess } from "./people.ts";
+import { personWithAccess, personWithProjectAccess } from "./people.ts";
 
 export type AuthTarget = {
   method: string;
@@ -171,6 +171,18 @@ export type AccessCase = {
   authScheme?: (token: string) => Record<string, string>;
 };
 
+export type ProjectAccessCase = {
+  /**
+   * Builds the request against a project of `org` the case creates; called once for the
+   * refusals and again for each allowed caller, since an allowed request may change things.
+   */
+  target: (org: TestOrg) => Promise<AuthTarget & { projectId: string }>;
+  /** The lowest project team access the route needs. */
+  level: AccessLevel;
+  /** The status the request answers once allowed. */
+  allowedStatus: number;
+};
+
 async function expectAnswer(
   target: AuthTarget,
   headers: Record<string, string>,
@@ -225,6 +237,56 @@ export function describeAccess(name: string, accessCase: AccessCase): void {
       for (const who of ["user", "team"] as const) {
         const target = await accessCase.target(org);
         const access = await personWithAccess(org, { id: target.workspaceId }, accessCase.level);
+        const token = who === "user" ? access.user.token : access.team.token;
+        await expectAnswer(target, header(token), accessCase.allowedStatus);
+      }
+    });
+  });
+}
+
+/**
+ * The team-access matrix of one project route, for people (a personal token) and team tokens,
+ * neither with an organization role: without access to the project it is not found (404), below
+ * the route's level forbidden (403), at the level allowed. Every refusal leaves D1 as it was.
+ */
+export function describeProjectAccess(name: string, accessCase: ProjectAccessCase): void {
+  describe(`${name}: project team access`, () => {
+    const header = (token: string) => ({ authorization: `Bearer ${token}` });
+    const home = once(async () => {
+      const org = await seedOrg();
+      return { org, target: await accessCase.target(org) };
+    });
+    const below = ACCESS_LEVELS.slice(0, ACCESS_LEVELS.indexOf(accessCase.level));
+
+    it("answers 404 to a person and a team token without access to the project", async () => {
+      const { org, target } = await home();
+      const { user, team } = await personWithProjectAccess(org, { id: target.projectId }, null);
+      for (const token of [user.token, team.token]) {
+        await expectRefused(target, { headers: header(token) }, 404, "NOT_FOUND");
+      }
+    });
+
+    if (below.length > 0) {
+      it(`refuses ${below.join(", ")} access (403), for a person and a team token`, async () => {
+        const { org, target } = await home();
+        for (const level of below) {
+          const access = await personWithProjectAccess(org, { id: target.projectId }, level);
+          for (const token of [access.user.token, access.team.token]) {
+            await expectRefused(target, { headers: header(token) }, 403, "FORBIDDEN");
+          }
+        }
+      });
+    }
+
+    it(`allows ${accessCase.level} access, for a person and a team token`, async () => {
+      const { org } = await home();
+      for (const who of ["user", "team"] as const) {
+        const target = await accessCase.target(org);
+        const access = await personWithProjectAccess(
+          org,
+          { id: target.projectId },
+          accessCase.level,
+        );
         const token = who === "user" ? access.user.token : access.team.token;
         await expectAnswer(target, header(token), accessCase.allowedStatus);
       }

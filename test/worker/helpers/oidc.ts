@@ -58,15 +58,17 @@ export class TestIssuer {
 
   /**
    * A token from this issuer for `aud` and `sub` (plus `claims`), signed RS256 with its first key
-   * unless told otherwise; `iat` now and `exp` in five minutes unless `claims` says otherwise.
+   * unless told otherwise; `iat` now, `exp` in five minutes and a fresh `jti` (as Kubernetes and
+   * CI issuers set one) unless `claims` says otherwise.
    */
   sign(
     claims: JWTPayload,
-    options: { key?: TestKey; kid?: string; issuer?: string } = {},
+    options: { key?: TestKey; kid?: string; issuer?: string; nowMs?: number } = {},
   ): Promise<string> {
     const key = options.key ?? this.key;
-    const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ iss: options.issuer ?? this.url, iat: now, exp: now + 300, ...claims })
+    const now = Math.floor((options.nowMs ?? Date.now()) / 1000);
+    const standard = { iss: options.issuer ?? this.url, iat: now, exp: now + 300 };
+    return new SignJWT({ ...standard, jti: crypto.randomUUID(), ...claims })
       .setProtectedHeader({ alg: "RS256", kid: options.kid ?? key.kid, typ: "JWT" })
       .sign(key.privateKey);
   }
@@ -100,7 +102,7 @@ export type ExchangeAnswer = {
   expiresAt: string;
   tokenId: string;
   poolId: string;
-  error: { code: string; message: string; details?: { reason?: string } };
+  error: { code: string; message: string; requestId: string; details?: { reason?: string } };
 };
 
 /** `POST /agent/v1/oidc/exchange`, optionally renewing with `previous` as bearer. */

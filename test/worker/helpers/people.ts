@@ -1,8 +1,10 @@
 /**
  * People in Worker tests: users signed in through the real service (as an SSO sign-in would),
- * teams, memberships, workspace team access, personal and team tokens, and browser sessions.
+ * teams, memberships, workspace and project team access, personal and team tokens, and browser
+ * sessions.
  */
 import type { AccessLevel } from "../../../src/authz/model.ts";
+import { putProjectTeamAccess } from "../../../src/projects/team-access.ts";
 import { sessionSettings } from "../../../src/sessions/model.ts";
 import { startSession } from "../../../src/sessions/service.ts";
 import { putTeamAccess } from "../../../src/teams/access.ts";
@@ -117,6 +119,37 @@ export async function personWithAccess(
   await addMember(org, team, user);
   if (level !== null) {
     await grant(org, workspace, team, level);
+  }
+  return { user, team };
+}
+
+/** Gives the team `level` access to the project (and so to each of its workspaces). */
+export async function grantProject(
+  org: TestOrg,
+  project: { id: string; name?: string },
+  team: TestTeam,
+  level: AccessLevel,
+): Promise<void> {
+  const put = await putProjectTeamAccess(db, ctx(org), {
+    project: { id: project.id, name: project.name ?? project.id },
+    teamId: team.teamId,
+    access: level,
+  });
+  if (!put.ok) {
+    throw new Error(`grantProject: ${put.reason.message}`);
+  }
+}
+
+/** A user in a new team holding `level` on the project (and no organization role). */
+export async function personWithProjectAccess(
+  org: TestOrg,
+  project: { id: string },
+  level: AccessLevel | null,
+): Promise<{ user: TestUser; team: TestTeam }> {
+  const [user, team] = await Promise.all([seedUser(org), seedTeam(org)]);
+  await addMember(org, team, user);
+  if (level !== null) {
+    await grantProject(org, project, team, level);
   }
   return { user, team };
 }

@@ -7,8 +7,9 @@ import { newId } from "@outpost/common";
 import type { RunStatus } from "@outpost/protocol";
 import { eq } from "drizzle-orm";
 import { expect } from "vitest";
-import { agentPools, orgTokens, runs } from "../../../src/db/schema.ts";
+import { agentPools, orgTokens, runs, workspaces } from "../../../src/db/schema.ts";
 import { hashToken } from "../../../src/tokens/model.ts";
+import { loadVariablesForJob } from "../../../src/variables/effective.ts";
 import { requestJson } from "./api.ts";
 import { db, type TestOrg } from "./fixtures.ts";
 
@@ -66,4 +67,18 @@ export async function tokenIdOf(secret: string): Promise<string> {
     throw new Error("tokenIdOf: unknown token");
   }
   return row.id;
+}
+
+/** The variables a job of the workspace receives (its own merged with the sets that reach it). */
+export async function jobVariablesOf(
+  environment: { ENCRYPTION_KEY?: string },
+  workspaceId: string,
+  includeSensitive: boolean,
+) {
+  const [row] = await db
+    .select({ orgId: workspaces.orgId })
+    .from(workspaces)
+    .where(eq(workspaces.id, workspaceId));
+  const workspace = { id: workspaceId, orgId: row?.orgId ?? "" };
+  return (await loadVariablesForJob(environment, db, workspace, { includeSensitive })).variables;
 }

@@ -74,6 +74,22 @@ function livenessBody(values: {
   return body;
 }
 
+/** Which workspaces may run on the pool, as a line. */
+function scopeText(pool: {
+  organizationScoped: boolean;
+  allowedWorkspaceIds: string[];
+  allowedProjectIds: string[];
+}): string {
+  if (pool.organizationScoped) {
+    return "every workspace of the organization";
+  }
+  const named = [
+    ...pool.allowedProjectIds.map((id) => `project ${id}`),
+    ...pool.allowedWorkspaceIds.map((id) => `workspace ${id}`),
+  ];
+  return `only ${named.join(", ") || "(none)"}`;
+}
+
 const list = command(
   { summary: "list agent pools", options: {}, positionals: [], required: 0 },
   async (ctx, { values }) => {
@@ -164,7 +180,8 @@ const show = command(
         `liveness: unknown after ${pool.unknownAfterSeconds}s, errored after ${pool.erroredAfterSeconds}s, listed ${pool.retentionSeconds}s after going offline\n` +
         `OIDC-issued agent tokens live at most ${pool.maxTokenExpirationSeconds}s\n` +
         `autoscaling: ${pool.minAgents} to ${pool.maxAgents} agents, ${pool.jobsPerAgent} ${pool.jobsPerAgent === 1 ? "job" : "jobs"} per agent\n` +
-        `workspaces: ${pool.workspaces.map((w) => w.name).join(", ") || "-"}\n\n`,
+        `scope: ${scopeText(pool)}\n` +
+        `workspaces: ${pool.workspaces.map((w) => (w.allowed ? w.name : `${w.name} (not allowed)`)).join(", ") || "-"}\n\n`,
     );
     ctx.out.write(
       table([

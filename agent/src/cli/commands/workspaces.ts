@@ -3,10 +3,12 @@ import { command, group } from "../args.ts";
 import { CLI_EXIT, UsageError } from "../errors.ts";
 import type { Workspace } from "../models.ts";
 import { cell, json, table } from "../output.ts";
+import { effectiveVars } from "./varsets.ts";
 
 const settings = {
   description: { type: "string", description: "what the workspace is for" },
   pool: { type: "string", description: "agent pool id the runs go to" },
+  project: { type: "string", description: "project (id or name) the workspace belongs to" },
   "execution-mode": { type: "string", description: "agent or local" },
   engine: { type: "string", description: "terraform or tofu" },
   "engine-version": {
@@ -30,6 +32,7 @@ const settings = {
 type SettingsValues = {
   description?: string;
   pool?: string;
+  project?: string;
   "execution-mode"?: string;
   engine?: string;
   "engine-version"?: string;
@@ -48,6 +51,7 @@ function settingsBody(values: SettingsValues) {
   return {
     ...(values.description === undefined ? {} : { description: values.description }),
     ...(values.pool === undefined ? {} : { poolId: values.pool }),
+    ...(values.project === undefined ? {} : { projectId: values.project }),
     // Passed as given: the coordinator answers 400 naming the allowed values.
     ...(mode === undefined ? {} : { executionMode: mode as Workspace["executionMode"] }),
     ...(engine === undefined ? {} : { engine: engine as Workspace["engine"] }),
@@ -77,6 +81,7 @@ function describe(ws: Workspace): string {
   const lock = ws.lock ? `locked by ${ws.lock.lockedBy}: ${ws.lock.reason}` : "unlocked";
   return (
     `${ws.name} (${ws.id})\n` +
+    `project: ${ws.projectId}\n` +
     `execution: ${ws.executionMode}${ws.poolId ? ` on ${ws.poolId}` : ""}\n` +
     `engine: ${ws.engine} ${ws.engineVersion}\n` +
     `working directory: ${ws.workingDirectory || "(root)"}\n` +
@@ -92,13 +97,21 @@ const workspace = (positionals: string[]) => ({
 });
 
 const list = command(
-  { summary: "list workspaces", options: {}, positionals: [], required: 0 },
+  {
+    summary: "list workspaces",
+    options: { project: { type: "string", description: "only this project's (id or name)" } },
+    positionals: [],
+    required: 0,
+  },
   async (ctx, { values }) => {
     const api = await ctx.api();
     const all: Workspace[] = [];
     let cursor: string | null = null;
     do {
-      const query: { limit: number; cursor?: string } = { limit: 100 };
+      const query: { limit: number; cursor?: string; projectId?: string } = { limit: 100 };
+      if (values.project !== undefined) {
+        query.projectId = values.project;
+      }
       if (cursor !== null) {
         query.cursor = cursor;
       }
@@ -337,4 +350,5 @@ export const vars = group("workspace variables", {
   list: varsList,
   set: varsSet,
   delete: varsDelete,
+  effective: effectiveVars,
 });
