@@ -36,6 +36,8 @@ import { stateRoutes } from "./state/routes.ts";
 import { teamAccessRoutes } from "./teams/access-routes.ts";
 import { teamRoutes } from "./teams/routes.ts";
 import { teamTokenRoutes } from "./teams/token-routes.ts";
+import { terraformDiscoveryRoutes } from "./tfe/discovery.ts";
+import { tfeRoutes } from "./tfe/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
 import { uiRoutes } from "./ui/routes.tsx";
 import { userRoutes } from "./users/routes.ts";
@@ -95,6 +97,12 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   app.route("/agent/v1", exchangeRoutes);
   // The workload identity issuer: public, where clouds look for it.
   app.route("/.well-known", issuerRoutes);
+  // Terraform's service discovery and the TFE API subset the CLI's `cloud` block and the `tfe`
+  // provider use (docs/terraform-cli.md).
+  app.route("/.well-known", terraformDiscoveryRoutes);
+  app.route("/api/v2", tfeRoutes);
+  // Where `terraform login` sends a browser on a host without login.v1: the token page.
+  app.get("/app/settings/tokens", (c) => c.redirect("/ui/terraform-token", 303));
   app.route("/api/v1", runRoutes);
   app.route("/api/v1", notificationRoutes);
   app.route("/api/v1", runTriggerRoutes);
