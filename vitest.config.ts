@@ -19,6 +19,7 @@ export default defineConfig(async () => {
     TEST_NEXT_SIGNING_KEY: nextSigningKey,
     PUBLIC_URL: "https://outpost.test",
     OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
+    NOTIFICATIONS_ALLOW_LOOPBACK: "true",
   };
   return {
     test: {
@@ -44,7 +45,11 @@ export default defineConfig(async () => {
             // A route test walks the whole auth matrix, dozens of requests: under a loaded
             // two-core host that outlasts vitest's 5 s default.
             testTimeout: 30_000,
-            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/oidc-issuer.ts"],
+            globalSetup: [
+              "./test/setup/build-agent.ts",
+              "./test/setup/oidc-issuer.ts",
+              "./test/setup/webhook-receiver.ts",
+            ],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
         },

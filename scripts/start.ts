@@ -140,12 +140,15 @@ async function main(): Promise<void> {
       "--persist-to",
       PERSIST_DIR,
       "--show-interactive-dev-session=false",
-      // This local coordinator issues workload identity tokens as itself, and may trust OIDC
-      // issuers on loopback (a local test issuer); a deployment sets neither.
+      // This local coordinator issues workload identity tokens as itself, may trust OIDC issuers
+      // on loopback (a local test issuer) and send notifications to loopback receivers; a
+      // deployment sets none of these.
       "--var",
       `PUBLIC_URL:http://${HOST}:${PORT}`,
       "--var",
       "OIDC_ALLOW_LOOPBACK_ISSUERS:true",
+      "--var",
+      "NOTIFICATIONS_ALLOW_LOOPBACK:true",
     ],
     { stdio: ["ignore", "inherit", "inherit"], env: quietEnv },
   );

@@ -12,9 +12,11 @@ import { configurationVersionRoutes } from "./configuration-versions/routes.ts";
 import { buildDeps, type Clock } from "./deps.ts";
 import type { AppEnv } from "./env.ts";
 import { ApiError, errorResponse, handleError } from "./errors.ts";
+import { flushAfterChanges } from "./events/http.ts";
 import { metricsRoutes } from "./metrics/routes.ts";
 import { agentVersionHeader } from "./middleware/agent-version.ts";
 import { limitJsonBodies } from "./middleware/body-limit.ts";
+import { notificationRoutes } from "./notifications/routes.ts";
 import { exchangeRoutes } from "./oidc/exchange-routes.ts";
 import { issuerRoutes } from "./oidc/issuer-routes.ts";
 import { mountOpenApi } from "./openapi.ts";
@@ -22,6 +24,7 @@ import { bootstrapRoutes, organizationRoutes } from "./orgs/routes.ts";
 import { poolRoutes } from "./pools/routes.ts";
 import { projectRoutes } from "./projects/routes.ts";
 import { projectTeamAccessRoutes } from "./projects/team-access-routes.ts";
+import { runTriggerRoutes } from "./run-triggers/routes.ts";
 import { jobDataRoutes } from "./runs/agent-routes.ts";
 import { runRoutes } from "./runs/routes.ts";
 import { scheduleRoutes } from "./schedules/routes.ts";
@@ -33,6 +36,8 @@ import { stateRoutes } from "./state/routes.ts";
 import { teamAccessRoutes } from "./teams/access-routes.ts";
 import { teamRoutes } from "./teams/routes.ts";
 import { teamTokenRoutes } from "./teams/token-routes.ts";
+import { terraformDiscoveryRoutes } from "./tfe/discovery.ts";
+import { tfeRoutes } from "./tfe/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
 import { uiRoutes } from "./ui/routes.tsx";
 import { userRoutes } from "./users/routes.ts";
@@ -55,6 +60,7 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
     c.set("db", deps.db);
     await next();
   });
+  app.use("*", flushAfterChanges());
   app.use("/api/*", limitJsonBodies());
   app.use("/agent/*", limitJsonBodies());
   app.use("/auth/*", limitJsonBodies());
@@ -91,7 +97,15 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   app.route("/agent/v1", exchangeRoutes);
   // The workload identity issuer: public, where clouds look for it.
   app.route("/.well-known", issuerRoutes);
+  // Terraform's service discovery and the TFE API subset the CLI's `cloud` block and the `tfe`
+  // provider use (docs/terraform-cli.md).
+  app.route("/.well-known", terraformDiscoveryRoutes);
+  app.route("/api/v2", tfeRoutes);
+  // Where `terraform login` sends a browser on a host without login.v1: the token page.
+  app.get("/app/settings/tokens", (c) => c.redirect("/ui/terraform-token", 303));
   app.route("/api/v1", runRoutes);
+  app.route("/api/v1", notificationRoutes);
+  app.route("/api/v1", runTriggerRoutes);
   app.route("/agent/v1", jobDataRoutes);
   app.route("/", uiRoutes);
   app.route("/api/v1/vcs-hooks", vcsHookRoutes);

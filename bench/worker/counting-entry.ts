@@ -347,8 +347,8 @@ export default {
     count("worker.scheduled");
     await worker.scheduled(controller, wrapEnv(env), ctx);
   },
-  async queue(batch, env) {
+  async queue(batch, env, ctx) {
     count("worker.queueBatches");
-    await worker.queue(batch, wrapEnv(env));
+    await worker.queue(batch, wrapEnv(env), ctx);
   },
 } satisfies ExportedHandler<Env>;

@@ -9,6 +9,7 @@ import { newId, ok } from "@outpost/common";
 import { auditQuery } from "../audit/service.ts";
 import { type Actor, type AuditActor, plainActor, SYSTEM_ACTOR } from "../authz/actor.ts";
 import type { Deps } from "../deps.ts";
+import { emitRunEventQuery, flushRunEvents } from "../events/outbox.ts";
 import { decodeCursor, takePage } from "../lib/paging.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { getRunById, type RunRow } from "../runs/queries.ts";
@@ -126,8 +127,37 @@ export async function finishAssessment(deps: Deps, runId: string): Promise<void>
   if (!settled) {
     return;
   }
+  // The notification (`assessment:drifted`, `assessment:failed`) is recorded with the verdict,
+  // once per assessment (its id names the event), and sent by the run events queue.
+  const eventType =
+    verdict.status === "drifted"
+      ? ("assessment:drifted" as const)
+      : verdict.status === "errored"
+        ? ("assessment:failed" as const)
+        : null;
+  const event = eventType
+    ? [
+        emitRunEventQuery(
+          deps.db,
+          {
+            id: `${settled.id}:${verdict.status}`,
+            type: eventType,
+            orgId: run.orgId,
+            workspaceId: run.workspaceId,
+            runId: run.id,
+            status: run.status,
+            data: {
+              assessmentId: settled.id,
+              driftedResources: verdict.status === "drifted" ? verdict.driftedResources : [],
+            },
+          },
+          now,
+        ),
+      ]
+    : [];
   await deps.db.batch([
     setDriftStatusQuery(deps.db, run.workspaceId, verdict.status, now),
+    ...event,
     auditQuery(deps.db, {
       orgId: run.orgId,
       actor: SYSTEM_ACTOR,
@@ -138,8 +168,9 @@ export async function finishAssessment(deps: Deps, runId: string): Promise<void>
       now,
     }),
   ]);
-  // Notifications (`assessment:drifted` for "drifted", `assessment:failed` for "errored") are
-  // emitted here, once per assessment: `settled` is the finished assessment.
+  if (event.length > 0) {
+    await flushRunEvents(deps);
+  }
   if (verdict.status === "drifted") {
     await remediate(deps, settled, run);
   }

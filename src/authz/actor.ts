@@ -9,7 +9,7 @@ import { z } from "@hono/zod-openapi";
 
 /**
  * `user`: a person; `team`: a team token; `org-token`: an organization token; `vcs`: a webhook
- * delivery; `schedule`: a schedule's tick; `run`: a run's own job (state it wrote); `agent`: an
+ * delivery; `schedule`: a schedule's tick; `run-trigger`: a run trigger; `run`: a run's own job (state it wrote); `agent`: an
  * agent or its token; `system`: the coordinator itself (a released lock, a reconciled run).
  */
 export const ACTOR_TYPES = [
@@ -18,6 +18,7 @@ export const ACTOR_TYPES = [
   "org-token",
   "vcs",
   "schedule",
+  "run-trigger",
   "run",
   "agent",
   "system",

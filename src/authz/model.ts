@@ -97,6 +97,9 @@ export const WORKSPACE_ACTIONS = {
   "assessment.start": rule("plan", "start assessments"),
   "workspace.delete": rule("admin", "delete"),
   "team_access.manage": rule("admin", "manage team access"),
+  // A destination URL (a Slack webhook's, say) is itself a credential: only admins see them.
+  "notifications.manage": rule("admin", "manage notifications"),
+  "run_triggers.manage": rule("admin", "manage run triggers"),
 } as const satisfies Record<string, WorkspaceRule>;
 export type WorkspaceAction = keyof typeof WORKSPACE_ACTIONS;
 

@@ -16,17 +16,8 @@ import {
   uniqueIndex,
 } from "drizzle-orm/sqlite-core";
 import type { Actor } from "../authz/actor.ts";
-
-/** Where a run came from: a person's call, a VCS event, a schedule's tick, an assessment. */
-export const RUN_SOURCES = [
-  "api",
-  "cli",
-  "github",
-  "gitlab",
-  "ui",
-  "schedule",
-  "assessment",
-] as const;
+import { DESTINATION_TYPES, EVENT_TYPES, type NotificationTrigger } from "../events/model.ts";
+import { RUN_SOURCES } from "../runs/model.ts";
 
 const createdAt = () =>
   integer({ mode: "number" }).notNull().default(sql`(cast(unixepoch('subsec') * 1000 as integer))`);
@@ -330,7 +321,10 @@ export const runs = sqliteTable(
     message: text().notNull().default(""),
     /** Why the run ended errored or canceled, in words. */
     statusReason: text(),
+    /** How the run was queued (`RUN_SOURCES` in src/runs/model.ts). */
     source: text({ enum: RUN_SOURCES }).notNull().default("api"),
+    /** A run queued by a run trigger: the source workspace's applied run that queued it. */
+    triggeringRunId: text(),
     commitSha: text(),
     branch: text(),
     pullRequestNumber: integer(),
@@ -362,6 +356,10 @@ export const runs = sqliteTable(
     index("runs_ws_created_idx").on(t.workspaceId, t.createdAt),
     index("runs_org_status_idx").on(t.orgId, t.status),
     index("runs_commit_idx").on(t.orgId, t.commitSha),
+    index("runs_org_created_idx").on(t.orgId, t.createdAt),
+    // A source run queues at most one run on each target workspace, however often its event
+    // arrives.
+    uniqueIndex("runs_ws_triggering_run_idx").on(t.workspaceId, t.triggeringRunId),
   ],
 );
 
@@ -986,5 +984,129 @@ export const variableSetWorkspaces = sqliteTable(
   (t) => [
     primaryKey({ columns: [t.varsetId, t.workspaceId] }),
     index("variable_set_workspaces_workspace_idx").on(t.workspaceId),
+  ],
+);
+
+/**
+ * The run events outbox (docs/notifications.md). A run's status changes are recorded here by the
+ * SQLite triggers `run_events_on_insert`/`run_events_on_status` (migration 0014), in the same
+ * statement as the change itself, so no change is ever missed or recorded without happening;
+ * other events (assessments) are written by `emitRunEvent`. The id names the change
+ * (`<run id>:<status>`), so recording it twice is one row. `type` is null for a status change
+ * whose lifecycle event the dispatcher derives from the run model (`src/events/model.ts`).
+ * `sentAt` is set once the event is on the `RUN_EVENTS` queue; the cron sends again what stayed
+ * unsent. Beware: drizzle rebuilds a table it cannot ALTER (`__new_runs`), which drops its
+ * triggers; a migration that rebuilds `runs` must create them again (a test checks they exist).
+ */
+export const runEvents = sqliteTable(
+  "run_events",
+  {
+    id: text().primaryKey(),
+    type: text({ enum: EVENT_TYPES }),
+    orgId: text().notNull(),
+    workspaceId: text().notNull(),
+    runId: text()
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    /** The run status the event reports. */
+    status: text({ enum: RUN_STATUSES }).notNull(),
+    /** When it happened. */
+    occurredAt: integer().notNull(),
+    /** What the event adds beyond the run (an assessment's result, say). */
+    data: text({ mode: "json" }).$type<Record<string, unknown>>(),
+    sentAt: integer(),
+  },
+  (t) => [
+    index("run_events_unsent_idx").on(t.occurredAt).where(sql`${t.sentAt} IS NULL`),
+    index("run_events_run_idx").on(t.runId),
+  ],
+);
+
+/**
+ * Notification configurations of a workspace (Terraform Cloud's): where its run events go. The
+ * signing secret (`whsec_…`) is kept only sealed under `ENCRYPTION_KEY`.
+ */
+export const notificationConfigurations = sqliteTable(
+  "notification_configurations",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    name: text().notNull(),
+    destinationType: text({ enum: DESTINATION_TYPES }).notNull(),
+    url: text().notNull(),
+    enabled: integer({ mode: "boolean" }).notNull().default(true),
+    /** JSON array of trigger names (`run:created`, …). */
+    triggers: text({ mode: "json" }).$type<NotificationTrigger[]>().notNull(),
+    secretCiphertext: text().notNull(),
+    createdBy: text({ mode: "json" }).$type<Actor>(),
+    createdAt: createdAt(),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [index("notification_configurations_ws_idx").on(t.workspaceId)],
+);
+
+/**
+ * One notification to one destination: the body exactly as sent (every attempt sends the same
+ * bytes under the same `webhook-id`, the delivery's id), and how its attempts went. A pending
+ * delivery is itself an outbox row: the cron attempts it again once `nextAttemptAt` is due.
+ */
+export const notificationDeliveries = sqliteTable(
+  "notification_deliveries",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    notificationId: text()
+      .notNull()
+      .references(() => notificationConfigurations.id, { onDelete: "cascade" }),
+    /** The run event it reports; null for a verification. */
+    eventId: text(),
+    trigger: text().notNull(),
+    status: text({ enum: ["pending", "delivered", "failed"] }).notNull(),
+    body: text().notNull(),
+    attempts: integer().notNull().default(0),
+    /** The destination's last HTTP status; null before an answer (or on a network error). */
+    responseStatus: integer(),
+    /** Why the last attempt failed, in words; null once delivered. */
+    error: text(),
+    createdAt: integer().notNull(),
+    /** When a pending delivery is due (or its attempt's claim runs out). */
+    nextAttemptAt: integer(),
+    lastAttemptAt: integer(),
+    completedAt: integer(),
+  },
+  (t) => [
+    index("notification_deliveries_nc_idx").on(t.notificationId, t.createdAt),
+    index("notification_deliveries_due_idx")
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} = 'pending'`),
+  ],
+);
+
+/**
+ * Run triggers: an applied run of the source workspace queues a plan on the target workspace
+ * (`workspaceId`).
+ */
+export const runTriggers = sqliteTable(
+  "run_triggers",
+  {
+    id: text().primaryKey(),
+    orgId: text().notNull(),
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    sourceWorkspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    createdBy: text({ mode: "json" }).$type<Actor>(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("run_triggers_pair_idx").on(t.workspaceId, t.sourceWorkspaceId),
+    index("run_triggers_source_idx").on(t.sourceWorkspaceId),
   ],
 );

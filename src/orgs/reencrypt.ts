@@ -1,6 +1,7 @@
 /**
  * Key rotation, the operator's step: once a new key is first in `ENCRYPTION_KEY`, the secrets
- * the organization keeps sealed (sensitive variables, webhook secrets) are sealed again with it,
+ * the organization keeps sealed (sensitive variables, webhook secrets: VCS hooks' and
+ * notification configurations' signing secrets) are sealed again with it,
  * a bounded batch per call, so the old key can be dropped when nothing remains under it.
  * Scoped to the caller's organization, like everything an org token does.
  */
@@ -10,6 +11,7 @@ import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
 import type { Deps } from "../deps.ts";
 import type { Outcome } from "../lib/reason.ts";
+import { reencryptNotificationSecrets } from "../notifications/rotation.ts";
 import { reencryptVariables } from "../variables/rotation.ts";
 import { reencryptHookSecrets } from "../vcs/hooks.ts";
 
@@ -23,7 +25,8 @@ export type Reencryption = {
 };
 
 /**
- * Re-seals up to `limit` sensitive variables and `limit` webhooks' secrets of the org with the
+ * Re-seals up to `limit` sensitive variables, `limit` VCS hooks' and `limit` notification
+ * configurations' secrets of the org with the
  * primary key, audited as `organization.reencrypt`. Refused `unavailable` without a usable
  * `ENCRYPTION_KEY`. A secret whose key is no longer in the ring stays counted in `remaining`.
  */
@@ -35,11 +38,19 @@ export async function reencryptSecrets(
   if (!variables.ok) {
     return variables;
   }
-  const webhookSecrets = await reencryptHookSecrets(deps, input.orgId, input.limit);
-  if (!webhookSecrets.ok) {
-    return webhookSecrets;
+  const hookSecrets = await reencryptHookSecrets(deps, input.orgId, input.limit);
+  if (!hookSecrets.ok) {
+    return hookSecrets;
   }
-  const done = { variables: variables.value, webhookSecrets: webhookSecrets.value };
+  const notificationSecrets = await reencryptNotificationSecrets(deps, input.orgId, input.limit);
+  if (!notificationSecrets.ok) {
+    return notificationSecrets;
+  }
+  const webhookSecrets = {
+    reencrypted: hookSecrets.value.reencrypted + notificationSecrets.value.reencrypted,
+    remaining: hookSecrets.value.remaining + notificationSecrets.value.remaining,
+  };
+  const done = { variables: variables.value, webhookSecrets };
   await auditQuery(deps.db, {
     orgId: input.orgId,
     actor: input.actor,

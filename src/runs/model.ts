@@ -11,6 +11,22 @@ import { type PlanSummary, RUN_STATUSES, type RunStatus } from "@outpost/protoco
 
 export { RUN_STATUSES, type RunStatus };
 
+/**
+ * How a run was queued: the API, the CLI, the dashboard, a VCS webhook (`github`, `gitlab`), a
+ * schedule, or a run trigger (an applied run of a source workspace).
+ */
+export const RUN_SOURCES = [
+  "api",
+  "cli",
+  "ui",
+  "github",
+  "gitlab",
+  "schedule",
+  "assessment",
+  "run-trigger",
+] as const;
+export type RunSource = (typeof RUN_SOURCES)[number];
+
 export const TERMINAL_STATUSES: readonly RunStatus[] = [
   "planned_and_finished",
   "applied",

@@ -31,6 +31,7 @@ export function presentRun(
     planSummary: row.planSummary ?? null,
     planSha256: row.planSha256,
     source: row.source,
+    triggeringRunId: row.triggeringRunId,
     vcs: {
       commitSha: row.commitSha,
       branch: row.branch,

@@ -23,7 +23,7 @@ import type { JobEndedEvent } from "../../durable/pool-types.ts";
 import { actorColumns } from "../audit/service.ts";
 import { type Actor, agentActor, SYSTEM_ACTOR } from "../authz/actor.ts";
 import { type Database, prepared } from "../db/client.ts";
-import { agentPools, auditEvents, runs, stateLocks, workspaces } from "../db/schema.ts";
+import { agentPools, auditEvents, runJobs, runs, stateLocks, workspaces } from "../db/schema.ts";
 import {
   ACTIVE_STATUSES,
   canTransition,
@@ -72,11 +72,17 @@ export function listRunsPage(
     workspaceId?: string;
     commitSha?: string;
     status?: RunStatus;
+    source?: RunRow["source"];
+    /** The pool a run planned in, or (not yet planned) its workspace's pool. */
+    poolId?: string;
+    /** An agent that ran one of the run's phases. */
+    agentId?: string;
     /** Keeps the runs of workspaces the caller may see (`authz/queries.ts`). */
     visible?: SQL | undefined;
   },
   page: { limit: number; after?: readonly [number, string] },
 ) {
+  const poolOf = sql`coalesce(${runs.plannedPoolId}, (SELECT ${workspaces.poolId} FROM ${workspaces} WHERE ${workspaces.id} = ${runs.workspaceId}))`;
   return db
     .select()
     .from(runs)
@@ -86,6 +92,16 @@ export function listRunsPage(
         filter.workspaceId ? eq(runs.workspaceId, filter.workspaceId) : undefined,
         filter.commitSha ? eq(runs.commitSha, filter.commitSha) : undefined,
         filter.status ? eq(runs.status, filter.status) : undefined,
+        filter.source ? eq(runs.source, filter.source) : undefined,
+        filter.poolId ? sql`${poolOf} = ${filter.poolId}` : undefined,
+        filter.agentId
+          ? exists(
+              db
+                .select({ one: sql`1` })
+                .from(runJobs)
+                .where(and(eq(runJobs.runId, runs.id), eq(runJobs.agentId, filter.agentId))),
+            )
+          : undefined,
         filter.visible,
         page.after
           ? or(

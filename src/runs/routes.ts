@@ -9,7 +9,6 @@ import {
   PlanSummary,
   RUN_OPERATIONS,
 } from "@outpost/protocol";
-import type { SQL } from "drizzle-orm";
 import type { Context } from "hono";
 import { ActorSchema } from "../authz/actor.ts";
 import { authorizeWorkspace } from "../authz/http.ts";
@@ -19,7 +18,7 @@ import { readableWorkspaces } from "../authz/queries.ts";
 import { runs } from "../db/schema.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
-import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
+import { PageQuery } from "../lib/paging.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
@@ -28,9 +27,10 @@ import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { runLog } from "./blobs.ts";
 import { listRunJobs } from "./job-records.ts";
-import { isPhaseOver, jobId, RUN_STATUSES, type RunAction, type RunStatus } from "./model.ts";
+import { listRuns, type RunListFilter } from "./list.ts";
+import { isPhaseOver, jobId, RUN_SOURCES, RUN_STATUSES, type RunAction } from "./model.ts";
 import { presentRun } from "./present.ts";
-import { getRun, listRunsPage, type RunRow } from "./queries.ts";
+import { getRun, type RunRow } from "./queries.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "./service.ts";
 import { whyWaiting } from "./why.ts";
 
@@ -76,9 +76,12 @@ const Run = z
       description:
         "SHA-256 (hex) of the plan file, recorded when the plan finished; the apply refuses any other",
     }),
-    source: z.string().openapi({
+    source: z.enum(RUN_SOURCES).openapi({
       description:
-        "Who queued it: api, cli, ui, github, gitlab, schedule (a schedule's occurrence) or assessment (a drift check, or the plan autoRemediate queued)",
+        "Who queued it: api, cli, ui, github, gitlab, schedule (a schedule's occurrence), assessment (a drift check, or the plan autoRemediate queued) or run-trigger (a source workspace's apply)",
+    }),
+    triggeringRunId: z.string().nullable().openapi({
+      description: "A run trigger's run: the source workspace's applied run that queued it",
     }),
     vcs: z.object({
       commitSha: z.string().nullable(),
@@ -139,6 +142,22 @@ const ListQuery = PageQuery.extend({
     .optional()
     .openapi({ param: { name: "commitSha", in: "query" } }),
 });
+const OrgListQuery = ListQuery.extend({
+  workspaceId: WorkspaceRef.optional().openapi({
+    param: { name: "workspaceId", in: "query" },
+    description: "A workspace's id or name",
+  }),
+  source: z
+    .enum(RUN_SOURCES)
+    .optional()
+    .openapi({ param: { name: "source", in: "query" } }),
+  poolId: idParam("pool", "poolId")
+    .optional()
+    .openapi({ param: { name: "poolId", in: "query" } }),
+  agentId: idParam("agt", "agentId")
+    .optional()
+    .openapi({ param: { name: "agentId", in: "query" } }),
+});
 const RunList = z
   .object({ runs: z.array(Run), nextCursor: z.string().nullable() })
   .openapi("RunList");
@@ -177,31 +196,10 @@ async function showRun(c: Context<AppEnv>, run: RunRow, waiting: string | null =
 
 async function listPage(
   c: Context<AppEnv>,
-  filter: {
-    orgId: string;
-    workspaceId?: string;
-    commitSha?: string;
-    status?: RunStatus;
-    visible?: SQL | undefined;
-  },
+  filter: RunListFilter,
   query: { limit: number; cursor?: string | undefined },
 ) {
-  const after = query.cursor
-    ? valueOrThrow(decodeCursor(query.cursor, ["number", "string"] as const))
-    : undefined;
-  const rows = await listRunsPage(c.var.db, filter, {
-    limit: query.limit,
-    ...(after ? { after } : {}),
-  });
-  const page = takePage(rows, query.limit, (r) => [r.createdAt, r.id]);
-  const jobs = await listRunJobs(
-    c.var.db,
-    page.items.map((r) => r.id),
-  );
-  const runs = await Promise.all(
-    page.items.map(async (r) => presentRun(r, await whyWaiting(c.var.deps, r), jobs.get(r.id))),
-  );
-  return { runs, nextCursor: page.nextCursor };
+  return valueOrThrow(await listRuns(c.var.deps, filter, query));
 }
 
 const actionRoute = (action: RunAction, summary: string) =>
@@ -289,20 +287,33 @@ export const runRoutes = newRouter()
       operationId: "listRuns",
       path: "/runs",
       tags: ["runs"],
-      summary: "List the organization's runs, optionally by commit sha or status",
+      summary:
+        "List the organization's runs newest first, by status, workspace, pool, agent, source or commit",
+      description:
+        "Every run of the workspaces the caller may read, pending ones with why they wait and each with the agents that ran its phases. A workspace filter the caller cannot read answers 404.",
       security: [{ bearer: [] }],
       middleware: [requirePerson()] as const,
-      request: { query: ListQuery },
-      responses: { 200: jsonResponse(RunList, "A page of runs"), ...errorResponses(400, 401) },
+      request: { query: OrgListQuery },
+      responses: {
+        200: jsonResponse(RunList, "A page of runs"),
+        ...errorResponses(400, 401, 404),
+      },
     }),
     async (c) => {
       const query = c.req.valid("query");
       const principal = personOf(c);
+      const workspace = query.workspaceId
+        ? (await workspaceOf(c, query.workspaceId, "workspace.read")).workspace
+        : undefined;
       const filter = {
         orgId: principal.orgId,
         visible: readableWorkspaces(c.var.db, principal, runs.workspaceId),
+        ...(workspace ? { workspaceId: workspace.id } : {}),
         ...(query.status ? { status: query.status } : {}),
         ...(query.commitSha ? { commitSha: query.commitSha } : {}),
+        ...(query.source ? { source: query.source } : {}),
+        ...(query.poolId ? { poolId: query.poolId } : {}),
+        ...(query.agentId ? { agentId: query.agentId } : {}),
       };
       return c.json(await listPage(c, filter, query), 200);
     },

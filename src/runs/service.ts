@@ -53,6 +53,8 @@ export type CreateRunInput = {
   allowEmptyApply?: boolean;
   source: RunRow["source"];
   actor: AuditActor;
+  /** A run trigger's run: the source workspace's applied run that queued it (at most once). */
+  triggeringRunId?: string;
   vcs?: {
     commitSha?: string | null;
     branch?: string | null;
@@ -143,6 +145,7 @@ export async function createRun(
     status: isSpeculative ? ("plan_queued" as const) : ("pending" as const),
     message: input.message,
     source: input.source,
+    triggeringRunId: input.triggeringRunId ?? null,
     commitSha: input.vcs?.commitSha ?? configuration.commitSha ?? null,
     branch: input.vcs?.branch ?? configuration.branch ?? null,
     pullRequestNumber: input.vcs?.pullRequestNumber ?? null,

@@ -37,6 +37,7 @@ const NAV = [
   { href: "/ui/pools", label: "Agent pools", key: "pools", role: "reader" },
   { href: "/ui/projects", label: "Projects", key: "projects", role: null },
   { href: "/ui/workspaces", label: "Workspaces", key: "workspaces", role: null },
+  { href: "/ui/runs", label: "Runs", key: "runs", role: null },
   { href: "/ui/variable-sets", label: "Variable sets", key: "variable-sets", role: "reader" },
   // Org tokens, people and sign-in are an owner's business, as in the API.
   { href: "/ui/tokens", label: "Org tokens", key: "tokens", role: "owner" },

@@ -19,6 +19,7 @@ import { runPages } from "./run-routes.tsx";
 import { requireSession, type UiEnv } from "./session.ts";
 import { statePages } from "./state-routes.tsx";
 import { teamAccessPages } from "./team-access-routes.tsx";
+import { terraformTokenPages } from "./terraform-token-routes.tsx";
 import { tokenPages } from "./token-routes.tsx";
 import { variableSetPages } from "./varset-routes.tsx";
 import { workspacePages } from "./workspace-routes.tsx";
@@ -141,6 +142,7 @@ const dashboard = new Hono<UiEnv>()
   .route("/cli-login", cliLoginPages)
   .route("/runs", runPages)
   .route("/tokens", tokenPages)
+  .route("/terraform-token", terraformTokenPages)
   .all("*", (c) => {
     throw new ApiError("NOT_FOUND", `no page at ${c.req.path}`);
   })

@@ -11,18 +11,23 @@ import {
   workspaceRefusal,
 } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
+import { readableWorkspaces } from "../authz/queries.ts";
 import { grantsOn } from "../authz/service.ts";
+import { runs } from "../db/schema.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
 import { runLog } from "../runs/blobs.ts";
 import { listRunJobs } from "../runs/job-records.ts";
-import { isPhaseOver, jobId, RUN_ACTIONS } from "../runs/model.ts";
+import { listRuns } from "../runs/list.ts";
+import { isPhaseOver, jobId, RUN_ACTIONS, RUN_SOURCES, RUN_STATUSES } from "../runs/model.ts";
 import { presentRun } from "../runs/present.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
 import { cancelRun, confirmRun, discardRun, forceCancelRun } from "../runs/service.ts";
 import { whyWaiting } from "../runs/why.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
+import { getWorkspacesByIds } from "../workspaces/queries.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import { idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
+import { RunListPage } from "./pages/run-list.tsx";
 import {
   type LogTail,
   LogText,
@@ -119,7 +124,75 @@ const actions = {
   },
 } as const satisfies Record<string, { needs: WorkspaceAction; run: unknown }>;
 
+const ListQuery = z.object({
+  status: z.enum(RUN_STATUSES).optional(),
+  source: z.enum(RUN_SOURCES).optional(),
+  workspace: z.string().max(200).optional(),
+  pool: z
+    .string()
+    .regex(/^pool_[a-z2-7]{26}$/, "must be a pool_ id")
+    .optional(),
+  agent: z
+    .string()
+    .regex(/^agt_[a-z2-7]{26}$/, "must be an agt_ id")
+    .optional(),
+  cursor: z.string().max(1000).optional(),
+});
+
+/** Empty form fields are no filter. */
+function filledQuery(c: Context<UiEnv>) {
+  return Object.fromEntries(Object.entries(c.req.query()).filter(([, value]) => value !== ""));
+}
+
 export const runPages = new Hono<UiEnv>()
+  .get("/", async (c) => {
+    const parsed = ListQuery.safeParse(filledQuery(c));
+    if (!parsed.success) {
+      throw new ApiError(
+        "BAD_REQUEST",
+        `invalid filter: ${parsed.error.issues[0]?.path.join(".")} ${parsed.error.issues[0]?.message}`,
+      );
+    }
+    const query = parsed.data;
+    const { principal, orgId } = c.var.session;
+    const workspace = query.workspace
+      ? await resolveWorkspace(c.var.db, orgId, query.workspace)
+      : undefined;
+    const grants = workspace ? await grantsOn(c.var.db, principal, workspace) : undefined;
+    if (
+      query.workspace &&
+      (!workspace || !grants || decideWorkspace(grants, "workspace.read") !== "allow")
+    ) {
+      throw new ApiError("NOT_FOUND", `workspace ${query.workspace} not found`);
+    }
+    const page = valueOrThrow(
+      await listRuns(
+        c.var.deps,
+        {
+          orgId,
+          visible: readableWorkspaces(c.var.db, principal, runs.workspaceId),
+          ...(workspace ? { workspaceId: workspace.id } : {}),
+          ...(query.status ? { status: query.status } : {}),
+          ...(query.source ? { source: query.source } : {}),
+          ...(query.pool ? { poolId: query.pool } : {}),
+          ...(query.agent ? { agentId: query.agent } : {}),
+        },
+        { limit: 50, cursor: query.cursor },
+      ),
+    );
+    const names = await getWorkspacesByIds(c.var.db, [
+      ...new Set(page.runs.map((r) => r.workspaceId)),
+    ]);
+    return c.html(
+      <RunListPage
+        viewer={viewerOf(c)}
+        runs={page.runs}
+        workspaceNames={new Map(names.map((w) => [w.id, w.name]))}
+        filters={query}
+        nextCursor={page.nextCursor}
+      />,
+    );
+  })
   .get("/:runId", async (c) => {
     const { row, workspace, grants } = await runOf(c);
     const [waiting, logs, jobs] = await Promise.all([

@@ -100,6 +100,8 @@ export function listWorkspaceRows(
   page: {
     limit: number;
     after?: string | undefined;
+    /** Rows to skip first, for numbered pages (the TFE API's `page[number]`). */
+    offset?: number | undefined;
     search?: string | undefined;
     projectId?: string | undefined;
     visible?: SQL | undefined;
@@ -108,17 +110,41 @@ export function listWorkspaceRows(
   return db
     .select(workspaceColumns)
     .from(workspaces)
-    .where(
-      and(
-        eq(workspaces.orgId, orgId),
-        page.after === undefined ? undefined : gt(workspaces.name, page.after),
-        page.search === undefined ? undefined : sql`instr(${workspaces.name}, ${page.search}) > 0`,
-        page.projectId === undefined ? undefined : eq(workspaces.projectId, page.projectId),
-        page.visible,
-      ),
-    )
+    .where(listFilter(orgId, page))
     .orderBy(asc(workspaces.name))
-    .limit(page.limit + 1);
+    .limit(page.limit + 1)
+    .offset(page.offset ?? 0);
+}
+
+function listFilter(
+  orgId: string,
+  page: {
+    after?: string | undefined;
+    search?: string | undefined;
+    projectId?: string | undefined;
+    visible?: SQL | undefined;
+  },
+) {
+  return and(
+    eq(workspaces.orgId, orgId),
+    page.after === undefined ? undefined : gt(workspaces.name, page.after),
+    page.search === undefined ? undefined : sql`instr(${workspaces.name}, ${page.search}) > 0`,
+    page.projectId === undefined ? undefined : eq(workspaces.projectId, page.projectId),
+    page.visible,
+  );
+}
+
+/** How many workspaces {@link listWorkspaceRows} would list over all its pages. */
+export async function countWorkspaceRows(
+  db: Database,
+  orgId: string,
+  filter: { search?: string | undefined; visible?: SQL | undefined },
+): Promise<number> {
+  const [row] = await db
+    .select({ total: sql<number>`count(*)` })
+    .from(workspaces)
+    .where(listFilter(orgId, filter));
+  return row?.total ?? 0;
 }
 
 /** The org's pool's name and scope (what `poolScopeRefusal` reads), or undefined. */

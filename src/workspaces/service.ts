@@ -27,6 +27,7 @@ import {
   type WorkspaceSettings,
 } from "./model.ts";
 import {
+  countWorkspaceRows,
   findPoolScope,
   findWorkspace,
   findWorkspaceByName,
@@ -274,6 +275,7 @@ export async function listWorkspaces(
   page: {
     limit: number;
     after?: string | undefined;
+    offset?: number | undefined;
     search?: string | undefined;
     projectId?: string | undefined;
   },
@@ -283,6 +285,18 @@ export async function listWorkspaces(
     visible: readableWorkspaces(db, viewer, workspaces.id),
   });
   return rows.map((row) => ({ row, workspace: presentWorkspace(row) }));
+}
+
+/** How many workspaces of the viewer's org it may see (with `search`, whose name contains it). */
+export function countWorkspaces(
+  db: Database,
+  viewer: PersonPrincipal,
+  search: string | undefined,
+): Promise<number> {
+  return countWorkspaceRows(db, viewer.orgId, {
+    search,
+    visible: readableWorkspaces(db, viewer, workspaces.id),
+  });
 }
 
 /**

@@ -537,6 +537,24 @@ describe("outpost CLI", () => {
       ENGINE_VERSION,
     ]);
 
+    // Every run of the organization, without naming a workspace, filtered and as JSON.
+    const all = await cli(["runs", "list"]);
+    expect(all.code, all.stderr).toBe(CLI_EXIT.ok);
+    expect(all.stdout.split("\n")[0]).toMatch(
+      /^ID\s+WORKSPACE\s+STATUS\s+OPERATION\s+SOURCE\s+AGENTS/,
+    );
+    expect(all.stdout).toContain(String(runId?.[1]));
+    const applied = JSON.parse(
+      (await cli(["runs", "list", "--status", "applied", "--pool", world.poolId, "--json"])).stdout,
+    ) as { id: string; status: string; source: string }[];
+    expect(applied.map((r) => r.id)).toContain(String(runId?.[1]));
+    expect(new Set(applied.map((r) => r.status))).toEqual(new Set(["applied"]));
+    const ofWorkspace = JSON.parse((await cli(["runs", "list", "cli-state", "--json"])).stdout) as {
+      id: string;
+    }[];
+    expect(ofWorkspace.map((r) => r.id)).toContain(String(runId?.[1]));
+    expectOneLineError(await cli(["runs", "list", "--limit", "0"]), CLI_EXIT.usage, "--limit");
+
     const outputs = await cli(["outputs", "cli-state"]);
     // As terraform output prints them.
     expect(outputs.stdout).toBe('secret = <sensitive>\nurl = "https://two.internal"\n');

@@ -17,5 +17,7 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** The loopback OIDC issuer host started by test/setup/oidc-issuer.ts. */
     oidcIssuerUrl: string;
+    /** The loopback webhook receiver started by test/setup/webhook-receiver.ts. */
+    webhookReceiverUrl: string;
   }
 }

@@ -1,13 +1,14 @@
 /**
  * Key rotation as an operator runs it against a deployed Worker: `POST
  * /api/v1/organization/reencrypt` (what `outpost admin reencrypt` calls) with two keys in the
- * ring seals the organization's sensitive variables and webhook secrets again with the first
+ * ring seals the organization's sensitive variables and webhook secrets (VCS hooks',
+ * notifications') again with the first
  * key, in bounded batches, so the old key can be dropped; owners only, one organization only.
  */
 import { sign } from "@octokit/webhooks-methods";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { variables, vcsHooks } from "../../src/db/schema.ts";
+import { notificationConfigurations, variables, vcsHooks } from "../../src/db/schema.ts";
 import { sealedKeyId } from "../../src/lib/encryption.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
@@ -73,6 +74,20 @@ describe("POST /api/v1/organization/reencrypt", () => {
     );
     expect(rotatedHook.status).toBe(200);
     const secret = rotatedHook.body.secret;
+    // A notification configuration's signing secret is a webhook secret too.
+    const notification = await requestWithKey<{ id: string }>(
+      OLD_KEY,
+      `/api/v1/workspaces/${ws.id}/notifications`,
+      {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${org.tokens.admin}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ name: "n", url: "https://hooks.example.com/n" }),
+      },
+    );
+    expect(notification.status).toBe(201);
     // Before the rotation, a deployment with only the new key can read none of them.
     expect((await ping(NEW_KEY, hook, secret)).status).toBe(401);
     await expect(jobVariablesOf({ ENCRYPTION_KEY: NEW_KEY }, ws.id, true)).rejects.toThrow(
@@ -83,9 +98,13 @@ describe("POST /api/v1/organization/reencrypt", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toEqual({
       variables: { reencrypted: 2, remaining: 0 },
-      webhookSecrets: { reencrypted: 1, remaining: 0 },
+      webhookSecrets: { reencrypted: 2, remaining: 0 },
     });
     expect(await Promise.all(ids.map(keyIdOf))).toEqual(["k2", "k2"]);
+    const config = await db.query.notificationConfigurations.findFirst({
+      where: eq(notificationConfigurations.id, notification.body.id),
+    });
+    expect(sealedKeyId(config?.secretCiphertext ?? "")).toBe("k2");
     const row = await db.query.vcsHooks.findFirst({ where: eq(vcsHooks.id, hook.id) });
     expect(sealedKeyId(row?.secretCiphertext ?? "")).toBe("k2");
     expect(sealedKeyId(row?.previousSecretCiphertext ?? "")).toBe("k2");

@@ -8,8 +8,14 @@ import { BASE, requestJson } from "./helpers/api.ts";
 type OpenApiDoc = { openapi: string; paths: Record<string, Record<string, unknown>> };
 
 // Routes that are deliberately outside the document: the document itself, VCS webhooks' raw
-// bodies aside (they are in it), and the dashboard's HTML pages.
-const UNDOCUMENTED = [/^\/api\/v1\/openapi\.json$/, /^\/ui(\/|$)/, /^\/$/];
+// bodies aside (they are in it), the dashboard's HTML pages, and the page `terraform login` opens
+// (a browser redirect to the dashboard's token page).
+const UNDOCUMENTED = [
+  /^\/api\/v1\/openapi\.json$/,
+  /^\/ui(\/|$)/,
+  /^\/$/,
+  /^\/app\/settings\/tokens$/,
+];
 const METHODS = ["get", "post", "put", "patch", "delete"] as const;
 
 type Operation = { operationId?: string; tags?: string[]; summary?: string };

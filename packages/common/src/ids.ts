@@ -28,6 +28,9 @@ const PREFIXES = {
   cliLogin: "cli",
   schedule: "sch",
   assessment: "asmt",
+  notification: "nc",
+  notificationDelivery: "ndl",
+  runTrigger: "rt",
   project: "prj",
   variableSet: "varset",
 } as const;

@@ -35,6 +35,21 @@ export type AuthCase = {
 
 const UNKNOWN_ORG_TOKEN = `op_org_${"A".repeat(43)}`;
 
+type JsonApiErrors = { errors: { status: string; code: string; meta: { requestId: string } }[] };
+
+/**
+ * The code and request id of a refusal, from Outpost's envelope or, on `/api/v2`, from a
+ * JSON:API `errors` document (whose `status` must then match the answer's).
+ */
+function errorOf(body: ErrorBody | JsonApiErrors): { code: string; requestId: unknown } {
+  if ("errors" in body) {
+    const [first] = body.errors;
+    expect(body.errors).toHaveLength(1);
+    return { code: first?.code ?? "", requestId: first?.meta.requestId };
+  }
+  return body.error;
+}
+
 async function expectRefused(
   target: AuthTarget,
   options: RequestOptions,
@@ -42,15 +57,16 @@ async function expectRefused(
   code: string,
 ): Promise<void> {
   const before = await snapshotD1();
-  const res = await requestJson<ErrorBody>(target.path, {
+  const res = await requestJson<ErrorBody | JsonApiErrors>(target.path, {
     method: target.method,
     body: target.body,
     ...options,
     headers: { ...target.headers, ...options.headers },
   });
   expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.body.error.code).toBe(code);
-  expect(res.body.error.requestId).toEqual(expect.any(String));
+  const error = errorOf(res.body);
+  expect(error.code).toBe(code);
+  expect(error.requestId).toEqual(expect.any(String));
   expect(await snapshotD1()).toEqual(before);
 }
 

@@ -2,8 +2,9 @@
 import { env } from "cloudflare:workers";
 
 // Written after a successful authentication by design (a token's last use, a session's last
-// request: at most once a minute), so not a change.
-const VOLATILE_COLUMNS = new Set(["last_used_at", "last_seen_at"]);
+// request: at most once a minute), so not a change. `sent_at` is the run events outbox's
+// bookkeeping: an earlier request's background flush may mark its events sent at any moment.
+const VOLATILE_COLUMNS = new Set(["last_used_at", "last_seen_at", "sent_at"]);
 
 /** Every row of every application table, ordered, minus volatile columns. */
 export async function snapshotD1(): Promise<Record<string, unknown[]>> {

@@ -1,0 +1,22 @@
+/**
+ * `/api/v2`: the subset of Terraform Cloud's API that the Terraform CLI's `cloud` block, go-tfe
+ * and the `tfe` provider use, as a thin adapter over Outpost's own services. Every answer carries
+ * the API headers; every refusal is a JSON:API `errors` document; unknown paths are 404.
+ */
+import { ApiError } from "../errors.ts";
+import { newRouter } from "../router.ts";
+import { pingRoutes, tfeApiHeaders } from "./discovery.ts";
+import { jsonApiError } from "./jsonapi.ts";
+import { organizationRoutes } from "./organization-routes.ts";
+import { workspaceRoutes } from "./workspace-routes.ts";
+
+/** Mounted at `/api/v2`. */
+export const tfeRoutes = newRouter();
+tfeRoutes.use("*", tfeApiHeaders());
+tfeRoutes.route("/", pingRoutes);
+tfeRoutes.route("/", organizationRoutes);
+tfeRoutes.route("/", workspaceRoutes);
+tfeRoutes.all("*", (c) => {
+  throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
+});
+tfeRoutes.onError(jsonApiError);

@@ -1,0 +1,348 @@
+/**
+ * The TFE API's workspaces over Outpost's workspace services: list (by name, page numbers),
+ * create, read, update and delete by organization and name or by id, and the lock actions the
+ * cloud backend's local mode uses (`internal/cloud/state.go`). `may` decides each request as on
+ * `/api/v1/workspaces`; a workspace the caller cannot see is 404.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { decideWorkspace } from "../authz/model.ts";
+import { actorOf, principalId } from "../authz/principal.ts";
+import { grantsOn } from "../authz/service.ts";
+import type { AppEnv } from "../env.ts";
+import { reasonError, valueOrThrow } from "../errors.ts";
+import { invalidInput } from "../lib/reason.ts";
+import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
+import { getOrganization } from "../orgs/service.ts";
+import { defaultProject } from "../projects/service.ts";
+import { newRouter } from "../router.ts";
+import { deleteWorkspace } from "../workspaces/delete.ts";
+import { workspaceOf } from "../workspaces/http.ts";
+import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
+import { WorkspaceRef } from "../workspaces/model.ts";
+import {
+  countWorkspaces,
+  createWorkspace,
+  listWorkspaces,
+  presentWorkspace,
+  updateWorkspace,
+  type Workspace,
+} from "../workspaces/service.ts";
+import {
+  documentBody,
+  documentResponse,
+  errorDocuments,
+  JSONAPI,
+  paginationMeta,
+  sendDocument,
+  sendEmpty,
+  TfePageQuery,
+} from "./jsonapi.ts";
+import { organizationOf } from "./organization.ts";
+import { OrgParams } from "./organization-routes.ts";
+import { settingsOf, WorkspaceDocument, workspaceResource } from "./workspace-document.ts";
+
+const tags = ["terraform cli"];
+const security = [{ bearer: [] }];
+
+const NamedParams = OrgParams.extend({
+  workspace: WorkspaceRef.openapi({ param: { name: "workspace", in: "path" } }),
+});
+const IdParams = z.strictObject({
+  workspaceId: z
+    .string()
+    .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
+    .openapi({ param: { name: "workspaceId", in: "path" } }),
+});
+
+const ListQuery = z.object({
+  ...TfePageQuery,
+  "search[name]": z.string().min(1).max(90).optional(),
+  "search[tags]": z.string().max(1000).optional(),
+});
+
+const LockDocument = z.object({ reason: z.string().trim().max(500).optional() }).default({});
+
+/** The caller's organization name, for documents of workspaces addressed by id. */
+async function organizationName(c: Context<AppEnv>): Promise<string> {
+  const organization = await getOrganization(c.var.db, personOf(c).orgId);
+  if (!organization) {
+    throw new Error("a person's organization is missing");
+  }
+  return organization.name;
+}
+
+/** The workspace answered as a document, with what the caller may do there. */
+async function sendWorkspace(c: Context<AppEnv>, workspace: Workspace, status: 200 | 201 = 200) {
+  const principal = personOf(c);
+  const grants = await grantsOn(c.var.db, principal, { ...workspace, orgId: principal.orgId });
+  const data = workspaceResource(workspace, await organizationName(c), grants);
+  return sendDocument(c, { data }, status);
+}
+
+/** The workspace a path names, by organization and name or by id, once `may` allowed `action`. */
+async function addressed(
+  c: Context<AppEnv>,
+  params: { organization?: string; workspace?: string; workspaceId?: string },
+  action: Parameters<typeof workspaceOf>[2],
+) {
+  if (params.organization !== undefined) {
+    await organizationOf(c, params.organization);
+  }
+  return workspaceOf(c, params.workspace ?? params.workspaceId ?? "", action);
+}
+
+function read(c: Context<AppEnv>, params: Parameters<typeof addressed>[1]) {
+  return addressed(c, params, "workspace.read").then(({ workspace }) =>
+    sendWorkspace(c, presentWorkspace(workspace)),
+  );
+}
+
+async function update(
+  c: Context<AppEnv>,
+  params: Parameters<typeof addressed>[1],
+  document: WorkspaceDocument,
+) {
+  const { principal, workspace } = await addressed(c, params, "workspace.update");
+  const patch = valueOrThrow(settingsOf(document));
+  const result = await updateWorkspace(c.var.deps, {
+    orgId: principal.orgId,
+    ref: workspace.id,
+    actor: actorOf(principal),
+    patch,
+  });
+  return sendWorkspace(c, valueOrThrow(result));
+}
+
+async function remove(c: Context<AppEnv>, params: Parameters<typeof addressed>[1]) {
+  const { principal, workspace } = await addressed(c, params, "workspace.delete");
+  valueOrThrow(
+    await deleteWorkspace(c.var.deps, {
+      orgId: principal.orgId,
+      ref: workspace.id,
+      actor: actorOf(principal),
+    }),
+  );
+  return sendEmpty(c);
+}
+
+const readRoute = (
+  path: string,
+  operationId: string,
+  params: typeof NamedParams | typeof IdParams,
+) =>
+  createRoute({
+    method: "get",
+    operationId,
+    path,
+    tags,
+    summary: "Read a workspace (TFE API)",
+    security,
+    middleware: [requirePerson()] as const,
+    request: { params },
+    responses: { 200: documentResponse("The workspace"), ...errorDocuments(400, 401, 404) },
+  });
+
+const updateRoute = (
+  path: string,
+  operationId: string,
+  params: typeof NamedParams | typeof IdParams,
+) =>
+  createRoute({
+    method: "patch",
+    operationId,
+    path,
+    tags,
+    summary: "Change a workspace's settings, only the attributes given (TFE API)",
+    security,
+    middleware: [requirePerson()] as const,
+    request: { params, body: documentBody(WorkspaceDocument) },
+    responses: {
+      200: documentResponse("The workspace"),
+      ...errorDocuments(400, 401, 403, 404, 409, 415),
+    },
+  });
+
+const deleteRoute = (
+  path: string,
+  operationId: string,
+  params: typeof NamedParams | typeof IdParams,
+) =>
+  createRoute({
+    method: "delete",
+    operationId,
+    path,
+    tags,
+    summary: "Delete a workspace with its runs and state (TFE API)",
+    security,
+    middleware: [requirePerson()] as const,
+    request: { params },
+    responses: {
+      204: { description: "Deleted" },
+      ...errorDocuments(400, 401, 403, 404, 409),
+    },
+  });
+
+const lockRoute = (action: "lock" | "unlock" | "force-unlock") =>
+  createRoute({
+    method: "post",
+    operationId: `tfe${action === "lock" ? "Lock" : action === "unlock" ? "Unlock" : "ForceUnlock"}Workspace`,
+    path: `/workspaces/{workspaceId}/actions/${action}`,
+    tags,
+    summary: `The workspace's ${action} action (TFE API)`,
+    security,
+    middleware: [requirePerson()] as const,
+    request: {
+      params: IdParams,
+      // Only lock reads a body (its reason); the unlocks take none and ignore one.
+      body: { required: false, content: { [JSONAPI]: { schema: LockDocument } } },
+    },
+    responses: {
+      200: documentResponse("The workspace"),
+      ...errorDocuments(400, 401, 403, 404, 409),
+    },
+  });
+
+const NAMED = "/organizations/{organization}/workspaces/{workspace}";
+const BY_ID = "/workspaces/{workspaceId}";
+
+export const workspaceRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "tfeListWorkspaces",
+      path: "/organizations/{organization}/workspaces",
+      tags,
+      summary: "The workspaces the caller may see, by name, a numbered page at a time (TFE API)",
+      security,
+      middleware: [requirePerson()] as const,
+      request: { params: OrgParams, query: ListQuery },
+      responses: {
+        200: documentResponse("A page of workspaces with meta.pagination"),
+        ...errorDocuments(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const { principal, organization } = await organizationOf(
+        c,
+        c.req.valid("param").organization,
+      );
+      const query = c.req.valid("query");
+      if (query["search[tags]"]) {
+        throw reasonError(
+          invalidInput(
+            "query.search[tags]",
+            "workspace tags are not supported yet: name the workspace (workspaces { name = … }) or list by search[name]",
+          ).reason,
+        );
+      }
+      const number = query["page[number]"];
+      const size = query["page[size]"];
+      const search = query["search[name]"];
+      const rows = await listWorkspaces(c.var.db, principal, {
+        limit: size,
+        offset: (number - 1) * size,
+        search,
+      });
+      const data = await Promise.all(
+        rows
+          .slice(0, size)
+          .map(async ({ row, workspace }) =>
+            workspaceResource(
+              workspace,
+              organization.name,
+              await grantsOn(c.var.db, principal, row),
+            ),
+          ),
+      );
+      const total = await countWorkspaces(c.var.db, principal, search);
+      return sendDocument(c, { data, meta: paginationMeta({ number, size, total }) });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      operationId: "tfeCreateWorkspace",
+      path: "/organizations/{organization}/workspaces",
+      tags,
+      summary: "Create a workspace (TFE API)",
+      security,
+      middleware: [requirePermission("workspace.create")] as const,
+      request: { params: OrgParams, body: documentBody(WorkspaceDocument) },
+      responses: {
+        201: documentResponse("The workspace"),
+        ...errorDocuments(400, 401, 403, 404, 409, 415),
+      },
+    }),
+    async (c) => {
+      const { principal } = await organizationOf(c, c.req.valid("param").organization);
+      const settings = valueOrThrow(settingsOf(c.req.valid("json")));
+      const { name } = settings;
+      if (name === undefined) {
+        throw reasonError(
+          invalidInput("json.data.attributes.name", "data.attributes.name is required").reason,
+        );
+      }
+      // The `project` relationship is not read yet: new workspaces go to the default project.
+      const project = await defaultProject(c.var.deps, principal.orgId);
+      const created = await createWorkspace(c.var.deps, {
+        orgId: principal.orgId,
+        actor: actorOf(principal),
+        projectId: project.id,
+        settings: { ...settings, name },
+      });
+      return sendWorkspace(c, valueOrThrow(created), 201);
+    },
+  )
+  .openapi(readRoute(NAMED, "tfeReadWorkspace", NamedParams), (c) => read(c, c.req.valid("param")))
+  .openapi(readRoute(BY_ID, "tfeReadWorkspaceById", IdParams), (c) => read(c, c.req.valid("param")))
+  .openapi(updateRoute(NAMED, "tfeUpdateWorkspace", NamedParams), (c) =>
+    update(c, c.req.valid("param"), c.req.valid("json")),
+  )
+  .openapi(updateRoute(BY_ID, "tfeUpdateWorkspaceById", IdParams), (c) =>
+    update(c, c.req.valid("param"), c.req.valid("json")),
+  )
+  .openapi(deleteRoute(NAMED, "tfeDeleteWorkspace", NamedParams), (c) =>
+    remove(c, c.req.valid("param")),
+  )
+  .openapi(deleteRoute(BY_ID, "tfeDeleteWorkspaceById", IdParams), (c) =>
+    remove(c, c.req.valid("param")),
+  )
+  .openapi(lockRoute("lock"), async (c) => {
+    const { principal, workspace } = await addressed(c, c.req.valid("param"), "workspace.lock");
+    const reason = c.req.valid("json")?.reason || "locked through the TFE API";
+    const locked = await lockWorkspace(c.var.deps, {
+      orgId: principal.orgId,
+      ref: workspace.id,
+      holderId: principalId(principal),
+      actor: actorOf(principal),
+      reason,
+    });
+    return sendWorkspace(c, valueOrThrow(locked));
+  })
+  .openapi(lockRoute("unlock"), async (c) => {
+    const { principal, workspace } = await addressed(c, c.req.valid("param"), "workspace.lock");
+    const unlocked = await unlockWorkspace(c.var.deps, {
+      orgId: principal.orgId,
+      ref: workspace.id,
+      holderId: principalId(principal),
+      actor: actorOf(principal),
+      isAdmin: false,
+      force: false,
+    });
+    return sendWorkspace(c, valueOrThrow(unlocked));
+  })
+  .openapi(lockRoute("force-unlock"), async (c) => {
+    const params = c.req.valid("param");
+    const { principal, workspace } = await addressed(c, params, "workspace.force_unlock");
+    const unlocked = await unlockWorkspace(c.var.deps, {
+      orgId: principal.orgId,
+      ref: workspace.id,
+      holderId: principalId(principal),
+      actor: actorOf(principal),
+      isAdmin:
+        decideWorkspace({ role: null, teamLevel: "admin" }, "workspace.force_unlock") === "allow",
+      force: true,
+    });
+    return sendWorkspace(c, valueOrThrow(unlocked));
+  });
