@@ -3,28 +3,38 @@
  * whole pool. Synchronous, like `pool-ops.ts`, so each is one transaction. Jobs these end reach
  * the Worker through the outbox and the `JOB_EVENTS` queue.
  */
-import { newId } from "@outpost/common";
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { MAX_POLL_WAIT_SECONDS } from "@outpost/protocol";
 import type { OpsContext } from "./pool-ops.ts";
 import type { AgentRow } from "./pool-store.ts";
 import { loseAgent, systemEnd } from "./pool-sweep.ts";
-import type { RegisterInput, RegisterOutcome } from "./pool-types.ts";
+import { MAX_AGENTS_PER_TOKEN, type RegisterInput, type RegisterOutcome } from "./pool-types.ts";
 import { HEARTBEAT_INTERVAL_SECONDS } from "./queue.ts";
 
 /**
  * Registers an agent, online from now, under the token that authenticated it; answers its id
  * and the intervals it keeps to.
  */
-export function registerAgent(ctx: OpsContext, input: RegisterInput): RegisterOutcome {
+export function registerAgent(
+  ctx: OpsContext,
+  input: RegisterInput,
+): Result<RegisterOutcome, "pool_deleted" | "too_many_agents"> {
+  if (ctx.store.settings.isRetired()) {
+    return fail("pool_deleted");
+  }
+  // One token registers at most MAX_AGENTS_PER_TOKEN live agents: more is a flood.
+  if (ctx.store.agents.liveOfToken(input.tokenId).length >= MAX_AGENTS_PER_TOKEN) {
+    return fail("too_many_agents");
+  }
   const agentId = newId("agent");
   ctx.store.agents.insert(agentId, input, ctx.now, ctx.settings);
-  return {
+  return ok({
     agentId,
     heartbeatIntervalSeconds: HEARTBEAT_INTERVAL_SECONDS,
     pollWaitSeconds: MAX_POLL_WAIT_SECONDS,
     leaseStartTimeoutSeconds: Math.ceil(ctx.settings.leaseStartTimeoutMs / 1000),
     unknownAfterSeconds: Math.ceil(ctx.settings.unknownAfterMs / 1000),
-  };
+  });
 }
 
 /** A graceful exit: unstarted leases requeue, jobs still running fail. Repeats are no-ops. */
