@@ -180,9 +180,7 @@ describe("configuring and deleting a workspace", () => {
     expect((await admin.post(path, form, null)).status).toBe(403);
     expect((await admin.post(path, { ...form, engineVersion: "~> nope" })).status).toBe(400);
     expect((await admin.post(path, { ...form, name: "has space" })).status).toBe(400);
-    expect((await admin.post("/ui/workspaces/no-such-workspace/configure", form)).status).toBe(
-      404,
-    );
+    expect((await admin.post("/ui/workspaces/no-such-workspace/configure", form)).status).toBe(404);
     expect(await snapshotD1()).toEqual(before);
   });
 
