@@ -16,6 +16,7 @@ import { actorOf, principalId } from "../authz/principal.ts";
 import { listConfigurationVersionRows } from "../configuration-versions/queries.ts";
 import { presentConfigurationVersion } from "../configuration-versions/service.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
+import { publicOrigin } from "../lib/public-url.ts";
 import { resolvedOrThrow } from "../names/http.ts";
 import { poolScopeRefusal } from "../pools/model.ts";
 import { listPools } from "../pools/service.ts";
@@ -70,6 +71,15 @@ export async function workspaceOf(
 }
 
 const actor = (c: Context<UiEnv>) => actorOf(c.var.session.principal);
+
+/**
+ * The address the backend block names: the deployment's public one (never the request's Host);
+ * without PUBLIC_URL, a placeholder to replace rather than a guess.
+ */
+function backendOrigin(c: Context<UiEnv>): string {
+  const origin = publicOrigin(c.env, c.req.url);
+  return origin.ok ? origin.value : "https://REPLACE_WITH_THE_OUTPOST_ADDRESS";
+}
 
 export const workspacePages = new Hono<UiEnv>()
   .get("/", async (c) => {
@@ -134,7 +144,7 @@ export const workspacePages = new Hono<UiEnv>()
         teams={teams}
         projects={projects.map((p) => ({ id: p.project.id, name: p.project.name }))}
         configurations={configurations.slice(0, 10).map(presentConfigurationVersion)}
-        origin={new URL(c.req.url).origin}
+        origin={backendOrigin(c)}
         notice={noticeText(c, NOTICES)}
       />,
     );

@@ -248,6 +248,6 @@ describe("local-mode workspaces", () => {
     const ws = await createWorkspace(org, { name: uniqueName(), executionMode: "local" });
     const html = await (await owner.get(`/ui/workspaces/${ws.name}`)).text();
     expect(html).toContain("backend &quot;http&quot;");
-    expect(html).toContain(`${BASE}/state/v1/${ws.id}`);
+    expect(html).toContain(`/state/v1/${ws.id}&quot;`);
   });
 });
