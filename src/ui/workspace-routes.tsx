@@ -33,13 +33,8 @@ import { deleteVariable, listVariables, putVariable } from "../variables/service
 import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
 import { lockHolderKind } from "../workspaces/model.ts";
 import { findPoolScope, type WorkspaceRow } from "../workspaces/queries.ts";
-import {
-  listWorkspaces,
-  presentWorkspace,
-  resolveWorkspace,
-  updateWorkspace,
-} from "../workspaces/service.ts";
-import { Checkbox, idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
+import { listWorkspaces, presentWorkspace, updateWorkspace } from "../workspaces/service.ts";
+import { Checkbox, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { WorkspacePage, WorkspacesPage } from "./pages/workspaces.tsx";
 import type { UiEnv } from "./session.ts";
 
