@@ -42,7 +42,8 @@ export function describeWaitReason(
   }
 }
 
-function describeJobWait(info: WaitInfo, poolName: string, phase: "plan" | "apply"): string {
+/** Words for a job that waits, or null once an agent started it (it runs; it does not wait). */
+function describeJobWait(info: WaitInfo, poolName: string, phase: "plan" | "apply"): string | null {
   if (info.state === "queued") {
     const position = `position ${info.position} of ${info.queueLength} in the queue`;
     return `${describeWaitReason(info.reason, poolName, phase)}; ${position}`;
@@ -50,7 +51,7 @@ function describeJobWait(info: WaitInfo, poolName: string, phase: "plan" | "appl
   if (info.state === "leased") {
     return `handed to agent ${info.agentId}, waiting for it to start (by ${new Date(info.startBy).toISOString()})`;
   }
-  return `the ${phase} job is ${info.state}`;
+  return null;
 }
 
 /**

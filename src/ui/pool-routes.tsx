@@ -9,6 +9,7 @@ import { decideOrganization } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { ApiError, reasonError, reasonStatus, valueOrThrow } from "../errors.ts";
 import { publicOrigin } from "../lib/public-url.ts";
+import { resolvedOrThrow } from "../names/http.ts";
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
 import { getAutoscaling } from "../pools/autoscaling.ts";
@@ -158,6 +159,12 @@ async function renderPool(
   );
 }
 
+/** The pool of the path, by id or name through the one resolver (another org's: not found). */
+async function poolIdOf(c: Context<UiEnv>): Promise<string> {
+  const ref = c.req.param("poolId") ?? "";
+  return (await resolvedOrThrow(c.var.db, "pool", { orgId: c.var.session.orgId }, ref)).id;
+}
+
 export const poolPages = new Hono<UiEnv>()
   .use("*", requireUiPermission("pools.read"))
   .get("/", async (c) => {
@@ -185,9 +192,9 @@ export const poolPages = new Hono<UiEnv>()
     }
     return c.redirect(`/ui/pools/${result.value.id}`, 303);
   })
-  .get("/:poolId", (c) => renderPool(c, idOf(c, "poolId", "pool")))
+  .get("/:poolId", async (c) => renderPool(c, await poolIdOf(c)))
   .get("/:poolId/live.json", async (c) => {
-    const poolId = idOf(c, "poolId", "pool");
+    const poolId = await poolIdOf(c);
     const detail = valueOrThrow(
       await getPoolDetail(c.var.db, c.env, c.var.session.orgId, poolId, isOwner(c)),
     );
@@ -197,7 +204,7 @@ export const poolPages = new Hono<UiEnv>()
     return c.json({ fragments: { agents } });
   })
   .post("/:poolId/scope", requireUiPermission("pools.manage"), async (c) => {
-    const poolId = idOf(c, "poolId", "pool");
+    const poolId = await poolIdOf(c);
     const form = await readForm(
       c,
       z.strictObject({ organizationScoped: Checkbox, projects: NameLines, workspaces: NameLines }),
@@ -221,7 +228,7 @@ export const poolPages = new Hono<UiEnv>()
     return redirectWithNotice(c, `/ui/pools/${poolId}`, "scope-saved");
   })
   .post("/:poolId/tokens", requireUiPermission("pools.manage"), async (c) => {
-    const poolId = idOf(c, "poolId", "pool");
+    const poolId = await poolIdOf(c);
     const form = await readForm(
       c,
       z.strictObject({ description: z.string().trim().min(1).max(200) }),
@@ -241,7 +248,7 @@ export const poolPages = new Hono<UiEnv>()
     });
   })
   .post("/:poolId/tokens/:tokenId/revoke", requireUiPermission("pools.manage"), async (c) => {
-    const poolId = idOf(c, "poolId", "pool");
+    const poolId = await poolIdOf(c);
     const tokenId = idOf(c, "tokenId", "atok");
     const form = await readForm(c, z.strictObject({ confirm: z.string().max(200) }));
     const { session } = c.var;
@@ -266,7 +273,7 @@ export const poolPages = new Hono<UiEnv>()
     return redirectWithNotice(c, `/ui/pools/${poolId}`, "token-revoked");
   })
   .post("/:poolId/oidc-trusts", requireUiPermission("pools.manage"), async (c) => {
-    const poolId = idOf(c, "poolId", "pool");
+    const poolId = await poolIdOf(c);
     const form = await readForm(c, TrustForm);
     const { session } = c.var;
     const result = await createTrust(c.var.deps, {
@@ -287,7 +294,7 @@ export const poolPages = new Hono<UiEnv>()
     });
   })
   .post("/:poolId/oidc-trusts/:trustId/delete", requireUiPermission("pools.manage"), async (c) => {
-    const poolId = idOf(c, "poolId", "pool");
+    const poolId = await poolIdOf(c);
     const trustId = idOf(c, "trustId", "otr");
     await readForm(c, z.strictObject({}));
     const { session } = c.var;

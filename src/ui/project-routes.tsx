@@ -36,7 +36,8 @@ const ctxOf = (c: Context<UiEnv>) => ({
 
 /** The project of the page once `may` allowed `action` on it (404 / 403 as in the API). */
 async function projectOf(c: Context<UiEnv>, action: Parameters<typeof decideProject>[1]) {
-  const id = idOf(c, "projectId", "prj");
+  // By id or by name, as the API's project paths.
+  const id = c.req.param("projectId") ?? "";
   const { principal } = c.var.session;
   const project = await resolveProject(c.var.db, principal.orgId, id);
   if (!project) {

@@ -7,6 +7,7 @@
 
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { uploadLimits } from "../configuration-versions/model.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError, codeToStatus, handleError } from "../errors.ts";
 import { cliLoginPages } from "./cli-login-routes.tsx";
@@ -23,6 +24,7 @@ import { terraformTokenPages } from "./terraform-token-routes.tsx";
 import { tokenPages } from "./token-routes.tsx";
 import { variableSetPages } from "./varset-routes.tsx";
 import { workspacePages } from "./workspace-routes.tsx";
+import { isUploadPath, workspaceSetupPages } from "./workspace-setup-routes.tsx";
 
 /** No inline script or style can run: everything comes from `/ui/static/`. */
 export const CONTENT_SECURITY_POLICY = [
@@ -82,6 +84,23 @@ async function serveStatic(c: Context<AppEnv>): Promise<Response> {
 /** Form bodies are small; nothing the dashboard posts comes near this. */
 const FORM_BODY_LIMIT_BYTES = 64 * 1024;
 
+const formLimit = bodyLimit({
+  maxSize: FORM_BODY_LIMIT_BYTES,
+  onError: () => {
+    throw new ApiError("PAYLOAD_TOO_LARGE", `forms are limited to ${FORM_BODY_LIMIT_BYTES} bytes`);
+  },
+});
+
+function uploadLimit(env: UiEnv["Bindings"]) {
+  const maxSize = uploadLimits(env).maxBytes + FORM_BODY_LIMIT_BYTES;
+  return bodyLimit({
+    maxSize,
+    onError: () => {
+      throw new ApiError("PAYLOAD_TOO_LARGE", `uploads are limited to ${maxSize} bytes`);
+    },
+  });
+}
+
 function renderError(err: Error, c: Context<UiEnv>) {
   if (c.req.path.endsWith(".json") || !(err instanceof ApiError)) {
     return handleError(err, c);
@@ -115,18 +134,10 @@ const dashboard = new Hono<UiEnv>()
       c.res.headers.set("Cache-Control", "no-store");
     }
   })
-  .use(
-    "*",
-    bodyLimit({
-      maxSize: FORM_BODY_LIMIT_BYTES,
-      onError: () => {
-        throw new ApiError(
-          "PAYLOAD_TOO_LARGE",
-          `forms are limited to ${FORM_BODY_LIMIT_BYTES} bytes`,
-        );
-      },
-    }),
-  )
+  .use("*", async function formBodyLimit(c, next) {
+    // The configuration upload carries a tar.gz: the API's upload limit, plus the form around it.
+    return isUploadPath(c.req.path) ? uploadLimit(c.env)(c, next) : formLimit(c, next);
+  })
   .get("/static/:file", serveStatic)
   .route("/", loginPages)
   .use("*", requireSession())
@@ -134,6 +145,7 @@ const dashboard = new Hono<UiEnv>()
   .route("/", logoutPage)
   .route("/pools", poolPages)
   .route("/projects", projectPages)
+  .route("/workspaces", workspaceSetupPages)
   .route("/workspaces", workspacePages)
   .route("/workspaces", statePages)
   .route("/workspaces", teamAccessPages)

@@ -15,10 +15,18 @@ import { readableWorkspaces } from "../authz/queries.ts";
 import { grantsOn } from "../authz/service.ts";
 import { runs } from "../db/schema.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
+import { listPools } from "../pools/service.ts";
 import { runLog } from "../runs/blobs.ts";
 import { listRunJobs } from "../runs/job-records.ts";
 import { listRuns } from "../runs/list.ts";
-import { isPhaseOver, jobId, RUN_ACTIONS, RUN_SOURCES, RUN_STATUSES } from "../runs/model.ts";
+import {
+  isPhaseOver,
+  jobId,
+  RUN_ACTIONS,
+  RUN_SOURCES,
+  RUN_STATUSES,
+  TERMINAL_STATUSES,
+} from "../runs/model.ts";
 import { presentRun } from "../runs/present.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
 import { cancelRun, confirmRun, discardRun, forceCancelRun } from "../runs/service.ts";
@@ -41,6 +49,18 @@ import type { UiEnv } from "./session.ts";
 
 /** Bytes of log one page load or one poll reads at most. */
 const LOG_READ_BYTES = 256 * 1024;
+
+/**
+ * The action notice while it is still news: "the apply is queued" stops being true once the apply
+ * runs, and every notice once the run has ended (the page then says what happened).
+ */
+function noticeFor(c: Context<UiEnv>, row: RunRow): string | undefined {
+  return isNoticeStale(row) ? undefined : noticeText(c, NOTICES);
+}
+
+function isNoticeStale(row: RunRow): boolean {
+  return row.status === "applying" || TERMINAL_STATUSES.includes(row.status);
+}
 
 const NOTICES = {
   confirm: "Confirmed: the apply is queued.",
@@ -102,6 +122,13 @@ async function readTail(
 }
 
 const actor = (c: Context<UiEnv>) => actorOf(c.var.session.principal);
+
+/** The org's pools by id, for naming the pool a job ran in (as the workspace page: org roles). */
+async function poolNamesOf(c: Context<UiEnv>): Promise<Map<string, string>> {
+  const { principal, orgId } = c.var.session;
+  const pools = principal.role === null ? [] : await listPools(c.var.db, orgId);
+  return new Map(pools.map((p) => [p.id, p.name]));
+}
 
 /** Each action with what `may` must allow and what it does. */
 const actions = {
@@ -207,7 +234,8 @@ export const runPages = new Hono<UiEnv>()
         row={row}
         workspaceName={workspace.name}
         logs={logs}
-        notice={noticeText(c, NOTICES)}
+        poolNames={await poolNamesOf(c)}
+        notice={noticeFor(c, row)}
       />,
     );
   })
@@ -238,8 +266,9 @@ export const runPages = new Hono<UiEnv>()
         ),
       ),
     );
+    const poolNames = await poolNamesOf(c);
     const [summary, actionsHtml, timeline, ...logHtml] = await Promise.all([
-      (<RunSummary run={run} now={viewer.now} />).toString(),
+      (<RunSummary run={run} now={viewer.now} poolNames={poolNames} />).toString(),
       (<RunActions viewer={viewer} row={row} />).toString(),
       (<Timeline run={run} now={viewer.now} />).toString(),
       ...logs.map((log) => (<LogText text={log.text} />).toString()),
@@ -261,6 +290,8 @@ export const runPages = new Hono<UiEnv>()
         "run-summary": summary,
         "run-actions": actionsHtml,
         "run-timeline": timeline,
+        // A stale notice goes; a current one is left as the page rendered it.
+        ...(isNoticeStale(row) ? { "run-notice": "" } : {}),
         ...placeholders,
       },
       logs: logs.map((log, i) => ({

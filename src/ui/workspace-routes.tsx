@@ -6,12 +6,21 @@ import { z } from "@hono/zod-openapi";
 import { RUN_OPERATIONS } from "@outpost/protocol";
 import { type Context, Hono } from "hono";
 import { authorizeWorkspace } from "../authz/http.ts";
-import { decideWorkspace, type Grants, type WorkspaceAction } from "../authz/model.ts";
+import {
+  decideOrganization,
+  decideWorkspace,
+  type Grants,
+  type WorkspaceAction,
+} from "../authz/model.ts";
 import { actorOf, principalId } from "../authz/principal.ts";
+import { listConfigurationVersionRows } from "../configuration-versions/queries.ts";
+import { presentConfigurationVersion } from "../configuration-versions/service.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
+import { publicOrigin } from "../lib/public-url.ts";
+import { resolvedOrThrow } from "../names/http.ts";
 import { poolScopeRefusal } from "../pools/model.ts";
 import { listPools } from "../pools/service.ts";
-import { resolveProject } from "../projects/service.ts";
+import { listProjects, resolveProject } from "../projects/service.ts";
 import { presentRun } from "../runs/present.ts";
 import { listRunsPage } from "../runs/queries.ts";
 import { createRun } from "../runs/service.ts";
@@ -24,18 +33,15 @@ import { deleteVariable, listVariables, putVariable } from "../variables/service
 import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
 import { lockHolderKind } from "../workspaces/model.ts";
 import { findPoolScope, type WorkspaceRow } from "../workspaces/queries.ts";
-import {
-  listWorkspaces,
-  presentWorkspace,
-  resolveWorkspace,
-  updateWorkspace,
-} from "../workspaces/service.ts";
-import { Checkbox, idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
+import { listWorkspaces, presentWorkspace, updateWorkspace } from "../workspaces/service.ts";
+import { Checkbox, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
 import { WorkspacePage, WorkspacesPage } from "./pages/workspaces.tsx";
 import type { UiEnv } from "./session.ts";
 
 const NOTICES = {
   saved: "Settings saved.",
+  created: "Workspace created.",
+  uploaded: "Configuration uploaded: new runs use it.",
   locked: "Workspace locked.",
   unlocked: "Workspace unlocked.",
   "variable-saved": "Variable saved.",
@@ -52,29 +58,40 @@ export async function workspaceOf(
   c: Context<UiEnv>,
   action: WorkspaceAction,
 ): Promise<{ row: WorkspaceRow; grants: Grants }> {
-  const id = idOf(c, "workspaceId", "ws");
-  const row = await resolveWorkspace(c.var.db, c.var.session.orgId, id);
-  if (!row) {
-    throw new ApiError("NOT_FOUND", `workspace ${id} not found`);
-  }
+  // By id or by name, through the one resolver, as in the API.
+  const ref = c.req.param("workspaceId") ?? "";
+  const row = await resolvedOrThrow(c.var.db, "workspace", { orgId: c.var.session.orgId }, ref);
   const grants = await authorizeWorkspace(c.var.db, c.var.session.principal, action, row);
   return { row, grants };
 }
 
 const actor = (c: Context<UiEnv>) => actorOf(c.var.session.principal);
 
+/**
+ * The address the backend block names: the deployment's public one (never the request's Host);
+ * without PUBLIC_URL, a placeholder to replace rather than a guess.
+ */
+function backendOrigin(c: Context<UiEnv>): string {
+  const origin = publicOrigin(c.env, c.req.url);
+  return origin.ok ? origin.value : "https://REPLACE_WITH_THE_OUTPOST_ADDRESS";
+}
+
 export const workspacePages = new Hono<UiEnv>()
   .get("/", async (c) => {
     const { orgId, principal } = c.var.session;
-    const [rows, pools] = await Promise.all([
+    const mayCreate = decideOrganization(principal.role, "workspace.create") === "allow";
+    const [rows, pools, projects] = await Promise.all([
       listWorkspaces(c.var.db, principal, { limit: 200 }),
       principal.role === null ? [] : listPools(c.var.db, orgId),
+      mayCreate ? listProjects(c.var.db, principal, { limit: 200 }) : null,
     ]);
     return c.html(
       <WorkspacesPage
         viewer={viewerOf(c)}
         workspaces={rows.map((r) => r.workspace)}
         pools={pools}
+        projects={projects?.map((p) => ({ id: p.project.id, name: p.project.name })) ?? null}
+        notice={noticeText(c, { deleted: "Workspace deleted." })}
       />,
     );
   })
@@ -82,17 +99,29 @@ export const workspacePages = new Hono<UiEnv>()
     const { row, grants } = await workspaceOf(c, "workspace.read");
     const { orgId, principal } = c.var.session;
     const { deps } = c.var;
-    const [pools, runRows, variables, effective, project, pool, teamAccess, teams] =
-      await Promise.all([
-        principal.role === null ? [] : listPools(c.var.db, orgId),
-        listRunsPage(c.var.db, { orgId, workspaceId: row.id }, { limit: 20 }),
-        listVariables(c.var.db, row.id),
-        showEffectiveVariables(c.var.db, { id: row.id, orgId }),
-        row.projectId ? resolveProject(c.var.db, orgId, row.projectId) : undefined,
-        row.poolId ? findPoolScope(c.var.db, orgId, row.poolId) : undefined,
-        listTeamAccess(c.var.db, row.id),
-        listTeams(c.var.db, orgId),
-      ]);
+    const [
+      pools,
+      runRows,
+      variables,
+      effective,
+      project,
+      pool,
+      teamAccess,
+      teams,
+      projects,
+      configurations,
+    ] = await Promise.all([
+      principal.role === null ? [] : listPools(c.var.db, orgId),
+      listRunsPage(c.var.db, { orgId, workspaceId: row.id }, { limit: 20 }),
+      listVariables(c.var.db, row.id),
+      showEffectiveVariables(c.var.db, { id: row.id, orgId }),
+      row.projectId ? resolveProject(c.var.db, orgId, row.projectId) : undefined,
+      row.poolId ? findPoolScope(c.var.db, orgId, row.poolId) : undefined,
+      listTeamAccess(c.var.db, row.id),
+      listTeams(c.var.db, orgId),
+      listProjects(c.var.db, principal, { limit: 200 }),
+      listConfigurationVersionRows(c.var.db, row.id, { limit: 10 }),
+    ]);
     const runs = await Promise.all(
       runRows.slice(0, 20).map(async (r) => presentRun(r, await whyWaiting(deps, r))),
     );
@@ -108,27 +137,12 @@ export const workspacePages = new Hono<UiEnv>()
         poolRefusal={pool ? poolScopeRefusal(pool, row) : null}
         teamAccess={teamAccess}
         teams={teams}
+        projects={projects.map((p) => ({ id: p.project.id, name: p.project.name }))}
+        configurations={configurations.slice(0, 10).map(presentConfigurationVersion)}
+        origin={backendOrigin(c)}
         notice={noticeText(c, NOTICES)}
       />,
     );
-  })
-  .post("/:workspaceId/settings", async (c) => {
-    const { row } = await workspaceOf(c, "workspace.update");
-    const form = await readForm(
-      c,
-      z.strictObject({
-        executionMode: z.enum(["agent", "local"]),
-        poolId: z.union([z.literal(""), z.string().regex(/^pool_[a-z2-7]{26}$/)]),
-      }),
-    );
-    const result = await updateWorkspace(c.var.deps, {
-      orgId: c.var.session.orgId,
-      ref: row.id,
-      actor: actor(c),
-      patch: { executionMode: form.executionMode, poolId: form.poolId === "" ? null : form.poolId },
-    });
-    valueOrThrow(result);
-    return redirectWithNotice(c, `/ui/workspaces/${row.id}`, "saved");
   })
   .post("/:workspaceId/workload-identity", async (c) => {
     const { row } = await workspaceOf(c, "workspace.update");
@@ -234,6 +248,7 @@ export const workspacePages = new Hono<UiEnv>()
       z.strictObject({
         operation: z.enum(RUN_OPERATIONS),
         message: z.string().max(2000).default(""),
+        configurationVersionId: z.string().max(100).optional(),
       }),
     );
     if (row.autoApply && form.operation !== "plan") {
@@ -242,6 +257,7 @@ export const workspacePages = new Hono<UiEnv>()
     const result = await createRun(c.var.deps, row, {
       operation: form.operation,
       message: form.message,
+      configurationVersionId: form.configurationVersionId,
       source: "ui",
       actor: actor(c),
     });

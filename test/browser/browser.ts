@@ -75,6 +75,36 @@ export const WIDTHS = [
 ] as const;
 
 /**
+ * The visible buttons, links and fields of `main` whose box ends past the viewport's right edge
+ * or past the visible part of a box that scrolls or clips (a table scrolled sideways hides them).
+ */
+const OFFSCREEN_ACTIONS = `(() => {
+  const right = document.documentElement.clientWidth;
+  const out = [];
+  for (const el of document.querySelectorAll("main button, main a, main input, main select")) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0 || el.type === "hidden") continue;
+    let limit = right;
+    for (let up = el.parentElement; up; up = up.parentElement) {
+      const style = getComputedStyle(up);
+      if (style.overflowX !== "visible" && up.tagName !== "PRE") {
+        limit = Math.min(limit, up.getBoundingClientRect().right);
+      }
+    }
+    if (box.right > limit + 1) out.push((el.textContent || el.getAttribute("name") || el.tagName).trim().slice(0, 40));
+  }
+  return out;
+})()`;
+
+/**
+ * The log boxes of the page that are not scrolled to their end (a box shows its tail: the
+ * "Plan:" and "Apply complete!" lines), by id.
+ */
+export const LOGS_NOT_AT_TAIL = `[...document.querySelectorAll("pre.log[data-log]")]
+  .filter((el) => el.scrollHeight > el.clientHeight && el.scrollTop + el.clientHeight < el.scrollHeight - 8)
+  .map((el) => el.id)`;
+
+/**
  * Checks the page is in standards mode and has no horizontal page scroll at desktop and phone
  * widths (wide tables scroll inside their own box), and saves a full-page screenshot of each as
  * test-results/screenshots/<name>-desktop.png and -phone.png. Throws naming the width that
@@ -95,6 +125,10 @@ export async function screenshot(page: Page, name: string): Promise<void> {
       );
       if (overflow > 0) {
         throw new Error(`${name}: the page scrolls sideways by ${overflow} px at ${width} px wide`);
+      }
+      const offscreen = await page.evaluate<string[]>(OFFSCREEN_ACTIONS);
+      if (offscreen.length > 0) {
+        throw new Error(`${name}: at ${width} px these actions are off-screen: ${offscreen}`);
       }
       await page.screenshot({
         path: path.join(SCREENSHOTS, `${name}-${label}.png`),

@@ -25,7 +25,15 @@ import {
   writeHook,
 } from "../e2e/helpers/processes.ts";
 import { useWorld } from "../e2e/helpers/world.ts";
-import { type Browser, launch, screenshot, waitForText } from "./browser.ts";
+import { gzip, tar } from "../worker/helpers/tarball.ts";
+import {
+  type Browser,
+  LOGS_NOT_AT_TAIL,
+  launch,
+  screenshot,
+  WIDTHS,
+  waitForText,
+} from "./browser.ts";
 
 const xss = (n: number) =>
   `<script>window.pwned=${n}</script><img src=x onerror="window.pwned=${n}">`;
@@ -188,7 +196,18 @@ describe("the dashboard in chromium", () => {
     await waitForText(runPage, "#run-summary", /applied/, 60_000);
     await waitForText(runPage, "#log-apply", /Apply complete!/);
     await waitForText(runPage, "#run-timeline", /applying[\s\S]*applied/);
+    // The confirm notice is gone once the apply ran; the title and the pool read as words.
+    await expect.poll(() => runPage.locator("#run-notice").textContent()).toBe("");
+    expect(await runPage.title()).toMatch(/^Plan and apply on browser-ws/);
+    await waitForText(runPage, "#run-summary", /in pool browser-pool/);
     await screenshot(runPage, "08-run-applied");
+    // Opened afresh at either width, each log box shows its end.
+    for (const { width, height } of WIDTHS) {
+      await runPage.setViewportSize({ width, height });
+      await runPage.reload();
+      expect(await runPage.evaluate<string[]>(LOGS_NOT_AT_TAIL), `${width} px`).toEqual([]);
+      expect(await runPage.locator("#log-plan").textContent()).toContain("Plan: 1 to add");
+    }
     await waitForText(poolPage, "#agents", /idle/);
     await waitForText(runPage, "#run-summary", /Plan ran on[\s\S]*isolation (bwrap|none)/);
     await expectNothingExecuted(runPage);
@@ -210,6 +229,66 @@ describe("the dashboard in chromium", () => {
     await screenshot(page, "09-state");
     await page.getByRole("button", { name: /Reveal sensitive values/ }).click();
     await waitForText(page, "main", /s3cret-output/);
+    await page.close();
+  });
+
+  it("creates, configures, uploads to, runs on and deletes a workspace through the forms", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${world.coordinator.url}/ui/workspaces`);
+    const create = page.getByRole("group", { name: "Create a workspace" });
+    await create.getByLabel("Name").fill("browser-form-ws");
+    await create.getByLabel("Description").fill(`made by hand ${xss(13)}`);
+    await create.getByLabel("Agent pool").selectOption(poolId);
+    await create.getByLabel("Engine", { exact: true }).selectOption("terraform");
+    await create.getByLabel("Engine version").fill(ENGINE_VERSION);
+    await create.getByLabel("Working directory").fill("app");
+    await create.getByRole("button", { name: "Create workspace" }).click();
+    // Every workspace page answers by name.
+    await page.waitForURL(/\/ui\/workspaces\/browser-form-ws\?done=created$/);
+    await waitForText(page, "main", /Workspace created\./);
+    expect(await page.locator("#run-configuration-note").textContent()).toContain(
+      "No configuration yet",
+    );
+    await screenshot(page, "14-workspace-created");
+
+    const archive = await gzip(
+      tar([{ name: "app/main.tf", body: 'resource "null_resource" "b" { value = "two" }\n' }]),
+    );
+    await page.getByLabel("Configuration (.tar.gz)").setInputFiles({
+      name: "config.tar.gz",
+      mimeType: "application/gzip",
+      buffer: Buffer.from(archive),
+    });
+    await page.getByRole("button", { name: "Upload" }).click();
+    await page.waitForURL(/done=uploaded$/);
+    await waitForText(page, "#run-configuration-note", /Uses the newest configuration, cv_/);
+
+    const settings = page.getByRole("group", { name: "Settings" });
+    await settings.getByLabel("Auto-apply a successful plan").check();
+    await settings.getByRole("button", { name: "Save settings" }).click();
+    await page.waitForURL(/done=saved$/);
+    await waitForText(page, "dl.facts", /Auto-apply\s*yes/);
+    await screenshot(page, "15-workspace-configured");
+
+    await page.getByLabel("Operation").selectOption("plan");
+    await page.getByRole("button", { name: "Queue run" }).click();
+    await page.waitForURL(/\/ui\/runs\/run_[a-z2-7]{26}/);
+    expect(await page.title()).toMatch(/^Plan on browser-form-ws/);
+    await waitForText(page, "#run-summary", /planned_and_finished[\s\S]*1 to add/, 60_000);
+
+    await page.goto(`${world.coordinator.url}/ui/workspaces/browser-form-ws`);
+    await settings.getByLabel("Execution mode").selectOption("local");
+    await settings.getByLabel("Agent pool").selectOption("");
+    await settings.getByRole("button", { name: "Save settings" }).click();
+    await page.waitForURL(/done=saved$/);
+    await waitForText(page, "#backend-block", /backend "http"/);
+    await screenshot(page, "16-workspace-local-backend");
+
+    await page.getByLabel("Type browser-form-ws to confirm").fill("browser-form-ws");
+    await page.getByRole("button", { name: "Delete workspace" }).click();
+    await page.waitForURL(/\/ui\/workspaces\?done=deleted$/);
+    await waitForText(page, "main", /Workspace deleted\./);
+    await expectNothingExecuted(page);
     await page.close();
   });
 

@@ -28,6 +28,15 @@ beforeAll(async () => {
   ]);
 });
 
+/** The configure form as the page submits it, with the mode and pool given. */
+const settingsForm = (name: string, executionMode: string, pool: string) => ({
+  name,
+  executionMode,
+  pool,
+  engine: "terraform",
+  engineVersion: "latest",
+});
+
 const escapeHtml = (text: string) =>
   text
     .replaceAll("&", "&amp;")
@@ -59,16 +68,16 @@ describe("roles", () => {
     const { workspace } = await runnableWorkspace(org);
     const path = `/ui/workspaces/${workspace.id}`;
     const adminHtml = await (await admin.get(path)).text();
-    expect(adminHtml).toContain(`action="${path}/settings"`);
+    expect(adminHtml).toContain(`action="${path}/configure"`);
     expect(adminHtml).toContain(`action="${path}/vars"`);
     const memberHtml = await (await member.get(path)).text();
-    expect(memberHtml).not.toContain(`action="${path}/settings"`);
+    expect(memberHtml).not.toContain(`action="${path}/configure"`);
     expect(memberHtml).toContain(`action="${path}/runs"`);
     const readerHtml = await (await reader.get(path)).text();
     expect(readerHtml).not.toContain(`action="${path}/runs"`);
     expect(readerHtml).not.toContain(`action="${path}/lock"`);
     expect(
-      (await member.post(`${path}/settings`, { executionMode: "local", poolId: "" })).status,
+      (await member.post(`${path}/configure`, settingsForm(workspace.name, "local", ""))).status,
     ).toBe(403);
     expect((await reader.post(`${path}/runs`, { operation: "apply" })).status).toBe(403);
     expect((await reader.post(`${path}/lock`)).status).toBe(403);
@@ -77,16 +86,16 @@ describe("roles", () => {
   it("lets an admin change the execution mode through the same rules as the API", async () => {
     const { workspace, poolId } = await runnableWorkspace(org);
     const path = `/ui/workspaces/${workspace.id}`;
-    const bad = await admin.post(`${path}/settings`, { executionMode: "agent", poolId: "" });
+    const bad = await admin.post(`${path}/configure`, settingsForm(workspace.name, "agent", ""));
     expect(bad.status).toBe(400);
-    const res = await admin.post(`${path}/settings`, { executionMode: "local", poolId: "" });
+    const res = await admin.post(`${path}/configure`, settingsForm(workspace.name, "local", ""));
     expect(res.status).toBe(303);
     const ws = await requestJson<{ executionMode: string; poolId: string | null }>(
       `/api/v1/workspaces/${workspace.id}`,
       { token: org.tokens.reader },
     );
     expect(ws.body).toMatchObject({ executionMode: "local", poolId: null });
-    await admin.post(`${path}/settings`, { executionMode: "agent", poolId });
+    await admin.post(`${path}/configure`, settingsForm(workspace.name, "agent", poolId));
   });
 
   it("queues a run as a member, confirms it, and refuses the reader's confirm", async () => {

@@ -232,7 +232,12 @@ describe("another organization", () => {
       [`/ui/pools/${theirs.poolId}/tokens`, { description: "x" }],
       [`/ui/workspaces/${theirs.workspace.id}/runs`, { operation: "apply" }],
       [`/ui/workspaces/${theirs.workspace.id}/lock`, {}],
-      [`/ui/workspaces/${theirs.workspace.id}/settings`, { executionMode: "local", poolId: "" }],
+      [
+        `/ui/workspaces/${theirs.workspace.id}/configure`,
+        { name: "x", executionMode: "local", pool: "", engine: "terraform" },
+      ],
+      [`/ui/workspaces/${theirs.workspace.id}/delete`, { confirm: theirs.workspace.name }],
+      [`/ui/workspaces/${theirs.workspace.name}/lock`, {}],
       [`/ui/runs/${theirRun.body.id}/cancel`, {}],
       [`/ui/tokens/${other.ownerTokenId}/revoke`, { confirm: "owner" }],
     ];

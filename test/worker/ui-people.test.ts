@@ -44,7 +44,7 @@ describe("pages by access", () => {
       queue: html.includes("Queue run"),
       lock: html.includes("Lock workspace"),
       variables: html.includes(`action="/ui/workspaces/${id}/vars"`),
-      settings: html.includes(`action="/ui/workspaces/${id}/settings"`),
+      settings: html.includes(`action="/ui/workspaces/${id}/configure"`),
       teamAccess: html.includes(`action="/ui/workspaces/${id}/team-access"`),
     });
     const expected = {

@@ -172,3 +172,7 @@ window.setInterval(refreshTimes, RELATIVE_TIME_REFRESH_MS);
 document.querySelectorAll<HTMLButtonElement>("button[data-copy]").forEach(setupCopy);
 document.querySelectorAll<HTMLFormElement>("form[data-typed-confirm]").forEach(setupTypedConfirm);
 document.querySelectorAll<HTMLElement>("[data-live]").forEach(setupLive);
+// A log is read from its end (the "Plan:" and "Apply complete!" lines): open it scrolled there.
+for (const log of document.querySelectorAll<HTMLElement>("pre.log[data-log]")) {
+  log.scrollTop = log.scrollHeight;
+}

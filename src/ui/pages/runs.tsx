@@ -96,7 +96,35 @@ export function actorWords(type: string): string {
   return words[type] ?? type;
 }
 
-export function RunSummary(props: { run: Run; now: number }) {
+/** What a run without a plan summary says: still to come, or why it never came. */
+function noPlanText(run: Run): string {
+  if (!run.isTerminal) {
+    return "not planned yet";
+  }
+  const who = run.canceledBy ? ` by ${run.canceledBy.name}` : "";
+  return run.status === "canceled" || run.status === "force_canceled"
+    ? `none: the run was canceled${who} before its plan finished`
+    : `none: the run ended (${run.status.replaceAll("_", " ")}) without a plan`;
+}
+
+/** The run's words for a title: "Plan and apply on network-prod", never a bare id. */
+export function runTitle(run: Run, workspaceName: string): string {
+  const words: Record<string, string> = {
+    apply: "Plan and apply",
+    plan: "Plan",
+    destroy: "Destroy",
+    refresh: "Refresh",
+  };
+  const operation = run.isSpeculative ? "Plan" : (words[run.operation] ?? run.operation);
+  return `${operation} on ${workspaceName}`;
+}
+
+export function RunSummary(props: {
+  run: Run;
+  now: number;
+  /** Pool id → name, so the pool a job ran in reads by name. */
+  poolNames?: ReadonlyMap<string, string>;
+}) {
   const { run } = props;
   const plan = run.planSummary as {
     adds?: number;
@@ -138,7 +166,7 @@ export function RunSummary(props: { run: Run; now: number }) {
             (plan.sames === undefined ? "" : `, ${plan.sames} unchanged`)
           )
         ) : (
-          <span class="muted">not planned yet</span>
+          <span class="muted">{noPlanText(run)}</span>
         )}
       </dd>
       {run.jobs.map((job) => (
@@ -150,9 +178,7 @@ export function RunSummary(props: { run: Run; now: number }) {
               {job.agent.name ? `${job.agent.name} (${job.agent.id})` : job.agent.id}
             </span>{" "}
             v{job.agent.version} in pool{" "}
-            <a class="mono" href={`/ui/pools/${job.poolId}`}>
-              {job.poolId}
-            </a>
+            <a href={`/ui/pools/${job.poolId}`}>{props.poolNames?.get(job.poolId) ?? job.poolId}</a>
             , isolation {job.agent.isolation}
             {job.engineVersion ? `, engine ${job.engineVersion}` : ""} · started{" "}
             <Time iso={job.startedAt} now={props.now} />
@@ -238,24 +264,25 @@ export function RunPage(props: {
   row: RunRow;
   workspaceName: string;
   logs: LogTail[];
+  poolNames?: ReadonlyMap<string, string>;
   notice?: string | undefined;
   error?: string | undefined;
 }) {
   const { run } = props;
   return (
-    <Layout title={`Run ${run.id}`} section="workspaces" viewer={props.viewer}>
+    <Layout title={runTitle(run, props.workspaceName)} section="workspaces" viewer={props.viewer}>
       {props.error ? <Notice kind="error">{props.error}</Notice> : null}
-      {props.notice ? <Notice kind="ok">{props.notice}</Notice> : null}
+      <div id="run-notice">{props.notice ? <Notice kind="ok">{props.notice}</Notice> : null}</div>
       <p>
-        Workspace <a href={`/ui/workspaces/${run.workspaceId}`}>{props.workspaceName}</a> ·{" "}
-        {run.operation}
+        Run <span class="mono">{run.id}</span> · Workspace{" "}
+        <a href={`/ui/workspaces/${run.workspaceId}`}>{props.workspaceName}</a> · {run.operation}
         {run.isSpeculative ? " (speculative)" : ""} · queued{" "}
         <Time iso={run.createdAt} now={props.viewer.now} />
         {run.message ? ` · ${run.message}` : ""}
       </p>
       <div data-live={`/ui/runs/${run.id}/live.json`} data-interval="1000">
         <div id="run-summary" aria-live="polite">
-          <RunSummary run={run} now={props.viewer.now} />
+          <RunSummary run={run} now={props.viewer.now} poolNames={props.poolNames} />
         </div>
         <h2>Actions</h2>
         <div id="run-actions">

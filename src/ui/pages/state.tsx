@@ -255,7 +255,9 @@ function ResourceList(props: { resources: string[] | string | null }) {
 }
 
 export function StatePage(props: StatePageProps) {
-  const mayReveal = viewerMay(props.viewer, "state.reveal");
+  // Offered only when there is something to reveal.
+  const hasSensitive = Object.values(props.outputs.outputs).some((o) => o?.sensitive === true);
+  const mayReveal = hasSensitive && viewerMay(props.viewer, "state.reveal");
   const mayRollBack = viewerMay(props.viewer, "state.rollback");
   const base = `/ui/workspaces/${props.workspace.id}`;
   return (

@@ -2,6 +2,7 @@
  * Workspaces: the list, and one workspace with its execution mode and pool, lock, current run,
  * recent runs and variables (sensitive values are write-only: never rendered, only replaced).
  */
+import type { ConfigurationVersion } from "../../configuration-versions/service.ts";
 import type { presentPool } from "../../pools/model.ts";
 import type { presentRun } from "../../runs/present.ts";
 import type { EffectiveVariable } from "../../variables/effective.ts";
@@ -11,6 +12,14 @@ import { Badge, Csrf, Layout, Notice, Time, type Viewer, viewerMay } from "../la
 import { WorkloadIdentityForm, workloadIdentityText } from "./oidc.tsx";
 import { type TeamAccessEntry, TeamAccessSection } from "./team-access.tsx";
 import { EffectiveVariablesTable, VariableForm, VariablesTable } from "./variables.tsx";
+import {
+  BackendBlock,
+  ConfigureWorkspaceForm,
+  CreateWorkspaceForm,
+  DeleteWorkspaceForm,
+  QueueRunForm,
+  UploadConfigurationForm,
+} from "./workspace-forms.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
 type Run = ReturnType<typeof presentRun>;
@@ -78,11 +87,19 @@ function Drift(props: { workspace: Workspace; now: number }) {
   );
 }
 
-export function WorkspacesPage(props: { viewer: Viewer; workspaces: Workspace[]; pools: Pool[] }) {
+export function WorkspacesPage(props: {
+  viewer: Viewer;
+  workspaces: Workspace[];
+  pools: Pool[];
+  /** The projects the viewer may create workspaces in; null when it may not create any. */
+  projects: { id: string; name: string }[] | null;
+  notice?: string | undefined;
+}) {
   return (
     <Layout title="Workspaces" section="workspaces" viewer={props.viewer}>
+      {props.notice ? <Notice kind="ok">{props.notice}</Notice> : null}
       {props.workspaces.length === 0 ? (
-        <p class="muted">No workspaces yet. Create them with the API or the outpost CLI.</p>
+        <p class="muted">No workspaces yet.</p>
       ) : (
         <table>
           <thead>
@@ -125,6 +142,9 @@ export function WorkspacesPage(props: { viewer: Viewer; workspaces: Workspace[];
           </tbody>
         </table>
       )}
+      {props.projects ? (
+        <CreateWorkspaceForm viewer={props.viewer} pools={props.pools} projects={props.projects} />
+      ) : null}
     </Layout>
   );
 }
@@ -141,6 +161,11 @@ export function WorkspacePage(props: {
   poolRefusal: string | null;
   teamAccess: TeamAccessEntry[];
   teams: { id: string; name: string }[];
+  projects: { id: string; name: string }[];
+  /** The newest configurations first; a queued run uses the first unless another is chosen. */
+  configurations: ConfigurationVersion[];
+  /** This coordinator's origin, for the backend block. */
+  origin: string;
   notice?: string | undefined;
   error?: string | undefined;
 }) {
@@ -149,6 +174,8 @@ export function WorkspacePage(props: {
   const mayQueue = viewerMay(viewer, "run.queue");
   const mayLock = viewerMay(viewer, "workspace.lock");
   const mayEditVariables = viewerMay(viewer, "variables.write");
+  const mayUpload = viewerMay(viewer, "configuration.upload");
+  const mayDelete = viewerMay(viewer, "workspace.delete");
   return (
     <Layout title={`Workspace ${ws.name}`} section="workspaces" viewer={viewer}>
       {props.error ? <Notice kind="error">{props.error}</Notice> : null}
@@ -219,28 +246,7 @@ export function WorkspacePage(props: {
       {mayQueue || mayLock ? (
         <div class="row">
           {ws.executionMode === "agent" && mayQueue ? (
-            <form method="post" action={`/ui/workspaces/${ws.id}/runs`}>
-              <Csrf token={viewer.csrf} />
-              <fieldset>
-                <legend>Queue a run</legend>
-                <div class="row">
-                  <div>
-                    <label for="run-operation">Operation</label>
-                    <select id="run-operation" name="operation">
-                      <option value="apply">plan and apply</option>
-                      <option value="plan">plan only (speculative)</option>
-                      <option value="destroy">destroy</option>
-                      <option value="refresh">refresh (record drift only)</option>
-                    </select>
-                  </div>
-                  <div>
-                    <label for="run-message">Message</label>
-                    <input id="run-message" name="message" maxlength={2000} />
-                  </div>
-                  <button type="submit">Queue run</button>
-                </div>
-              </fieldset>
-            </form>
+            <QueueRunForm viewer={viewer} workspace={ws} configurations={props.configurations} />
           ) : null}
           {mayLock ? (
             <form method="post" action={`/ui/workspaces/${ws.id}/${ws.lock ? "unlock" : "lock"}`}>
@@ -252,38 +258,15 @@ export function WorkspacePage(props: {
           ) : null}
         </div>
       ) : null}
+      {ws.executionMode === "local" ? <BackendBlock workspace={ws} origin={props.origin} /> : null}
+      {mayUpload ? <UploadConfigurationForm viewer={viewer} workspace={ws} /> : null}
       {isAdmin ? (
-        <form method="post" action={`/ui/workspaces/${ws.id}/settings`}>
-          <Csrf token={viewer.csrf} />
-          <fieldset>
-            <legend>Execution</legend>
-            <div class="row">
-              <div>
-                <label for="ws-mode">Execution mode</label>
-                <select id="ws-mode" name="executionMode">
-                  <option value="agent" selected={ws.executionMode === "agent"}>
-                    agent (runs on the pool)
-                  </option>
-                  <option value="local" selected={ws.executionMode === "local"}>
-                    local (state only)
-                  </option>
-                </select>
-              </div>
-              <div>
-                <label for="ws-pool">Agent pool</label>
-                <select id="ws-pool" name="poolId">
-                  <option value="">(none)</option>
-                  {props.pools.map((p) => (
-                    <option value={p.id} selected={p.id === ws.poolId}>
-                      {p.name}
-                    </option>
-                  ))}
-                </select>
-              </div>
-              <button type="submit">Save</button>
-            </div>
-          </fieldset>
-        </form>
+        <ConfigureWorkspaceForm
+          viewer={viewer}
+          workspace={ws}
+          pools={props.pools}
+          projects={props.projects}
+        />
       ) : null}
       {isAdmin ? <WorkloadIdentityForm viewer={viewer} workspace={ws} /> : null}
       <p>
@@ -310,6 +293,7 @@ export function WorkspacePage(props: {
         teamAccess={props.teamAccess}
         teams={props.teams}
       />
+      {mayDelete ? <DeleteWorkspaceForm viewer={viewer} workspace={ws} /> : null}
     </Layout>
   );
 }
