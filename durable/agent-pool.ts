@@ -154,10 +154,14 @@ export class AgentPool extends DurableObject<Env> {
     if (this.store.settings.isRetired()) {
       return fail("pool_deleted");
     }
-    if (this.store.agents.liveOfToken(input.tokenId).length >= MAX_AGENTS_PER_TOKEN) {
+    const ctx = this.ops();
+    const predecessor = admin.predecessorOf(ctx, input);
+    // The restarted agent takes its predecessor's place, so a token at its limit can restart.
+    const live = this.store.agents.liveOfToken(input.tokenId).filter((a) => a.id !== predecessor?.id);
+    if (live.length >= MAX_AGENTS_PER_TOKEN) {
       return fail("too_many_agents");
     }
-    const registered = admin.registerAgent(this.ops(), input);
+    const registered = admin.registerAgent(ctx, input, predecessor);
     await this.afterChange();
     return ok(registered);
   }

@@ -5,18 +5,44 @@
  */
 import { newId } from "@outpost/common";
 import { MAX_POLL_WAIT_SECONDS } from "@outpost/protocol";
-import type { OpsContext } from "./pool-ops.ts";
+import { type OpsContext, resolveAgent } from "./pool-ops.ts";
 import type { AgentRow } from "./pool-store.ts";
 import { loseAgent, systemEnd } from "./pool-sweep.ts";
 import type { RegisterInput, RegisterOutcome } from "./pool-types.ts";
 import { HEARTBEAT_INTERVAL_SECONDS } from "./queue.ts";
 
 /**
- * Registers an agent, online from now, under the token that authenticated it; answers its id
- * and the intervals it keeps to.
+ * The live agent a registering agent names as its predecessor, or null. Only an agent of this
+ * pool registered under the same token (chain) counts: naming another token's agent, an unknown
+ * id or an agent already offline changes nothing, so an agent token cannot end others' jobs.
  */
-export function registerAgent(ctx: OpsContext, input: RegisterInput): RegisterOutcome {
+export function predecessorOf(ctx: OpsContext, input: RegisterInput): AgentRow | null {
+  if (!input.predecessorAgentId) {
+    return null;
+  }
+  const agent = resolveAgent(ctx.store, {
+    agentId: input.predecessorAgentId,
+    tokenId: input.tokenId,
+  });
+  return agent && (agent.state === "online" || agent.state === "unknown") ? agent : null;
+}
+
+/**
+ * Registers an agent, online from now, under the token that authenticated it; answers its id
+ * and the intervals it keeps to. A `predecessor` (see {@link predecessorOf}) is taken offline
+ * first through the agent-lost path: its started jobs end at once (an apply's run says what
+ * state the engine saved), its unstarted leases return to the queue.
+ */
+export function registerAgent(
+  ctx: OpsContext,
+  input: RegisterInput,
+  predecessor: AgentRow | null = null,
+): RegisterOutcome {
   const agentId = newId("agent");
+  if (predecessor) {
+    const jobReason = `agent ${predecessor.id} restarted (as ${agentId}, same data directory) while running this job`;
+    loseAgent(ctx, predecessor, "exited", `restarted as ${agentId}`, jobReason);
+  }
   ctx.store.agents.insert(agentId, input, ctx.now, ctx.settings);
   return {
     agentId,

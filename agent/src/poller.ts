@@ -13,6 +13,7 @@ import { isPassing, refusedJob, registrationRefused, toldToExit } from "./loop-o
 import { retry } from "./retry.ts";
 import { errorText, RunningJobs } from "./running-jobs.ts";
 import type { StagedUpdate, Updater } from "./update/updater.ts";
+import { readPredecessorId, writeAgentId } from "./identity-file.ts";
 import { AGENT_VERSION } from "./version.ts";
 
 export type AgentLoopOptions = {
@@ -154,6 +155,9 @@ export class AgentLoop {
   }
 
   private async registerOnce(): Promise<boolean> {
+    const { dataDir } = this.o.settings;
+    // After a restart, the id in the data directory; on a re-registration, the one we had.
+    const predecessor = this.identity?.id ?? (await readPredecessorId(dataDir));
     const request = {
       name: this.o.name,
       version: AGENT_VERSION,
@@ -162,6 +166,7 @@ export class AgentLoop {
       capacity: this.capacity,
       acceptedPhases: this.o.accept,
       isolation: this.o.isolation,
+      ...(predecessor === null ? {} : { predecessorAgentId: predecessor }),
     };
     try {
       const answer = await retry(() => this.o.api.register(request), {
@@ -180,9 +185,20 @@ export class AgentLoop {
       };
       this.pollWaitSeconds = answer.pollWaitSeconds;
       this.log.info(
-        { agentId: answer.agentId, poolId: answer.poolId, version: AGENT_VERSION },
+        {
+          agentId: answer.agentId,
+          poolId: answer.poolId,
+          version: AGENT_VERSION,
+          ...(predecessor === null ? {} : { predecessorAgentId: predecessor }),
+        },
         "registered",
       );
+      await writeAgentId(dataDir, answer.agentId).catch((error: unknown) => {
+        this.log.warn(
+          { error: String(error) },
+          "could not record the agent id in the data directory; a restart will not release this agent's jobs at once",
+        );
+      });
       this.o.updater?.offer(answer.agentVersion);
       return true;
     } catch (error) {
