@@ -237,3 +237,6 @@ export type FinishReport = {
   planSummary: PlanSummary | null;
   message: string | null;
 };
+
+/** The reason of a force-cancel whose job an online agent held: it is told to kill the engine. */
+export const FORCE_CANCELED = "force-canceled";

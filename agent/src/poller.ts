@@ -6,6 +6,7 @@ import { ProtocolError } from "./client/http.ts";
 import { ExitRequest, TransientError } from "./errors.ts";
 import { EXIT_CODES, type ExitCode } from "./exit-codes.ts";
 import { runHeartbeats } from "./heartbeats.ts";
+import { readPredecessorId, writeAgentId } from "./identity-file.ts";
 import { startJob } from "./job/runner.ts";
 import type { AgentIdentity, CoordinatorPort, JobSettings } from "./job/types.ts";
 import type { Logger } from "./logger.ts";
@@ -13,7 +14,6 @@ import { isPassing, refusedJob, registrationRefused, toldToExit } from "./loop-o
 import { retry } from "./retry.ts";
 import { errorText, RunningJobs } from "./running-jobs.ts";
 import type { StagedUpdate, Updater } from "./update/updater.ts";
-import { readPredecessorId, writeAgentId } from "./identity-file.ts";
 import { AGENT_VERSION } from "./version.ts";
 
 export type AgentLoopOptions = {

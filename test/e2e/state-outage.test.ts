@@ -24,7 +24,11 @@ const OUTAGE_MS = 20_000;
 const world = useWorld({ agents: [{}] });
 
 /** Seconds one state call keeps retrying: the backoff of terraform's http backend client. */
-function retryBudgetSeconds(retry: { max: number; waitMinSeconds: number; waitMaxSeconds: number }) {
+function retryBudgetSeconds(retry: {
+  max: number;
+  waitMinSeconds: number;
+  waitMaxSeconds: number;
+}) {
   let total = 0;
   for (let attempt = 0; attempt < retry.max; attempt++) {
     total += Math.min(retry.waitMaxSeconds, retry.waitMinSeconds * 2 ** attempt);
@@ -57,8 +61,8 @@ describe("a coordinator outage during a plan", () => {
     expect(log).toContain("Plan: 1 to add, 0 to change, 0 to destroy.");
     // The lock was released through the retries: a new plan takes it at once.
     const next = await queueRun(world, ws, { operation: "plan" });
-    expect((await waitForRun(world, next, ["planned_and_finished", "errored"], 60_000)).status).toBe(
-      "planned_and_finished",
-    );
+    expect(
+      (await waitForRun(world, next, ["planned_and_finished", "errored"], 60_000)).status,
+    ).toBe("planned_and_finished");
   }, 180_000);
 });
