@@ -2164,6 +2164,7 @@ export interface components {
             isolation?: "bwrap" | "none";
             name?: string | null;
             os: string;
+            predecessorAgentId?: string;
             version: string;
         };
         AgentRegisterResponse: {
