@@ -8,7 +8,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { fail, ok, type Result } from "@outpost/common";
-import { type ExitInstruction, MAX_POLL_WAIT_SECONDS, type RunningJob } from "@outpost/protocol";
+import type { ExitInstruction, RunningJob } from "@outpost/protocol";
 import { HeldPolls } from "./held-polls.ts";
 import { sendDue } from "./outbox.ts";
 import * as admin from "./pool-admin.ts";
@@ -24,7 +24,6 @@ import {
   type FinishReport,
   type HeartbeatOutcome,
   type JobView,
-  MAX_AGENTS_PER_TOKEN,
   type PollOutcome,
   type PoolReport,
   type PoolSettings,
@@ -162,21 +161,9 @@ export class AgentPool extends DurableObject<Env> {
   async register(
     input: RegisterInput,
   ): Promise<Result<RegisterOutcome, "pool_deleted" | "too_many_agents">> {
-    if (this.store.settings.isRetired()) {
-      return fail("pool_deleted");
-    }
-    const ctx = this.ops();
-    const predecessor = admin.predecessorOf(ctx, input);
-    // The restarted agent takes its predecessor's place, so a token at its limit can restart.
-    const live = this.store.agents
-      .liveOfToken(input.tokenId)
-      .filter((a) => a.id !== predecessor?.id);
-    if (live.length >= MAX_AGENTS_PER_TOKEN) {
-      return fail("too_many_agents");
-    }
-    const registered = admin.registerAgent(ctx, input, predecessor);
+    const registered = admin.registerAgent(this.ops(), input);
     await this.afterChange();
-    return ok(registered);
+    return registered;
   }
 
   /**
@@ -199,16 +186,7 @@ export class AgentPool extends DurableObject<Env> {
     if (exit) {
       return ok({ kind: "exit", exit });
     }
-    const ctx = this.ops();
-    const wait = Math.min(Math.max(0, Math.floor(waitMs)), MAX_POLL_WAIT_SECONDS * 1000);
-    // Contact makes an unknown agent online; the lease is tried as that, and the agent's row is
-    // written once: the contact, plus the hold about to start when nothing could be leased.
-    const job = ops.tryLease(ctx, { ...agent, state: "online" });
-    const holdUntil =
-      job || wait === 0
-        ? agent.poll_held_until
-        : Math.max(agent.poll_held_until ?? 0, ctx.now + wait);
-    this.store.agents.touch(agent, ctx.now, holdUntil, this.settings);
+    const { job, wait } = ops.beginPoll(this.ops(), agent, waitMs);
     if (job || wait === 0) {
       await this.afterChange();
       return ok(job ? { kind: "job", job } : { kind: "none" });
@@ -298,8 +276,10 @@ export class AgentPool extends DurableObject<Env> {
       return fail("agent_not_found");
     }
     const ctx = this.ops();
-    const current = this.store.agents.touch(agent, ctx.now, agent.poll_held_until, this.settings);
-    const result = run(ctx, current);
+    const result = run(
+      ctx,
+      this.store.agents.touch(agent, ctx.now, agent.poll_held_until, ctx.settings),
+    );
     await this.afterChange();
     return result;
   }
@@ -321,10 +301,6 @@ export class AgentPool extends DurableObject<Env> {
       return;
     }
     this.alarmAt = next;
-    if (next === null) {
-      await this.ctx.storage.deleteAlarm();
-    } else {
-      await this.ctx.storage.setAlarm(next);
-    }
+    await (next === null ? this.ctx.storage.deleteAlarm() : this.ctx.storage.setAlarm(next));
   }
 }

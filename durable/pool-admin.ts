@@ -3,12 +3,12 @@
  * whole pool. Synchronous, like `pool-ops.ts`, so each is one transaction. Jobs these end reach
  * the Worker through the outbox and the `JOB_EVENTS` queue.
  */
-import { newId } from "@outpost/common";
+import { fail, newId, ok, type Result } from "@outpost/common";
 import { MAX_POLL_WAIT_SECONDS } from "@outpost/protocol";
 import { type OpsContext, resolveAgent } from "./pool-ops.ts";
 import type { AgentRow } from "./pool-store.ts";
 import { loseAgent, systemEnd } from "./pool-sweep.ts";
-import type { RegisterInput, RegisterOutcome } from "./pool-types.ts";
+import { MAX_AGENTS_PER_TOKEN, type RegisterInput, type RegisterOutcome } from "./pool-types.ts";
 import { HEARTBEAT_INTERVAL_SECONDS } from "./queue.ts";
 
 /**
@@ -29,28 +29,37 @@ export function predecessorOf(ctx: OpsContext, input: RegisterInput): AgentRow |
 
 /**
  * Registers an agent, online from now, under the token that authenticated it; answers its id
- * and the intervals it keeps to. A `predecessor` (see {@link predecessorOf}) is taken offline
- * first through the agent-lost path: its started jobs end at once (an apply's run says what
- * state the engine saved), its unstarted leases return to the queue.
+ * and the intervals it keeps to. A predecessor the agent names (see {@link predecessorOf}) is
+ * taken offline first through the agent-lost path: its started jobs end at once (an apply's run
+ * says what state the engine saved), its unstarted leases return to the queue.
  */
 export function registerAgent(
   ctx: OpsContext,
   input: RegisterInput,
-  predecessor: AgentRow | null = null,
-): RegisterOutcome {
+): Result<RegisterOutcome, "pool_deleted" | "too_many_agents"> {
+  if (ctx.store.settings.isRetired()) {
+    return fail("pool_deleted");
+  }
+  const predecessor = predecessorOf(ctx, input);
+  // One token registers at most MAX_AGENTS_PER_TOKEN live agents: more is a flood. A restarted
+  // agent takes its predecessor's place, so a token at its limit can restart.
+  const live = ctx.store.agents.liveOfToken(input.tokenId).filter((a) => a.id !== predecessor?.id);
+  if (live.length >= MAX_AGENTS_PER_TOKEN) {
+    return fail("too_many_agents");
+  }
   const agentId = newId("agent");
   if (predecessor) {
     const jobReason = `agent ${predecessor.id} restarted (as ${agentId}, same data directory) while running this job`;
     loseAgent(ctx, predecessor, "exited", `restarted as ${agentId}`, jobReason);
   }
   ctx.store.agents.insert(agentId, input, ctx.now, ctx.settings);
-  return {
+  return ok({
     agentId,
     heartbeatIntervalSeconds: HEARTBEAT_INTERVAL_SECONDS,
     pollWaitSeconds: MAX_POLL_WAIT_SECONDS,
     leaseStartTimeoutSeconds: Math.ceil(ctx.settings.leaseStartTimeoutMs / 1000),
     unknownAfterSeconds: Math.ceil(ctx.settings.unknownAfterMs / 1000),
-  };
+  });
 }
 
 /** A graceful exit: unstarted leases requeue, jobs still running fail. Repeats are no-ops. */

@@ -5,7 +5,12 @@
  * input gate. `ctx.now` is the object's injected clock.
  */
 import { fail, newId, ok, type Result } from "@outpost/common";
-import type { CancelRequest, ExitInstruction, RunningJob } from "@outpost/protocol";
+import {
+  type CancelRequest,
+  type ExitInstruction,
+  MAX_POLL_WAIT_SECONDS,
+  type RunningJob,
+} from "@outpost/protocol";
 import type { AgentRow, JobRow, PoolStore } from "./pool-store.ts";
 import { lostAgentEnd, systemEnd } from "./pool-sweep.ts";
 import {
@@ -36,6 +41,27 @@ export function exitFor(agent: AgentRow): ExitInstruction | null {
     return { reason: `agent ${agent.id} is ${agent.state}: ${agent.state_reason ?? "offline"}` };
   }
   return null;
+}
+
+/**
+ * The start of a poll: a job leased to the agent now, else how long to hold the poll (0: answer
+ * none at once, waits capped at {@link MAX_POLL_WAIT_SECONDS}). Contact makes an unknown agent
+ * online; the lease is tried as that, and the agent's row is written once: the contact, plus the
+ * hold about to start when nothing could be leased.
+ */
+export function beginPoll(
+  ctx: OpsContext,
+  agent: AgentRow,
+  waitMs: number,
+): { job: LeasedJob | null; wait: number } {
+  const wait = Math.min(Math.max(0, Math.floor(waitMs)), MAX_POLL_WAIT_SECONDS * 1000);
+  const job = tryLease(ctx, { ...agent, state: "online" });
+  const holdUntil =
+    job || wait === 0
+      ? agent.poll_held_until
+      : Math.max(agent.poll_held_until ?? 0, ctx.now + wait);
+  ctx.store.agents.touch(agent, ctx.now, holdUntil, ctx.settings);
+  return { job, wait };
 }
 
 /**

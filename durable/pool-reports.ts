@@ -25,14 +25,14 @@ export function poolSummary(ctx: OpsContext): PoolSummary {
   for (const agent of listedAgents(ctx)) {
     agents[agent.status] += 1;
   }
-  const jobs = ctx.store.jobs.counts();
+  const jobs = ctx.store.figures.counts();
   return { agents, queuedJobs: jobs.queued, runningJobs: jobs.running };
 }
 
 /** The pool's load for metrics and autoscaling: agents by status, holders, jobs by phase. */
 export function poolReport(ctx: OpsContext): PoolReport {
   const { agents } = poolSummary(ctx);
-  const load = ctx.store.jobs.load();
+  const load = ctx.store.figures.load();
   const jobs: PoolReport["jobs"] = {
     plan: { queued: 0, running: 0 },
     apply: { queued: 0, running: 0 },
@@ -59,7 +59,7 @@ export function waitInfo(ctx: OpsContext, job: JobRow): WaitInfo {
   if (job.state !== "queued") {
     return { state: job.state, agentId: job.agent_id };
   }
-  const { ahead, length } = ctx.store.jobs.queuePosition(job);
+  const { ahead, length } = ctx.store.figures.queuePosition(job);
   return {
     state: "queued",
     position: ahead + 1,

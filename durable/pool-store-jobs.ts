@@ -2,7 +2,7 @@
  * The pool's jobs and their fair-share rounds. Each job state write is checked against the job
  * state machine (`queue.ts`); a refused one is a bug and throws.
  */
-import type { JobPhase, PlanSummary } from "@outpost/protocol";
+import type { PlanSummary } from "@outpost/protocol";
 import type { PoolStore } from "./pool-store.ts";
 import type { JobEndedEvent, QueuedJob } from "./pool-types.ts";
 import { endingOf, type JobRow, toJobView } from "./pool-views.ts";
@@ -97,55 +97,6 @@ export class JobsTable {
   /** Whether any job is queued: one lookup in the queue index. */
   hasQueued(): boolean {
     return this.sql.exec("SELECT 1 FROM jobs WHERE state = 'queued' LIMIT 1").toArray().length > 0;
-  }
-
-  /** How many jobs wait in the queue, and how many are leased or started. */
-  counts(): { queued: number; running: number } {
-    return this.sql
-      .exec<{ queued: number; running: number }>(
-        `SELECT COALESCE(SUM(state = 'queued'), 0) AS queued,
-           COALESCE(SUM(state IN ('leased', 'started')), 0) AS running
-         FROM jobs WHERE state IN ('queued', 'leased', 'started')`,
-      )
-      .one();
-  }
-
-  /**
-   * Queued and running (leased or started) jobs by phase, when the longest-waiting queued job was
-   * queued, and how many agents hold a job: two statements over the open jobs only.
-   */
-  load(): {
-    phases: { phase: JobPhase; queued: number; running: number; oldest_queued_at: number | null }[];
-    holders: number;
-  } {
-    const phases = this.sql
-      .exec<{ phase: JobPhase; queued: number; running: number; oldest_queued_at: number | null }>(
-        `SELECT phase, COALESCE(SUM(state = 'queued'), 0) AS queued,
-           COALESCE(SUM(state IN ('leased', 'started')), 0) AS running,
-           MIN(CASE WHEN state = 'queued' THEN enqueued_at END) AS oldest_queued_at
-         FROM jobs WHERE state IN ('queued', 'leased', 'started') GROUP BY phase`,
-      )
-      .toArray();
-    const { holders } = this.sql
-      .exec<{ holders: number }>(
-        "SELECT COUNT(DISTINCT agent_id) AS holders FROM jobs WHERE state IN ('leased', 'started')",
-      )
-      .one();
-    return { phases, holders };
-  }
-
-  /** Where a queued job stands: how many queued jobs are ahead of it, and how many are queued. */
-  queuePosition(job: JobRow): { ahead: number; length: number } {
-    return this.sql
-      .exec<{ ahead: number; length: number }>(
-        `SELECT COUNT(*) AS length,
-           COALESCE(SUM((priority_class, round, seq) < (?, ?, ?)), 0) AS ahead
-         FROM jobs WHERE state = 'queued'`,
-        job.priority_class,
-        job.round,
-        job.seq,
-      )
-      .one();
   }
 
   /** Hands a queued job to an agent; the lease must be started before its deadline. */

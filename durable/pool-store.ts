@@ -6,6 +6,7 @@
  * sequence of them runs inside one input gate and lands as one implicit transaction.
  */
 import { AgentsTable } from "./pool-store-agents.ts";
+import { JobFigures } from "./pool-store-figures.ts";
 import { JobsTable } from "./pool-store-jobs.ts";
 import { OutboxTable } from "./pool-store-outbox.ts";
 import { SettingsTable } from "./pool-store-settings.ts";
@@ -18,6 +19,7 @@ export type { AgentRow, JobRow } from "./pool-views.ts";
 export class PoolStore {
   readonly settings = new SettingsTable(this);
   readonly jobs = new JobsTable(this);
+  readonly figures = new JobFigures(this);
   readonly agents = new AgentsTable(this);
   readonly outbox = new OutboxTable(this);
 

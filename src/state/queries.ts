@@ -83,6 +83,13 @@ export async function findCurrentVersion(
   return row;
 }
 
+/** A version by id alone, in the organization `orgId` (another organization's id: none). */
+export function findVersionInOrg(db: Database, orgId: string, id: string) {
+  return db.query.stateVersions.findFirst({
+    where: and(eq(stateVersions.orgId, orgId), eq(stateVersions.id, id)),
+  });
+}
+
 export function findVersion(db: Database, workspaceId: string, id: string) {
   return db.query.stateVersions.findFirst({
     where: and(eq(stateVersions.workspaceId, workspaceId), eq(stateVersions.id, id)),

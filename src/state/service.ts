@@ -93,6 +93,8 @@ export type WriteInput = {
   contentLength: number | null;
   /** The decoded `Content-MD5`, when the client sent one. */
   contentMd5: Uint8Array | null;
+  /** The id the new version takes, when the client was given it before the upload (TFE API). */
+  stateVersionId?: string;
 };
 
 export type WriteOutcome = { version: StateVersionRow; isNoop: boolean };
@@ -124,7 +126,7 @@ export async function writeState(
   const ref = {
     orgId: ws.value.orgId,
     workspaceId: ws.value.id,
-    stateVersionId: newId("stateVersion"),
+    stateVersionId: input.stateVersionId ?? newId("stateVersion"),
   };
   const key = stateBlobKey(ref, "state");
   const ingested = await ingestState(deps.env.BLOBS, key, input.body, input.contentLength);

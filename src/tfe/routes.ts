@@ -5,9 +5,12 @@
  */
 import { ApiError } from "../errors.ts";
 import { newRouter } from "../router.ts";
+import { agentPoolRoutes } from "./agent-pool-routes.ts";
 import { pingRoutes, tfeApiHeaders } from "./discovery.ts";
 import { jsonApiError } from "./jsonapi.ts";
 import { organizationRoutes } from "./organization-routes.ts";
+import { stateVersionRoutes } from "./state-version-routes.ts";
+import { variableRoutes } from "./variable-routes.ts";
 import { workspaceRoutes } from "./workspace-routes.ts";
 
 /** Mounted at `/api/v2`. */
@@ -16,6 +19,9 @@ tfeRoutes.use("*", tfeApiHeaders());
 tfeRoutes.route("/", pingRoutes);
 tfeRoutes.route("/", organizationRoutes);
 tfeRoutes.route("/", workspaceRoutes);
+tfeRoutes.route("/", stateVersionRoutes);
+tfeRoutes.route("/", variableRoutes);
+tfeRoutes.route("/", agentPoolRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });

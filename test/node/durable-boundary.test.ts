@@ -68,6 +68,7 @@ describe("durable/", () => {
     const storeModules = poolFiles.filter((f) => /^pool-store(?:-[a-z]+)?\.ts$/.test(f));
     expect(storeModules).toEqual([
       "pool-store-agents.ts",
+      "pool-store-figures.ts",
       "pool-store-jobs.ts",
       "pool-store-outbox.ts",
       "pool-store-settings.ts",
