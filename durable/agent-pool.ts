@@ -113,6 +113,17 @@ export class AgentPool extends DurableObject<Env> {
     return job ? ok(reports.waitInfo(this.ops(), job)) : fail("not_found");
   }
 
+  /** True when an online agent holds (has leased or started) one of `jobIds`. */
+  async heldByLiveAgent(jobIds: string[]): Promise<boolean> {
+    return jobIds.some((id) => {
+      const job = this.store.jobs.get(id);
+      if (!job?.agent_id || (job.state !== "leased" && job.state !== "started")) {
+        return false;
+      }
+      return this.store.agents.get(job.agent_id)?.state === "online";
+    });
+  }
+
   async getJob(jobId: string): Promise<JobView | null> {
     const row = this.store.jobs.get(jobId);
     return row ? toJobView(row) : null;

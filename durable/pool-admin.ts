@@ -5,15 +5,33 @@
  */
 import { fail, newId, ok, type Result } from "@outpost/common";
 import { MAX_POLL_WAIT_SECONDS } from "@outpost/protocol";
-import type { OpsContext } from "./pool-ops.ts";
+import { type OpsContext, resolveAgent } from "./pool-ops.ts";
 import type { AgentRow } from "./pool-store.ts";
 import { loseAgent, systemEnd } from "./pool-sweep.ts";
 import { MAX_AGENTS_PER_TOKEN, type RegisterInput, type RegisterOutcome } from "./pool-types.ts";
 import { HEARTBEAT_INTERVAL_SECONDS } from "./queue.ts";
 
 /**
+ * The live agent a registering agent names as its predecessor, or null. Only an agent of this
+ * pool registered under the same token (chain) counts: naming another token's agent, an unknown
+ * id or an agent already offline changes nothing, so an agent token cannot end others' jobs.
+ */
+export function predecessorOf(ctx: OpsContext, input: RegisterInput): AgentRow | null {
+  if (!input.predecessorAgentId) {
+    return null;
+  }
+  const agent = resolveAgent(ctx.store, {
+    agentId: input.predecessorAgentId,
+    tokenId: input.tokenId,
+  });
+  return agent && (agent.state === "online" || agent.state === "unknown") ? agent : null;
+}
+
+/**
  * Registers an agent, online from now, under the token that authenticated it; answers its id
- * and the intervals it keeps to.
+ * and the intervals it keeps to. A predecessor the agent names (see {@link predecessorOf}) is
+ * taken offline first through the agent-lost path: its started jobs end at once (an apply's run
+ * says what state the engine saved), its unstarted leases return to the queue.
  */
 export function registerAgent(
   ctx: OpsContext,
@@ -22,11 +40,18 @@ export function registerAgent(
   if (ctx.store.settings.isRetired()) {
     return fail("pool_deleted");
   }
-  // One token registers at most MAX_AGENTS_PER_TOKEN live agents: more is a flood.
-  if (ctx.store.agents.liveOfToken(input.tokenId).length >= MAX_AGENTS_PER_TOKEN) {
+  const predecessor = predecessorOf(ctx, input);
+  // One token registers at most MAX_AGENTS_PER_TOKEN live agents: more is a flood. A restarted
+  // agent takes its predecessor's place, so a token at its limit can restart.
+  const live = ctx.store.agents.liveOfToken(input.tokenId).filter((a) => a.id !== predecessor?.id);
+  if (live.length >= MAX_AGENTS_PER_TOKEN) {
     return fail("too_many_agents");
   }
   const agentId = newId("agent");
+  if (predecessor) {
+    const jobReason = `agent ${predecessor.id} restarted (as ${agentId}, same data directory) while running this job`;
+    loseAgent(ctx, predecessor, "exited", `restarted as ${agentId}`, jobReason);
+  }
   ctx.store.agents.insert(agentId, input, ctx.now, ctx.settings);
   return ok({
     agentId,

@@ -13,15 +13,16 @@ import {
 } from "@outpost/protocol";
 import type { AgentRow, JobRow, PoolStore } from "./pool-store.ts";
 import { lostAgentEnd, systemEnd } from "./pool-sweep.ts";
-import type {
-  AgentRef,
-  CancelOutcome,
-  FinishOutcome,
-  FinishReport,
-  JobView,
-  LeasedJob,
-  PollOutcome,
-  StartingAgent,
+import {
+  type AgentRef,
+  type CancelOutcome,
+  type FinishOutcome,
+  type FinishReport,
+  FORCE_CANCELED,
+  type JobView,
+  type LeasedJob,
+  type PollOutcome,
+  type StartingAgent,
 } from "./pool-types.ts";
 import { acceptedPhases, endingOf, toJobView } from "./pool-views.ts";
 import { classesForPhases, type PoolSettings, unreportedGraceMs } from "./queue.ts";
@@ -238,7 +239,7 @@ export function cancel(
     job.state === "queued" || job.state === "leased"
       ? systemEnd("canceled", "canceled before it started")
       : job.state === "started" && force
-        ? systemEnd("canceled", "force-canceled", true)
+        ? systemEnd("canceled", forceCancelReason(ctx.store, job), true)
         : null;
   if (end) {
     const { ending, row } = ctx.store.jobs.end(job, end, ctx.now, false);
@@ -248,6 +249,23 @@ export function cancel(
     ctx.store.jobs.requestCancel(jobId, ctx.now);
   }
   return ok({ job: toJobView(ctx.store.jobs.get(jobId) ?? job), ending: null });
+}
+
+/**
+ * Why a started job was force-canceled: plainly "force-canceled" when its agent is online (it is
+ * told to kill the engine), otherwise which agent held it and why it is not live, so the closing
+ * line does not claim a process was killed by an agent already gone.
+ */
+function forceCancelReason(store: PoolStore, job: JobRow): string {
+  const agent = job.agent_id ? store.agents.get(job.agent_id) : null;
+  if (agent?.state === "online") {
+    return FORCE_CANCELED;
+  }
+  if (!agent) {
+    return "force-canceled; no live agent held it";
+  }
+  const why = agent.state_reason ? `: ${agent.state_reason}` : "";
+  return `force-canceled; no live agent held it (agent ${agent.id} is ${agent.state}${why})`;
 }
 
 /**

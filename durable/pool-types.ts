@@ -189,6 +189,8 @@ export type RegisterInput = {
   acceptedPhases: JobPhase[];
   /** How the agent confines its jobs; absent or null for agents that do not say. */
   isolation?: AgentIsolation | null;
+  /** The id the agent had before a restart: its jobs end at once if it is ours and still live. */
+  predecessorAgentId?: string | null;
 };
 
 /** The agent that started a job, as it registered: recorded on the run's job. */
@@ -235,3 +237,6 @@ export type FinishReport = {
   planSummary: PlanSummary | null;
   message: string | null;
 };
+
+/** The reason of a force-cancel whose job an online agent held: it is told to kill the engine. */
+export const FORCE_CANCELED = "force-canceled";

@@ -6,6 +6,7 @@ import { ProtocolError } from "./client/http.ts";
 import { ExitRequest, TransientError } from "./errors.ts";
 import { EXIT_CODES, type ExitCode } from "./exit-codes.ts";
 import { runHeartbeats } from "./heartbeats.ts";
+import { readPredecessorId, writeAgentId } from "./identity-file.ts";
 import { startJob } from "./job/runner.ts";
 import type { AgentIdentity, CoordinatorPort, JobSettings } from "./job/types.ts";
 import type { Logger } from "./logger.ts";
@@ -154,6 +155,9 @@ export class AgentLoop {
   }
 
   private async registerOnce(): Promise<boolean> {
+    const { dataDir } = this.o.settings;
+    // After a restart, the id in the data directory; on a re-registration, the one we had.
+    const predecessor = this.identity?.id ?? (await readPredecessorId(dataDir));
     const request = {
       name: this.o.name,
       version: AGENT_VERSION,
@@ -162,6 +166,7 @@ export class AgentLoop {
       capacity: this.capacity,
       acceptedPhases: this.o.accept,
       isolation: this.o.isolation,
+      ...(predecessor === null ? {} : { predecessorAgentId: predecessor }),
     };
     try {
       const answer = await retry(() => this.o.api.register(request), {
@@ -180,9 +185,20 @@ export class AgentLoop {
       };
       this.pollWaitSeconds = answer.pollWaitSeconds;
       this.log.info(
-        { agentId: answer.agentId, poolId: answer.poolId, version: AGENT_VERSION },
+        {
+          agentId: answer.agentId,
+          poolId: answer.poolId,
+          version: AGENT_VERSION,
+          ...(predecessor === null ? {} : { predecessorAgentId: predecessor }),
+        },
         "registered",
       );
+      await writeAgentId(dataDir, answer.agentId).catch((error: unknown) => {
+        this.log.warn(
+          { error: String(error) },
+          "could not record the agent id in the data directory; a restart will not release this agent's jobs at once",
+        );
+      });
       this.o.updater?.offer(answer.agentVersion);
       return true;
     } catch (error) {

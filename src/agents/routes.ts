@@ -104,6 +104,7 @@ export const agentRoutes = newRouter()
         capacity: body.capacity,
         acceptedPhases: body.acceptedPhases,
         isolation: body.isolation ?? null,
+        predecessorAgentId: body.predecessorAgentId ?? null,
       });
       const registered = valueOrThrow(result);
       const release = await shippedRelease(c.env.ASSETS).catch(() => null);

@@ -33,7 +33,6 @@ import { cancelPoolJob } from "./jobs.ts";
 import { closingLogLine } from "./log-closing.ts";
 import {
   type EmptyApplyGuard,
-  isLostApply,
   isTerminal,
   moveForEnding,
   planningContextChanged,
@@ -253,8 +252,8 @@ export async function handleJobEnded(deps: Deps, event: JobEndedEvent): Promise<
     logKey(event, event.phase),
     closingLogLine(event),
   );
-  // What an engine saved after its agent died is the truth of what the apply did: say so.
-  const saved = isLostApply(event) ? await latestSerialWrittenBy(db, event.runId) : null;
+  // What the run's engine saved is the truth of what it did, however the run ended: say so.
+  const saved = event.outcome === "succeeded" ? null : await latestSerialWrittenBy(db, event.runId);
   const move = moveForEnding(event, event, saved, await emptyApplyGuard(deps, event));
   const now = deps.now();
   const extra = {

@@ -119,6 +119,19 @@ function workspaceOf(deps: Deps, run: RunRow): Promise<WorkspaceRow | undefined>
 }
 
 /**
+ * True when an online agent (one still heartbeating) holds one of the run's jobs, leased or
+ * started: only then is there an engine that a graceful cancel could still stop cleanly.
+ */
+export async function heldByLiveAgent(deps: Deps, run: RunRow): Promise<boolean> {
+  const poolId = run.plannedPoolId ?? (await workspaceOf(deps, run))?.poolId ?? null;
+  if (!poolId) {
+    return false;
+  }
+  const jobIds = (["plan", "apply"] as const).map((phase) => jobId(run.id, phase));
+  return poolStub(deps.env, poolId).heldByLiveAgent(jobIds);
+}
+
+/**
  * Asks the pool to cancel the run's current job (removing it if queued). Returns the endings
  * this made, for the caller to apply (`applyEndings`), so D1 follows the pool.
  */

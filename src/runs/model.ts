@@ -222,7 +222,7 @@ export function moveForEnding(
       catchUp: null,
       from: [queued, running],
       to,
-      statusReason: ending.reason ?? `${ending.phase} canceled`,
+      statusReason: withSavedState(ending.reason ?? `${ending.phase} canceled`, savedSerial),
     };
   }
   return {
@@ -234,7 +234,7 @@ export function moveForEnding(
 }
 
 /** True when an ending's run should say what state its apply saved: its agent was lost. */
-export function isLostApply(ending: JobEnding): boolean {
+function isLostApply(ending: JobEnding): boolean {
   return ending.agentLost === true && ending.phase === "apply" && ending.outcome === "errored";
 }
 
@@ -242,7 +242,8 @@ export function isLostApply(ending: JobEnding): boolean {
  * The reason an errored run shows. An apply whose agent was lost says whether the engine saved
  * state before it stopped (the agent's watchdog interrupts the engine, which persists what it
  * applied while its run token still works): `savedSerial` is the highest state serial this run
- * wrote, null for none. Otherwise the job's own reason, or the phase and its exit code.
+ * wrote, null for none. Otherwise the job's own reason, or the phase and its exit code, with the
+ * serial the run saved when it saved any.
  */
 export function erroredReason(ending: JobEnding, savedSerial: number | null): string {
   if (isLostApply(ending)) {
@@ -251,7 +252,15 @@ export function erroredReason(ending: JobEnding, savedSerial: number | null): st
       : `agent lost during apply; state saved at serial ${savedSerial}`;
   }
   const exit = ending.exitCode !== null ? ` with exit code ${ending.exitCode}` : "";
-  return ending.reason ?? `${ending.phase} failed${exit}`;
+  return withSavedState(ending.reason ?? `${ending.phase} failed${exit}`, savedSerial);
+}
+
+/**
+ * A run's final reason, saying what state it wrote when it wrote any (`savedSerial`, the highest
+ * serial of the run's state versions): whatever ended the run, the state it left is the truth.
+ */
+export function withSavedState(reason: string, savedSerial: number | null): string {
+  return savedSerial === null ? reason : `${reason}; state saved at serial ${savedSerial}`;
 }
 
 /** The job phase a run in the scheduler's hands is at. */
@@ -380,14 +389,22 @@ export function planCancel(status: RunStatus, cancelRequestedAt: number | null):
   return { kind: "now" };
 }
 
-/** Force-cancel: only for a running run whose graceful cancel is at least 10 s old. */
+/**
+ * Force-cancel: for a running run whose graceful cancel is at least 10 s old, so a live engine
+ * may stop cleanly first; at once when no live (heartbeating) agent holds the run's job, since
+ * then nothing is there to stop cleanly.
+ */
 export function canForceCancel(
   status: RunStatus,
   cancelRequestedAt: number | null,
   now: number,
+  heldByLiveAgent = true,
 ): Result<true, "terminal" | "not_canceling" | "too_soon"> {
   if (isTerminal(status)) {
     return fail("terminal");
+  }
+  if (!heldByLiveAgent) {
+    return ok(true);
   }
   if (cancelRequestedAt === null) {
     return fail("not_canceling");

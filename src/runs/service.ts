@@ -18,9 +18,10 @@ import type { Deps } from "../deps.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { poolScopeRefusal } from "../pools/model.ts";
 import { poolScopeQuery } from "../pools/queries.ts";
+import { latestSerialWrittenBy } from "../state/queries.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { applyEndings } from "./events.ts";
-import { cancelPoolJob } from "./jobs.ts";
+import { cancelPoolJob, heldByLiveAgent } from "./jobs.ts";
 import {
   type ActionFailure,
   actionFailureMessage,
@@ -32,6 +33,7 @@ import {
   queueLimit,
   type RunAction,
   type RunOperation,
+  withSavedState,
 } from "./model.ts";
 import { advanceWorkspace, endRun, queueApply, scheduleJob } from "./progress.ts";
 import {
@@ -296,7 +298,10 @@ export async function cancelRun(
   const canceled = await moveRun(deps.db, run.id, [run.status], "canceled", now, {
     cancelRequestedAt: now,
     canceledBy: plainActor(actor),
-    statusReason: `canceled by ${actor.name}`,
+    statusReason: withSavedState(
+      `canceled by ${actor.name}`,
+      await latestSerialWrittenBy(deps.db, run.id),
+    ),
   });
   if (!canceled) {
     return actionRefused("invalid_status", run, "cancel");
@@ -314,14 +319,16 @@ export async function forceCancelRun(
   actor: AuditActor,
 ): Promise<Outcome<RunRow, "conflict">> {
   const now = deps.now();
-  const allowed = canForceCancel(run.status, run.cancelRequestedAt, now);
+  const held = await heldByLiveAgent(deps, run);
+  const allowed = canForceCancel(run.status, run.cancelRequestedAt, now, held);
   if (!allowed.ok) {
     const failure = allowed.reason === "terminal" ? "invalid_status" : allowed.reason;
     return actionRefused(failure, run, "force-cancel");
   }
+  const saved = await latestSerialWrittenBy(deps.db, run.id);
   const forced = await moveRun(deps.db, run.id, [run.status], "force_canceled", now, {
     canceledBy: plainActor(actor),
-    statusReason: `force-canceled by ${actor.name}`,
+    statusReason: withSavedState(`force-canceled by ${actor.name}`, saved),
   });
   if (!forced) {
     return actionRefused("invalid_status", run, "force-cancel");

@@ -102,6 +102,10 @@ describe("generated files", () => {
     expect(override).toContain('address        = "https://outpost.example.com/state/v1/ws_1"');
     expect(override).toContain('lock_address   = "https://outpost.example.com/state/v1/ws_1"');
     expect(override).not.toMatch(/password|username/);
+    // Retries that outlast a coordinator restart: 1+2+4+8+16+7*30 = 241 s of waiting.
+    expect(override).toContain("retry_max      = 12");
+    expect(override).toContain("retry_wait_min = 1");
+    expect(override).toContain("retry_wait_max = 30");
 
     await writeTerraformVariables(work, [
       {

@@ -217,7 +217,17 @@ describe("closing log lines", () => {
     );
     expect(line({ reason: "the apply timed out after 24 h" })).toMatch(/timed out after 24 h\.$/);
     expect(line({ action: "job.canceled", outcome: "canceled", forced: true })).toMatch(
-      /force-canceled; its process was killed/,
+      /force-canceled; its agent was told to kill its process/,
+    );
+    expect(
+      line({
+        action: "job.canceled",
+        outcome: "canceled",
+        forced: true,
+        reason: "force-canceled; no live agent held it (agent agt_x is unknown: missed heartbeats)",
+      }),
+    ).toBe(
+      "Outpost: the apply was force-canceled; no live agent held it (agent agt_x is unknown: missed heartbeats); the job ended at once.",
     );
     expect(line({ action: "job.canceled", outcome: "canceled", agentId: null })).toBe(
       "Outpost: the apply was canceled before an agent started it.",

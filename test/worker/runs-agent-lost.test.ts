@@ -139,10 +139,10 @@ describe("erroredReason", () => {
       "agent x stopped responding",
     ],
     [
-      "timed out, not lost",
+      "timed out, not lost, with state saved",
       { ...base, reason: "apply ran longer than its 1440 minute limit" },
       4,
-      "apply ran longer than its 1440 minute limit",
+      "apply ran longer than its 1440 minute limit; state saved at serial 4",
     ],
     ["failed with an exit code", { ...base, exitCode: 1 }, null, "apply failed with exit code 1"],
     ["failed without one", base, null, "apply failed"],
@@ -152,7 +152,7 @@ describe("erroredReason", () => {
 });
 
 describe("an apply that times out", () => {
-  it("is not an agent loss: the run gives the timeout, even with state saved", async () => {
+  it("is not an agent loss: the run gives the timeout, and the state it saved", async () => {
     const org = await seedOrg();
     const { workspaceId, poolId, runId, job } = await applying(org);
     const engine = new BackendClient(workspaceId, job.runToken ?? "");
@@ -169,6 +169,8 @@ describe("an apply that times out", () => {
     await runDurableObjectAlarm(stub);
     const run = await endedRun(org, runId);
     expect(run.status).toBe("errored");
-    expect(run.statusReason).toBe("apply ran longer than its 1 minute limit");
+    expect(run.statusReason).toBe(
+      "apply ran longer than its 1 minute limit; state saved at serial 1",
+    );
   });
 });

@@ -2336,6 +2336,7 @@ export interface components {
             isolation?: "bwrap" | "none";
             name?: string | null;
             os: string;
+            predecessorAgentId?: string;
             version: string;
         };
         AgentRegisterResponse: {

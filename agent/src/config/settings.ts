@@ -147,7 +147,8 @@ export const SETTINGS = [
     tfcEnv: ["TFC_AGENT_DATA_DIR"],
     fileKey: "dataDir",
     defaultText: "$XDG_DATA_HOME/outpost-agent",
-    description: "engine cache and job directories",
+    description:
+      "engine cache, job directories and the agent id (a restart with the same one ends the old process's jobs at once)",
   },
   {
     flag: "hooks-dir",

@@ -14,10 +14,20 @@ function hclString(value: string): string {
 }
 
 /**
+ * How the engine's state calls ride out a coordinator outage (a restart, a redeploy): the http
+ * backend retries connection errors, 429 and 5xx up to `retry_max` times, waiting
+ * `retry_wait_min * 2^attempt` seconds capped at `retry_wait_max` (Retry-After wins on 429/503).
+ * Terraform's defaults (2 retries, 1 s, 30 s) give up after 3 s; these keep retrying for
+ * 1+2+4+8+16+7*30 = 241 s, so an outage of four minutes costs time, not the run.
+ */
+export const STATE_RETRY = { max: 12, waitMinSeconds: 1, waitMaxSeconds: 30 } as const;
+
+/**
  * Writes the override file that points Terraform's `http` backend at the coordinator. The
  * credentials are deliberately absent: they go through `TF_HTTP_USERNAME`/`TF_HTTP_PASSWORD`
  * so the per-run token is never written to disk (terraform records file-given backend settings
- * in `.terraform/terraform.tfstate`).
+ * in `.terraform/terraform.tfstate`). The retry settings ({@link STATE_RETRY}) take precedence
+ * over any TF_HTTP_RETRY_* variables, as file-given backend settings do.
  */
 export async function writeBackendOverride(workDir: string, stateAddress: string): Promise<void> {
   const address = hclString(stateAddress);
@@ -30,6 +40,9 @@ terraform {
     lock_method    = "LOCK"
     unlock_method  = "UNLOCK"
     update_method  = "POST"
+    retry_max      = ${STATE_RETRY.max}
+    retry_wait_min = ${STATE_RETRY.waitMinSeconds}
+    retry_wait_max = ${STATE_RETRY.waitMaxSeconds}
   }
 }
 `;

@@ -310,7 +310,14 @@ class Job {
   }
 }
 
-/** Retries `fn` through transient failures (network, 429, 5xx): five attempts in all. */
+/**
+ * How long a job's own calls (artifacts, state) retry through transient failures: as long as the
+ * engine's state calls do (`STATE_RETRY`, 241 s), so a coordinator outage that the engine rides
+ * out does not fail the job when it uploads its plan afterwards.
+ */
+const JOB_CALL_RETRY_MS = 4 * 60_000;
+
+/** Retries `fn` through transient failures (network, 429, 5xx) for up to four minutes. */
 function retryTransient<T>(fn: () => Promise<T>): Promise<T> {
-  return retry(fn, { retries: 4 });
+  return retry(fn, { retries: Number.POSITIVE_INFINITY, maxRetryTimeMs: JOB_CALL_RETRY_MS });
 }

@@ -66,6 +66,12 @@ export const RegisterRequest = z.strictObject({
    * Absent from agents older than job sandboxes.
    */
   isolation: AgentIsolation.optional(),
+  /**
+   * The id this agent had before it restarted (kept in its data directory). The pool ends that
+   * agent's running jobs at once, as for a lost agent, when it is a live agent of the same pool
+   * registered with the same agent token; any other id is ignored, so no one ends others' jobs.
+   */
+  predecessorAgentId: AgentId.optional(),
 });
 export type RegisterRequest = z.infer<typeof RegisterRequest>;
 

@@ -74,6 +74,7 @@ export type AgentOptions = {
   acceptedPhases?: ("plan" | "apply")[];
   name?: string;
   isolation?: "bwrap" | "none";
+  predecessorAgentId?: string;
 };
 
 /** Registers an agent through `POST /agent/v1/register`; returns its id. */
