@@ -6,7 +6,8 @@
  */
 import { newId } from "@outpost/common";
 import type { RunStatus } from "@outpost/protocol";
-import { runs, runTokens, workspaces } from "../../../src/db/schema.ts";
+import { and, eq } from "drizzle-orm";
+import { projects, runs, runTokens, workspaces } from "../../../src/db/schema.ts";
 import { generateToken, hashToken } from "../../../src/tokens/model.ts";
 import { BASE, workerFetch } from "./api.ts";
 import { db, type TestOrg } from "./fixtures.ts";
@@ -20,9 +21,15 @@ export async function seedWorkspace(
 ): Promise<string> {
   const id = newId("workspace");
   const now = Date.now();
+  // As the application does: every workspace is in a project, the org's default one here.
+  const [project] = await db
+    .select({ id: projects.id })
+    .from(projects)
+    .where(and(eq(projects.orgId, org.orgId), eq(projects.isDefault, true)));
   await db.insert(workspaces).values({
     id,
     orgId: org.orgId,
+    projectId: project?.id ?? null,
     name: `ws-${now.toString(36)}-${counter++}`,
     executionMode: options.executionMode ?? "local",
     engineVersion: "1.9.5",
