@@ -47,7 +47,7 @@ it("rewrites the job's token file with a fresh token before it expires", async (
       "i=0",
       'while [ "$(cat "$f")" = "$first" ] && [ $i -lt 55 ]; do sleep 1; i=$((i+1)); done',
       'echo "first-payload: $(printf %s "$first" | cut -d. -f2)"',
-      'echo "now-payload: $(cut -d. -f2 "$f") after ${i}s"',
+      'echo "now-payload: $(cut -d. -f2 "$f") after $i s"',
       'echo "file-mode: $(stat -c %a "$f")"',
     ].join("\n"),
   );
@@ -59,7 +59,7 @@ it("rewrites the job's token file with a fresh token before it expires", async (
   const log = await readRunLog(world, runId, "plan");
   expect(log).toContain("Outpost agent: workload identity token renewed");
   const first = claims(/first-payload: (\S+)/.exec(log)?.[1] ?? "");
-  const now = /now-payload: (\S+) after (\d+)s/.exec(log);
+  const now = /now-payload: (\S+) after (\d+) s/.exec(log);
   const renewed = claims(now?.[1] ?? "");
   expect(renewed.jti).not.toBe(first.jti);
   expect(renewed.exp).toBeGreaterThan(first.exp);
