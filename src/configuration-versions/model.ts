@@ -7,6 +7,11 @@ import { type Engine, workspaceBlobPrefix } from "../workspaces/model.ts";
 export const DEFAULT_MAX_BYTES = 100 * 1024 * 1024;
 export const DEFAULT_MAX_UNPACKED_BYTES = 1024 * 1024 * 1024;
 export const MAX_ENTRIES = 100_000;
+/**
+ * Unpacked bytes per compressed byte (past the first 16 MiB unpacked). Source code compresses
+ * about 5:1 and tar padding more; gzip's ceiling, which only bombs reach, is about 1000:1.
+ */
+export const DEFAULT_MAX_RATIO = 100;
 
 /** Media types an upload may declare. */
 export const UPLOAD_MEDIA_TYPES = [
@@ -15,7 +20,12 @@ export const UPLOAD_MEDIA_TYPES = [
   "application/octet-stream",
 ] as const;
 
-export type UploadLimits = { maxBytes: number; maxUnpackedBytes: number; maxEntries: number };
+export type UploadLimits = {
+  maxBytes: number;
+  maxUnpackedBytes: number;
+  maxEntries: number;
+  maxRatio: number;
+};
 
 /** The one R2 key of a configuration version's tarball, under its workspace's prefix. */
 export function configurationVersionKey(
@@ -35,11 +45,13 @@ function positiveInt(value: string | undefined, fallback: number): number {
 export function uploadLimits(env: {
   CONFIGURATION_MAX_BYTES?: string;
   CONFIGURATION_MAX_UNPACKED_BYTES?: string;
+  CONFIGURATION_MAX_RATIO?: string;
 }): UploadLimits {
   return {
     maxBytes: positiveInt(env.CONFIGURATION_MAX_BYTES, DEFAULT_MAX_BYTES),
     maxUnpackedBytes: positiveInt(env.CONFIGURATION_MAX_UNPACKED_BYTES, DEFAULT_MAX_UNPACKED_BYTES),
     maxEntries: MAX_ENTRIES,
+    maxRatio: positiveInt(env.CONFIGURATION_MAX_RATIO, DEFAULT_MAX_RATIO),
   };
 }
 

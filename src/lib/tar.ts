@@ -1,9 +1,10 @@
 /**
- * Streaming inspection of an uploaded `.tar.gz`: gunzip (`DecompressionStream`), parse the tar
+ * Streaming inspection of an uploaded `.tar.gz`: gunzip (fflate), parse the tar
  * as it passes (modern-tar, strict: checksums, truncation, EOF), and refuse anything that could
  * write outside the extraction directory or create something other than files, directories and
  * in-tree links. Entry bodies are skipped, never buffered.
  */
+import { Gunzip } from "fflate";
 import { createTarDecoder, type TarHeader } from "modern-tar";
 
 export type TarRejection = {
@@ -13,7 +14,23 @@ export type TarRejection = {
 
 export type TarSummary = { entries: number; unpackedBytes: number };
 
-export type TarLimits = { maxUnpackedBytes: number; maxEntries: number };
+/**
+ * `maxRatio`: once more than {@link RATIO_FREE_BYTES} are unpacked, the unpacked bytes may not
+ * exceed `maxRatio` times the compressed bytes received so far.
+ */
+export type TarLimits = { maxUnpackedBytes: number; maxEntries: number; maxRatio: number };
+
+/**
+ * Unpacked bytes never judged by the ratio: small archives of mostly padding (a tar of tiny
+ * files, a block of zeros) compress far better than 100:1 and are harmless at this size.
+ */
+export const RATIO_FREE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Compressed bytes inflated at a time: at gzip's ceiling (about 1000:1) a slice unpacks to about
+ * 1 MiB, so the limits are checked at least that often.
+ */
+const INFLATE_SLICE_BYTES = 1024;
 
 /** Told each accepted entry that can be read as a file: its path (segments joined by `/`). */
 export type FileObserver = (path: string) => void;
@@ -129,26 +146,9 @@ export function inspectTarGz(
   writable: WritableStream<Uint8Array>;
   result: Promise<{ ok: true; value: TarSummary } | { ok: false; rejection: TarRejection }>;
 } {
-  const gunzip = new DecompressionStream("gzip");
-  let unpackedBytes = 0;
-  const counter = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      unpackedBytes += chunk.byteLength;
-      if (unpackedBytes > limits.maxUnpackedBytes) {
-        throw new Rejected({
-          reason: "too_large",
-          message: `the archive unpacks to more than ${limits.maxUnpackedBytes} bytes`,
-        });
-      }
-      controller.enqueue(chunk);
-    },
-  });
-  let gzipError: unknown;
-  const unzipped = gunzip.readable.pipeTo(counter.writable).catch((err: unknown) => {
-    gzipError = err;
-  });
+  const gunzip = inflateWithin(limits);
   const decoder = createTarDecoder({ strict: true });
-  const reader = counter.readable.pipeThrough(decoder).getReader();
+  const reader = gunzip.stream.readable.pipeThrough(decoder).getReader();
   const checker = new EntryChecker();
 
   const result = (async () => {
@@ -180,14 +180,74 @@ export function inspectTarGz(
       if (entries === 0) {
         throw new Rejected({ reason: "not_tar", message: "the archive has no entries" });
       }
-      return { ok: true as const, value: { entries, unpackedBytes } };
+      return { ok: true as const, value: { entries, unpackedBytes: gunzip.unpackedBytes() } };
     } catch (err) {
       await reader.cancel(err).catch(() => undefined);
-      await unzipped;
-      return { ok: false as const, rejection: classify(err, gzipError) };
+      return { ok: false as const, rejection: classify(err) };
     }
   })();
-  return { writable: gunzip.writable, result };
+  return { writable: gunzip.stream.writable, result };
+}
+
+/**
+ * Gunzips as a stream, checking the limits as the bytes come out rather than after: past
+ * `maxUnpackedBytes`, or past `maxRatio` times the compressed bytes pushed so far (beyond
+ * {@link RATIO_FREE_BYTES}), it fails with `too_large`; on data that is not gzip (or stops
+ * short), with `not_gzip`. Compressed bytes are inflated a small slice at a time, so a gzip bomb
+ * is stopped after a few MiB of inflating, not at the unpacked limit. (The platform's
+ * DecompressionStream takes all its input at once, without backpressure, and cannot be stopped
+ * in between.)
+ */
+function inflateWithin(limits: TarLimits): {
+  stream: TransformStream<Uint8Array, Uint8Array>;
+  unpackedBytes: () => number;
+} {
+  let packedBytes = 0;
+  let unpackedBytes = 0;
+  let out: TransformStreamDefaultController<Uint8Array> | null = null;
+  const gunzip = new Gunzip((chunk) => {
+    unpackedBytes += chunk.byteLength;
+    if (unpackedBytes > limits.maxUnpackedBytes) {
+      throw new Rejected({
+        reason: "too_large",
+        message: `the archive unpacks to more than ${limits.maxUnpackedBytes} bytes`,
+      });
+    }
+    if (unpackedBytes > RATIO_FREE_BYTES && unpackedBytes > packedBytes * limits.maxRatio) {
+      throw new Rejected({
+        reason: "too_large",
+        message: `the archive unpacks to more than ${limits.maxRatio} times its compressed size`,
+      });
+    }
+    if (chunk.byteLength > 0) {
+      out?.enqueue(chunk);
+    }
+  });
+  const push = (chunk: Uint8Array, final: boolean) => {
+    try {
+      gunzip.push(chunk, final);
+    } catch (err) {
+      throw err instanceof Rejected
+        ? err
+        : new Rejected({ reason: "not_gzip", message: "the body is not valid gzip data" });
+    }
+  };
+  const stream = new TransformStream<Uint8Array, Uint8Array>({
+    start(controller) {
+      out = controller;
+    },
+    transform(chunk) {
+      for (let at = 0; at < chunk.byteLength; at += INFLATE_SLICE_BYTES) {
+        const slice = chunk.subarray(at, at + INFLATE_SLICE_BYTES);
+        packedBytes += slice.byteLength;
+        push(slice, false);
+      }
+    },
+    flush() {
+      push(new Uint8Array(0), true);
+    },
+  });
+  return { stream, unpackedBytes: () => unpackedBytes };
 }
 
 /** Files and links (the checker kept them inside the tree) read as files once extracted. */
@@ -203,15 +263,9 @@ function noticeFile(header: TarHeader, onFile: FileObserver): void {
   }
 }
 
-function classify(err: unknown, gzipError: unknown): TarRejection {
+function classify(err: unknown): TarRejection {
   if (err instanceof Rejected) {
     return err.rejection;
-  }
-  if (gzipError instanceof Rejected) {
-    return gzipError.rejection;
-  }
-  if (gzipError !== undefined) {
-    return { reason: "not_gzip", message: "the body is not valid gzip data" };
   }
   const detail = err instanceof Error ? err.message : String(err);
   return { reason: "not_tar", message: `the gzip data is not a valid tar archive (${detail})` };

@@ -16,7 +16,7 @@ import {
   GNU_DOTDOT_TAR_GZ,
   GNU_FIFO_TAR_GZ,
 } from "./helpers/gnu-tar-fixtures.ts";
-import { fromBase64, gzip, type TarTestEntry, tar, tarGz } from "./helpers/tarball.ts";
+import { concat, fromBase64, gzip, type TarTestEntry, tar, tarGz } from "./helpers/tarball.ts";
 import { createWorkspace } from "./helpers/workspaces.ts";
 
 const file = (name: string, body = "# tf\n"): TarTestEntry => ({ name, body });
@@ -287,7 +287,13 @@ describe("configured upload limits", () => {
       actor: tokenActor("test"),
       body: new Blob([bytes]).stream(),
       contentLength: bytes.byteLength,
-      limits: { maxBytes: 1 << 20, maxUnpackedBytes: 1 << 30, maxEntries: 10, ...limits },
+      limits: {
+        maxBytes: 1 << 20,
+        maxUnpackedBytes: 1 << 30,
+        maxEntries: 10,
+        maxRatio: 100,
+        ...limits,
+      },
       expected: { engine: "terraform", workingDirectory: "" },
     });
 
@@ -338,5 +344,94 @@ describe("configured upload limits", () => {
     expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
     const ten = await serviceUpload(org, ws.id, await tarGz(entries.slice(1)), {});
     expect(ten.ok).toBe(true);
+  });
+});
+
+const hex = (text: string) =>
+  Uint8Array.from(text.match(/../g) ?? [], (h) => Number.parseInt(h, 16));
+
+/**
+ * Deflate's code for 1 MiB of zeros that follow zeros: a dynamic block, not final, ending on a
+ * sync flush, so copies of it can follow one another. Made with Node's zlib:
+ * `deflateRawSync(new Uint8Array(2 ** 20), { level: 9, finishFlush: Z_SYNC_FLUSH, dictionary:
+ * new Uint8Array(32768) })`, 1036 bytes: these around 1016 zero bytes.
+ */
+const ZEROS_BLOCK = concat([
+  hex("ecc1210100000080a0ffaf1d6105"),
+  new Uint8Array(1016),
+  hex("ae000000ffff"),
+]);
+
+/**
+ * A gzip bomb of about `compressedBytes` (about 1000:1): a stored block with one tar entry that
+ * claims 4 GiB and 32 KiB of zeros (the history the next blocks refer to), then copies of
+ * {@link ZEROS_BLOCK}. No gzip trailer: nothing may inflate that far.
+ */
+function gzipBomb(compressedBytes: number): Uint8Array {
+  const stored = new Uint8Array(512 + 32 * 1024);
+  stored.set(tar([{ name: "zeros.bin", body: "" }], { eof: false }));
+  const huge = 4 * 1024 * 1024 * 1024;
+  stored.set(new TextEncoder().encode(`${huge.toString(8).padStart(11, "0")}\0`), 124);
+  stored.fill(0x20, 148, 156);
+  const sum = stored.subarray(0, 512).reduce((a, b) => a + b, 0);
+  stored.set(new TextEncoder().encode(`${sum.toString(8).padStart(6, "0")}\0 `), 148);
+  const n = stored.byteLength;
+  const parts: Uint8Array[] = [
+    hex("1f8b08000000000000ff"),
+    Uint8Array.from([0, n & 255, n >> 8, ~n & 255, (~n >> 8) & 255]),
+    stored,
+  ];
+  let size = parts.reduce((total, p) => total + p.byteLength, 0);
+  while (size < compressedBytes) {
+    parts.push(ZEROS_BLOCK);
+    size += ZEROS_BLOCK.byteLength;
+  }
+  return concat(parts);
+}
+
+describe("gzip bombs", () => {
+  it("stops a 2 MiB bomb at the ratio limit after reading a small part of it, with 413", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    const bomb = gzipBomb(2 * 1024 * 1024);
+    let read = 0;
+    // Handed out in 16 KiB pieces on demand, so `read` is what the route actually pulled.
+    const body = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          if (read >= bomb.byteLength) {
+            controller.close();
+            return;
+          }
+          const piece = bomb.slice(read, read + 16 * 1024);
+          read += piece.byteLength;
+          controller.enqueue(piece);
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    const before = await snapshotD1();
+    const res = await newApp(systemClock).request(
+      `/api/v1/workspaces/${ws.id}/configuration-versions`,
+      {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${org.tokens.member}`,
+          "content-type": "application/gzip",
+          "content-length": String(bomb.byteLength),
+        },
+        body,
+      },
+      env,
+      createExecutionContext(),
+    );
+    const answer = (await res.json()) as ErrorBody;
+    expect(res.status, JSON.stringify(answer)).toBe(413);
+    expect(answer.error.message).toMatch(/more than 100 times its compressed size/);
+    // Past 16 MiB unpacked at 100:1: a few hundred KiB of the 2 MiB at most. Inflating to the
+    // 1 GiB unpacked limit instead would have pulled about half of it.
+    expect(read).toBeLessThan(256 * 1024);
+    expect(await snapshotD1()).toEqual(before);
+    expect((await env.BLOBS.list({ prefix: `orgs/${org.orgId}/` })).objects).toEqual([]);
   });
 });

@@ -1293,7 +1293,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a configuration (tar.gz as the raw body)
-         * @description Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree, and whose working directory (the workspace's) holds a .tf or .tf.json file (Pulumi.yaml for Pulumi workspaces); 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked).
+         * @description Refused with 400 unless the body is a gzip-compressed tar whose entries are relative, without '..', devices, FIFOs, or links leaving the tree, and whose working directory (the workspace's) holds a .tf or .tf.json file (Pulumi.yaml for Pulumi workspaces); 413 past CONFIGURATION_MAX_BYTES (compressed) or CONFIGURATION_MAX_UNPACKED_BYTES (unpacked), or unpacking to more than CONFIGURATION_MAX_RATIO (100) times the compressed bytes past 16 MiB.
          */
         post: operations["createConfigurationVersion"];
         delete?: never;

@@ -117,6 +117,14 @@ export function jobPort(options: {
       });
       return readJson(res, StateWritten, "state upload");
     },
+    async renewWorkloadIdentity() {
+      const res = await send(target, {
+        method: "POST",
+        path: `/agent/v1/jobs/${segment(jobId)}/workload-identity`,
+        token,
+      });
+      return readJson(res, WorkloadIdentityToken, "workload identity renewal");
+    },
     async sendLogChunk(offset, bytes): Promise<LogSendResult> {
       const res = await send(target, {
         method: "PUT",
@@ -139,6 +147,9 @@ export function jobPort(options: {
     },
   };
 }
+
+/** What the coordinator answers to a workload identity renewal. */
+const WorkloadIdentityToken = z.object({ token: z.string().min(1), expiresAt: z.string() });
 
 /** What the state backend answers to an accepted write. */
 const StateWritten = z.object({ stateVersionId: z.string() });

@@ -12,6 +12,7 @@ import { fetchConfiguration } from "./configuration.ts";
 import { type JobContainment, jobContainment } from "./containment.ts";
 import { applyExports, buildJobEnvironment } from "./environment.ts";
 import type { HookName } from "./hooks.ts";
+import { type IdentityRenewal, startIdentityRenewal } from "./identity-renewal.ts";
 import { explainNotFound } from "./not-found.ts";
 import { downloadVerifiedPlan } from "./plan-file.ts";
 import { Canceled, JobFailure, JobProcesses } from "./processes.ts";
@@ -65,6 +66,8 @@ class Job {
   private readonly processes: JobProcesses;
   private log: LogStreamer | null = null;
   private containment: JobContainment | null = null;
+  /** Rewrites the workload identity token file while the job runs; stopped when it ends. */
+  private identityRenewal: IdentityRenewal | null = null;
   /** Every process's environment; hook exports add to it. */
   private env: Record<string, string> = {};
   /** What the driver adds for engine commands only. */
@@ -107,7 +110,12 @@ class Job {
         spoolFile: path.join(dir.root, "log.spool"),
         secrets: secretVariants(secrets),
       });
-      result = await this.execute(dir.root);
+      try {
+        result = await this.execute(dir.root);
+      } finally {
+        // Before the log closes and the directory goes: no token is fetched or written after.
+        await this.identityRenewal?.stop();
+      }
       try {
         await this.log.close();
       } catch (error) {
@@ -231,8 +239,12 @@ class Job {
     for (const name of skipped) {
       this.say(`Outpost agent: ignored workspace variable ${name} (reserved or not a valid name)`);
     }
-    for (const line of await prepareWorkloadIdentity({ root, job, env })) {
+    const identity = await prepareWorkloadIdentity({ root, job, env });
+    for (const line of identity.lines) {
       this.say(line);
+    }
+    if (identity.tokenFile !== null && job.workloadIdentityToken) {
+      this.renewIdentity(identity.tokenFile, job.workloadIdentityToken);
     }
     for (const { dir, why } of this.contained().withheldPath) {
       this.say(`Outpost agent: the sandbox hides ${dir}, a directory of the job's PATH: ${why}`);
@@ -240,6 +252,24 @@ class Job {
     this.env = env;
     this.engineEnv = driver.environment(job, root);
     return this.session(driver, root, workDir);
+  }
+
+  /**
+   * Keeps the token file fresh until the job ends. The environment's copy of the token is not
+   * renewed (a running process's environment cannot be); SDKs reading the file get a fresh one.
+   */
+  private renewIdentity(file: string, token: string): void {
+    this.identityRenewal = startIdentityRenewal({
+      file,
+      token,
+      renew: () => this.port.renewWorkloadIdentity(),
+      onRenewed: (fresh) => {
+        this.log?.addSecrets(secretVariants([fresh]));
+        this.say("Outpost agent: workload identity token renewed");
+      },
+      onStopped: (why) =>
+        this.say(`Outpost agent: could not renew the workload identity token: ${why}`),
+    });
   }
 
   /** What the driver's steps run through. */

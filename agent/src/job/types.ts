@@ -95,6 +95,11 @@ export type CoordinatorPort = {
   uploadState(stateAddress: string, file: string): Promise<{ stateVersionId: string }>;
   /** Appends log bytes at `offset` (see {@link LogSender}). */
   sendLogChunk: LogSender;
+  /**
+   * A fresh workload identity token for the job (same claims, later `exp`); rejects once the
+   * job ended (its run token is refused) or when its workspace has none.
+   */
+  renewWorkloadIdentity(): Promise<{ token: string; expiresAt: string }>;
 };
 
 /** Counts from the JSON plan, reported with the plan job's finish (the wire type). */

@@ -66,14 +66,15 @@ export function gcpCredentials(input: {
 
 /**
  * Writes the job's token file (and GCP's credentials file when asked for) under `root` and adds
- * the variables to `env`. Returns lines for the job log: which clouds were set up, or why a
- * cloud setting was ignored (no token: workload identity off, or a fork's job).
+ * the variables to `env`. Returns lines for the job log (which clouds were set up, or why a
+ * cloud setting was ignored: no token, workload identity off, or a fork's job) and the token
+ * file, null when none was written; the runner renews that file while the job runs.
  */
 export async function prepareWorkloadIdentity(input: {
   root: string;
   job: RunnerJob;
   env: Record<string, string>;
-}): Promise<string[]> {
+}): Promise<{ lines: string[]; tokenFile: string | null }> {
   const { job: a, env } = input;
   const settings = new Map<string, string>();
   for (const v of jobVariables(a)) {
@@ -87,11 +88,13 @@ export async function prepareWorkloadIdentity(input: {
   const azure = cloudSetting(get, "AZURE", "CLIENT_ID", a.phase);
   const token = a.isFork ? null : (a.workloadIdentityToken ?? null);
   if (token === null) {
-    return aws || gcp || azure
-      ? [
-          "Outpost agent: cloud credentials are configured but this job has no workload identity token (turn on the workspace's workloadIdentity; a fork's job never gets one)",
-        ]
-      : [];
+    const lines =
+      aws || gcp || azure
+        ? [
+            "Outpost agent: cloud credentials are configured but this job has no workload identity token (turn on the workspace's workloadIdentity; a fork's job never gets one)",
+          ]
+        : [];
+    return { lines, tokenFile: null };
   }
   const tokenFile = path.join(input.root, WORKLOAD_IDENTITY_FILE);
   await writeFile(tokenFile, token, { mode: 0o600 });
@@ -136,5 +139,5 @@ export async function prepareWorkloadIdentity(input: {
       `Outpost agent: Azure: logging in as client ${azure} with the workload identity token`,
     );
   }
-  return lines;
+  return { lines, tokenFile };
 }

@@ -64,6 +64,9 @@ export class TestPort {
         }
         return { ok: true };
       },
+      renewWorkloadIdentity: async () => {
+        throw new Error("this test port issues no workload identity");
+      },
     };
   }
 
