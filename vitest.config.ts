@@ -20,6 +20,7 @@ export default defineConfig(async () => {
     PUBLIC_URL: "https://outpost.test",
     OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
     NOTIFICATIONS_ALLOW_LOOPBACK: "true",
+    VCS_ALLOW_LOOPBACK: "true",
   };
   return {
     test: {
