@@ -50,6 +50,7 @@ export default defineConfig(async () => {
               "./test/setup/build-agent.ts",
               "./test/setup/oidc-issuer.ts",
               "./test/setup/webhook-receiver.ts",
+              "./test/setup/fake-github.ts",
             ],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
