@@ -9,7 +9,7 @@
  * here changes the run.
  */
 import type { Deps } from "../deps.ts";
-import type { RunEvent } from "../events/model.ts";
+import { isLifecycleEntry, type RunEvent } from "../events/model.ts";
 import type { RunEventSink } from "../events/sinks.ts";
 import { listRunJobs } from "../runs/job-records.ts";
 import { getRunById, type RunRow } from "../runs/queries.ts";
@@ -62,6 +62,16 @@ async function coordinatorHook(deps: Deps, run: RunRow): Promise<HookRow | undef
   return hook?.feedback === "coordinator" && hook.orgId === run.orgId ? hook : undefined;
 }
 
+/**
+ * Whether a later event of the run reports its status instead: the run has since entered a
+ * status that is an event of its own. Events of one run are handled side by side, so only the
+ * event of the current status posts (a status without its own event, `plan_queued` after
+ * `pending` say, is posted by the event before it).
+ */
+function isStale(event: RunEvent, run: RunRow): boolean {
+  return event.status !== run.status && isLifecycleEntry(run.status, run);
+}
+
 export const vcsFeedbackSink: RunEventSink = {
   name: "vcs-feedback",
   async handle(deps, event: RunEvent) {
@@ -69,7 +79,7 @@ export const vcsFeedbackSink: RunEventSink = {
       return;
     }
     const run = await getRunById(deps.db, event.runId);
-    if (!run) {
+    if (!run || isStale(event, run)) {
       return;
     }
     const hook = await coordinatorHook(deps, run);
