@@ -5,9 +5,10 @@
  * GitHub: REST "Commit statuses" and "Issue comments"; GitLab: "Commits" (statuses) and
  * "Notes" (merge request notes).
  */
+
+import type { RunStatus } from "@outpost/protocol";
 import type { CommitStatus, Provider } from "./model.ts";
 import { gitlabState } from "./model.ts";
-import type { RunStatus } from "@outpost/protocol";
 
 /** Where and as whom feedback is posted. */
 export type VcsTarget = {

@@ -31,7 +31,8 @@ const VcsHook = z
     }),
     description: z.string(),
     feedback: z.enum(FEEDBACK_MODES).openapi({
-      description: "Who posts commit statuses and plan comments: the coordinator, the agent, or nobody",
+      description:
+        "Who posts commit statuses and plan comments: the coordinator, the agent, or nobody",
     }),
     apiUrl: z.string().nullable().openapi({
       description: "The VCS API base URL; null derives it from the workspace's repository URL",

@@ -11,8 +11,8 @@
  * `502` once per path, as GitHub would. `GET /_calls/<token>` lists a token's calls.
  */
 import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { createServer, type IncomingMessage } from "node:http";
+import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
 
@@ -109,7 +109,9 @@ function violations(spec: Spec, operation: Operation, body: unknown): string[] {
       found.push(`field ${field} is not of type ${String(property.type)}`);
     }
     if (property.enum && !property.enum.includes(value)) {
-      found.push(`field ${field} is ${JSON.stringify(value)}, not one of ${property.enum.join(", ")}`);
+      found.push(
+        `field ${field} is ${JSON.stringify(value)}, not one of ${property.enum.join(", ")}`,
+      );
     }
   }
   return found;

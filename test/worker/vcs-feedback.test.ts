@@ -10,14 +10,26 @@ import { requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { getRun, type RunBody, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
-import { deliverGitHub, githubExample, type HookBody, type Json, randomSha } from "./helpers/vcs.ts";
+import {
+  deliverGitHub,
+  githubExample,
+  type HookBody,
+  type Json,
+  randomSha,
+} from "./helpers/vcs.ts";
 
 const SLOW_TEST_MS = 60_000;
 const REPO = "https://github.com/Codertocat/Hello-World.git";
 const fakeGithub = inject("fakeGithubUrl");
 let tokens = 0;
 
-type Feedback = { kind: string; state: string; description: string; posted: boolean; error: string | null };
+type Feedback = {
+  kind: string;
+  state: string;
+  description: string;
+  posted: boolean;
+  error: string | null;
+};
 
 async function feedbackHook(org: TestOrg, tokenPrefix = "tok") {
   const token = `${tokenPrefix}-${++tokens}-${crypto.randomUUID()}`;
@@ -165,9 +177,13 @@ describe("VCS feedback: pull request plans", () => {
     await agent.plan(true);
     const commentsPath = `/repos/Codertocat/Hello-World/issues/${number}/comments`;
     await expect
-      .poll(async () => (await calls(token)).filter((c) => c.method === "POST" && c.path === commentsPath).length, {
-        timeout: 15_000,
-      })
+      .poll(
+        async () =>
+          (await calls(token)).filter((c) => c.method === "POST" && c.path === commentsPath).length,
+        {
+          timeout: 15_000,
+        },
+      )
       .toBe(1);
 
     const second = randomSha();
@@ -183,7 +199,7 @@ describe("VCS feedback: pull request plans", () => {
     expect(made.filter((c) => c.method === "POST" && c.path === commentsPath)).toHaveLength(1);
     const patch = made.find((c) => c.method === "PATCH");
     expect(patch?.template).toBe("/repos/{owner}/{repo}/issues/comments/{comment_id}");
-    const body = (patch?.body as { body: string }).body;
+    const body = (patch?.body as { body?: string } | undefined)?.body ?? "";
     expect(body).toContain(`<!-- outpost:plan:${workspace.id} -->`);
     expect(body).toContain("Plan: no changes");
     expect(body).toContain(second.slice(0, 12));
