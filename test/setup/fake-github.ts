@@ -117,6 +117,55 @@ function violations(spec: Spec, operation: Operation, body: unknown): string[] {
   return found;
 }
 
+/**
+ * GitLab has no published OpenAPI description of these calls; its REST docs ("Commits: set the
+ * pipeline status of a commit", "Notes: merge requests") list the parameters checked here.
+ */
+const GITLAB_STATUS_FIELDS = [
+  "state",
+  "ref",
+  "name",
+  "context",
+  "target_url",
+  "description",
+  "coverage",
+  "pipeline_id",
+];
+const GITLAB_STATES = ["pending", "running", "success", "failed", "canceled", "skipped"];
+
+function gitlabViolations(
+  method: string,
+  path: string,
+  body: unknown,
+): { template: string | null; violations: string[] } {
+  const record = (body ?? {}) as Record<string, unknown>;
+  if (method === "post" && /^\/api\/v4\/projects\/[^/]+\/statuses\/[0-9a-f]{40}$/.test(path)) {
+    const violations = Object.keys(record)
+      .filter((k) => !GITLAB_STATUS_FIELDS.includes(k))
+      .map((k) => `parameter ${k} is not documented`);
+    if (!GITLAB_STATES.includes(String(record.state))) {
+      violations.push(
+        `state ${JSON.stringify(record.state)} is not one of ${GITLAB_STATES.join(", ")}`,
+      );
+    }
+    return { template: "/projects/:id/statuses/:sha", violations };
+  }
+  const notes = /^\/api\/v4\/projects\/[^/]+\/merge_requests\/\d+\/notes(\/\d+)?$/.exec(path);
+  if (
+    notes &&
+    (method === "get" || (method === "post" && !notes[1]) || (method === "put" && notes[1]))
+  ) {
+    const needsBody = method !== "get";
+    const violations =
+      needsBody && typeof record.body !== "string" ? ["parameter body is required"] : [];
+    return {
+      template: `/projects/:id/merge_requests/:merge_request_iid/notes${notes[1] ? "/:note_id" : ""}`,
+      violations,
+    };
+  }
+  return { template: null, violations: ["no such GitLab endpoint"] };
+}
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const require = createRequire(import.meta.url);
   const file = require.resolve("@octokit/openapi/generated/api.github.com.json");
@@ -138,9 +187,29 @@ export default async function setup(project: TestProject): Promise<() => Promise
       answer(200, calls.get(decodeURIComponent(url.pathname.slice(8))) ?? []);
       return;
     }
-    const token = (req.headers.authorization ?? "").replace(/^Bearer /, "");
     const method = (req.method ?? "GET").toLowerCase();
     const body = raw ? (JSON.parse(raw) as unknown) : undefined;
+    if (url.pathname.startsWith("/api/v4/")) {
+      const gitlabToken = String(req.headers["private-token"] ?? "");
+      const found = gitlabViolations(method, url.pathname, body);
+      const call: FakeGithubCall = {
+        method: method.toUpperCase(),
+        path: url.pathname,
+        template: found.template,
+        body,
+        violations: found.violations,
+        status: 0,
+      };
+      calls.set(gitlabToken, [...(calls.get(gitlabToken) ?? []), call]);
+      call.status =
+        found.template === null
+          ? answer(404, { message: "404 Not Found" })
+          : found.violations.length > 0
+            ? answer(400, { message: found.violations.join("; ") })
+            : serve(method, url.pathname, body as { body?: string } | undefined, answer);
+      return;
+    }
+    const token = (req.headers.authorization ?? "").replace(/^Bearer /, "");
     const match = templates.find(({ t, re }) => re.test(url.pathname) && spec.paths[t]?.[method]);
     const operation = match ? spec.paths[match.t]?.[method] : undefined;
     const found = operation ? violations(spec, operation, body) : ["no such operation"];
@@ -178,8 +247,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
     body: { body?: string } | undefined,
     reply: (status: number, json: unknown) => number,
   ): number {
-    const issue = /^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)\/comments$/.exec(path);
-    const edit = /^\/repos\/[^/]+\/[^/]+\/issues\/comments\/(\d+)$/.exec(path);
+    const issue =
+      /^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)\/comments$/.exec(path) ??
+      /^\/api\/v4\/projects\/[^/]+\/merge_requests\/\d+\/notes$/.exec(path);
+    const edit =
+      /^\/repos\/[^/]+\/[^/]+\/issues\/comments\/(\d+)$/.exec(path) ??
+      /^\/api\/v4\/projects\/[^/]+\/merge_requests\/\d+\/notes\/(\d+)$/.exec(path);
     if (issue && method === "get") {
       return reply(200, comments.get(path) ?? []);
     }
@@ -188,7 +261,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       comments.set(path, [...(comments.get(path) ?? []), comment]);
       return reply(201, comment);
     }
-    if (edit && method === "patch") {
+    if (edit && (method === "patch" || method === "put")) {
       for (const list of comments.values()) {
         const comment = list.find((c) => c.id === Number(edit[1]));
         if (comment) {

@@ -12,7 +12,9 @@ import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { getRun, type RunBody, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 import {
   deliverGitHub,
+  deliverGitLab,
   githubExample,
+  gitlabExample,
   type HookBody,
   type Json,
   randomSha,
@@ -245,6 +247,82 @@ describe("VCS feedback: pull request plans", () => {
     expect(made.some((c) => c.template === "/repos/{owner}/{repo}/statuses/{sha}")).toBe(true);
     expect(JSON.stringify(made)).not.toContain(secretValue);
     expect(JSON.stringify(made)).not.toContain(token);
+  });
+});
+
+describe("VCS feedback: GitLab", () => {
+  it("sets GitLab's commit statuses on a merge request's head commit and one note on it", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
+    const org = await seedOrg();
+    const token = `gl-${++tokens}-${crypto.randomUUID()}`;
+    const created = await requestJson<HookBody & { secret: string }>("/api/v1/vcs-hooks", {
+      method: "POST",
+      token: org.tokens.admin,
+      body: { provider: "gitlab", feedback: "coordinator", apiUrl: `${fakeGithub}/api/v4`, token },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const hook = created.body;
+    const { workspace, agentToken } = await runnableWorkspace(org, {
+      vcsRepoUrl: "https://example.com/gitlabhq/gitlab-test.git",
+    });
+    const res = await deliverGitLab(hook, "Merge Request Hook", gitlabExample("merge_request"), {
+      token: hook.secret,
+    });
+    expect(res.status).toBe(202);
+    const run = await onlyRun(org, workspace.id);
+    await expect.poll(async () => (await calls(token)).length, { timeout: 15_000 }).toBe(1);
+    const agent = await TestAgent.register(agentToken);
+    await agent.plan(true);
+    const notes = "/api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1/notes";
+    await expect
+      .poll(
+        async () =>
+          (await calls(token)).filter((c) => c.method === "POST" && c.path === notes).length,
+        {
+          timeout: 15_000,
+        },
+      )
+      .toBe(1);
+    const made = await calls(token);
+    expect(made.flatMap((c) => c.violations)).toEqual([]);
+    const statuses = made.filter((c) => c.template === "/projects/:id/statuses/:sha");
+    expect(statuses.map((c) => (c.body as Json).state)).toEqual(["pending", "success"]);
+    expect(statuses.at(-1)).toMatchObject({
+      path: `/api/v4/projects/gitlabhq%2Fgitlab-test/statuses/${run.vcs.commitSha}`,
+      body: {
+        name: `outpost/${workspace.name}`,
+        description: "Plan: 1 to add, 0 to change, 0 to destroy",
+      },
+    });
+  });
+});
+
+describe("the loopback GitHub", () => {
+  it("refuses a request GitHub's OpenAPI description does not allow, naming why", async () => {
+    const token = `probe-${crypto.randomUUID()}`;
+    const res = await fetch(`${fakeGithub}/repos/o/r/statuses/${randomSha()}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ state: "running", context: "x" }),
+    });
+    expect(res.status).toBe(422);
+    const missing = await fetch(`${fakeGithub}/repos/o/r/statuses/${randomSha()}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ context: "x" }),
+    });
+    expect(missing.status).toBe(422);
+    const nowhere = await fetch(`${fakeGithub}/repos/o/r/status-checks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(nowhere.status).toBe(404);
+    expect((await calls(token)).map((c) => c.violations)).toEqual([
+      ['field state is "running", not one of error, failure, pending, success'],
+      ["required field state is missing"],
+      ["no such operation"],
+    ]);
   });
 });
 
