@@ -8,6 +8,7 @@
  * (5xx, rate limit, network) is recorded and thrown, so the queue retries with backoff. Nothing
  * here changes the run.
  */
+import { getConfigurationVersion } from "../configuration-versions/queries.ts";
 import type { Deps } from "../deps.ts";
 import { isLifecycleEntry, type RunEvent } from "../events/model.ts";
 import type { RunEventSink } from "../events/sinks.ts";
@@ -84,11 +85,18 @@ export const vcsFeedbackSink: RunEventSink = {
     }
     const hook = await coordinatorHook(deps, run);
     const workspace = await getWorkspaceById(deps.db, run.workspaceId);
-    if (!hook || !workspace?.vcsRepoUrl) {
+    // The repository as the signed delivery named it when the run was queued: a workspace's
+    // repository URL changed since must not redirect the hook's token to another host.
+    const configuration = await getConfigurationVersion(
+      deps.db,
+      run.workspaceId,
+      run.configurationVersionId ?? "",
+    );
+    if (!hook || !workspace || !configuration?.repoUrl) {
       return;
     }
     const previous = await feedbackOfRun(deps.db, run.id);
-    const found = await targetOf(deps, hook, workspace.vcsRepoUrl);
+    const found = await targetOf(deps, hook, configuration.repoUrl);
     const ctx = { deps, run, previous, found };
     const runUrl = `${deps.env.PUBLIC_URL ?? ""}/ui/runs/${run.id}`;
     const status = commitStatusOf(run);
