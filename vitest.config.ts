@@ -20,6 +20,7 @@ export default defineConfig(async () => {
     PUBLIC_URL: "https://outpost.test",
     OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
     NOTIFICATIONS_ALLOW_LOOPBACK: "true",
+    VCS_ALLOW_LOOPBACK: "true",
   };
   return {
     test: {
@@ -49,6 +50,7 @@ export default defineConfig(async () => {
               "./test/setup/build-agent.ts",
               "./test/setup/oidc-issuer.ts",
               "./test/setup/webhook-receiver.ts",
+              "./test/setup/fake-github.ts",
             ],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },

@@ -149,6 +149,8 @@ async function main(): Promise<void> {
       "OIDC_ALLOW_LOOPBACK_ISSUERS:true",
       "--var",
       "NOTIFICATIONS_ALLOW_LOOPBACK:true",
+      "--var",
+      "VCS_ALLOW_LOOPBACK:true",
     ],
     { stdio: ["ignore", "inherit", "inherit"], env: quietEnv },
   );

@@ -490,10 +490,43 @@ export const vcsHooks = sqliteTable(
     secretCiphertext: text().notNull(),
     previousSecretCiphertext: text(),
     previousSecretExpiresAt: integer(),
+    /** Who posts commit statuses and plan comments back: `src/vcs-feedback/model.ts`. */
+    feedback: text({ enum: ["agent", "coordinator", "off"] })
+      .notNull()
+      .default("off"),
+    /** The VCS API's base URL; null: derived from the repository URL. */
+    apiUrl: text(),
+    /** The coordinator's VCS token, sealed under `ENCRYPTION_KEY` bound to this row. */
+    tokenCiphertext: text(),
     createdAt: createdAt(),
     updatedAt: integer().notNull(),
   },
   (t) => [index("vcs_hooks_org_idx").on(t.orgId)],
+);
+
+/**
+ * What VCS feedback last did for a run, per kind (`status`, `comment`): what was (or was to be)
+ * posted and whether the VCS took it, so the run shows "status not posted: 401 …" and a
+ * redelivered event posts nothing twice.
+ */
+export const vcsFeedback = sqliteTable(
+  "vcs_feedback",
+  {
+    runId: text()
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    kind: text({ enum: ["status", "comment"] }).notNull(),
+    orgId: text().notNull(),
+    /** The run status the post reported; a later event posts again. */
+    runStatus: text().notNull(),
+    state: text().notNull(),
+    description: text().notNull(),
+    posted: integer({ mode: "boolean" }).notNull(),
+    error: text(),
+    attempts: integer().notNull().default(1),
+    updatedAt: integer().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.kind] })],
 );
 
 export const vcsDeliveries = sqliteTable(

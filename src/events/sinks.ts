@@ -8,6 +8,7 @@
 import type { Deps } from "../deps.ts";
 import { notificationSink } from "../notifications/sink.ts";
 import { runTriggerSink } from "../run-triggers/sink.ts";
+import { vcsFeedbackSink } from "../vcs-feedback/sink.ts";
 import type { RunEvent } from "./model.ts";
 
 export type RunEventSink = {
@@ -17,4 +18,8 @@ export type RunEventSink = {
   handle(deps: Deps, event: RunEvent): Promise<void>;
 };
 
-export const RUN_EVENT_SINKS: readonly RunEventSink[] = [notificationSink, runTriggerSink];
+export const RUN_EVENT_SINKS: readonly RunEventSink[] = [
+  notificationSink,
+  runTriggerSink,
+  vcsFeedbackSink,
+];

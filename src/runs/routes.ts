@@ -21,6 +21,8 @@ import { ApiError, valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { presentFeedback } from "../vcs-feedback/present.ts";
+import { feedbackOfRun } from "../vcs-feedback/queries.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
@@ -105,6 +107,24 @@ const Run = z
     }),
     createdAt: z.string().nullable(),
     updatedAt: z.string().nullable(),
+    vcsFeedback: z
+      .array(
+        z.object({
+          kind: z.enum(["status", "comment"]),
+          runStatus: z.string(),
+          state: z.string(),
+          description: z.string(),
+          posted: z.boolean(),
+          error: z.string().nullable(),
+          attempts: z.number().int(),
+          updatedAt: z.string(),
+        }),
+      )
+      .optional()
+      .openapi({
+        description:
+          "What was posted back to the VCS (commit status, plan comment), or why not; on a single run",
+      }),
   })
   .openapi("Run");
 
@@ -190,8 +210,11 @@ async function loadRun(
 
 /** A run as the API answers it, with its recorded jobs. */
 async function showRun(c: Context<AppEnv>, run: RunRow, waiting: string | null = null) {
-  const jobs = await listRunJobs(c.var.db, [run.id]);
-  return presentRun(run, waiting, jobs.get(run.id));
+  const [jobs, feedback] = await Promise.all([
+    listRunJobs(c.var.db, [run.id]),
+    feedbackOfRun(c.var.db, run.id),
+  ]);
+  return { ...presentRun(run, waiting, jobs.get(run.id)), vcsFeedback: presentFeedback(feedback) };
 }
 
 async function listPage(

@@ -15,6 +15,8 @@ import type { Deps } from "../deps.ts";
 import { randomBase64Url } from "../lib/crypto.ts";
 import { type Keyring, loadKeyring, open, seal, sealedKeyId } from "../lib/encryption.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
+import { sealHookToken } from "../vcs-feedback/credentials.ts";
+import { apiUrlProblem } from "../vcs-feedback/model.ts";
 
 export type HookRow = typeof vcsHooks.$inferSelect;
 export type Provider = HookRow["provider"];
@@ -52,11 +54,23 @@ export function presentHook(row: HookRow, origin: string, now: number) {
     provider: row.provider,
     repoUrl: row.repoUrl,
     description: row.description,
+    feedback: row.feedback,
+    apiUrl: row.apiUrl,
+    hasToken: row.tokenCiphertext !== null,
     url: `${origin}/webhooks/${row.provider}/${row.id}`,
     previousSecretExpiresAt: graceActive ? iso(row.previousSecretExpiresAt) : null,
     createdAt: iso(row.createdAt) ?? "",
     updatedAt: iso(row.updatedAt) ?? "",
   };
+}
+
+/** A refusal naming what is wrong with a hook's `apiUrl`, or null when it is fine or unset. */
+function apiUrlRefusal(env: Env, apiUrl: string | null | undefined) {
+  const problem =
+    apiUrl === null || apiUrl === undefined
+      ? null
+      : apiUrlProblem(apiUrl, env.VCS_ALLOW_LOOPBACK === "true");
+  return problem === null ? null : refuse("invalid", `apiUrl ${problem}`);
 }
 
 /** A fresh webhook secret: 32 random bytes, base64url. */
@@ -72,16 +86,27 @@ export async function createHook(
     provider: Provider;
     repoUrl: string | null;
     description: string;
+    feedback?: HookRow["feedback"];
+    apiUrl?: string | null;
+    token?: string | undefined;
     actor: AuditActor;
   },
-): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable">> {
+): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable" | "invalid">> {
   const { db, env } = deps;
+  const badUrl = apiUrlRefusal(env, input.apiUrl);
+  if (badUrl) {
+    return badUrl;
+  }
   const keyring = await hookKeyring(env);
   if (!keyring.ok) {
     return keyring;
   }
   const id = newId("vcsHook");
   const secret = newSecret();
+  const token = input.token === undefined ? null : await sealHookToken(env, id, input.token);
+  if (token !== null && !token.ok) {
+    return token;
+  }
   const now = deps.now();
   const row: HookRow = {
     id,
@@ -92,6 +117,9 @@ export async function createHook(
     secretCiphertext: (await seal(keyring.value, secret, aad(id))).sealed,
     previousSecretCiphertext: null,
     previousSecretExpiresAt: null,
+    feedback: input.feedback ?? "off",
+    apiUrl: input.apiUrl ?? null,
+    tokenCiphertext: token === null ? null : token.value,
     createdAt: now,
     updatedAt: now,
   };
@@ -103,7 +131,13 @@ export async function createHook(
       action: "vcs_hook.create",
       targetType: "vcs_hook",
       targetId: id,
-      data: { provider: input.provider, repoUrl: input.repoUrl },
+      data: {
+        provider: input.provider,
+        repoUrl: input.repoUrl,
+        feedback: row.feedback,
+        apiUrl: row.apiUrl,
+        hasToken: token !== null,
+      },
       now,
     }),
   ]);
@@ -131,18 +165,37 @@ export function findHookById(db: Database, id: string): Promise<HookRow | undefi
   return db.query.vcsHooks.findFirst({ where: eq(vcsHooks.id, id) });
 }
 
-/** Changes description and/or repository scope. */
+/** What a hook update may change; `token: null` removes the coordinator's VCS token. */
+export type HookPatch = {
+  description?: string | undefined;
+  repoUrl?: string | null | undefined;
+  feedback?: HookRow["feedback"] | undefined;
+  apiUrl?: string | null | undefined;
+  token?: string | null | undefined;
+};
+
+/** Changes description, repository scope and feedback settings (the token stored sealed). */
 export async function updateHook(
   deps: Deps,
   hook: HookRow,
-  patch: { description?: string | undefined; repoUrl?: string | null | undefined },
+  patch: HookPatch,
   actor: AuditActor,
-): Promise<Outcome<HookRow, "not_found">> {
+): Promise<Outcome<HookRow, "not_found" | "unavailable" | "invalid">> {
   const { db } = deps;
+  const badUrl = apiUrlRefusal(deps.env, patch.apiUrl);
+  if (badUrl) {
+    return badUrl;
+  }
   const now = deps.now();
+  const { token, ...plain } = patch;
+  const sealed =
+    token === undefined || token === null ? null : await sealHookToken(deps.env, hook.id, token);
+  if (sealed !== null && !sealed.ok) {
+    return sealed;
+  }
   const values = {
-    ...(patch.description === undefined ? {} : { description: patch.description }),
-    ...(patch.repoUrl === undefined ? {} : { repoUrl: patch.repoUrl }),
+    ...Object.fromEntries(Object.entries(plain).filter(([, v]) => v !== undefined)),
+    ...(token === undefined ? {} : { tokenCiphertext: sealed === null ? null : sealed.value }),
     updatedAt: now,
   };
   const [updated] = await db.batch([
@@ -153,7 +206,7 @@ export async function updateHook(
       action: "vcs_hook.update",
       targetType: "vcs_hook",
       targetId: hook.id,
-      data: patch,
+      data: { ...plain, ...(token === undefined ? {} : { hasToken: token !== null }) },
       now,
     }),
   ]);

@@ -6,6 +6,7 @@
 import { vcsActor } from "../authz/actor.ts";
 import { createVcsConfigurationVersion } from "../configuration-versions/service.ts";
 import type { Deps } from "../deps.ts";
+import { flushRunEvents } from "../events/outbox.ts";
 import { activePullRequestPlans, vcsRunForCommit } from "../runs/queries.ts";
 import { cancelRun, createRun } from "../runs/service.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
@@ -148,5 +149,10 @@ export async function processDelivery(
     );
   }
   await writeOutcome(deps.db, deliveryRowId, outcome);
+  // The runs were queued after the answer, so the request's own flush came too early for them;
+  // a failure here is the cron's to make good.
+  await flushRunEvents(deps).catch((error: unknown) => {
+    console.error(JSON.stringify({ level: "error", msg: "run events not flushed", error }));
+  });
   return outcome;
 }

@@ -7,6 +7,7 @@ import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import { FEEDBACK_MODES } from "../vcs-feedback/model.ts";
 import { RepoUrl } from "../workspaces/model.ts";
 import {
   createHook,
@@ -29,6 +30,14 @@ const VcsHook = z
       description: "The one repository this hook serves; null serves every repository of the org",
     }),
     description: z.string(),
+    feedback: z.enum(FEEDBACK_MODES).openapi({
+      description:
+        "Who posts commit statuses and plan comments: the coordinator, the agent, or nobody",
+    }),
+    apiUrl: z.string().nullable().openapi({
+      description: "The VCS API base URL; null derives it from the workspace's repository URL",
+    }),
+    hasToken: z.boolean().openapi({ description: "Whether a coordinator VCS token is stored" }),
     url: z.string().openapi({ description: "Paste this into the VCS webhook settings" }),
     previousSecretExpiresAt: z.string().nullable().openapi({
       description: "Until when the secret replaced by the last rotation is still accepted",
@@ -47,6 +56,13 @@ const CreateVcsHook = z
     provider: z.enum(["github", "gitlab"]),
     repoUrl: RepoUrl.nullable().default(null),
     description: z.string().trim().max(200).default(""),
+    feedback: z.enum(FEEDBACK_MODES).default("off"),
+    apiUrl: z.url().max(500).nullable().default(null).openapi({
+      description: "The VCS API base URL (https; loopback http only with VCS_ALLOW_LOOPBACK)",
+    }),
+    token: z.string().min(1).max(1000).optional().openapi({
+      description: "A VCS token the coordinator posts feedback with; stored sealed, never shown",
+    }),
   })
   .openapi("CreateVcsHook");
 
@@ -54,6 +70,13 @@ const UpdateVcsHook = z
   .strictObject({
     repoUrl: RepoUrl.nullable().optional(),
     description: z.string().trim().max(200).optional(),
+    feedback: z.enum(FEEDBACK_MODES).optional(),
+    apiUrl: z.url().max(500).nullable().optional().openapi({
+      description: "The VCS API base URL (https; loopback http only with VCS_ALLOW_LOOPBACK)",
+    }),
+    token: z.string().min(1).max(1000).nullable().optional().openapi({
+      description: "A VCS token the coordinator posts feedback with; stored sealed, never shown",
+    }),
   })
   .openapi("UpdateVcsHook");
 
@@ -119,6 +142,9 @@ export const vcsHookRoutes = newRouter()
         provider: body.provider,
         repoUrl: body.repoUrl,
         description: body.description,
+        feedback: body.feedback,
+        apiUrl: body.apiUrl,
+        token: body.token,
         actor: actorOf(principal),
       });
       const { row, secret } = valueOrThrow(created);

@@ -2681,8 +2681,19 @@ export interface components {
             priority?: boolean;
         };
         CreateVcsHook: {
+            /**
+             * Format: uri
+             * @description The VCS API base URL (https; loopback http only with VCS_ALLOW_LOOPBACK)
+             * @default null
+             */
+            apiUrl?: string | null;
             /** @default  */
             description?: string;
+            /**
+             * @default off
+             * @enum {string}
+             */
+            feedback?: "agent" | "coordinator" | "off";
             /** @enum {string} */
             provider: "github" | "gitlab";
             /**
@@ -2690,6 +2701,8 @@ export interface components {
              * @example https://git.example.internal/platform/network.git
              */
             repoUrl?: string | null;
+            /** @description A VCS token the coordinator posts feedback with; stored sealed, never shown */
+            token?: string;
         };
         CreateWorkspace: {
             /** @description Minutes between assessments, 60 to 10080; default 1440 (daily) */
@@ -3171,6 +3184,18 @@ export interface components {
                 isFork: boolean;
                 pullRequestNumber: number | null;
             };
+            /** @description What was posted back to the VCS (commit status, plan comment), or why not; on a single run */
+            vcsFeedback?: {
+                attempts: number;
+                description: string;
+                error: string | null;
+                /** @enum {string} */
+                kind: "status" | "comment";
+                posted: boolean;
+                runStatus: string;
+                state: string;
+                updatedAt: string;
+            }[];
             /** @description Why the run waits, in words */
             waitingReason: string | null;
             workspaceId: string;
@@ -3491,9 +3516,18 @@ export interface components {
             priority?: boolean;
         };
         UpdateVcsHook: {
+            /**
+             * Format: uri
+             * @description The VCS API base URL (https; loopback http only with VCS_ALLOW_LOOPBACK)
+             */
+            apiUrl?: string | null;
             description?: string;
+            /** @enum {string} */
+            feedback?: "agent" | "coordinator" | "off";
             /** @example https://git.example.internal/platform/network.git */
             repoUrl?: string | null;
+            /** @description A VCS token the coordinator posts feedback with; stored sealed, never shown */
+            token?: string | null;
         };
         UpdateWorkspace: {
             /** @description Minutes between assessments, 60 to 10080; default 1440 (daily) */
@@ -3644,8 +3678,17 @@ export interface components {
             receivedAt: string;
         };
         VcsHook: {
+            /** @description The VCS API base URL; null derives it from the workspace's repository URL */
+            apiUrl: string | null;
             createdAt: string;
             description: string;
+            /**
+             * @description Who posts commit statuses and plan comments: the coordinator, the agent, or nobody
+             * @enum {string}
+             */
+            feedback: "agent" | "coordinator" | "off";
+            /** @description Whether a coordinator VCS token is stored */
+            hasToken: boolean;
             id: string;
             /** @description Until when the secret replaced by the last rotation is still accepted */
             previousSecretExpiresAt: string | null;
