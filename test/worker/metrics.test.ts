@@ -284,7 +284,8 @@ describe("GET /metrics", () => {
     );
     expect(res.status).toBe(200);
     await waitOnExecutionContext(ctx);
-    expect(counted.statements).toHaveLength(2);
+    // The token, the path's pool resolved by the names resolver (an id or a name), the pool.
+    expect(counted.statements).toHaveLength(3);
     expect(counted.poolCalls).toEqual([`${pools[0]?.id}.report`]);
     // Eight runs applied through the real pool: seconds on a loaded machine, not a bound.
   }, 30_000);

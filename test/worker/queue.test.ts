@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { AgentPool } from "../../durable/agent-pool.ts";
 import { type EventSink, sendDue } from "../../durable/outbox.ts";
 import { PoolStore } from "../../durable/pool-store.ts";
-import type { JobEndedEvent } from "../../durable/pool-types.ts";
+import { type JobEndedEvent, MAX_AGENTS_PER_TOKEN } from "../../durable/pool-types.ts";
 import {
   agentDueAt,
   agentStatus,
@@ -486,12 +486,18 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
   type Internals = { store: { sql: SqlStorage }; polls: { size: number } };
 
   /** Registers `n` agents straight on the object and holds one 50 s poll for each. */
+  /** The token of the pool's `i`th agent: one token registers at most MAX_AGENTS_PER_TOKEN. */
+  function tokenFor(pool: Pool, i: number): string {
+    const batch = Math.floor(i / MAX_AGENTS_PER_TOKEN);
+    return batch === 0 ? pool.tokenId : `${pool.tokenId}-${batch}`;
+  }
+
   async function holdPolls(pool: Pool, n: number) {
     const stub = poolStub(env, pool.poolId);
     const agents: string[] = [];
     for (let i = 0; i < n; i++) {
       const registered = await stub.register({
-        tokenId: pool.tokenId,
+        tokenId: tokenFor(pool, i),
         name: `held-${i}`,
         version: "0.1.0",
         os: "linux",
@@ -504,7 +510,9 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
       }
       agents.push(registered.value.agentId);
     }
-    const polls = agents.map((agentId) => stub.pollJob({ agentId, tokenId: pool.tokenId }, 50_000));
+    const polls = agents.map((agentId, i) =>
+      stub.pollJob({ agentId, tokenId: tokenFor(pool, i) }, 50_000),
+    );
     // Calls to one object arrive in order, but wait for the last poll to be held anyway.
     await vi.waitFor(
       async () => {
@@ -586,7 +594,8 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
 
     // An agent that says goodbye gets its exit at once, also among 299 held polls.
     const leaving = many.agents[150] ?? "";
-    expect(await many.stub.goodbye({ agentId: leaving, tokenId: large.tokenId }, "test")).toEqual({
+    const leavingToken = tokenFor(large, 150);
+    expect(await many.stub.goodbye({ agentId: leaving, tokenId: leavingToken }, "test")).toEqual({
       ok: true,
       value: { agentId: leaving },
     });
@@ -595,7 +604,7 @@ describe("scale: a change costs the same with 2 or 300 held polls", () => {
     // Every other poll ends: each agent leaves, and its poll is answered with an exit.
     for (const [i, agentId] of many.agents.entries()) {
       if (i !== 0 && i !== 150) {
-        await many.stub.goodbye({ agentId, tokenId: large.tokenId }, "test done");
+        await many.stub.goodbye({ agentId, tokenId: tokenFor(large, i) }, "test done");
       }
     }
     await few.stub.goodbye({ agentId: few.agents[1] ?? "", tokenId: small.tokenId }, "done");

@@ -46,10 +46,15 @@ export async function runnableWorkspace(
     poolId: pool.poolId,
     ...settings,
   });
+  // The configuration sits in the workspace's working directory, as the upload rule requires.
+  const dir =
+    typeof settings.workingDirectory === "string" && settings.workingDirectory !== ""
+      ? `${settings.workingDirectory}/`
+      : "";
   const file =
     settings.engine === "pulumi"
-      ? { name: "Pulumi.yaml", body: "name: demo\nruntime: nodejs\n" }
-      : { name: "main.tf", body: 'resource "null_resource" "x" {}\n' };
+      ? { name: `${dir}Pulumi.yaml`, body: "name: demo\nruntime: nodejs\n" }
+      : { name: `${dir}main.tf`, body: 'resource "null_resource" "x" {}\n' };
   const body = await gzip(tar([file]));
   const cv = await upload(org, workspace.id, body);
   expect(cv.status, JSON.stringify(cv.body)).toBe(201);
