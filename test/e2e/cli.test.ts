@@ -553,6 +553,15 @@ describe("outpost CLI", () => {
       id: string;
     }[];
     expect(ofWorkspace.map((r) => r.id)).toContain(String(runId?.[1]));
+    // cli-state went to the default project; a project without runs lists none.
+    const ofProject = JSON.parse(
+      (await cli(["runs", "list", "--project", "Default Project", "--json"])).stdout,
+    ) as { id: string }[];
+    expect(ofProject.map((r) => r.id)).toContain(String(runId?.[1]));
+    expect((await cli(["projects", "create", "cli-empty"])).code).toBe(CLI_EXIT.ok);
+    const empty = await cli(["runs", "list", "--project", "cli-empty", "--json"]);
+    expect(empty.code, empty.stderr).toBe(CLI_EXIT.ok);
+    expect(JSON.parse(empty.stdout)).toEqual([]);
     expectOneLineError(await cli(["runs", "list", "--limit", "0"]), CLI_EXIT.usage, "--limit");
 
     const outputs = await cli(["outputs", "cli-state"]);
