@@ -11,6 +11,7 @@ import type { AppEnv } from "../env.ts";
 import { ApiError, codeToStatus, handleError } from "../errors.ts";
 import { cliLoginPages } from "./cli-login-routes.tsx";
 import { landingFor, loginPages, logoutPage } from "./login-routes.tsx";
+import { notificationPages } from "./notification-routes.tsx";
 import { ErrorPage } from "./pages/login.tsx";
 import { peoplePages } from "./people-routes.tsx";
 import { poolPages } from "./pool-routes.tsx";
@@ -137,6 +138,7 @@ const dashboard = new Hono<UiEnv>()
   .route("/workspaces", workspacePages)
   .route("/workspaces", statePages)
   .route("/workspaces", teamAccessPages)
+  .route("/workspaces", notificationPages)
   .route("/variable-sets", variableSetPages)
   .route("/people", peoplePages)
   .route("/cli-login", cliLoginPages)
