@@ -17,6 +17,7 @@ import { peoplePages } from "./people-routes.tsx";
 import { poolPages } from "./pool-routes.tsx";
 import { projectPages } from "./project-routes.tsx";
 import { runPages } from "./run-routes.tsx";
+import { schedulePages } from "./schedule-routes.tsx";
 import { requireSession, type UiEnv } from "./session.ts";
 import { statePages } from "./state-routes.tsx";
 import { teamAccessPages } from "./team-access-routes.tsx";
@@ -139,6 +140,7 @@ const dashboard = new Hono<UiEnv>()
   .route("/workspaces", statePages)
   .route("/workspaces", teamAccessPages)
   .route("/workspaces", notificationPages)
+  .route("/workspaces", schedulePages)
   .route("/variable-sets", variableSetPages)
   .route("/people", peoplePages)
   .route("/cli-login", cliLoginPages)

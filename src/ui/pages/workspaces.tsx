@@ -292,6 +292,8 @@ export function WorkspacePage(props: {
           <>
             {" · "}
             <a href={`/ui/workspaces/${ws.id}/notifications`}>Notifications</a>
+            {" · "}
+            <a href={`/ui/workspaces/${ws.id}/schedules`}>Schedules</a>
           </>
         ) : null}
       </p>
