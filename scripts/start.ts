@@ -1,7 +1,9 @@
 /**
  * `npm start`: the coordinator on http://127.0.0.1:8787 with everything local and persisted under
  * `.wrangler/`. Generates local secrets (bootstrap token, encryption key, workload identity
- * signing key) into `.dev.vars` when absent, applies the D1 migrations,
+ * signing key) into `.dev.vars` when absent, and a local agent release signing key into
+ * `.wrangler/release-signing-key.pem` (the build's, not the Worker's: it signs the agent
+ * release the build makes, and the Worker never sees it), applies the D1 migrations,
  * starts `wrangler dev`, and on the first start bootstraps an organization and prints its owner
  * token once. Later starts reuse the state and print no secret. `wrangler dev` runs
  * wrangler.toml's `[build]` (`scripts/build.ts`) before it serves, so a fresh clone gets its
@@ -11,6 +13,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { ensureReleaseKeyFile, LOCAL_RELEASE_KEY_FILE } from "../agent/scripts/release-key.ts";
 import { generateSigningKey } from "./signing-key.ts";
 
 const HOST = "127.0.0.1";
@@ -117,6 +120,13 @@ async function bootstrapOnce(bootstrapToken: string): Promise<void> {
 
 async function main(): Promise<void> {
   const vars = await ensureDevVars();
+  if (!process.env.OUTPOST_RELEASE_SIGNING_KEY && !process.env.OUTPOST_RELEASE_SIGNING_KEY_FILE) {
+    if (await ensureReleaseKeyFile(LOCAL_RELEASE_KEY_FILE)) {
+      console.log(
+        "outpost: wrote a local agent release signing key to .wrangler/release-signing-key.pem",
+      );
+    }
+  }
   applyMigrations();
   const dev = spawn(
     process.execPath,

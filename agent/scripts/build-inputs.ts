@@ -1,15 +1,15 @@
 /**
  * Whether a build in the default places is current. A SHA-256 over every file a build reads (its
  * sources, packaging and package files, the build scripts, and package-lock.json for the bundled
- * dependencies' versions) is stamped beside the outputs after each default build: the agent's in
+ * dependencies' versions) and the release public keys it signs with and compiles in is stamped beside the outputs after each default build: the agent's in
  * `agent/dist/`, the whole static assets' (dashboard and agent) in `dist/`. `npm test` builds
  * once; the test projects' global setups, wrangler's `[build]`, `npm pack -w agent`'s `prepack`
  * and later builds find the stamp equal and the outputs intact, and build nothing.
  */
 import { createHash } from "node:crypto";
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { access, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { RELEASE_MANIFEST_PATH, ReleaseManifest } from "@outpost/protocol";
+import { RELEASE_MANIFEST_PATH, RELEASE_SIGNATURE_PATH, ReleaseManifest } from "@outpost/protocol";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -20,6 +20,7 @@ export const AGENT_INPUTS = [
   "agent/packaging",
   "agent/scripts/build.ts",
   "agent/scripts/build-inputs.ts",
+  "agent/scripts/release-key.ts",
   "agent/package.json",
   "agent/README.md",
   "agent/Dockerfile",
@@ -52,8 +53,15 @@ async function filesOf(relative: string): Promise<string[]> {
     .map((entry) => path.relative(ROOT, path.join(entry.parentPath, entry.name)));
 }
 
-/** The SHA-256 of `inputs` (paths relative to the root): their paths and bytes, in a fixed order. */
-export async function inputsDigest(inputs: readonly string[]): Promise<string> {
+/**
+ * The SHA-256 of `inputs` (paths relative to the root: their paths and bytes, in a fixed order)
+ * and of `keys`, the release public keys the build signs with and compiles into the agent, so a
+ * build for another key is never taken as current.
+ */
+export async function inputsDigest(
+  inputs: readonly string[],
+  keys: readonly string[],
+): Promise<string> {
   const files = [...new Set((await Promise.all(inputs.map(filesOf))).flat())].sort();
   const hash = createHash("sha256");
   for (const file of files) {
@@ -61,6 +69,7 @@ export async function inputsDigest(inputs: readonly string[]): Promise<string> {
     hash.update(await readFile(path.join(ROOT, file)));
     hash.update("\0");
   }
+  hash.update(`release keys\0${keys.join("\0")}\0`);
   return hash.digest("hex");
 }
 
@@ -69,31 +78,37 @@ export async function writeStamp(dir: string, digest: string): Promise<void> {
   await writeFile(path.join(dir, STAMP_NAME), `${digest}\n`);
 }
 
-/** Whether `dir`'s stamp names `inputs` as they are now (false when there is no stamp). */
-export async function hasCurrentStamp(dir: string, inputs: readonly string[]): Promise<boolean> {
+/** Whether `dir`'s stamp names `inputs` and `keys` as they are now (false when there is none). */
+export async function hasCurrentStamp(
+  dir: string,
+  inputs: readonly string[],
+  keys: readonly string[],
+): Promise<boolean> {
   const [stamp, digest] = await Promise.all([
     readFile(path.join(dir, STAMP_NAME), "utf8").catch(() => null),
-    inputsDigest(inputs),
+    inputsDigest(inputs, keys),
   ]);
   return stamp?.trim() === digest;
 }
 
 /**
- * True when `distDir` holds an agent build of the current inputs: the stamp names today's
- * digest, both bundles and the package are there, and the assets' manifest names the bundle's
- * own SHA-256 (so the served tree is that build, not an older one). Anything missing or
- * unreadable means stale.
+ * True when `distDir` holds an agent build of the current inputs and release `keys`: the stamp
+ * names today's digest, both bundles and the package are there, the assets' manifest names the
+ * bundle's own SHA-256 (so the served tree is that build, not an older one) and its signature is
+ * there. Anything missing or unreadable means stale.
  */
 export async function isBuildFresh(input: {
   distDir: string;
   assetsDir: string;
   version: string;
+  keys: readonly string[];
 }): Promise<boolean> {
-  const { distDir, assetsDir, version } = input;
+  const { distDir, assetsDir, version, keys } = input;
   try {
-    if (!(await hasCurrentStamp(distDir, AGENT_INPUTS))) {
+    if (!(await hasCurrentStamp(distDir, AGENT_INPUTS, keys))) {
       return false;
     }
+    await access(path.join(assetsDir, RELEASE_SIGNATURE_PATH));
     const manifest = ReleaseManifest.parse(
       JSON.parse(await readFile(path.join(assetsDir, RELEASE_MANIFEST_PATH), "utf8")),
     );

@@ -8,8 +8,10 @@
  *    packed package needs nothing from npm at install time and no TypeScript at run time.
  * 2. `dist/assets/agent/v1/releases/`: what the coordinator serves as static assets under
  *    `/agent/v1/releases/<version>/` (the agent file, the npm package, the Dockerfile and the
- *    systemd unit) plus `manifest.json` naming each with its SHA-256. The rest of `dist/assets/`
- *    (the dashboard's files) is `scripts/build.ts`'s, which runs this build too.
+ *    systemd unit) plus `manifest.json` naming each with its SHA-256 and `manifest.sig`, its
+ *    Ed25519 signature by the release signing key (`release-key.ts`), whose public key (and any
+ *    next keys) the bundled agent trusts. The rest of `dist/assets/` (the dashboard's files) is
+ *    `scripts/build.ts`'s, which runs this build too.
  *
  * `--version V` stamps another version (tests build an older and a newer agent); `--dist DIR`
  * and `--assets DIR` write elsewhere. Outputs are replaced by rename, so a reader never sees a
@@ -17,14 +19,22 @@
  * the current inputs (build-inputs.ts); `--force` builds anyway.
  */
 import { execFile } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import { cp, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
-import { AgentVersion, RELEASES_PATH, type ReleaseFile, ReleaseManifest } from "@outpost/protocol";
+import {
+  AgentVersion,
+  RELEASE_SIGNATURE_PATH,
+  RELEASES_PATH,
+  type ReleaseFile,
+  ReleaseManifest,
+} from "@outpost/protocol";
 import { build } from "esbuild";
+import { releaseKeyText, signManifest } from "../src/update/release-signature.ts";
 import { AGENT_INPUTS, inputsDigest, isBuildFresh, writeStamp } from "./build-inputs.ts";
+import { nextReleaseKeys, releaseSigningKey, type SigningKey } from "./release-key.ts";
 
 const run = promisify(execFile);
 const AGENT_DIR = path.resolve(import.meta.dirname, "..");
@@ -42,6 +52,10 @@ export type BuiltAgent = {
   /** The npm package, as `npm pack` makes it. */
   packageFile: string;
   manifest: ReleaseManifest;
+  /** The public key that signed the manifest (`ed25519:…`), what `--release-key` takes. */
+  releaseKey: string;
+  /** Where the signing key came from. */
+  releaseKeySource: string;
 };
 
 /** The version in agent/package.json, the one a plain build stamps. */
@@ -50,35 +64,86 @@ export async function sourceVersion(): Promise<string> {
   return AgentVersion.parse((json as { version?: unknown }).version);
 }
 
+export type BuildOptions = {
+  version?: string;
+  distDir?: string;
+  assetsDir?: string;
+  /** The keys the release is signed with and trusts; by default `releaseTrust()`'s. */
+  trust?: ReleaseTrust;
+};
+
+/**
+ * The keys of a build: the signing key, the next keys its manifest names, and the public keys
+ * compiled into the agent (`keys`, the signing key's first). `keys` is one of the build's
+ * inputs (build-inputs.ts): a build stamped for other keys is stale, so a reused build is always
+ * signed by the key the build would sign with now, whose private half exists.
+ */
+export type ReleaseTrust = {
+  signing: SigningKey;
+  nextKeys: string[];
+  releaseKey: string;
+  keys: string[];
+};
+
+/** The release trust of a build from the environment (release-key.ts): the key and next keys. */
+export async function releaseTrust(
+  options: { signing?: SigningKey; nextKeys?: string[] } = {},
+): Promise<ReleaseTrust> {
+  const signing = options.signing ?? (await releaseSigningKey());
+  const nextKeys = options.nextKeys ?? nextReleaseKeys();
+  const releaseKey = releaseKeyText(signing.key);
+  return {
+    signing,
+    nextKeys,
+    releaseKey,
+    keys: [releaseKey, ...nextKeys.filter((k) => k !== releaseKey)],
+  };
+}
+
 /**
  * Bundles both bins stamped with `version` into `distDir`, packs the npm package and writes
- * the release assets into `assetsDir` (replacing any earlier build there).
+ * the signed release assets into `assetsDir` (replacing any earlier build there).
  */
-export async function buildAgent(
-  options: { version?: string; distDir?: string; assetsDir?: string } = {},
-): Promise<BuiltAgent> {
+export async function buildAgent(options: BuildOptions = {}): Promise<BuiltAgent> {
   const version = AgentVersion.parse(options.version ?? (await sourceVersion()));
   const distDir = options.distDir ?? DEFAULT_DIST_DIR;
   const assetsDir = options.assetsDir ?? DEFAULT_ASSETS_DIR;
+  const trust = options.trust ?? (await releaseTrust());
+  const { signing, nextKeys, releaseKey } = trust;
   const isDefault =
     distDir === DEFAULT_DIST_DIR &&
     assetsDir === DEFAULT_ASSETS_DIR &&
     version === (await sourceVersion());
   // Taken before reading any input: an edit during the build leaves the stamp behind the sources.
-  const digest = isDefault ? await inputsDigest(AGENT_INPUTS) : null;
+  const digest = isDefault ? await inputsDigest(AGENT_INPUTS, trust.keys) : null;
   await mkdir(distDir, { recursive: true });
   const work = await mkdtemp(path.join(distDir, ".build-"));
   try {
-    await bundle(version, work);
+    await bundle(version, work, trust.keys);
     const packageFile = await pack(version, work);
     const agentFile = await replace(path.join(work, "outpost-agent.mjs"), distDir);
     const cliFile = await replace(path.join(work, "outpost.mjs"), distDir);
-    const manifest = await writeAssets({ version, agentFile, packageFile, assetsDir });
+    const manifest = await writeAssets({
+      version,
+      agentFile,
+      packageFile,
+      assetsDir,
+      signingKey: signing.key,
+      nextKeys,
+    });
     const packed = await replace(packageFile, distDir);
     if (digest !== null) {
       await writeStamp(distDir, digest);
     }
-    return { version, agentFile, cliFile, packageFile: packed, manifest };
+    return {
+      version,
+      agentFile,
+      cliFile,
+      packageFile: packed,
+      manifest,
+      releaseKey,
+      releaseKeySource: signing.source,
+    };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -88,9 +153,10 @@ export async function buildAgent(
  * Whether the default places hold an agent build of the current inputs: then the CLI (npm
  * pack's `prepack`, `npm run build:agent`) builds nothing, as `scripts/build.ts` does.
  */
-export async function isDefaultBuildFresh(): Promise<boolean> {
+export async function isDefaultBuildFresh(trust?: ReleaseTrust): Promise<boolean> {
   const version = await sourceVersion();
-  return isBuildFresh({ distDir: DEFAULT_DIST_DIR, assetsDir: DEFAULT_ASSETS_DIR, version });
+  const { keys } = trust ?? (await releaseTrust());
+  return isBuildFresh({ distDir: DEFAULT_DIST_DIR, assetsDir: DEFAULT_ASSETS_DIR, version, keys });
 }
 
 /**
@@ -116,8 +182,11 @@ async function bundleWatchdog(): Promise<string> {
   return text;
 }
 
-/** esbuild: ESM for Node 22, every import bundled, `require` provided for CommonJS deps. */
-async function bundle(version: string, outDir: string): Promise<void> {
+/**
+ * esbuild: ESM for Node 22, every import bundled, `require` provided for CommonJS deps; the
+ * version and the release keys the agent trusts compiled in.
+ */
+async function bundle(version: string, outDir: string, releaseKeys: string[]): Promise<void> {
   const watchdog = await bundleWatchdog();
   await build({
     entryPoints: {
@@ -137,6 +206,7 @@ async function bundle(version: string, outDir: string): Promise<void> {
     define: {
       OUTPOST_AGENT_VERSION: JSON.stringify(version),
       OUTPOST_WATCHDOG_SOURCE: JSON.stringify(watchdog),
+      OUTPOST_RELEASE_KEYS: JSON.stringify(releaseKeys),
     },
     minifySyntax: true,
     minifyWhitespace: true,
@@ -183,14 +253,17 @@ async function pack(version: string, work: string): Promise<string> {
 }
 
 /**
- * The release tree (`agent/v1/releases/` of the assets directory) and its manifest, swapped in
- * as a whole; whatever else the assets directory holds is left as it is.
+ * The release tree (`agent/v1/releases/` of the assets directory), its manifest and the
+ * manifest's signature, swapped in as a whole; whatever else the assets directory holds is left
+ * as it is.
  */
 async function writeAssets(input: {
   version: string;
   agentFile: string;
   packageFile: string;
   assetsDir: string;
+  signingKey: KeyObject;
+  nextKeys: string[];
 }): Promise<ReleaseManifest> {
   const { version } = input;
   const releasesDir = path.join(input.assetsDir, RELEASES_PATH);
@@ -217,11 +290,15 @@ async function writeAssets(input: {
       path.join(AGENT_DIR, "packaging", "outpost-agent.service"),
       "outpost-agent.service",
     ),
+    ...(input.nextKeys.length > 0 ? { nextKeys: input.nextKeys } : {}),
   });
   const manifestText = `${JSON.stringify(manifest, null, 2)}\n`;
+  const signature = `${JSON.stringify(signManifest(manifestText, input.signingKey), null, 2)}\n`;
   await writeFile(path.join(stage, "manifest.json"), manifestText);
+  await writeFile(path.join(stage, path.basename(RELEASE_SIGNATURE_PATH)), signature);
   // The same build again (a test project, wrangler's [build] after npm test's): the manifest
-  // names every file's digest, so an equal one means equal files; leave the served tree alone.
+  // names every file's digest (the agent's compiled-in key included), so an equal one means
+  // equal files and an equal signature (Ed25519 is deterministic); leave the served tree alone.
   const current = await readFile(path.join(releasesDir, "manifest.json"), "utf8").catch(() => null);
   if (current === manifestText) {
     await rm(stage, { recursive: true, force: true });
@@ -275,10 +352,11 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     },
   });
   const started = Date.now();
+  const trust = await releaseTrust();
   const isDefault = !values.version && !values.dist && !values.assets;
-  if (isDefault && !values.force && (await isDefaultBuildFresh())) {
+  if (isDefault && !values.force && (await isDefaultBuildFresh(trust))) {
     process.stdout.write(
-      `outpost-agent ${await sourceVersion()}: up to date (no input changed since the last build)\n`,
+      `outpost-agent ${await sourceVersion()}: up to date (no input or release key changed since the last build), signed by ${trust.releaseKey}\n`,
     );
     process.exit(0);
   }
@@ -287,11 +365,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ...(values.version ? { version: values.version } : {}),
     ...(values.dist ? { distDir: path.resolve(values.dist) } : {}),
     assetsDir,
+    trust,
   });
   const kib = (built.manifest.agent.sizeBytes / 1024).toFixed(0);
   process.stdout.write(
     `outpost-agent ${built.version}: ${path.relative(ROOT, built.agentFile)} (${kib} KiB), ` +
-      `${path.relative(ROOT, built.packageFile)}, assets in ${path.relative(ROOT, assetsDir)} ` +
-      `(${Date.now() - started} ms)\n`,
+      `${path.relative(ROOT, built.packageFile)}, assets in ${path.relative(ROOT, assetsDir)}, ` +
+      `signed by ${built.releaseKey} (${built.releaseKeySource}) (${Date.now() - started} ms)\n`,
   );
 }

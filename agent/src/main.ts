@@ -8,6 +8,7 @@ import { jobPort } from "./client/job-port.ts";
 import type { AgentConfig } from "./config/load.ts";
 import { readEngineKeyring } from "./engines/signatures.ts";
 import { type ResolvedIsolation, resolveIsolation } from "./exec/sandbox.ts";
+import { subreaperLauncher } from "./exec/subreaper.ts";
 import type { ExitCode } from "./exit-codes.ts";
 import type { JobIsolation } from "./job/containment.ts";
 import { removeStaleJobDirs } from "./job/workdirs.ts";
@@ -16,6 +17,7 @@ import { startObservability } from "./metrics/observability.ts";
 import { readCaFile, writeCaBundle } from "./net/ca.ts";
 import { configureNetwork, PROXY_VARIABLES } from "./net/fetch.ts";
 import { AgentLoop } from "./poller.ts";
+import { BUILT_RELEASE_KEYS } from "./update/release-keys.ts";
 import { Updater } from "./update/updater.ts";
 import { AGENT_VERSION, IS_BUILT } from "./version.ts";
 
@@ -43,9 +45,16 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     currentVersion: AGENT_VERSION,
     agentFile: IS_BUILT ? realpathSync(fileURLToPath(import.meta.url)) : null,
     address: config.address,
+    trustedKeys: [...new Set([...BUILT_RELEASE_KEYS, ...config.releaseKeys])],
     userAgent,
     logger,
   });
+  if (config.insecureHttp && new URL(config.address).protocol === "http:") {
+    logger.warn(
+      { address: config.address },
+      "--insecure-http: talking to the coordinator over plain http; the agent token and jobs' secrets cross the network unencrypted (agent updates are still checked against the release key)",
+    );
+  }
   // First, so a liveness probe is answered while the agent sets up and registers.
   const observability = await startObservability({
     address: config.metricsAddress,
@@ -116,6 +125,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       dataDir: config.dataDir,
       isolation: isolation.mode,
       autoUpdate: config.autoUpdate,
+      releaseKeys: [...new Set([...BUILT_RELEASE_KEYS, ...config.releaseKeys])].join(",") || "none",
       proxy: proxySummary(),
       engineKeyring: engineKeyring.map((k) => k.label).join("; ") || "none",
       login: config.oidc === null ? "agent token" : `OIDC token file for ${config.oidc.poolId}`,
@@ -157,9 +167,16 @@ function credentialsOf(
 
 /**
  * `auto` found no working bubblewrap: said once, loudly, because every job on this agent can
- * then read the agent's token and the other jobs' files.
+ * then read the agent's token and the other jobs' files. Unsandboxed without a subreaper, a job's
+ * process that leaves its session could outlive the job: said too.
  */
 function warnIfUnisolated(isolation: ResolvedIsolation, logger: Logger): void {
+  if (isolation.mode === "none" && subreaperLauncher() === null) {
+    logger.warn(
+      { isolation: "none" },
+      "no subreaper: neither perl nor python3 (with ctypes) can set PR_SET_CHILD_SUBREAPER here, so a job's process that leaves its session (setsid, a daemon) may outlive its job; install perl, or use bubblewrap (see docs/security.md)",
+    );
+  }
   if (isolation.mode === "none" && isolation.unavailable !== null) {
     logger.warn(
       { isolation: "none", reason: isolation.unavailable },

@@ -107,7 +107,10 @@ export const agentRoutes = newRouter()
       });
       const registered = valueOrThrow(result);
       const release = await shippedRelease(c.env.ASSETS).catch(() => null);
-      return c.json({ ...registered, poolId, agentVersion: release?.version ?? null }, 201);
+      return c.json(
+        { ...registered, poolId, agentVersion: release?.manifest.version ?? null },
+        201,
+      );
     },
   )
   .openapi(

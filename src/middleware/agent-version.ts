@@ -16,11 +16,11 @@ export function agentVersionHeader(): MiddlewareHandler<AppEnv> {
       return;
     }
     try {
-      c.res.headers.set(AGENT_VERSION_HEADER, release.version);
+      c.res.headers.set(AGENT_VERSION_HEADER, release.manifest.version);
     } catch {
       // A passed-through response has immutable headers: answer with a copy.
       c.res = new Response(c.res.body, c.res);
-      c.res.headers.set(AGENT_VERSION_HEADER, release.version);
+      c.res.headers.set(AGENT_VERSION_HEADER, release.manifest.version);
     }
   };
 }

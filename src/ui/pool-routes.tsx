@@ -8,6 +8,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { decideOrganization } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { ApiError, reasonError, reasonStatus, valueOrThrow } from "../errors.ts";
+import { publicOrigin } from "../lib/public-url.ts";
 import { ClaimConditions, parseClaimLines } from "../oidc/trust-model.ts";
 import { createTrust, deleteTrust, listTrusts } from "../oidc/trust-service.ts";
 import { getAutoscaling } from "../pools/autoscaling.ts";
@@ -148,7 +149,7 @@ async function renderPool(
       autoscaling={autoscaling.ok ? autoscaling.value : null}
       tokens={tokens}
       trusts={trusts}
-      address={new URL(c.req.url).origin}
+      address={publicOrigin(c.env, c.req.url)}
       created={extra.created}
       notice={noticeText(c, NOTICES)}
       error={extra.error}

@@ -19,6 +19,8 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -279,28 +281,47 @@ describe("GET /agent/v1/install.sh", () => {
     const cli = path.join(prefix, "bin/outpost");
     const version = await attempt(cli, ["--version"], { env: { PATH: "/usr/bin:/bin" } });
     expect(version).toMatchObject({ code: 0, stdout: `${agentPackage.version}\n` });
-    expect(readdirSync(path.join(prefix, "lib")).sort()).toEqual([
-      "outpost-agent.mjs",
-      "outpost.mjs",
-    ]);
+    // The CLI is the installing user's, beside (not in) the agent user's lib/.
+    expect(readdirSync(path.join(prefix, "lib"))).toEqual(["outpost-agent.mjs"]);
+    expect(readdirSync(path.join(prefix, "cli"))).toEqual(["outpost.mjs"]);
   });
 
-  it("refuses a download whose digest differs, installing nothing", async () => {
+  it("refuses a manifest changed after it was signed, installing nothing", async () => {
+    const text = readFileSync(script, "utf8");
+    const b64 = /^MANIFEST='([^']*)'$/m.exec(text)?.[1] ?? "";
+    const manifest = Buffer.from(b64, "base64")
+      .toString("utf8")
+      .replace(/"sha256": "[0-9a-f]{64}"/, `"sha256": "${"0".repeat(64)}"`);
     const tampered = path.join(path.dirname(script), "tampered.sh");
+    writeFileSync(tampered, text.replace(b64, Buffer.from(manifest).toString("base64")));
+    const prefix = world.freshDir("tampered-prefix");
+    const refused = await attempt("sh", [tampered, "--prefix", prefix], { env: hostEnv() });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("the release signature does not verify");
+    expect(refused.stderr).toContain("nothing was installed");
+    expect(readdirSync(prefix)).toEqual([]);
+  });
+
+  it("refuses a download whose digest differs from the signed manifest, installing nothing", async () => {
+    // Whoever answers at the address serves other bytes: the signed digests catch it.
+    const liar = createServer((_req, res) => res.end("console.log('not the agent');\n"));
+    await new Promise<void>((resolve) => liar.listen(0, "127.0.0.1", resolve));
+    const { port } = liar.address() as AddressInfo;
+    const tampered = path.join(path.dirname(script), "other-origin.sh");
     writeFileSync(
       tampered,
       readFileSync(script, "utf8").replace(
-        /^AGENT_SHA256='[0-9a-f]{64}'$/m,
-        `AGENT_SHA256='${"0".repeat(64)}'`,
+        /^OUTPOST_ADDRESS='[^']*'$/m,
+        `OUTPOST_ADDRESS='http://127.0.0.1:${port}'`,
       ),
     );
     const prefix = world.freshDir("tampered-prefix");
     const refused = await attempt("sh", [tampered, "--prefix", prefix], { env: hostEnv() });
+    liar.close();
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("checksum mismatch");
     expect(refused.stderr).toContain("nothing was installed");
-    expect(readdirSync(path.join(prefix, "lib"))).toEqual([]);
-    expect(existsSync(path.join(prefix, "bin/outpost-agent"))).toBe(false);
+    expect(readdirSync(prefix)).toEqual([]);
   });
 
   it("prepares a verified docker build context: the served Dockerfile and npm package", async () => {

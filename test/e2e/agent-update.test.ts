@@ -2,17 +2,19 @@
  * Automatic updates between jobs, end to end with two builds of different versions: an older
  * built agent (0.0.1) against the real coordinator shipping the current build updates itself
  * from the coordinator, restarts in place (same process), registers with the new version and
- * runs jobs; against a coordinator whose manifest names a wrong SHA-256 it keeps running as it
- * was, its file untouched, and logs why.
+ * runs jobs; against a coordinator whose signed manifest names a wrong SHA-256 it keeps running
+ * as it was, its file untouched, and logs why.
  */
 import { createHash } from "node:crypto";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { RELEASE_MANIFEST_PATH, ReleaseManifest } from "@outpost/protocol";
+import { RELEASE_MANIFEST_PATH, RELEASE_SIGNATURE_PATH, ReleaseManifest } from "@outpost/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import agentPackage from "../../agent/package.json" with { type: "json" };
 import { type BuiltAgent, buildAgent, DEFAULT_ASSETS_DIR } from "../../agent/scripts/build.ts";
+import { signManifest } from "../../agent/src/update/release-signature.ts";
+import { testReleaseSigningKey } from "../node/helpers/release-key.ts";
 import {
   createWorkspace,
   expectStatus,
@@ -49,15 +51,23 @@ async function installOld(prefix: string): Promise<string> {
   return file;
 }
 
-/** The current build's assets with a manifest naming a wrong SHA-256 for the agent. */
+/**
+ * The current build's assets with a manifest naming a wrong SHA-256 for the agent, signed by the
+ * release key (as a builder's mistake would be): only the digest is wrong.
+ */
 async function tamperedAssets(): Promise<string> {
   const assets = path.join(buildDir, "tampered-assets");
   cpSync(DEFAULT_ASSETS_DIR, assets, { recursive: true });
   const manifestFile = path.join(assets, RELEASE_MANIFEST_PATH);
   const manifest = ReleaseManifest.parse(JSON.parse(readFileSync(manifestFile, "utf8")));
+  const text = JSON.stringify({
+    ...manifest,
+    agent: { ...manifest.agent, sha256: "0".repeat(64) },
+  });
+  writeFileSync(manifestFile, text);
   writeFileSync(
-    manifestFile,
-    JSON.stringify({ ...manifest, agent: { ...manifest.agent, sha256: "0".repeat(64) } }),
+    path.join(assets, RELEASE_SIGNATURE_PATH),
+    JSON.stringify(signManifest(text, testReleaseSigningKey())),
   );
   return assets;
 }

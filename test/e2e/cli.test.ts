@@ -723,6 +723,44 @@ describe("outpost CLI", () => {
     );
   });
 
+  it("refuses plain http to a host that is not loopback unless --insecure-http allows it", async () => {
+    const lan = { OUTPOST_ADDRESS: "http://outpost.invalid", OUTPOST_TOKEN: world.ownerToken };
+    const refusal =
+      "http://outpost.invalid is plain http to a host that is not loopback: tokens, secrets and agent updates would cross the network unencrypted, and anyone on the way could answer in the coordinator's place; use https, or allow it with outpost login --insecure-http (or OUTPOST_INSECURE_HTTP=1) on a network you trust";
+    expectOneLineError(await cli(["whoami"], { env: lan }), CLI_EXIT.usage, refusal);
+    expectOneLineError(
+      await cli(["login", "--address", "http://outpost.invalid"], { stdin: world.ownerToken }),
+      CLI_EXIT.usage,
+      refusal,
+    );
+    // Allowed, it goes on to the network (where this name does not resolve).
+    const reach = "cannot reach http://outpost.invalid";
+    expectOneLineError(
+      await cli(["whoami"], { env: { ...lan, OUTPOST_INSECURE_HTTP: "1" } }),
+      CLI_EXIT.requestFailed,
+      reach,
+    );
+    expectOneLineError(
+      await cli(["login", "--address", "http://outpost.invalid", "--insecure-http"], {
+        stdin: world.ownerToken,
+      }),
+      CLI_EXIT.requestFailed,
+      reach,
+    );
+    const saved = configDir({
+      "outpost/config.json": JSON.stringify({
+        address: "http://outpost.invalid",
+        token: world.ownerToken,
+        insecureHttp: true,
+      }),
+    });
+    expectOneLineError(
+      await cli(["whoami"], { env: { XDG_CONFIG_HOME: saved } }),
+      CLI_EXIT.requestFailed,
+      reach,
+    );
+  });
+
   it("prints usage and request errors as one line with distinct exit codes", async () => {
     expectOneLineError(await cli(["frobnicate"]), CLI_EXIT.usage, "unknown command 'frobnicate'");
     expectOneLineError(

@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { settingsTable } from "../../agent/scripts/settings-table.ts";
 import { normalizeArgv } from "../../agent/src/config/flags.ts";
-import { loadConfig } from "../../agent/src/config/load.ts";
+import { type AgentConfig, loadConfig } from "../../agent/src/config/load.ts";
 import { SETTINGS } from "../../agent/src/config/settings.ts";
 import { forgetToken } from "../../agent/src/config/token.ts";
 import { UserError } from "../../agent/src/errors.ts";
@@ -35,6 +35,15 @@ async function closedPort(): Promise<number> {
   const address = server.address();
   await new Promise((resolve) => server.close(resolve));
   return typeof address === "object" && address !== null ? address.port : 0;
+}
+
+/** The configuration `args` and `env` give (not a --help or --version answer). */
+function config(args: string[], env: Record<string, string>): AgentConfig {
+  const loaded = loadConfig(args, env);
+  if ("print" in loaded) {
+    throw new Error(`expected a configuration, got: ${loaded.print}`);
+  }
+  return loaded;
 }
 
 function file(name: string, text: string): string {
@@ -96,6 +105,21 @@ describe("outpost-agent configuration (the real bin)", () => {
       "--env-forward must be variable names like AWS_REGION or prefixes like AWS_*",
     ],
     [["--release-mirror", "ftp://mirror"], GOOD_ENV, "--release-mirror must be an http(s) URL"],
+    [
+      [],
+      { ...GOOD_ENV, OUTPOST_ADDRESS: "http://10.0.0.5:8787" },
+      "OUTPOST_ADDRESS http://10.0.0.5:8787 is plain http to a host that is not loopback: tokens, secrets and agent updates would cross the network unencrypted, and anyone on the way could answer in the coordinator's place; use https, or allow it with --insecure-http on a network you trust",
+    ],
+    [
+      ["--address", "http://outpost.internal"],
+      { OUTPOST_TOKEN: TOKEN },
+      "--address http://outpost.internal is plain http to a host that is not loopback",
+    ],
+    [
+      ["--release-key", "ed25519:short"],
+      GOOD_ENV,
+      "--release-key must be ed25519: and a base64 Ed25519 public key (44 characters)",
+    ],
     [["--frobnicate"], GOOD_ENV, "unknown option '--frobnicate'"],
     [["--nmae", "x"], GOOD_ENV, "unknown option '--nmae' (Did you mean --name?)"],
     [["-hook-dri", "/x"], GOOD_ENV, "unknown option '-hook-dri'"],
@@ -194,6 +218,7 @@ describe("loadConfig", () => {
     const config = loadConfig([], { ...GOOD_ENV, XDG_DATA_HOME: "/var/lib" });
     expect(config).toEqual({
       address: "https://outpost.example.com",
+      insecureHttp: false,
       token: TOKEN,
       tokenFile: null,
       oidc: null,
@@ -217,9 +242,45 @@ describe("loadConfig", () => {
       caCertFile: null,
       forwardNetworkEnv: true,
       autoUpdate: true,
+      releaseKeys: [],
       allowFileRepos: false,
       metricsAddress: null,
     });
+  });
+
+  it("allows plain http to loopback, and elsewhere only with --insecure-http (flag, variable or file)", () => {
+    const at = (address: string) => ({ OUTPOST_ADDRESS: address, OUTPOST_TOKEN: TOKEN });
+    for (const loopback of [
+      "http://127.0.0.1:8787",
+      "http://127.3.4.5",
+      "http://localhost:8787",
+      "http://[::1]:8787",
+    ]) {
+      expect(loadConfig([], at(loopback)), loopback).toMatchObject({ insecureHttp: false });
+    }
+    expect(() => loadConfig([], at("http://[::ffff:10.0.0.5]"))).toThrow(UserError);
+    expect(() => loadConfig([], at("http://127.0.0.1.example.com"))).toThrow(UserError);
+    const lan = at("http://10.0.0.5:8787");
+    expect(loadConfig(["--insecure-http"], lan)).toMatchObject({
+      address: "http://10.0.0.5:8787",
+      insecureHttp: true,
+    });
+    expect(config([], { ...lan, OUTPOST_INSECURE_HTTP: "true" }).insecureHttp).toBe(true);
+    const yaml = file("insecure.yaml", "insecureHttp: true\n");
+    expect(config(["--config", yaml], lan).insecureHttp).toBe(true);
+    expect(config([], at("https://10.0.0.5")).insecureHttp).toBe(false);
+  });
+
+  it("reads --release-key from flags, OUTPOST_RELEASE_KEY lists and the config file", () => {
+    const a = `ed25519:${Buffer.alloc(32, 1).toString("base64")}`;
+    const b = `ed25519:${Buffer.alloc(32, 2).toString("base64")}`;
+    expect(config(["--release-key", a, "--release-key", b], GOOD_ENV).releaseKeys).toEqual([a, b]);
+    expect(config([], { ...GOOD_ENV, OUTPOST_RELEASE_KEY: `${a},${b}` }).releaseKeys).toEqual([
+      a,
+      b,
+    ]);
+    const yaml = file("keys.yaml", `releaseKey:\n  - ${a}\n`);
+    expect(config(["--config", yaml], GOOD_ENV).releaseKeys).toEqual([a]);
   });
 
   it("reads --metrics-address as HOST:PORT from a flag, its variable or the config file", () => {

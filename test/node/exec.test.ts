@@ -151,4 +151,36 @@ describe("startProcess", () => {
     const stray = Number(/child=(\d+)/.exec(out2)?.[1]);
     await expect.poll(() => isAlive(stray)).toBe(false);
   });
+
+  it("unsandboxed, a process that left the job's session (setsid, orphaned) is killed when the leader exits", async () => {
+    // Issue 25, finding 3: only the process group was killed, so this one outlived the job.
+    let output = "";
+    const script = [
+      // Its own session and group, directly below the leader…
+      "setsid sleep 300 >/dev/null 2>&1 & echo session=$!",
+      // …and a daemon's double fork: its parent is gone before the leader exits.
+      "(setsid sh -c 'sleep 300 >/dev/null 2>&1 & echo daemon=$!' &)",
+      "sleep 0.2",
+    ].join("\n");
+    const leader = startProcess({
+      command: "/bin/sh",
+      args: ["-c", script],
+      cwd: dir,
+      env: { PATH: "/usr/bin:/bin" },
+      onOutput: (c) => {
+        output += c.toString();
+      },
+    });
+    expect((await leader.exited).code).toBe(0);
+    const pids = ["session", "daemon"].map((name) =>
+      Number(new RegExp(`${name}=(\\d+)`).exec(output)?.[1]),
+    );
+    expect(
+      pids.every((pid) => pid > 1),
+      output,
+    ).toBe(true);
+    for (const pid of pids) {
+      await expect.poll(() => isAlive(pid)).toBe(false);
+    }
+  });
 });

@@ -1,8 +1,9 @@
 /**
  * `GET /agent/v1/release`, `GET /agent/v1/install.sh` and the shipped agent version on agent
- * answers, against the real static assets of the agent build (the vitest setup builds it; the
- * ASSETS binding serves it). Both routes are public by design: they hold nothing secret, the
- * files are public assets, and a host asks before it has a token.
+ * answers, against the real static assets of the agent build (the vitest setup builds and signs
+ * it; the ASSETS binding serves it). Both routes are public by design: they hold nothing secret,
+ * the files are public assets, and a host asks before it has a token. Their addresses are the
+ * deployment's PUBLIC_URL, whatever Host the request names (issue 25, finding 9).
  */
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -10,7 +11,10 @@ import {
   AGENT_VERSION_HEADER,
   AgentRelease,
   RELEASE_MANIFEST_PATH,
+  RELEASE_SIGNATURE_CONTEXT,
+  RELEASE_SIGNATURE_PATH,
   ReleaseManifest,
+  ReleaseSignature,
 } from "@outpost/protocol";
 import { describe, expect, it } from "vitest";
 import agentPackage from "../../agent/package.json";
@@ -33,8 +37,36 @@ async function shippedManifest(): Promise<ReleaseManifest> {
   return ReleaseManifest.parse(await (await asset(RELEASE_MANIFEST_PATH)).json());
 }
 
+/** The deployment's public origin in the test bindings; requests go to BASE (another origin). */
+const PUBLIC = "https://outpost.test";
+
+/** Verifies a release signature with WebCrypto's Ed25519, as any third party could. */
+async function verifies(text: string, signature: ReleaseSignature): Promise<boolean> {
+  const raw = Uint8Array.from(atob(signature.key.slice("ed25519:".length)), (c) => c.charCodeAt(0));
+  const key = await crypto.subtle.importKey("raw", raw, { name: "Ed25519" }, false, ["verify"]);
+  const signed = new TextEncoder().encode(`${RELEASE_SIGNATURE_CONTEXT}${text}`);
+  const bytes = Uint8Array.from(atob(signature.signature), (c) => c.charCodeAt(0));
+  return crypto.subtle.verify("Ed25519", key, bytes, signed);
+}
+
+/** The app with `overrides` of the test bindings, fetched at `url` (any Host a caller writes). */
+async function fetchWith(
+  url: string,
+  overrides: Partial<Record<keyof Env, unknown>> = {},
+  init: RequestInit = {},
+): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await newApp(systemClock).fetch(
+    new Request(url, init),
+    { ...env, ...overrides } as Env,
+    ctx,
+  );
+  await waitOnExecutionContext(ctx);
+  return res;
+}
+
 describe("GET /agent/v1/release", () => {
-  it("names the shipped build with absolute URLs whose bytes match their SHA-256", async () => {
+  it("names the shipped build on PUBLIC_URL, with URLs whose bytes match their SHA-256", async () => {
     const manifest = await shippedManifest();
     expect(manifest.version).toBe(agentPackage.version);
     const res = await requestJson<AgentRelease>("/agent/v1/release");
@@ -43,9 +75,12 @@ describe("GET /agent/v1/release", () => {
     expect(release).toMatchObject({
       version: manifest.version,
       sha256: manifest.agent.sha256,
-      url: `${BASE}${manifest.agent.path}`,
+      url: `${PUBLIC}${manifest.agent.path}`,
       sizeBytes: manifest.agent.sizeBytes,
-      npmPackage: { url: `${BASE}${manifest.npmPackage.path}`, sha256: manifest.npmPackage.sha256 },
+      npmPackage: {
+        url: `${PUBLIC}${manifest.npmPackage.path}`,
+        sha256: manifest.npmPackage.sha256,
+      },
     });
     expect(res.headers.get("cache-control")).toBe("no-cache");
     for (const file of [release, release.npmPackage, release.dockerfile, release.systemdUnit]) {
@@ -55,6 +90,31 @@ describe("GET /agent/v1/release", () => {
     }
     const agentFile = await (await asset(new URL(release.url).pathname)).text();
     expect(agentFile.startsWith("#!/usr/bin/env node\n")).toBe(true);
+  });
+
+  it("serves the manifest exactly as the build signed it, and the build's Ed25519 signature", async () => {
+    const text = await (await asset(RELEASE_MANIFEST_PATH)).text();
+    const signature = ReleaseSignature.parse(await (await asset(RELEASE_SIGNATURE_PATH)).json());
+    const release = AgentRelease.parse((await requestJson("/agent/v1/release")).body);
+    expect(release.manifest).toBe(text);
+    expect(release.signature).toEqual(signature);
+    expect(await verifies(release.manifest, signature)).toBe(true);
+    // One changed byte and it no longer verifies: the agent and installer believe nothing else.
+    expect(await verifies(release.manifest.replace('"version"', '"versioN"'), signature)).toBe(
+      false,
+    );
+  });
+
+  it("answers signature null for a build that carries none, so agents refuse it as unsigned", async () => {
+    const unsigned = {
+      fetch: async (req: Request) =>
+        new URL(req.url).pathname === RELEASE_SIGNATURE_PATH
+          ? new Response("not found", { status: 404 })
+          : env.ASSETS.fetch(req),
+    };
+    const res = await fetchWith(`${BASE}/agent/v1/release`, { ASSETS: unsigned });
+    expect(res.status).toBe(200);
+    expect(AgentRelease.parse(await res.json()).signature).toBeNull();
   });
 
   it("needs no token, and a garbage or revoked one changes nothing (public by design)", async () => {
@@ -71,15 +131,9 @@ describe("GET /agent/v1/release", () => {
   it("answers 503 naming the fix when the deployment has no agent build", async () => {
     // A deployment without `npm run build:agent`: its assets have no manifest, so the binding
     // answers 404 for it, as the real binding does for any missing file.
-    const withoutBuild = {
-      ...env,
-      ASSETS: { fetch: async () => new Response("not found", { status: 404 }) },
-    } as unknown as Env;
-    const app = newApp(systemClock);
+    const ASSETS = { fetch: async () => new Response("not found", { status: 404 }) };
     for (const path of ["/agent/v1/release", "/agent/v1/install.sh"]) {
-      const ctx = createExecutionContext();
-      const res = await app.fetch(new Request(`${BASE}${path}`), withoutBuild, ctx);
-      await waitOnExecutionContext(ctx);
+      const res = await fetchWith(`${BASE}${path}`, { ASSETS });
       expect(res.status).toBe(503);
       const body = (await res.json()) as ErrorBody;
       expect(body.error.code).toBe("UNAVAILABLE");
@@ -88,29 +142,75 @@ describe("GET /agent/v1/release", () => {
   });
 });
 
+describe("addresses come from PUBLIC_URL, never from the request's Host", () => {
+  const forged = {
+    headers: { host: "attacker.example", "x-forwarded-host": "attacker.example" },
+  };
+
+  it("a forged Host changes no URL of the release or the install script", async () => {
+    const release = await fetchWith("https://attacker.example/agent/v1/release", {}, forged);
+    expect(release.status).toBe(200);
+    const body = AgentRelease.parse(await release.json());
+    for (const file of [body, body.npmPackage, body.dockerfile, body.systemdUnit]) {
+      expect(new URL(file.url).origin).toBe(PUBLIC);
+    }
+    const script = await (
+      await fetchWith("https://attacker.example/agent/v1/install.sh", {}, forged)
+    ).text();
+    expect(script).toContain(`OUTPOST_ADDRESS='${PUBLIC}'`);
+    expect(script).not.toContain("attacker.example");
+  });
+
+  it("without PUBLIC_URL, answers 503 saying so to any host but loopback", async () => {
+    for (const url of [
+      "https://attacker.example/agent/v1/release",
+      "https://outpost.example.com/agent/v1/install.sh",
+      "http://10.0.0.5:8787/agent/v1/release",
+    ]) {
+      const res = await fetchWith(url, { PUBLIC_URL: "" }, forged);
+      expect(res.status, url).toBe(503);
+      const body = (await res.json()) as ErrorBody;
+      expect(body.error).toMatchObject({ code: "UNAVAILABLE" });
+      expect(body.error.message).toContain("PUBLIC_URL is not set");
+    }
+  });
+
+  it("without PUBLIC_URL, loopback development answers with the request's own origin", async () => {
+    for (const origin of ["http://127.0.0.1:8787", "http://localhost:8787", "http://[::1]:8787"]) {
+      const res = await fetchWith(`${origin}/agent/v1/release`, { PUBLIC_URL: "" });
+      expect(res.status, origin).toBe(200);
+      expect(new URL(AgentRelease.parse(await res.json()).url).origin).toBe(origin);
+    }
+  });
+});
+
 describe("GET /agent/v1/install.sh", () => {
-  it("is a POSIX sh script with the coordinator, the URLs and their digests written in", async () => {
-    const manifest = await shippedManifest();
+  it("is a POSIX sh script with the coordinator, the signed manifest and its signature written in", async () => {
+    const text = await (await asset(RELEASE_MANIFEST_PATH)).text();
+    const signature = ReleaseSignature.parse(await (await asset(RELEASE_SIGNATURE_PATH)).json());
     const res = await request("/agent/v1/install.sh");
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/x-shellscript; charset=utf-8");
     const script = await res.text();
     expect(script.startsWith("#!/bin/sh\n")).toBe(true);
     expect(script).toContain("set -eu\n");
-    expect(script).toContain(`OUTPOST_ADDRESS='${BASE}'`);
-    expect(script).toContain(`VERSION='${manifest.version}'`);
-    expect(script).toContain(`AGENT_URL='${BASE}${manifest.agent.path}'`);
-    expect(script).toContain(`AGENT_SHA256='${manifest.agent.sha256}'`);
-    expect(script).toContain(`PACKAGE_SHA256='${manifest.npmPackage.sha256}'`);
-    expect(script).toContain(`UNIT_SHA256='${manifest.systemdUnit.sha256}'`);
+    expect(script).toContain(`OUTPOST_ADDRESS='${PUBLIC}'`);
+    const embedded = /^MANIFEST='([A-Za-z0-9+/=]+)'$/m.exec(script)?.[1] ?? "";
+    expect(new TextDecoder().decode(Uint8Array.from(atob(embedded), (c) => c.charCodeAt(0)))).toBe(
+      text,
+    );
+    expect(script).toContain(`SIGNATURE='${signature.signature}'`);
+    expect(script).toContain(`SIGNED_BY='${signature.key}'`);
     // Nothing it downloads goes into a shell; it is run by sh and tested with sh and shellcheck
-    // in test/node/agent-package.test.ts.
+    // in test/e2e/agent-package.test.ts and test/e2e/installer-privilege.test.ts.
     expect(script).not.toMatch(/\|\s*(ba|da|z)?sh\b/);
     expect(script).not.toMatch(/\beval\b/);
   });
 
-  it("quotes an origin with a quote in it so the script stays one word", async () => {
-    const res = await exportsFetch("http://o'brien.test/agent/v1/install.sh");
+  it("quotes a public address with a quote in it so the script stays one word", async () => {
+    const res = await fetchWith("https://outpost.test/agent/v1/install.sh", {
+      PUBLIC_URL: "http://o'brien.test",
+    });
     expect(await res.text()).toContain(`OUTPOST_ADDRESS='http://o'\\''brien.test'`);
   });
 });
@@ -167,10 +267,3 @@ describe("the shipped agent version on agent answers", () => {
     expect(res.headers.get(AGENT_VERSION_HEADER)).toBeNull();
   });
 });
-
-async function exportsFetch(url: string): Promise<Response> {
-  const ctx = createExecutionContext();
-  const res = await newApp(systemClock).fetch(new Request(url), env, ctx);
-  await waitOnExecutionContext(ctx);
-  return res;
-}

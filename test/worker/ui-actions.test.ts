@@ -2,6 +2,7 @@
  * Dashboard actions: what each role sees and may do (the server checks again), runs and why they
  * wait, force-cancel timing, locks, write-only variables, one-time agent tokens and typed revocation.
  */
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { installCommands } from "../../src/agents/install-commands.ts";
 import { requestJson } from "./helpers/api.ts";
@@ -193,7 +194,8 @@ describe("agent tokens", () => {
     const html = await res.text();
     const secret = /(op_agent_[A-Za-z0-9_-]{43})/.exec(html)?.[1] ?? "";
     expect(secret).not.toBe("");
-    const commands = installCommands("http://outpost.test", secret);
+    // The deployment's PUBLIC_URL (https), not the request's origin (http://outpost.test).
+    const commands = installCommands(env.PUBLIC_URL, secret);
     for (const [id, text] of [
       ["install-script", commands.script],
       ["install-systemd", commands.systemd],
@@ -204,9 +206,9 @@ describe("agent tokens", () => {
     }
     expect(commands.script).toBe(
       [
-        "curl -fsSL -o install.sh 'http://outpost.test/agent/v1/install.sh'",
+        "curl -fsSL -o install.sh 'https://outpost.test/agent/v1/install.sh'",
         'sh install.sh --prefix "$HOME/.outpost-agent"',
-        `OUTPOST_ADDRESS='http://outpost.test' OUTPOST_TOKEN='${secret}' "$HOME/.outpost-agent/bin/outpost-agent"`,
+        `OUTPOST_ADDRESS='https://outpost.test' OUTPOST_TOKEN='${secret}' "$HOME/.outpost-agent/bin/outpost-agent"`,
       ].join("\n"),
     );
     expect(commands.systemd).toContain(

@@ -99,7 +99,7 @@ export interface paths {
         };
         /**
          * A POSIX sh installer for the shipped agent build (no auth)
-         * @description Download it, read it, run it with `sh install.sh [--prefix DIR] [--user USER] [--systemd] [--docker-context DIR]`. It verifies the SHA-256 of everything it downloads before using it.
+         * @description Download it, read it, run it with `sh install.sh [--prefix DIR] [--user USER] [--systemd] [--release-key KEY] [--docker-context DIR]`. It verifies the release's signature (with `--release-key`, or the key that signed it) and the SHA-256 of everything it downloads before using it. Its addresses are the deployment's `PUBLIC_URL` (503 when it is not set, except on loopback development).
          */
         get: operations["getAgentInstallScript"];
         put?: never;
@@ -279,7 +279,7 @@ export interface paths {
         };
         /**
          * The agent build shipped with this coordinator (no auth)
-         * @description Public by design: a host asks before it has a token, and the files are public static assets. `url` serves exactly the bytes of `sha256`, a single file that runs with `node <file>`.
+         * @description Public by design: a host asks before it has a token, and the files are public static assets. `manifest` is the build's manifest exactly as its builder signed it and `signature` the Ed25519 signature (null for an unsigned build): agents trust only the signed manifest. URLs are on the deployment's `PUBLIC_URL` (503 when it is not set, except on loopback development).
          */
         get: operations["getAgentRelease"];
         put?: never;
@@ -2184,6 +2184,7 @@ export interface components {
                 /** Format: uri */
                 url: string;
             };
+            manifest: string;
             npmPackage: {
                 sha256: string;
                 sizeBytes: number;
@@ -2191,6 +2192,12 @@ export interface components {
                 url: string;
             };
             sha256: string;
+            signature: {
+                /** @enum {string} */
+                algorithm: "ed25519";
+                key: string;
+                signature: string;
+            } | null;
             sizeBytes: number;
             systemdUnit: {
                 sha256: string;

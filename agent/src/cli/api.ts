@@ -1,9 +1,11 @@
 import createClient from "openapi-fetch";
 import { type HttpTarget, ProtocolError, send } from "../client/http.ts";
+import { plainHttpRefusal } from "../net/address.ts";
 import type { HttpResponse } from "../net/fetch.ts";
 import { AGENT_VERSION } from "../version.ts";
 import type { paths } from "./api-types.ts";
 import type { Credentials } from "./config-store.ts";
+import { UsageError } from "./errors.ts";
 
 /** The Run user-agent prefix the coordinator records as `source: cli`. */
 export const CLI_USER_AGENT = `outpost-cli/${AGENT_VERSION} (${process.platform}; ${process.arch})`;
@@ -20,8 +22,21 @@ export class UserApi {
   private readonly target: HttpTarget;
   private readonly token: string | undefined;
 
-  /** With credentials; with an address alone, for the calls that take no token (a login). */
-  constructor(credentials: Credentials | { address: string; token?: undefined }) {
+  /**
+   * With credentials; with an address alone, for the calls that take no token (a login).
+   * Refuses (UsageError) plain http to a host that is not loopback unless `insecureHttp`.
+   */
+  constructor(
+    credentials: Credentials | { address: string; token?: undefined; insecureHttp?: boolean },
+  ) {
+    const refusal = plainHttpRefusal(
+      credentials.address,
+      credentials.insecureHttp === true,
+      "outpost login --insecure-http (or OUTPOST_INSECURE_HTTP=1)",
+    );
+    if (refusal !== null) {
+      throw new UsageError(refusal);
+    }
     this.address = credentials.address;
     this.target = { address: credentials.address, userAgent: CLI_USER_AGENT };
     this.token = credentials.token;

@@ -6,8 +6,9 @@ import { toBaseAddress } from "../net/base-address.ts";
 import { UsageError } from "./errors.ts";
 
 /**
- * What `outpost login` saves: where the coordinator is and the token to use (an org token, a
- * team token, or the personal token `outpost login --sso` receives).
+ * What `outpost login` saves: where the coordinator is, the token to use (an org token, a
+ * team token, or the personal token `outpost login --sso` receives), and whether a plain-http
+ * address that is not loopback was allowed (`--insecure-http`).
  */
 export const Credentials = z.strictObject({
   address: z.string().transform(toBaseAddress),
@@ -17,6 +18,7 @@ export const Credentials = z.strictObject({
       /^op_(org|team|user)_[A-Za-z0-9_-]+$/,
       "must be an org, team or personal token (op_org_…, op_team_…, op_user_…)",
     ),
+  insecureHttp: z.boolean().optional(),
 });
 export type Credentials = z.infer<typeof Credentials>;
 
@@ -49,9 +51,16 @@ export async function removeCredentials(env: NodeJS.ProcessEnv): Promise<boolean
   }
 }
 
+/** `OUTPOST_INSECURE_HTTP`: true, 1, yes or on. */
+export function insecureHttpFromEnv(env: NodeJS.ProcessEnv): boolean {
+  return ["1", "true", "yes", "on"].includes((env.OUTPOST_INSECURE_HTTP ?? "").toLowerCase());
+}
+
 /**
  * The credentials to use: `OUTPOST_ADDRESS` and `OUTPOST_TOKEN` from the environment (for CI)
- * win over the saved file. Throws UsageError when there are none or they are malformed.
+ * win over the saved file; plain http to a host that is not loopback needs the saved login's
+ * `--insecure-http` or `OUTPOST_INSECURE_HTTP`. Throws UsageError when there are none or they
+ * are malformed.
  */
 export async function loadCredentials(env: NodeJS.ProcessEnv): Promise<Credentials> {
   const file = configFile(env);
@@ -70,7 +79,12 @@ export async function loadCredentials(env: NodeJS.ProcessEnv): Promise<Credentia
       "not logged in: run `outpost login --address URL`, or set OUTPOST_ADDRESS and OUTPOST_TOKEN",
     );
   }
-  const parsed = Credentials.safeParse({ address, token });
+  const insecureHttp = insecureHttpFromEnv(env) || saved.insecureHttp === true;
+  const parsed = Credentials.safeParse({
+    address,
+    token,
+    ...(insecureHttp ? { insecureHttp } : {}),
+  });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const name = issue?.path[0] === "token" ? "the token" : "the address";

@@ -1,8 +1,10 @@
 import { homedir, hostname } from "node:os";
 import path from "node:path";
+import { ReleaseKey } from "@outpost/protocol";
 import { z } from "zod";
 import { UserError } from "../errors.ts";
 import { ISOLATION_SETTINGS, type IsolationSetting } from "../exec/sandbox.ts";
+import { plainHttpRefusal } from "../net/address.ts";
 import { toBaseAddress } from "../net/base-address.ts";
 import { readCaFile } from "../net/ca.ts";
 import { parseDurationSeconds } from "./duration.ts";
@@ -25,8 +27,13 @@ const ENV_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*\*?$/;
 
 /** Everything the agent process is configured with, parsed and validated once at start. */
 export type AgentConfig = {
-  /** Coordinator origin without a trailing slash, e.g. `https://outpost.example.com`. */
+  /**
+   * Coordinator origin without a trailing slash, e.g. `https://outpost.example.com`; plain http
+   * only to a loopback host, or with `insecureHttp`.
+   */
   address: string;
+  /** `--insecure-http`: a plain-http address that is not loopback was allowed on purpose. */
+  insecureHttp: boolean;
   /** The agent-pool token (`op_agent_…`); never logged. Null when the agent logs in with OIDC. */
   token: string | null;
   /** Where the token came from: a file is read again after an update restarts the agent. */
@@ -73,6 +80,8 @@ export type AgentConfig = {
   forwardNetworkEnv: boolean;
   /** Update to the coordinator's agent build between jobs. */
   autoUpdate: boolean;
+  /** `--release-key`: release keys trusted besides those compiled into the build. */
+  releaseKeys: string[];
   /** Development only: let VCS jobs clone `file://` repositories. */
   allowFileRepos: boolean;
   /** Where `/metrics`, `/healthz` and `/readyz` are served (port 0: any free port); null = off. */
@@ -138,6 +147,8 @@ const VALIDATORS = {
   "ca-cert": z.string().min(1),
   "forward-network-env": z.boolean(),
   "auto-update": z.boolean(),
+  "release-key": z.array(ReleaseKey),
+  "insecure-http": z.boolean(),
   "allow-file-repos": z.boolean(),
   "metrics-address": z.string().transform(parseListenAddress),
   config: z.string().min(1),
@@ -185,8 +196,15 @@ export function loadConfig(
   if (caCertFile !== null) {
     readCaFile(caCertFile, raw("ca-cert").source);
   }
+  const address = get("address", undefined);
+  const insecureHttp = get("insecure-http", false);
+  const refusal = plainHttpRefusal(address, insecureHttp);
+  if (refusal !== null) {
+    throw new UserError(`${raw("address").source} ${refusal}`);
+  }
   return {
-    address: get("address", undefined),
+    address,
+    insecureHttp,
     ...credentials(env, raw, get),
     name: get("name", hostname() || "outpost-agent"),
     single: get("single", false),
@@ -209,6 +227,7 @@ export function loadConfig(
     caCertFile,
     forwardNetworkEnv: get("forward-network-env", true),
     autoUpdate: get("auto-update", true),
+    releaseKeys: [...new Set(get("release-key", []))],
     allowFileRepos: get("allow-file-repos", false),
     metricsAddress:
       raw("metrics-address").value === undefined ? null : get("metrics-address", null),

@@ -37,6 +37,15 @@ export const SETTINGS = [
     description: "coordinator base URL, e.g. https://outpost.example.com (no path)",
   },
   {
+    flag: "insecure-http",
+    kind: "boolean",
+    env: "OUTPOST_INSECURE_HTTP",
+    fileKey: "insecureHttp",
+    defaultText: "off",
+    description:
+      "allow a plain-http address that is not loopback (the token and jobs cross the network unencrypted)",
+  },
+  {
     flag: "token-file",
     arg: "FILE",
     kind: "string",
@@ -241,6 +250,16 @@ export const SETTINGS = [
     fileKey: "forwardNetworkEnv",
     defaultText: "on",
     description: "pass the proxy variables and CA certificates on to engines, hooks and git",
+  },
+  {
+    flag: "release-key",
+    arg: "KEY",
+    kind: "list",
+    env: "OUTPOST_RELEASE_KEY",
+    fileKey: "releaseKey",
+    defaultText: "the build's key",
+    description:
+      "also trust agent releases signed by KEY (ed25519:…) when updating; repeatable, comma lists",
   },
   {
     flag: "auto-update",

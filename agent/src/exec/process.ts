@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
+import { subreaperLauncher } from "./subreaper.ts";
 import type { WatchdogSpec } from "./watchdog-main.ts";
 
 /** Set by the build (agent/scripts/build.ts): the watchdog bundled as one ES module. */
@@ -72,15 +73,32 @@ type WatchdogStatus =
   | Record<string, unknown>;
 
 /**
+ * The watchdog's command line. Unsandboxed, it starts through a {@link subreaperLauncher} where
+ * there is one, so that processes leaving the job's session are re-parented to it (a sandbox's
+ * PID namespace already ends with its first process).
+ */
+function watchdogArgv(isSandboxed: boolean): [string, string[]] {
+  const launcher = isSandboxed ? null : subreaperLauncher();
+  if (launcher === null) {
+    return [process.execPath, watchdogCommand()];
+  }
+  return [launcher.command, [...launcher.args, process.execPath, ...watchdogCommand()]];
+}
+
+/**
  * Starts `command` through a watchdog (`watchdog-main.ts`) in a new process group with exactly
  * `env` (nothing inherited), sandboxed when `containment.sandbox` says so. Rejects `exited` if
- * the command cannot be started. Once the group leader exits, anything it left running in its
- * group is SIGKILLed, so no job leaves stray processes behind. If this process dies, however it
- * dies, the watchdog sends the group SIGINT and, `orphanGraceMs` later, SIGKILL.
+ * the command cannot be started. Once the group leader exits, anything it left running is
+ * SIGKILLed: its group and, unsandboxed, every descendant of the watchdog, which is a subreaper
+ * where the host allows (`subreaper.ts`), so even a process that left the session (`setsid`)
+ * goes; a sandbox's PID namespace ends with its first process. So no job leaves stray processes
+ * behind. If this process dies, however it dies, the watchdog sends the group SIGINT and,
+ * `orphanGraceMs` later, SIGKILL.
  */
 export function startProcess(options: StartOptions): RunningProcess {
   const containment = options.containment ?? {};
-  const watchdog = spawn(process.execPath, watchdogCommand(), {
+  const [program, argv] = watchdogArgv(Boolean(containment.sandbox));
+  const watchdog = spawn(program, argv, {
     cwd: options.cwd,
     env: {},
     detached: true,

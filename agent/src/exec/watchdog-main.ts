@@ -14,6 +14,10 @@
  * - fd 3, watchdog → agent: status lines, `{"started":{"pid":N}}`, then `{"exit":{"code","signal"}}`
  *   or `{"error":"…"}`.
  *
+ * Without `sandbox` the watchdog is usually a child subreaper (see `subreaper.ts`): whatever
+ * the job process started, even in a session of its own, stays its descendant, and all of it is
+ * SIGKILLed once the job process exits ({@link killDescendants}).
+ *
  * With `sandbox` the command runs under bubblewrap (`--new-session --die-with-parent` among the
  * given arguments): the monitor forwards no signal, so signals go to the process group of the
  * sandbox's first process, whose host pid bubblewrap reports on its status fd.
@@ -22,7 +26,7 @@
  * so a watchdog costs a bare Node start, not the agent's.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, openSync, rmSync, writeSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { constants } from "node:os";
 import { createInterface } from "node:readline";
 import { Readable } from "node:stream";
@@ -197,13 +201,14 @@ function watch(spec: WatchdogSpec, control: ReturnType<typeof createInterface>):
       clearTimeout(killTimer);
     }
     if (spec.sandbox === null && group !== null) {
-      // Anything the leader left running in its group goes with it (a sandbox's namespace
-      // ends with its first process anyway).
+      // Anything the leader left running goes with it: its group, and every other descendant
+      // (a sandbox's namespace ends with its first process anyway).
       try {
         process.kill(-group, "SIGKILL");
       } catch {
         // ESRCH: nothing left.
       }
+      killDescendants();
     }
   });
   child.once("close", (code, signalName) => {
@@ -218,6 +223,64 @@ function watch(spec: WatchdogSpec, control: ReturnType<typeof createInterface>):
     control.close();
     process.stdin.destroy();
   });
+}
+
+/** The live (not zombie) processes below `root`, from /proc's parent pids. */
+function descendantsOf(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) {
+      continue;
+    }
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue; // Gone meanwhile.
+    }
+    // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after the last ")".
+    const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (state === "Z" || state === "X") {
+      continue;
+    }
+    const siblings = children.get(Number(ppid)) ?? [];
+    siblings.push(Number(name));
+    children.set(Number(ppid), siblings);
+  }
+  const found: number[] = [];
+  const queue = [root];
+  for (let pid = queue.pop(); pid !== undefined; pid = queue.pop()) {
+    const below = children.get(pid) ?? [];
+    found.push(...below);
+    queue.push(...below);
+  }
+  return found;
+}
+
+/**
+ * SIGKILLs every process below this watchdog until none is left (bounded rounds): each round
+ * stops them all first, so none can fork a new one between being found and being killed, and
+ * orphans of a killed parent come back to this subreaper for the next round.
+ */
+function killDescendants(): void {
+  if (process.platform !== "linux") {
+    return;
+  }
+  for (let round = 0; round < 50; round += 1) {
+    const pids = descendantsOf(process.pid);
+    if (pids.length === 0) {
+      return;
+    }
+    for (const signal of ["SIGSTOP", "SIGKILL"] as const) {
+      for (const pid of pids) {
+        try {
+          process.kill(pid, signal);
+        } catch {
+          // Gone already.
+        }
+      }
+    }
+  }
 }
 
 /**

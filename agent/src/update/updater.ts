@@ -7,11 +7,12 @@ import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { promisify } from "node:util";
-import { AgentRelease } from "@outpost/protocol";
+import { AgentRelease, type ReleaseFile } from "@outpost/protocol";
 import semver from "semver";
 import { readJson, send } from "../client/http.ts";
 import type { Logger } from "../logger.ts";
 import { describeNetworkError } from "../net/errors.ts";
+import { verifyRelease } from "./release-signature.ts";
 
 const run = promisify(execFile);
 /** The agent file is about 1 MiB; anything far larger is not an agent build. */
@@ -27,6 +28,11 @@ export type UpdaterOptions = {
   agentFile: string | null;
   /** The coordinator's origin: the release is always fetched from there. */
   address: string;
+  /**
+   * Release keys (`ed25519:…`) whose signature this agent believes: the build's own and any
+   * `--release-key`. A release signed by no key here is refused.
+   */
+  trustedKeys: readonly string[];
   userAgent: string;
   logger: Logger;
   now?: () => number;
@@ -39,13 +45,20 @@ export type UpdateState = (typeof UPDATE_STATES)[number];
 /** A verified build, staged next to the agent file, ready to be renamed over it. */
 export type StagedUpdate = { version: string; file: string; sha256: string };
 
+/** A release this agent will not install; the message says which check refused it. */
+export class ReleaseRefused extends Error {}
+
 /**
  * Keeps this agent at the build its coordinator ships. The coordinator's version arrives with
  * every registration and agent API answer ({@link offer}); when it is newer, the agent loop asks
- * {@link isDue} between jobs, then {@link prepare} downloads the release from the coordinator,
- * checks its SHA-256 and that it runs (`node <file> --version`), and {@link install} renames it
- * over the running agent's file. Any failure leaves the running agent and its file untouched,
- * is logged with its cause, and is tried again later (1 minute, doubling up to an hour).
+ * {@link isDue} between jobs, then {@link prepare} reads the release from the coordinator and
+ * believes only its signed manifest: the signature must be by a trusted key and verify, and the
+ * signed version must be newer than this agent (no downgrade); then it downloads the agent file
+ * the manifest names, checks its SHA-256 against the manifest and that it runs
+ * (`node <file> --version`), and {@link install} renames it over the running agent's file. The
+ * header's version is only a hint to look: whoever answers the agent's requests can send any.
+ * Any failure or refusal leaves the running agent and its file untouched, is logged saying why,
+ * and is tried again later (1 minute, doubling up to an hour).
  */
 export class Updater {
   private readonly o: UpdaterOptions;
@@ -114,25 +127,23 @@ export class Updater {
     }
     let staged: string | null = null;
     try {
-      const release = await this.release(signal);
+      const { version, agent } = await this.release(signal);
       staged = path.join(
         path.dirname(agentFile),
-        `.outpost-agent-${release.version}.${process.pid}.tmp.mjs`,
+        `.outpost-agent-${version}.${process.pid}.tmp.mjs`,
       );
-      const sha256 = await this.download(release, staged, signal);
-      if (sha256 !== release.sha256) {
-        throw new Error(
-          `checksum mismatch: expected sha256 ${release.sha256}, downloaded ${sha256}`,
-        );
+      const sha256 = await this.download(agent, staged, signal);
+      if (sha256 !== agent.sha256) {
+        throw new Error(`checksum mismatch: expected sha256 ${agent.sha256}, downloaded ${sha256}`);
       }
       await chmod(staged, (await stat(agentFile)).mode & 0o777);
-      await this.checkRuns(staged, release.version);
-      return { version: release.version, file: staged, sha256 };
+      await this.checkRuns(staged, version);
+      return { version, file: staged, sha256 };
     } catch (error) {
       if (staged !== null) {
         await rm(staged, { force: true });
       }
-      this.failed(error, "download");
+      this.failed(error, error instanceof ReleaseRefused ? "refused" : "download");
       return null;
     }
   }
@@ -157,7 +168,11 @@ export class Updater {
     return true;
   }
 
-  private async release(signal?: AbortSignal): Promise<AgentRelease> {
+  /**
+   * The version and agent file of the coordinator's release, as its signed manifest names them;
+   * {@link ReleaseRefused} when the signature or the version says no.
+   */
+  private async release(signal?: AbortSignal): Promise<{ version: string; agent: ReleaseFile }> {
     const target = { address: this.o.address, userAgent: this.o.userAgent };
     const res = await send(target, {
       method: "GET",
@@ -165,19 +180,26 @@ export class Updater {
       ...(signal ? { signal } : {}),
     });
     const release = await readJson(res, AgentRelease, "release");
-    if (!semver.gt(release.version, this.o.currentVersion)) {
-      throw new Error(`the coordinator now ships ${release.version}, not newer than this agent`);
+    const verdict = verifyRelease(release, this.o.trustedKeys);
+    if (!verdict.ok) {
+      throw new ReleaseRefused(verdict.message);
     }
-    return release;
+    const { version, agent } = verdict.manifest;
+    const current = this.o.currentVersion;
+    if (semver.lt(version, current)) {
+      throw new ReleaseRefused(
+        `a downgrade: the signed release is ${version} and this agent is ${current}`,
+      );
+    }
+    if (!semver.gt(version, current)) {
+      throw new ReleaseRefused(`not newer: the signed release is ${version}, as this agent is`);
+    }
+    return { version, agent };
   }
 
   /** Streams the release to `file` and returns its SHA-256; only ever from the coordinator. */
-  private async download(
-    release: AgentRelease,
-    file: string,
-    signal?: AbortSignal,
-  ): Promise<string> {
-    const url = new URL(new URL(release.url).pathname, this.o.address);
+  private async download(file: ReleaseFile, to: string, signal?: AbortSignal): Promise<string> {
+    const url = new URL(file.path, this.o.address);
     const target = { address: this.o.address, userAgent: this.o.userAgent };
     const res = await send(target, {
       method: "GET",
@@ -205,7 +227,7 @@ export class Updater {
       await pipeline(
         Readable.fromWeb(res.body as WebReadableStream<Uint8Array>),
         count,
-        createWriteStream(file, { mode: 0o600 }),
+        createWriteStream(to, { mode: 0o600 }),
       );
     } catch (error) {
       throw new Error(`downloading ${url} failed (${describeNetworkError(error)})`);
@@ -229,7 +251,7 @@ export class Updater {
     }
   }
 
-  private failed(error: unknown, step: string): void {
+  private failed(error: unknown, step: "download" | "install" | "refused"): void {
     this.failures += 1;
     const waitMs = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (this.failures - 1));
     this.retryAt = (this.o.now ?? Date.now)() + waitMs;
@@ -241,7 +263,9 @@ export class Updater {
         attempt: this.failures,
         retryInSeconds: Math.round(waitMs / 1000),
       },
-      `agent update failed (${step}); keeping the running version`,
+      step === "refused"
+        ? "agent update refused; keeping the running version"
+        : `agent update failed (${step}); keeping the running version`,
     );
   }
 }

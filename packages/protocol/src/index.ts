@@ -1,4 +1,5 @@
 /** The wire contract shared by the Worker and the Node agent. */
+export * from "./address.ts";
 export * from "./agent.ts";
 export * from "./engine-version.ts";
 export * from "./errors.ts";

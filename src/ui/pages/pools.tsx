@@ -1,6 +1,8 @@
 /** Agent pools: the list, and one pool with its agents (live) and its agent tokens. */
+import type { Result } from "@outpost/common";
 import type { PoolSummary } from "../../../durable/pool-types.ts";
 import { installCommands } from "../../agents/install-commands.ts";
+import { PUBLIC_URL_UNSET, type PublicOriginProblem } from "../../lib/public-url.ts";
 import { count } from "../../lib/words.ts";
 import type { presentTrust } from "../../oidc/trust-model.ts";
 import type {
@@ -181,9 +183,15 @@ function Isolation(props: { mode: Agent["isolation"] }) {
 
 export type CreatedToken = { description: string; token: string };
 
-/** How to run an agent with the new token: install script, systemd or a container. */
-function InstallPanel(props: { address: string; token: string }) {
-  const commands = installCommands(props.address, props.token);
+/**
+ * How to run an agent with the new token: install script, systemd or a container, on the
+ * deployment's public address (never the request's Host); without one, what to set instead.
+ */
+function InstallPanel(props: { address: Result<string, PublicOriginProblem>; token: string }) {
+  if (!props.address.ok) {
+    return <p>{PUBLIC_URL_UNSET}.</p>;
+  }
+  const commands = installCommands(props.address.value, props.token);
   return (
     <>
       <p>
@@ -213,7 +221,8 @@ export function PoolPage(props: {
   tokens: AgentToken[] | null;
   /** OIDC trusts: null unless the viewer is an owner, like `GET /api/v1/pools/{id}/oidc-trusts`. */
   trusts: ReturnType<typeof presentTrust>[] | null;
-  address: string;
+  /** Where the install commands download from: the deployment's `PUBLIC_URL`. */
+  address: Result<string, PublicOriginProblem>;
   created?: CreatedToken | undefined;
   notice?: string | undefined;
   error?: string | undefined;

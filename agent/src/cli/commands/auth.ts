@@ -3,6 +3,7 @@ import { command } from "../args.ts";
 import {
   Credentials,
   configFile,
+  insecureHttpFromEnv,
   loadCredentials,
   removeCredentials,
   saveCredentials,
@@ -27,6 +28,11 @@ export const login = command(
         type: "boolean",
         description: "sign in through the organization's provider in a browser (prints an address)",
       },
+      "insecure-http": {
+        type: "boolean",
+        description:
+          "allow (and remember) a plain-http address that is not loopback: the token crosses the network unencrypted",
+      },
     },
     positionals: [],
     required: 0,
@@ -41,8 +47,9 @@ export const login = command(
     if (!base.success) {
       throw new UsageError(`address ${base.error.issues[0]?.message ?? "is invalid"}`);
     }
+    const insecureHttp = values["insecure-http"] === true || insecureHttpFromEnv(ctx.env);
     if (values.sso) {
-      return ssoLogin(ctx, address);
+      return ssoLogin(ctx, address, insecureHttp);
     }
     const token =
       ctx.env.OUTPOST_TOKEN ||
@@ -51,7 +58,11 @@ export const login = command(
     if (!token) {
       throw new UsageError("no token given: pipe it on stdin or set OUTPOST_TOKEN");
     }
-    const parsed = Credentials.safeParse({ address, token });
+    const parsed = Credentials.safeParse({
+      address,
+      token,
+      ...(insecureHttp ? { insecureHttp } : {}),
+    });
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw new UsageError(

@@ -11,13 +11,20 @@ import { Credentials, saveCredentials } from "../config-store.ts";
 import type { CliContext } from "../context.ts";
 import { CLI_EXIT, type CliExitCode, UsageError } from "../errors.ts";
 
-/** Runs the device-style login against `address` and saves the personal token it receives. */
-export async function ssoLogin(ctx: CliContext, address: string): Promise<CliExitCode> {
+/**
+ * Runs the device-style login against `address` and saves the personal token it receives
+ * (with `insecureHttp`: a plain-http address that is not loopback is allowed, and remembered).
+ */
+export async function ssoLogin(
+  ctx: CliContext,
+  address: string,
+  insecureHttp = false,
+): Promise<CliExitCode> {
   const base = Credentials.shape.address.safeParse(address);
   if (!base.success) {
     throw new UsageError(`--address ${base.error.issues[0]?.message ?? "is invalid"}`);
   }
-  const api = new UserApi({ address: base.data });
+  const api = new UserApi({ address: base.data, insecureHttp });
   const started = await must(
     api.client.POST("/auth/cli/start", {
       body: { clientName: hostname().slice(0, 100) || "a terminal" },
@@ -39,7 +46,7 @@ export async function ssoLogin(ctx: CliContext, address: string): Promise<CliExi
         api.client.POST("/auth/cli/token", { body: { deviceCode: started.deviceCode } }),
       );
       if (polled.status === "approved" && polled.token) {
-        return await save(ctx, base.data, polled.token);
+        return await save(ctx, base.data, polled.token, insecureHttp);
       }
     }
   } finally {
@@ -52,8 +59,17 @@ export async function ssoLogin(ctx: CliContext, address: string): Promise<CliExi
   throw new UsageError("the login was not approved in time; run `outpost login --sso` again");
 }
 
-async function save(ctx: CliContext, address: string, token: string): Promise<CliExitCode> {
-  const credentials = Credentials.parse({ address, token });
+async function save(
+  ctx: CliContext,
+  address: string,
+  token: string,
+  insecureHttp: boolean,
+): Promise<CliExitCode> {
+  const credentials = Credentials.parse({
+    address,
+    token,
+    ...(insecureHttp ? { insecureHttp } : {}),
+  });
   const me = await must(new UserApi(credentials).client.GET("/api/v1/user"));
   const file = await saveCredentials(ctx.env, credentials);
   ctx.err.write(`Logged in to ${address} as ${me.email}; saved in ${file}\n`);
