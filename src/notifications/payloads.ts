@@ -89,7 +89,22 @@ function detailLines(facts: NotificationFacts): string[] {
     ...(plan ? [`Plan: ${plan}`] : []),
     ...(run.createdBy ? [`By: ${run.createdBy.name}`] : []),
     ...(run.message ? [`Message: ${run.message}`] : []),
+    ...driftLines(facts.details),
   ];
+}
+
+/** How many drifted addresses a chat message names before it says how many more there are. */
+const CHAT_DRIFTED_LIMIT = 10;
+
+/** An assessment's drifted addresses, for chat messages (generic payloads carry them all). */
+function driftLines(details: Record<string, unknown> | null): string[] {
+  const drifted = details?.driftedResources;
+  if (!Array.isArray(drifted) || drifted.length === 0) {
+    return [];
+  }
+  const shown = drifted.slice(0, CHAT_DRIFTED_LIMIT).map(String).join(", ");
+  const more = drifted.length - CHAT_DRIFTED_LIMIT;
+  return [`Drifted: ${shown}${more > 0 ? ` and ${more} more` : ""}`];
 }
 
 /** Slack's incoming webhook message (`text` with mrkdwn). */

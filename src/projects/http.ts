@@ -16,7 +16,13 @@ import { resolveProject } from "./service.ts";
 export async function projectOf(c: Context<AppEnv>, ref: string, action: ProjectAction) {
   const principal = personOf(c);
   const project = await resolveProject(c.var.db, principal.orgId, ref);
-  if (!project) {
+  // Answered with the caller's own words: a project found by id but not visible must not
+  // disclose its name.
+  if (
+    !project ||
+    decideProject(await grantsOnProject(c.var.db, principal, project), "project.read") ===
+      "not_found"
+  ) {
     throw new ApiError("NOT_FOUND", `project ${ref} not found`);
   }
   const grants = await authorizeProject(c.var.db, principal, action, project);

@@ -18,6 +18,7 @@ import { whyWaiting } from "./why.ts";
 export type RunListFilter = {
   orgId: string;
   workspaceId?: string;
+  projectId?: string;
   commitSha?: string;
   status?: RunStatus;
   source?: RunSource;

@@ -70,6 +70,8 @@ export function listRunsPage(
   filter: {
     orgId: string;
     workspaceId?: string;
+    /** Runs of the project's workspaces (those in it now). */
+    projectId?: string;
     commitSha?: string;
     status?: RunStatus;
     source?: RunRow["source"];
@@ -90,6 +92,15 @@ export function listRunsPage(
       and(
         eq(runs.orgId, filter.orgId),
         filter.workspaceId ? eq(runs.workspaceId, filter.workspaceId) : undefined,
+        filter.projectId
+          ? inArray(
+              runs.workspaceId,
+              db
+                .select({ id: workspaces.id })
+                .from(workspaces)
+                .where(eq(workspaces.projectId, filter.projectId)),
+            )
+          : undefined,
         filter.commitSha ? eq(runs.commitSha, filter.commitSha) : undefined,
         filter.status ? eq(runs.status, filter.status) : undefined,
         filter.source ? eq(runs.source, filter.source) : undefined,

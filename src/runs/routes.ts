@@ -20,6 +20,8 @@ import type { AppEnv } from "../env.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
 import { PageQuery } from "../lib/paging.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
+import { projectOf } from "../projects/http.ts";
+import { ProjectRef } from "../projects/model.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { presentFeedback } from "../vcs-feedback/present.ts";
 import { feedbackOfRun } from "../vcs-feedback/queries.ts";
@@ -167,6 +169,10 @@ const OrgListQuery = ListQuery.extend({
     param: { name: "workspaceId", in: "query" },
     description: "A workspace's id or name",
   }),
+  projectId: ProjectRef.optional().openapi({
+    param: { name: "projectId", in: "query" },
+    description: "A project's id or name: the runs of the workspaces in it",
+  }),
   source: z
     .enum(RUN_SOURCES)
     .optional()
@@ -311,9 +317,9 @@ export const runRoutes = newRouter()
       path: "/runs",
       tags: ["runs"],
       summary:
-        "List the organization's runs newest first, by status, workspace, pool, agent, source or commit",
+        "List the organization's runs newest first, by status, workspace, project, pool, agent, source or commit",
       description:
-        "Every run of the workspaces the caller may read, pending ones with why they wait and each with the agents that ran its phases. A workspace filter the caller cannot read answers 404.",
+        "Every run of the workspaces the caller may read, pending ones with why they wait and each with the agents that ran its phases. A workspace or project filter the caller cannot read answers 404.",
       security: [{ bearer: [] }],
       middleware: [requirePerson()] as const,
       request: { query: OrgListQuery },
@@ -328,10 +334,14 @@ export const runRoutes = newRouter()
       const workspace = query.workspaceId
         ? (await workspaceOf(c, query.workspaceId, "workspace.read")).workspace
         : undefined;
+      const project = query.projectId
+        ? (await projectOf(c, query.projectId, "project.read")).project
+        : undefined;
       const filter = {
         orgId: principal.orgId,
         visible: readableWorkspaces(c.var.db, principal, runs.workspaceId),
         ...(workspace ? { workspaceId: workspace.id } : {}),
+        ...(project ? { projectId: project.id } : {}),
         ...(query.status ? { status: query.status } : {}),
         ...(query.commitSha ? { commitSha: query.commitSha } : {}),
         ...(query.source ? { source: query.source } : {}),

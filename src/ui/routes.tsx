@@ -12,11 +12,13 @@ import type { AppEnv } from "../env.ts";
 import { ApiError, codeToStatus, handleError } from "../errors.ts";
 import { cliLoginPages } from "./cli-login-routes.tsx";
 import { landingFor, loginPages, logoutPage } from "./login-routes.tsx";
+import { notificationPages } from "./notification-routes.tsx";
 import { ErrorPage } from "./pages/login.tsx";
 import { peoplePages } from "./people-routes.tsx";
 import { poolPages } from "./pool-routes.tsx";
 import { projectPages } from "./project-routes.tsx";
 import { runPages } from "./run-routes.tsx";
+import { schedulePages } from "./schedule-routes.tsx";
 import { requireSession, type UiEnv } from "./session.ts";
 import { statePages } from "./state-routes.tsx";
 import { teamAccessPages } from "./team-access-routes.tsx";
@@ -149,6 +151,8 @@ const dashboard = new Hono<UiEnv>()
   .route("/workspaces", workspacePages)
   .route("/workspaces", statePages)
   .route("/workspaces", teamAccessPages)
+  .route("/workspaces", notificationPages)
+  .route("/workspaces", schedulePages)
   .route("/variable-sets", variableSetPages)
   .route("/people", peoplePages)
   .route("/cli-login", cliLoginPages)

@@ -5,6 +5,7 @@
 import { z } from "@hono/zod-openapi";
 import { type Context, Hono } from "hono";
 import {
+  decideProject,
   decideWorkspace,
   type Grants,
   type WorkspaceAction,
@@ -12,10 +13,11 @@ import {
 } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { readableWorkspaces } from "../authz/queries.ts";
-import { grantsOn } from "../authz/service.ts";
+import { grantsOn, grantsOnProject } from "../authz/service.ts";
 import { runs } from "../db/schema.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
 import { listPools } from "../pools/service.ts";
+import { resolveProject } from "../projects/service.ts";
 import { runLog } from "../runs/blobs.ts";
 import { listRunJobs } from "../runs/job-records.ts";
 import { listRuns } from "../runs/list.ts";
@@ -155,6 +157,7 @@ const ListQuery = z.object({
   status: z.enum(RUN_STATUSES).optional(),
   source: z.enum(RUN_SOURCES).optional(),
   workspace: z.string().max(200).optional(),
+  project: z.string().max(200).optional(),
   pool: z
     .string()
     .regex(/^pool_[a-z2-7]{26}$/, "must be a pool_ id")
@@ -169,6 +172,17 @@ const ListQuery = z.object({
 /** Empty form fields are no filter. */
 function filledQuery(c: Context<UiEnv>) {
   return Object.fromEntries(Object.entries(c.req.query()).filter(([, value]) => value !== ""));
+}
+
+/** The project a filter names, if the viewer may read it; otherwise 404 like a missing one. */
+async function readableProject(c: Context<UiEnv>, ref: string) {
+  const { principal, orgId } = c.var.session;
+  const project = await resolveProject(c.var.db, orgId, ref);
+  const grants = project ? await grantsOnProject(c.var.db, principal, project) : null;
+  if (!project || !grants || decideProject(grants, "project.read") !== "allow") {
+    throw new ApiError("NOT_FOUND", `project ${ref} not found`);
+  }
+  return project;
 }
 
 export const runPages = new Hono<UiEnv>()
@@ -192,6 +206,7 @@ export const runPages = new Hono<UiEnv>()
     ) {
       throw new ApiError("NOT_FOUND", `workspace ${query.workspace} not found`);
     }
+    const project = query.project ? await readableProject(c, query.project) : undefined;
     const page = valueOrThrow(
       await listRuns(
         c.var.deps,
@@ -199,6 +214,7 @@ export const runPages = new Hono<UiEnv>()
           orgId,
           visible: readableWorkspaces(c.var.db, principal, runs.workspaceId),
           ...(workspace ? { workspaceId: workspace.id } : {}),
+          ...(project ? { projectId: project.id } : {}),
           ...(query.status ? { status: query.status } : {}),
           ...(query.source ? { source: query.source } : {}),
           ...(query.pool ? { poolId: query.pool } : {}),

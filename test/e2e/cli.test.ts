@@ -3,7 +3,10 @@
  * against the real coordinator, with a real agent serving the runs it queues.
  */
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_EXIT } from "../../agent/src/cli/errors.ts";
 import { AGENT_VERSION } from "../../agent/src/version.ts";
@@ -12,7 +15,11 @@ import { ENGINE_VERSION, stateVersions } from "./helpers/e2e.ts";
 import { type CliOptions, type CliResult, runCli } from "./helpers/processes.ts";
 import { useWorld } from "./helpers/world.ts";
 
-const world = useWorld({ agents: [{ args: ["--cancel-grace", "5"] }] });
+const world = useWorld({
+  agents: [{ args: ["--cancel-grace", "5"] }],
+  // Notifications deliver to this file's loopback receiver, as on a development deployment.
+  vars: { NOTIFICATIONS_ALLOW_LOOPBACK: "true" },
+});
 let home: string;
 const issuer = new OidcIssuerServer();
 let issuerKey: IssuerKey;
@@ -553,6 +560,15 @@ describe("outpost CLI", () => {
       id: string;
     }[];
     expect(ofWorkspace.map((r) => r.id)).toContain(String(runId?.[1]));
+    // cli-state went to the default project; a project without runs lists none.
+    const ofProject = JSON.parse(
+      (await cli(["runs", "list", "--project", "Default Project", "--json"])).stdout,
+    ) as { id: string }[];
+    expect(ofProject.map((r) => r.id)).toContain(String(runId?.[1]));
+    expect((await cli(["projects", "create", "cli-empty"])).code).toBe(CLI_EXIT.ok);
+    const empty = await cli(["runs", "list", "--project", "cli-empty", "--json"]);
+    expect(empty.code, empty.stderr).toBe(CLI_EXIT.ok);
+    expect(JSON.parse(empty.stdout)).toEqual([]);
     expectOneLineError(await cli(["runs", "list", "--limit", "0"]), CLI_EXIT.usage, "--limit");
 
     const outputs = await cli(["outputs", "cli-state"]);
@@ -603,6 +619,100 @@ describe("outpost CLI", () => {
     );
     expect((await cli(["outputs", "cli-state"])).stdout).toContain("https://one.internal");
   }, 120_000);
+
+  it("manages notifications: the secret shown once, verify signed deliveries, enable and disable", async () => {
+    // A loopback receiver that answers 500 to its first request, then 200.
+    const received: { headers: Record<string, string>; body: string }[] = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      req.on("end", () => {
+        received.push({
+          headers: req.headers as Record<string, string>,
+          body: Buffer.concat(chunks).toString("utf8"),
+        });
+        res.writeHead(received.length === 1 ? 500 : 200).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      expect((await cli(["workspaces", "create", "cli-notify", "--pool", world.poolId])).code).toBe(
+        CLI_EXIT.ok,
+      );
+      const created = await cli([
+        "notifications",
+        "create",
+        "cli-notify",
+        "--name",
+        "ops",
+        "--url",
+        url,
+        "--triggers",
+        "run:errored,assessment:drifted",
+      ]);
+      expect(created.code, created.stderr).toBe(CLI_EXIT.ok);
+      const secret = created.stdout.trim();
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
+      const id = /Created notification (nc_\w+)/.exec(created.stderr)?.[1] ?? "";
+      expect(id).toMatch(/^nc_/);
+
+      const listed = await cli(["notifications", "list", "cli-notify"]);
+      expect(listed.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+TYPE\s+ENABLED\s+URL\s+TRIGGERS/);
+      expect(listed.stdout).toMatch(
+        new RegExp(`${id}\\s+ops\\s+generic\\s+yes\\s+\\S+\\s+run:errored,assessment:drifted`),
+      );
+      expect(listed.stdout).not.toContain("whsec_");
+
+      // The receiver's 500 first: verify says so and exits 1; then a delivered one, signed.
+      const refused = await cli(["notifications", "verify", id]);
+      expect(refused.code).toBe(CLI_EXIT.runErrored);
+      expect(refused.stdout).toMatch(/^failed \(500\)/);
+      const delivered = await cli(["notifications", "verify", id]);
+      expect(delivered.code, delivered.stderr).toBe(CLI_EXIT.ok);
+      expect(delivered.stdout).toBe("delivered (200)\n");
+      const [, last] = received;
+      expect(last).toBeDefined();
+      const payload = new Webhook(secret).verify(last?.body ?? "", last?.headers ?? {}) as {
+        type: string;
+      };
+      expect(payload.type).toBe("verification");
+      const history = await cli(["notifications", "deliveries", id, "--json"]);
+      expect(
+        (JSON.parse(history.stdout) as { status: string }[]).map((d) => d.status).sort(),
+      ).toEqual(["delivered", "failed"]);
+
+      const disabled = await cli(["notifications", "update", id, "--disable", "--json"]);
+      expect(JSON.parse(disabled.stdout)).toMatchObject({ id, enabled: false });
+      expectOneLineError(
+        await cli(["notifications", "update", id, "--enable", "--disable"]),
+        CLI_EXIT.usage,
+        "--enable and --disable",
+      );
+      const rotated = await cli(["notifications", "rotate-secret", id]);
+      expect(rotated.stdout.trim()).toMatch(/^whsec_/);
+      expect(rotated.stdout.trim()).not.toBe(secret);
+      expectOneLineError(
+        await cli([
+          "notifications",
+          "create",
+          "cli-notify",
+          "--name",
+          "x",
+          "--url",
+          "http://hooks.example.com/x",
+        ]),
+        CLI_EXIT.requestFailed,
+        "https",
+      );
+      expect((await cli(["notifications", "delete", id])).code).toBe(CLI_EXIT.ok);
+      expect((await cli(["notifications", "list", "cli-notify", "--json"])).stdout.trim()).toBe(
+        "[]",
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 
   it("says where a refused token came from", async () => {
     const bad = `op_org_${"B".repeat(43)}`;

@@ -1,12 +1,13 @@
 /**
  * One list of every run: `GET /api/v1/runs` and `/ui/runs` with filters (status, workspace,
- * pool, agent, source) and paging, pending runs with why they wait, and each run's agents.
+ * project, pool, agent, source) and paging, pending runs with why they wait, and each run's agents.
  */
 import { describe, expect, it } from "vitest";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { personWithAccess } from "./helpers/people.ts";
+import { createProject } from "./helpers/projects.ts";
 import { queueRun, type RunBody, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
 import { signIn } from "./helpers/ui.ts";
 
@@ -92,6 +93,57 @@ describe("GET /api/v1/runs", () => {
   });
 });
 
+describe("the project filter", () => {
+  it("lists the runs of the project's workspaces, by id or name, on the API and the dashboard", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
+    const org = await seedOrg();
+    const project = await createProject(org);
+    const inside = await runnableWorkspace(org, { projectId: project.id });
+    const outside = await runnableWorkspace(org);
+    const mine = await queueRun(org, inside.workspace.id);
+    const theirs = await queueRun(org, outside.workspace.id);
+
+    const ids = async (query: string) => {
+      const res = await list(org, query);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.runs.map((r) => r.id);
+    };
+    expect(await ids(`?projectId=${project.id}`)).toEqual([mine.body.id]);
+    expect(await ids(`?projectId=${encodeURIComponent(project.name)}`)).toEqual([mine.body.id]);
+    expect(await ids(`?projectId=${project.id}&status=planned`)).toEqual([]);
+    expect(await ids("")).toEqual([theirs.body.id, mine.body.id]);
+
+    const reader = await signIn(org.tokens.reader);
+    const page = await (await reader.get(`/ui/runs?project=${project.name}`)).text();
+    expect(page).toContain(`href="/ui/runs/${mine.body.id}"`);
+    expect(page).not.toContain(`href="/ui/runs/${theirs.body.id}"`);
+    expect(page).toContain(`name="project" value="${project.name}"`);
+  });
+
+  it("answers a project the caller cannot see like a missing one, here and in another organization", {
+    timeout: SLOW_TEST_MS,
+  }, async () => {
+    const org = await seedOrg();
+    const project = await createProject(org);
+    const ws = await runnableWorkspace(org, { projectId: project.id });
+    await queueRun(org, ws.workspace.id);
+    const missing = await list(org, "?projectId=no-such-project");
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.message).toContain("project no-such-project not found");
+    const { user } = await personWithAccess(org, ws.workspace, null);
+    const unseen = await list(org, `?projectId=${project.id}`, user.token);
+    expect(unseen.status).toBe(404);
+    expect(unseen.body.error.message).toContain(`project ${project.id} not found`);
+    const other = await seedOrg();
+    expect((await list(other, `?projectId=${project.id}`)).status).toBe(404);
+
+    const otherReader = await signIn(other.tokens.reader);
+    expect((await otherReader.get(`/ui/runs?project=${project.id}`)).status).toBe(404);
+    expect((await otherReader.get("/ui/runs?project=no-such-project")).status).toBe(404);
+  });
+});
+
 describe("/ui/runs", () => {
   it("shows every run with its workspace, agents and why it waits, filtered by a GET form", {
     timeout: SLOW_TEST_MS,
@@ -117,5 +169,12 @@ describeAuth("GET /api/v1/runs?workspaceId=", {
   target: async (org) => {
     const ws = await runnableWorkspace(org);
     return { method: "GET", path: `/api/v1/runs?workspaceId=${ws.workspace.id}` };
+  },
+});
+describeAuth("GET /api/v1/runs?projectId=", {
+  role: "reader",
+  target: async (org) => {
+    const project = await createProject(org);
+    return { method: "GET", path: `/api/v1/runs?projectId=${project.id}` };
   },
 });

@@ -700,8 +700,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List the organization's runs newest first, by status, workspace, pool, agent, source or commit
-         * @description Every run of the workspaces the caller may read, pending ones with why they wait and each with the agents that ran its phases. A workspace filter the caller cannot read answers 404.
+         * List the organization's runs newest first, by status, workspace, project, pool, agent, source or commit
+         * @description Every run of the workspaces the caller may read, pending ones with why they wait and each with the agents that ran its phases. A workspace or project filter the caller cannot read answers 404.
          */
         get: operations["listRuns"];
         put?: never;
@@ -7001,6 +7001,8 @@ export interface operations {
                 cursor?: string;
                 limit?: number;
                 poolId?: string;
+                /** @description A project's id or name: the runs of the workspaces in it */
+                projectId?: string;
                 source?: "api" | "cli" | "ui" | "github" | "gitlab" | "schedule" | "assessment" | "run-trigger";
                 status?: "pending" | "plan_queued" | "planning" | "planned" | "planned_and_finished" | "confirmed" | "apply_queued" | "applying" | "applied" | "discarded" | "errored" | "canceled" | "force_canceled";
                 /** @description A workspace's id or name */

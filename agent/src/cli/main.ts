@@ -10,6 +10,7 @@ import {
 import { admin } from "./commands/admin.ts";
 import { assessments } from "./commands/assessments.ts";
 import { login, logout, whoami } from "./commands/auth.ts";
+import { notifications } from "./commands/notifications.ts";
 import { oidcTrusts } from "./commands/oidc-trusts.ts";
 import { outputs } from "./commands/outputs.ts";
 import { agentTokens, pools } from "./commands/pools.ts";
@@ -35,6 +36,7 @@ const COMMANDS: Record<string, CliCommand | CliGroup> = {
   varsets,
   assessments,
   schedules,
+  notifications,
   run,
   runs,
   confirm,

@@ -1,6 +1,6 @@
 /**
  * Every run of the organization the viewer may read, newest first: filters (status, workspace,
- * pool, agent, source) as a GET form, so a filtered list is a link; pending runs say why they
+ * project, pool, agent, source) as a GET form, so a filtered list is a link; pending runs say why they
  * wait, and each run names the agents of its phases.
  */
 
@@ -13,6 +13,7 @@ type Run = ReturnType<typeof presentRun>;
 export type RunListFilters = {
   status?: string | undefined;
   workspace?: string | undefined;
+  project?: string | undefined;
   pool?: string | undefined;
   agent?: string | undefined;
   source?: string | undefined;
@@ -89,6 +90,7 @@ export function RunListPage(props: {
           value={filters.workspace}
           placeholder="name or ws_…"
         />
+        <Text name="project" label="Project" value={filters.project} placeholder="name or prj_…" />
         <Text name="pool" label="Pool" value={filters.pool} placeholder="pool_…" />
         <Text name="agent" label="Agent" value={filters.agent} placeholder="agt_…" />
         <button type="submit">Filter</button>

@@ -271,6 +271,14 @@ export function WorkspacePage(props: {
       {isAdmin ? <WorkloadIdentityForm viewer={viewer} workspace={ws} /> : null}
       <p>
         <a href={`/ui/workspaces/${ws.id}/state`}>State and outputs</a>
+        {isAdmin ? (
+          <>
+            {" · "}
+            <a href={`/ui/workspaces/${ws.id}/notifications`}>Notifications</a>
+            {" · "}
+            <a href={`/ui/workspaces/${ws.id}/schedules`}>Schedules</a>
+          </>
+        ) : null}
       </p>
       <h2 id="runs-heading">Recent runs</h2>
       <RunsTable runs={props.runs} now={viewer.now} />

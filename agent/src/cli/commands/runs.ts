@@ -267,7 +267,7 @@ export const logs = command(
   },
 );
 
-type ListFilter = "status" | "source" | "pool" | "agent";
+type ListFilter = "status" | "source" | "project" | "pool" | "agent";
 
 const runsList = command(
   {
@@ -277,6 +277,10 @@ const runsList = command(
       source: {
         type: "string",
         description: "api, cli, ui, github, gitlab, schedule, run-trigger",
+      },
+      project: {
+        type: "string",
+        description: "only runs of the workspaces in this project (id or name)",
       },
       pool: { type: "string", description: "only runs of this agent pool (pool_…)" },
       agent: { type: "string", description: "only runs an agent (agt_…) ran a phase of" },
@@ -293,6 +297,7 @@ const runsList = command(
     const filters: Partial<Record<ListFilter, string>> = {
       status: values.status,
       source: values.source,
+      project: values.project,
       pool: values.pool,
       agent: values.agent,
     };
@@ -301,6 +306,7 @@ const runsList = command(
       ...(positionals[0] ? { workspaceId: positionals[0] } : {}),
       ...(filters.status ? { status: filters.status } : {}),
       ...(filters.source ? { source: filters.source } : {}),
+      ...(filters.project ? { projectId: filters.project } : {}),
       ...(filters.pool ? { poolId: filters.pool } : {}),
       ...(filters.agent ? { agentId: filters.agent } : {}),
       // The coordinator checks the names and answers a sentence for a wrong one.
