@@ -81,14 +81,12 @@ export class AgentPool extends DurableObject<Env> {
       return fail("pool_deleted");
     }
     const existing = this.store.jobs.get(parsed.data.jobId);
+    const inserted = existing ?? this.store.jobs.insert(parsed.data, this.now());
     if (!existing) {
-      this.store.jobs.insert(parsed.data, this.now());
       await this.afterChange();
     }
-    const row = this.store.jobs.get(parsed.data.jobId) ?? existing;
-    if (!row) {
-      throw new Error(`job ${parsed.data.jobId} lost after enqueue`);
-    }
+    // A held poll may have leased it meanwhile: its wait is said of the job as it is now.
+    const row = this.store.jobs.get(parsed.data.jobId) ?? inserted;
     const wait = reports.waitInfo(this.ops(), row);
     return ok({ job: toJobView(row), created: !existing, wait });
   }
@@ -115,13 +113,7 @@ export class AgentPool extends DurableObject<Env> {
 
   /** True when an online agent holds (has leased or started) one of `jobIds`. */
   async heldByLiveAgent(jobIds: string[]): Promise<boolean> {
-    return jobIds.some((id) => {
-      const job = this.store.jobs.get(id);
-      if (!job?.agent_id || (job.state !== "leased" && job.state !== "started")) {
-        return false;
-      }
-      return this.store.agents.get(job.agent_id)?.state === "online";
-    });
+    return reports.heldByLiveAgent(this.ops(), jobIds);
   }
 
   async getJob(jobId: string): Promise<JobView | null> {

@@ -88,3 +88,14 @@ function reasonFor(ctx: OpsContext, job: JobRow, ahead: number): WaitReason {
   }
   return { kind: "behind_other_jobs", ahead };
 }
+
+/** True when an online agent holds (has leased or started) one of `jobIds`. */
+export function heldByLiveAgent(ctx: OpsContext, jobIds: string[]): boolean {
+  return jobIds.some((id) => {
+    const job = ctx.store.jobs.get(id);
+    if (!job?.agent_id || (job.state !== "leased" && job.state !== "started")) {
+      return false;
+    }
+    return ctx.store.agents.get(job.agent_id)?.state === "online";
+  });
+}

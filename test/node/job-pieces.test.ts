@@ -327,6 +327,7 @@ describe("summarizePlan", () => {
       changes: 0,
       destroys: 0,
       imports: 0,
+      sames: 0,
       hasChanges: true,
       driftedResources: ["null_resource.a", "aws_s3_bucket.b"],
     });
@@ -336,6 +337,7 @@ describe("summarizePlan", () => {
       changes: 0,
       destroys: 0,
       imports: 0,
+      sames: 0,
       hasChanges: false,
     });
     const clean = JSON.stringify({ resource_drift: [drift("null_resource.a", ["no-op"])] });
