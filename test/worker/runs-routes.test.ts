@@ -143,12 +143,14 @@ describe("run actions", () => {
     const run = await queueRun(org, workspace.id);
     expect((await runAction(org, run.body.id, "confirm")).status).toBe(409);
     expect((await runAction(org, run.body.id, "discard")).status).toBe(409);
-    expect((await runAction(org, run.body.id, "force-cancel")).status).toBe(409);
+    // No live agent holds a queued run's job, so force-cancel would be allowed now (as cancel is);
+    // it is refused once the run has ended.
     await agent.plan(true);
     const cancelPlanned = await runAction(org, run.body.id, "cancel");
     expect(cancelPlanned.status).toBe(409);
     expect(cancelPlanned.body.error.message).toMatch(/discard it instead/);
     expect((await runAction(org, run.body.id, "discard")).status).toBe(200);
+    expect((await runAction(org, run.body.id, "force-cancel")).status).toBe(409);
     const second = await queueRun(org, workspace.id);
     await runAction(org, second.body.id, "cancel");
     const audit = await env.DB.prepare(
