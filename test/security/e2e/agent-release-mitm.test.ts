@@ -20,11 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import agentPackage from "../../../agent/package.json" with { type: "json" };
 import { DEFAULT_DIST_DIR } from "../../../agent/scripts/build.ts";
 import { releaseKeyText, signManifest } from "../../../agent/src/update/release-signature.ts";
-import {
-  createWorkspace,
-  queueRun,
-  uploadConfiguration,
-} from "../../e2e/helpers/e2e.ts";
+import { createWorkspace, queueRun, uploadConfiguration } from "../../e2e/helpers/e2e.ts";
 import { type AgentProcess, exitWithin } from "../../e2e/helpers/processes.ts";
 import { useWorld } from "../../e2e/helpers/world.ts";
 import { testReleaseKey, testReleaseSigningKey } from "../../node/helpers/release-key.ts";
