@@ -38,6 +38,9 @@ const VcsHook = z
       description: "The VCS API base URL; null derives it from the workspace's repository URL",
     }),
     hasToken: z.boolean().openapi({ description: "Whether a coordinator VCS token is stored" }),
+    appId: z.int().nullable().openapi({
+      description: "The GitHub App the coordinator posts as (its private key is never shown)",
+    }),
     url: z.string().openapi({ description: "Paste this into the VCS webhook settings" }),
     previousSecretExpiresAt: z.string().nullable().openapi({
       description: "Until when the secret replaced by the last rotation is still accepted",
@@ -51,6 +54,21 @@ const VcsHookWithSecret = VcsHook.extend({
   secret: z.string().openapi({ description: "The webhook secret. Shown once; store it now." }),
 }).openapi("VcsHookWithSecret");
 
+const GithubApp = z
+  .strictObject({
+    appId: z
+      .int()
+      .positive()
+      .openapi({ description: "The GitHub App's id (App settings → About)" }),
+    privateKey: z.string().min(100).max(10_000).openapi({
+      description:
+        "The app's private key, PEM: PKCS#1 (`RSA PRIVATE KEY`, as GitHub issues it) or PKCS#8",
+    }),
+  })
+  .openapi("VcsHookGithubApp", {
+    description: "A GitHub App the coordinator posts as; stored sealed, the key never shown",
+  });
+
 const CreateVcsHook = z
   .strictObject({
     provider: z.enum(["github", "gitlab"]),
@@ -63,6 +81,7 @@ const CreateVcsHook = z
     token: z.string().min(1).max(1000).optional().openapi({
       description: "A VCS token the coordinator posts feedback with; stored sealed, never shown",
     }),
+    app: GithubApp.optional(),
   })
   .openapi("CreateVcsHook");
 
@@ -77,6 +96,7 @@ const UpdateVcsHook = z
     token: z.string().min(1).max(1000).nullable().optional().openapi({
       description: "A VCS token the coordinator posts feedback with; stored sealed, never shown",
     }),
+    app: GithubApp.nullable().optional(),
   })
   .openapi("UpdateVcsHook");
 
@@ -145,6 +165,7 @@ export const vcsHookRoutes = newRouter()
         feedback: body.feedback,
         apiUrl: body.apiUrl,
         token: body.token,
+        app: body.app,
         actor: actorOf(principal),
       });
       const { row, secret } = valueOrThrow(created);
