@@ -150,6 +150,29 @@ function commentsPath(target: VcsTarget, number: number): string {
     : `${project(target)}/merge_requests/${number}/notes`;
 }
 
+/** Pages of comments read at most while looking for the marked one (100 a page). */
+const MAX_COMMENT_PAGES = 20;
+
+/** The comment carrying `marker`, read page by page (a busy pull request has many). */
+async function findMarked(
+  target: VcsTarget,
+  base: string,
+  marker: string,
+): Promise<{ ok: true; comment: Comment | undefined } | (Posted & { ok: false })> {
+  for (let page = 1; page <= MAX_COMMENT_PAGES; page++) {
+    const listed = await callVcs(target, "GET", `${base}?per_page=100&page=${page}`);
+    if (!listed.ok) {
+      return listed;
+    }
+    const comments = Array.isArray(listed.json) ? (listed.json as Comment[]) : [];
+    const mine = comments.find((c) => typeof c.body === "string" && c.body.includes(marker));
+    if (mine || comments.length < 100) {
+      return { ok: true, comment: mine };
+    }
+  }
+  return { ok: true, comment: undefined };
+}
+
 /**
  * Writes `body` as the pull/merge request's comment carrying `marker`: edits the one already
  * there (found among its comments), else adds it. One comment per marker, however often called.
@@ -159,12 +182,11 @@ export async function upsertComment(
   input: { number: number; marker: string; body: string },
 ): Promise<Posted> {
   const base = commentsPath(target, input.number);
-  const listed = await callVcs(target, "GET", `${base}?per_page=100`);
-  if (!listed.ok) {
-    return listed;
+  const found = await findMarked(target, base, input.marker);
+  if (!found.ok) {
+    return found;
   }
-  const comments = Array.isArray(listed.json) ? (listed.json as Comment[]) : [];
-  const mine = comments.find((c) => typeof c.body === "string" && c.body.includes(input.marker));
+  const mine = found.comment;
   const answer =
     mine === undefined
       ? await callVcs(target, "POST", base, { body: input.body })
