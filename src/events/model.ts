@@ -130,11 +130,10 @@ export function eventOfOutboxRow(
  * side asked to wait (`Retry-After`), which the retry honours within bounds.
  */
 export class RetryLater extends Error {
-  constructor(
-    message: string,
-    readonly delaySeconds = 0,
-  ) {
+  readonly delaySeconds: number;
+  constructor(message: string, delaySeconds = 0) {
     super(message);
+    this.delaySeconds = delaySeconds;
   }
 }
 

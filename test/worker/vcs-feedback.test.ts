@@ -6,6 +6,7 @@
  */
 import { describe, expect, inject, it } from "vitest";
 import type { FakeGithubCall } from "../setup/fake-github.ts";
+import type { FakeGitlabCall } from "../setup/fake-gitlab.ts";
 import { requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -50,9 +51,12 @@ async function feedbackHook(org: TestOrg, tokenPrefix = "tok") {
   return { hook: res.body, token };
 }
 
-async function calls(token: string, server = fakeGithub): Promise<FakeGithubCall[]> {
+async function calls(
+  token: string,
+  server = fakeGithub,
+): Promise<(FakeGithubCall | FakeGitlabCall)[]> {
   const res = await fetch(`${server}/_calls/${encodeURIComponent(token)}`);
-  return (await res.json()) as FakeGithubCall[];
+  return (await res.json()) as (FakeGithubCall | FakeGitlabCall)[];
 }
 
 function pushPayload(sha: string): Json {
