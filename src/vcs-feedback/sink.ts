@@ -17,6 +17,8 @@ import { getRunById, type RunRow } from "../runs/queries.ts";
 import { findHookById, type HookRow } from "../vcs/hooks.ts";
 import { getWorkspaceById } from "../workspaces/queries.ts";
 import { type Posted, postCommitStatus, upsertComment, type VcsTarget } from "./client.ts";
+import { commentMaxOf } from "./comment.ts";
+import { logTail, planResources } from "./comment-inputs.ts";
 import { openHookApp, openHookToken } from "./credentials.ts";
 import { installationToken } from "./github-app.ts";
 import {
@@ -124,6 +126,8 @@ export const vcsFeedbackSink: RunEventSink = {
     ];
     if (run.pullRequestNumber !== null && isCommentWorthy(run.status)) {
       const jobs = (await listRunJobs(deps.db, [run.id])).get(run.id) ?? [];
+      const ref = { orgId: run.orgId, workspaceId: run.workspaceId, runId: run.id };
+      const failed = run.status === "errored";
       const body = planComment({
         workspaceId: workspace.id,
         workspaceName: workspace.name,
@@ -131,7 +135,10 @@ export const vcsFeedbackSink: RunEventSink = {
         commitSha: run.commitSha ?? "",
         status,
         agentName: jobs.at(-1)?.agentName ?? jobs.at(-1)?.agentId ?? null,
-        detail: run.status === "errored" ? run.statusReason : null,
+        detail: failed ? run.statusReason : null,
+        resources: await planResources(deps, ref),
+        logTail: failed ? await logTail(deps, ref) : null,
+        maxChars: commentMaxOf(hook.provider),
       });
       const number = run.pullRequestNumber;
       results.push(
