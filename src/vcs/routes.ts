@@ -9,6 +9,7 @@ import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { FEEDBACK_MODES } from "../vcs-feedback/model.ts";
 import { RepoUrl } from "../workspaces/model.ts";
+import { listDeliveries } from "./deliveries.ts";
 import {
   createHook,
   DEFAULT_ROTATION_GRACE_SECONDS,
@@ -20,7 +21,6 @@ import {
   rotateHookSecret,
   updateHook,
 } from "./hooks.ts";
-import { recentDeliveries } from "./queries.ts";
 
 const VcsHook = z
   .object({
@@ -112,6 +112,22 @@ const RotateVcsHookSecret = z
   })
   .openapi("RotateVcsHookSecret");
 
+const DeliveryFeedback = z
+  .object({
+    runId: z.string(),
+    kind: z.enum(["status", "comment"]),
+    runStatus: z.string().openapi({ description: "The run status the post reported" }),
+    state: z.string(),
+    description: z.string(),
+    posted: z.boolean(),
+    error: z.string().nullable().openapi({
+      description: "Why it was not posted, e.g. `status not posted: 401 Bad credentials from …`",
+    }),
+    attempts: z.int(),
+    updatedAt: z.string(),
+  })
+  .openapi("VcsDeliveryFeedback");
+
 const Delivery = z
   .object({
     id: z.string(),
@@ -121,22 +137,14 @@ const Delivery = z
     outcome: z.record(z.string(), z.unknown()).nullable().openapi({
       description: "Runs queued, plans canceled and workspaces skipped with the reason",
     }),
+    feedback: z.array(DeliveryFeedback).openapi({
+      description: "For each run the delivery queued: what VCS feedback last posted, or why not",
+    }),
   })
   .openapi("VcsDelivery");
 
 const HookParams = z.strictObject({ hookId: idParam("hook", "hookId") });
 const origin = (url: string) => new URL(url).origin;
-
-function parseOutcome(text: string | null): Record<string, unknown> | null {
-  if (text === null) {
-    return null;
-  }
-  try {
-    return JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return { status: "unreadable" };
-  }
-}
 
 export const vcsHookRoutes = newRouter()
   .openapi(
@@ -299,7 +307,7 @@ export const vcsHookRoutes = newRouter()
       operationId: "listVcsHookDeliveries",
       path: "/{hookId}/deliveries",
       tags: ["vcs"],
-      summary: "The hook's 50 most recent deliveries and what each one did",
+      summary: "The hook's 50 most recent deliveries, what each one did and its runs' VCS feedback",
       security: [{ bearer: [] }],
       middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams },
@@ -312,18 +320,6 @@ export const vcsHookRoutes = newRouter()
       const hook = valueOrThrow(
         await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId),
       );
-      const rows = await recentDeliveries(c.var.db, hook.id, 50);
-      return c.json(
-        {
-          deliveries: rows.map((r) => ({
-            id: r.id,
-            deliveryId: r.deliveryId,
-            event: r.event,
-            receivedAt: new Date(r.receivedAt).toISOString(),
-            outcome: parseOutcome(r.outcome),
-          })),
-        },
-        200,
-      );
+      return c.json({ deliveries: await listDeliveries(c.var.db, hook.id, 50) }, 200);
     },
   );

@@ -148,6 +148,18 @@ describe("VCS feedback: commit statuses", () => {
         posted: false,
         error: `status not posted: 401 Bad credentials from ${host}`,
       });
+    const deliveries = await requestJson<{ deliveries: Json[] }>(
+      `/api/v1/vcs-hooks/${hook.id}/deliveries`,
+      { token: org.tokens.admin },
+    );
+    expect(deliveries.body.deliveries[0]?.feedback).toMatchObject([
+      {
+        runId: run.id,
+        kind: "status",
+        posted: false,
+        error: `status not posted: 401 Bad credentials from ${host}`,
+      },
+    ]);
     const agent = await TestAgent.register(agentToken);
     await agent.plan(true);
     expect((await getRun(org, run.id)).status).toBe("planned");
