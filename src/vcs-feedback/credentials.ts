@@ -3,7 +3,10 @@
  * `ENCRYPTION_KEY`, bound to the hook's row so a ciphertext moved to another hook won't open.
  */
 import { ok } from "@outpost/common";
-import { loadKeyring, open, seal } from "../lib/encryption.ts";
+import { and, eq, isNull } from "drizzle-orm";
+import { vcsHooks } from "../db/schema.ts";
+import type { Deps } from "../deps.ts";
+import { loadKeyring, open, seal, sealedKeyId } from "../lib/encryption.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
 import { importAppKey, toPkcs8Pem } from "./github-app.ts";
 
@@ -120,4 +123,67 @@ export async function sealedCredentials(
     ...(token === null ? { tokenCiphertext: null } : {}),
     ...(app === null ? { appId: null, appKeyCiphertext: null } : {}),
   });
+}
+
+/**
+ * Key rotation for the coordinator credentials of the org's hooks (token, GitHub App key):
+ * re-seals with the primary key those of up to `limit` hooks sealed with another key.
+ * `remaining` counts the org's hooks still holding one under another key afterwards (including
+ * any that do not open). A change of the credential meanwhile wins (compare-and-set on what was
+ * read). Cached installation tokens are not re-sealed: one that no longer opens is minted anew.
+ */
+export async function reencryptHookCredentials(
+  deps: Deps,
+  orgId: string,
+  limit: number,
+): Promise<Outcome<{ reencrypted: number; remaining: number }, "unavailable">> {
+  const keyring = await loadKeyring(deps.env.ENCRYPTION_KEY);
+  if (!keyring.ok) {
+    return refuse(
+      "unavailable",
+      "ENCRYPTION_KEY is not usable; VCS credentials cannot be re-sealed",
+    );
+  }
+  const ring = keyring.value;
+  const stale = (sealed: string | null) =>
+    sealed !== null && sealedKeyId(sealed) !== ring.primaryId;
+  const staleHooks = async () =>
+    (await deps.db.select().from(vcsHooks).where(eq(vcsHooks.orgId, orgId))).filter(
+      (h) => stale(h.tokenCiphertext) || stale(h.appKeyCiphertext),
+    );
+  const reseal = async (sealed: string | null, aadText: string) => {
+    if (sealed === null) {
+      return null;
+    }
+    const opened = await open(ring, sealed, aadText);
+    return opened.ok ? (await seal(ring, opened.value, aadText)).sealed : undefined;
+  };
+  let reencrypted = 0;
+  for (const hook of (await staleHooks()).slice(0, limit)) {
+    const token = await reseal(hook.tokenCiphertext, aad(hook.id));
+    const appKey = await reseal(hook.appKeyCiphertext, appKeyAad(hook.id));
+    if (token === undefined || appKey === undefined) {
+      continue;
+    }
+    const done = await deps.db
+      .update(vcsHooks)
+      .set({ tokenCiphertext: token, appKeyCiphertext: appKey })
+      .where(
+        and(
+          eq(vcsHooks.id, hook.id),
+          sameOrNull(vcsHooks.tokenCiphertext, hook.tokenCiphertext),
+          sameOrNull(vcsHooks.appKeyCiphertext, hook.appKeyCiphertext),
+        ),
+      )
+      .returning({ id: vcsHooks.id });
+    reencrypted += done.length;
+  }
+  return ok({ reencrypted, remaining: (await staleHooks()).length });
+}
+
+function sameOrNull(
+  column: typeof vcsHooks.tokenCiphertext | typeof vcsHooks.appKeyCiphertext,
+  value: string | null,
+) {
+  return value === null ? isNull(column) : eq(column, value);
 }
