@@ -11,6 +11,7 @@ import { requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { getRun, type RunBody, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
+import { signIn } from "./helpers/ui.ts";
 import {
   deliverGitHub,
   deliverGitLab,
@@ -160,6 +161,12 @@ describe("VCS feedback: commit statuses", () => {
         error: `status not posted: 401 Bad credentials from ${host}`,
       },
     ]);
+    const reader = await signIn(org.tokens.reader);
+    const page = await (await reader.get(`/ui/runs/${run.id}`)).text();
+    expect(page).toContain("<h2>VCS feedback</h2>");
+    expect(page).toContain(
+      `Commit status: <strong>status not posted: 401 Bad credentials from ${host}</strong>`,
+    );
     const agent = await TestAgent.register(agentToken);
     await agent.plan(true);
     expect((await getRun(org, run.id)).status).toBe("planned");
