@@ -6,9 +6,11 @@
  */
 
 import { newId, ok } from "@outpost/common";
+import { and, eq, gt, sql } from "drizzle-orm";
 import type { JWTPayload } from "jose";
-import { auditQuery } from "../audit/service.ts";
+import { auditQuery, auditWhereQuery } from "../audit/service.ts";
 import type { Database } from "../db/client.ts";
+import { auditEvents } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
 import { type Outcome, type Reason, refuse } from "../lib/reason.ts";
 import { DEFAULT_MAX_TOKEN_EXPIRATION_MS } from "../pools/model.ts";
@@ -33,6 +35,9 @@ export const PREDECESSOR_GRACE_MS = 60_000;
 /** Agent tokens one subject may obtain from one pool per {@link EXCHANGE_WINDOW_MS}. */
 export const MAX_EXCHANGES_PER_SUBJECT = 30;
 const EXCHANGE_WINDOW_MS = 60_000;
+/** Refused exchanges recorded in a pool's audit log per {@link EXCHANGE_WINDOW_MS}. */
+export const MAX_REFUSALS_AUDITED = 30;
+const REFUSED_ACTION = "agent_token.oidc_refused";
 /** Expired exchange-issued tokens are deleted from the pool's listing history after this. */
 const ISSUED_TOKEN_HISTORY_MS = 7 * 86_400_000;
 
@@ -91,22 +96,38 @@ function rejection(requestId: string): { ok: false; reason: Reason<"rejected"> }
   );
 }
 
-/** Records why the exchange of `input` was refused in the pool's audit log, then refuses it. */
+/**
+ * Records why the exchange of `input` was refused in the pool's audit log, then refuses it. Anyone
+ * who knows a pool id can be refused, so at most {@link MAX_REFUSALS_AUDITED} refusals a minute
+ * are recorded per pool: a flood of bad tokens cannot grow the audit log without bound (the
+ * refusals past the bound are still refused, only not recorded).
+ */
 async function rejected(
   deps: Deps,
   pool: { id: string; orgId: string },
   input: ExchangeInput,
   reason: Rejection,
 ): Promise<{ ok: false; reason: Reason<"rejected"> }> {
-  await auditQuery(deps.db, {
-    orgId: pool.orgId,
-    actor: { type: "agent", id: "oidc", name: "OIDC exchange (unauthenticated)" },
-    action: "agent_token.oidc_refused",
-    targetType: "pool",
-    targetId: pool.id,
-    data: { requestId: input.requestId, reason: reason.check, message: reason.message },
-    now: deps.now(),
-  });
+  const now = deps.now();
+  await auditWhereQuery(
+    deps.db,
+    {
+      orgId: pool.orgId,
+      actor: { type: "agent", id: "oidc", name: "OIDC exchange (unauthenticated)" },
+      action: REFUSED_ACTION,
+      targetType: "pool",
+      targetId: pool.id,
+      data: { requestId: input.requestId, reason: reason.check, message: reason.message },
+      now,
+    },
+    sql`(SELECT count(*) FROM ${auditEvents} WHERE ${and(
+      eq(auditEvents.orgId, pool.orgId),
+      eq(auditEvents.targetType, "pool"),
+      eq(auditEvents.targetId, pool.id),
+      gt(auditEvents.createdAt, now - EXCHANGE_WINDOW_MS),
+      eq(auditEvents.action, REFUSED_ACTION),
+    )}) < ${MAX_REFUSALS_AUDITED}`,
+  );
   return rejection(input.requestId);
 }
 
