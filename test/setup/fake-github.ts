@@ -8,7 +8,7 @@
  *
  * Calls are kept per bearer token (each test's hook has its own token), with the comments each
  * issue holds. A token starting `bad-` is answered `401 Bad credentials`, one starting `flaky-`
- * `502` once per path, one starting `limited-` a rate-limit 403 (`x-ratelimit-reset`
+ * `502` once per path, one starting `reset-` a rate-limit 403 (`x-ratelimit-reset`
  * {@link RATE_LIMIT_WAIT_SECONDS} ahead) once per path, as GitHub would. `GET /_calls/<token>`
  * lists a token's calls. `POST /_apps` registers a GitHub App (`fake-github-app.ts`): its
  * installation and token endpoints take only a JWT signed by the app's key, and every call it
@@ -54,7 +54,7 @@ export type FakeGithubCall = {
   at: number;
 };
 
-/** How long a `limited-` token's rate limit lasts (`x-ratelimit-reset`). */
+/** How long a `reset-` token's rate limit lasts (`x-ratelimit-reset`). */
 export const RATE_LIMIT_WAIT_SECONDS = 5;
 
 async function bodyOf(req: IncomingMessage): Promise<string> {
@@ -211,7 +211,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
         failedOnce.add(key);
         return answer(502, { message: "Server Error" });
       }
-      if (token.startsWith("limited-") && !failedOnce.has(key)) {
+      if (token.startsWith("reset-") && !failedOnce.has(key)) {
         failedOnce.add(key);
         const reset = Math.floor(Date.now() / 1000) + RATE_LIMIT_WAIT_SECONDS;
         return answer(

@@ -237,7 +237,7 @@ describe("VCS feedback: rate limits", () => {
     timeout: SLOW_TEST_MS,
   }, async () => {
     const org = await seedOrg();
-    const token = `limited-${crypto.randomUUID()}`;
+    const token = `reset-${crypto.randomUUID()}`;
     const res = await requestJson<Hook>("/api/v1/vcs-hooks", {
       method: "POST",
       token: org.tokens.admin,
