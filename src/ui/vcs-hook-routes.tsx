@@ -7,6 +7,7 @@ import { type Context, Hono } from "hono";
 import { valueOrThrow } from "../errors.ts";
 import { listDeliveries } from "../vcs/deliveries.ts";
 import { getHook, listHooks } from "../vcs/hooks.ts";
+import { hasCoordinatorCredential } from "../vcs-feedback/credentials.ts";
 import { idOf, viewerOf } from "./forms.ts";
 import { Layout, Time } from "./layout.tsx";
 import { requireUiPermission, type UiEnv } from "./session.ts";
@@ -57,6 +58,9 @@ async function hookPage(c: Context<UiEnv>) {
         {hook.feedback}
         {hook.appKeyCiphertext !== null ? ` as GitHub App ${hook.appId ?? ""}` : ""}
         {hook.tokenCiphertext !== null ? " with a token" : ""}
+        {hook.feedback === "coordinator" && !hasCoordinatorCredential(hook)
+          ? ", but no credential is stored: nothing can be posted"
+          : ""}
       </p>
       <h2>Recent deliveries</h2>
       {deliveries.length === 0 ? (

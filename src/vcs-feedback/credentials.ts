@@ -187,3 +187,11 @@ function sameOrNull(
 ) {
   return value === null ? isNull(column) : eq(column, value);
 }
+
+/** Whether the coordinator holds a credential of its own for the hook (a token or a GitHub App). */
+export function hasCoordinatorCredential(hook: {
+  tokenCiphertext: string | null;
+  appKeyCiphertext: string | null;
+}): boolean {
+  return hook.tokenCiphertext !== null || hook.appKeyCiphertext !== null;
+}
