@@ -181,7 +181,8 @@ function resourceSection(changes: ResourceChanges, room: number): { text: string
  */
 export function planComment(input: PlanCommentInput): string {
   const max = input.maxChars ?? COMMENT_MAX;
-  const agent = input.agentName ? ` · ran on agent \`${plain(input.agentName)}\`` : "";
+  // A code span shows its text as is: only a backtick could end it early.
+  const agent = input.agentName ? ` · ran on agent \`${input.agentName.replace(/`/g, "'")}\`` : "";
   const head = [
     commentMarker(input.workspaceId),
     `### Outpost · ${plain(input.workspaceName)}`,

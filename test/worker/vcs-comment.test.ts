@@ -127,6 +127,7 @@ describe("the comment's size and safety", () => {
     expect(body).toContain("`````\n");
     expect(body).toContain("\\@admins");
     expect(body).toContain("\\[ws\\]\\(https://evil\\)");
+    expect(planComment({ ...base, agentName: "web_1`x" })).toContain("ran on agent `web_1'x`");
     expect(body).toContain("Cut to fit");
     expect(
       body.endsWith(
