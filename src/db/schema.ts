@@ -498,10 +498,33 @@ export const vcsHooks = sqliteTable(
     apiUrl: text(),
     /** The coordinator's VCS token, sealed under `ENCRYPTION_KEY` bound to this row. */
     tokenCiphertext: text(),
+    /** GitHub App credentials (instead of a token): the app's id and its private key, sealed. */
+    appId: integer(),
+    appKeyCiphertext: text(),
     createdAt: createdAt(),
     updatedAt: integer().notNull(),
   },
   (t) => [index("vcs_hooks_org_idx").on(t.orgId)],
+);
+
+/**
+ * A GitHub App installation token a hook's app minted for one repository, sealed under
+ * `ENCRYPTION_KEY`, kept until shortly before it expires: every isolate and queue consumer
+ * shares it, so GitHub sees one token request per repository and hour, not one per event.
+ */
+export const vcsAppTokens = sqliteTable(
+  "vcs_app_tokens",
+  {
+    hookId: text()
+      .notNull()
+      .references(() => vcsHooks.id, { onDelete: "cascade" }),
+    /** `owner/name` as the run's repository URL names it, lower-cased. */
+    repoPath: text().notNull(),
+    installationId: integer().notNull(),
+    tokenCiphertext: text().notNull(),
+    expiresAt: integer().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hookId, t.repoPath] })],
 );
 
 /**

@@ -10,14 +10,17 @@
  */
 import { getConfigurationVersion } from "../configuration-versions/queries.ts";
 import type { Deps } from "../deps.ts";
-import { isLifecycleEntry, type RunEvent } from "../events/model.ts";
+import { isLifecycleEntry, RetryLater, type RunEvent } from "../events/model.ts";
 import type { RunEventSink } from "../events/sinks.ts";
 import { listRunJobs } from "../runs/job-records.ts";
 import { getRunById, type RunRow } from "../runs/queries.ts";
 import { findHookById, type HookRow } from "../vcs/hooks.ts";
 import { getWorkspaceById } from "../workspaces/queries.ts";
 import { type Posted, postCommitStatus, upsertComment, type VcsTarget } from "./client.ts";
-import { openHookToken } from "./credentials.ts";
+import { commentMaxOf } from "./comment.ts";
+import { logTail, planResources } from "./comment-inputs.ts";
+import { openHookApp, openHookToken } from "./credentials.ts";
+import { installationToken } from "./github-app.ts";
 import {
   apiUrlProblem,
   commentMarker,
@@ -30,26 +33,36 @@ import {
 import { type FeedbackKind, type FeedbackRow, feedbackOfRun, recordFeedback } from "./queries.ts";
 
 /** A retryable failure: thrown so the queue delivers the event again later. */
-export class FeedbackRetry extends Error {}
+export class FeedbackRetry extends RetryLater {}
 
 /** Where the run's feedback goes, or why it cannot be posted (recorded on the run). */
 async function targetOf(
   deps: Deps,
   hook: HookRow,
   repoUrl: string,
-): Promise<{ target: VcsTarget } | { problem: string }> {
+): Promise<{ target: VcsTarget } | { problem: Posted & { ok: false } }> {
+  const problem = (message: string) => ({
+    problem: { ok: false as const, retryable: false, message },
+  });
   const parts = repoParts(repoUrl);
   const apiUrl = hook.apiUrl ?? defaultApiUrl(hook.provider, repoUrl);
   if (parts === null || apiUrl === null) {
-    return { problem: `the repository URL ${repoUrl} names no host and path` };
+    return problem(`the repository URL ${repoUrl} names no host and path`);
   }
-  const problem = apiUrlProblem(apiUrl, deps.env.VCS_ALLOW_LOOPBACK === "true");
-  if (problem !== null) {
-    return { problem: `the hook's apiUrl ${problem}` };
+  const badUrl = apiUrlProblem(apiUrl, deps.env.VCS_ALLOW_LOOPBACK === "true");
+  if (badUrl !== null) {
+    return problem(`the hook's apiUrl ${badUrl}`);
+  }
+  const app = hook.provider === "github" ? await openHookApp(deps.env, hook) : null;
+  if (app !== null) {
+    const minted = await installationToken(deps, app, apiUrl, parts.path);
+    return minted.ok
+      ? { target: { provider: "github", apiUrl, repoPath: parts.path, token: minted.token } }
+      : { problem: minted };
   }
   const token = await openHookToken(deps.env, hook);
   if (token === null) {
-    return { problem: "the hook has no coordinator token (or it no longer opens)" };
+    return problem("the hook has no coordinator token or GitHub App (or it no longer opens)");
   }
   return { target: { provider: hook.provider, apiUrl, repoPath: parts.path, token } };
 }
@@ -113,6 +126,8 @@ export const vcsFeedbackSink: RunEventSink = {
     ];
     if (run.pullRequestNumber !== null && isCommentWorthy(run.status)) {
       const jobs = (await listRunJobs(deps.db, [run.id])).get(run.id) ?? [];
+      const ref = { orgId: run.orgId, workspaceId: run.workspaceId, runId: run.id };
+      const failed = run.status === "errored";
       const body = planComment({
         workspaceId: workspace.id,
         workspaceName: workspace.name,
@@ -120,7 +135,10 @@ export const vcsFeedbackSink: RunEventSink = {
         commitSha: run.commitSha ?? "",
         status,
         agentName: jobs.at(-1)?.agentName ?? jobs.at(-1)?.agentId ?? null,
-        detail: run.status === "errored" ? run.statusReason : null,
+        detail: failed ? run.statusReason : null,
+        resources: await planResources(deps, ref),
+        logTail: failed ? await logTail(deps, ref) : null,
+        maxChars: commentMaxOf(hook.provider),
       });
       const number = run.pullRequestNumber;
       results.push(
@@ -131,7 +149,7 @@ export const vcsFeedbackSink: RunEventSink = {
     }
     const retry = results.find((r) => !r.ok && r.retryable);
     if (retry && !retry.ok) {
-      throw new FeedbackRetry(retry.message);
+      throw new FeedbackRetry(retry.message, retry.retryAfterSeconds ?? 0);
     }
   },
 };
@@ -140,7 +158,7 @@ type PostContext = {
   deps: Deps;
   run: RunRow;
   previous: FeedbackRow[];
-  found: { target: VcsTarget } | { problem: string };
+  found: { target: VcsTarget } | { problem: Posted & { ok: false } };
 };
 
 /** One post of `kind`, unless already made for the run's status; its outcome recorded. */
@@ -154,10 +172,7 @@ async function post(
   if (before?.posted && before.runStatus === run.status) {
     return { ok: true };
   }
-  const outcome: Posted =
-    "problem" in found
-      ? { ok: false, retryable: false, message: found.problem }
-      : await send(found.target);
+  const outcome: Posted = "problem" in found ? found.problem : await send(found.target);
   await recordFeedback(
     deps.db,
     {

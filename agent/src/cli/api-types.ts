@@ -1193,7 +1193,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The hook's 50 most recent deliveries and what each one did */
+        /** The hook's 50 most recent deliveries, what each one did and its runs' VCS feedback */
         get: operations["listVcsHookDeliveries"];
         put?: never;
         post?: never;
@@ -2687,6 +2687,7 @@ export interface components {
              * @default null
              */
             apiUrl?: string | null;
+            app?: components["schemas"]["VcsHookGithubApp"];
             /** @default  */
             description?: string;
             /**
@@ -3521,6 +3522,7 @@ export interface components {
              * @description The VCS API base URL (https; loopback http only with VCS_ALLOW_LOOPBACK)
              */
             apiUrl?: string | null;
+            app?: components["schemas"]["VcsHookGithubApp"] & (Record<string, never> | null);
             description?: string;
             /** @enum {string} */
             feedback?: "agent" | "coordinator" | "off";
@@ -3670,6 +3672,8 @@ export interface components {
         VcsDelivery: {
             deliveryId: string;
             event: string;
+            /** @description For each run the delivery queued: what VCS feedback last posted, or why not */
+            feedback: components["schemas"]["VcsDeliveryFeedback"][];
             id: string;
             /** @description Runs queued, plans canceled and workspaces skipped with the reason */
             outcome: {
@@ -3677,9 +3681,25 @@ export interface components {
             } | null;
             receivedAt: string;
         };
+        VcsDeliveryFeedback: {
+            attempts: number;
+            description: string;
+            /** @description Why it was not posted, e.g. `status not posted: 401 Bad credentials from …` */
+            error: string | null;
+            /** @enum {string} */
+            kind: "status" | "comment";
+            posted: boolean;
+            runId: string;
+            /** @description The run status the post reported */
+            runStatus: string;
+            state: string;
+            updatedAt: string;
+        };
         VcsHook: {
             /** @description The VCS API base URL; null derives it from the workspace's repository URL */
             apiUrl: string | null;
+            /** @description The GitHub App the coordinator posts as (its private key is never shown) */
+            appId: number | null;
             createdAt: string;
             description: string;
             /**
@@ -3699,6 +3719,13 @@ export interface components {
             updatedAt: string;
             /** @description Paste this into the VCS webhook settings */
             url: string;
+        };
+        /** @description A GitHub App the coordinator posts as; stored sealed, the key never shown */
+        VcsHookGithubApp: {
+            /** @description The GitHub App's id (App settings → About) */
+            appId: number;
+            /** @description The app's private key, PEM: PKCS#1 (`RSA PRIVATE KEY`, as GitHub issues it) or PKCS#8 */
+            privateKey: string;
         };
         VcsHookWithSecret: components["schemas"]["VcsHook"] & {
             /** @description The webhook secret. Shown once; store it now. */
