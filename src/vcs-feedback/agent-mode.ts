@@ -199,7 +199,11 @@ export async function claimFeedback(
 
 /** A VCS's message as the run shows it: one line, no control characters, at most 300 characters. */
 function cleanMessage(message: string | null | undefined): string {
-  const line = (message ?? "").replace(/\p{Cc}+/gu, " ").trim();
+  const line = (message ?? "")
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escapes are what it removes
+    .replace(/\u001b\[[0-?]*[ -/]*[@-~]/g, "")
+    .replace(/\p{Cc}+/gu, " ")
+    .trim();
   return (line || "the agent gave no reason").slice(0, 300);
 }
 
