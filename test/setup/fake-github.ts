@@ -8,7 +8,9 @@
  *
  * Calls are kept per bearer token (each test's hook has its own token), with the comments each
  * issue holds. A token starting `bad-` is answered `401 Bad credentials`, one starting `flaky-`
- * `502` once per path, as GitHub would. `GET /_calls/<token>` lists a token's calls.
+ * `502` once per path, `limited-` a rate-limit `403` with `Retry-After: 1` once per path, and
+ * `missing-` `404`, as GitHub would (GitLab: `bad-` is `401 Unauthorized`). `GET /_calls/<token>`
+ * lists a token's calls.
  */
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage } from "node:http";
@@ -206,7 +208,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
           ? answer(404, { message: "404 Not Found" })
           : found.violations.length > 0
             ? answer(400, { message: found.violations.join("; ") })
-            : serve(method, url.pathname, body as { body?: string } | undefined, answer);
+            : gitlabToken.startsWith("bad-")
+              ? answer(401, { message: "401 Unauthorized" })
+              : serve(method, url.pathname, body as { body?: string } | undefined, answer);
       return;
     }
     const token = (req.headers.authorization ?? "").replace(/^Bearer /, "");
@@ -236,6 +240,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
       if (token.startsWith("flaky-") && !failedOnce.has(key)) {
         failedOnce.add(key);
         return answer(502, { message: "Server Error" });
+      }
+      if (token.startsWith("limited-") && !failedOnce.has(key)) {
+        failedOnce.add(key);
+        res.setHeader("retry-after", "1");
+        return answer(403, { message: "API rate limit exceeded for user ID 1." });
+      }
+      if (token.startsWith("missing-")) {
+        return answer(404, { message: "Not Found" });
       }
       return serve(method, url.pathname, body as { body?: string } | undefined, answer);
     })();
