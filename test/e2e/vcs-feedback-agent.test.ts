@@ -21,6 +21,7 @@ import {
   runsOf,
   waitForRun,
 } from "./helpers/e2e.ts";
+import { writeHook } from "./helpers/processes.ts";
 import { useWorld } from "./helpers/world.ts";
 
 const fake = inject("fakeGithubUrl");
@@ -145,8 +146,7 @@ describe("VCS feedback posted by the agent, the token only on the agent host", (
       '  echo "job env:"; env',
       "fi",
     ].join("\n");
-    const hookFile = path.join(world.agent.dataDir, "hooks", "pre-plan");
-    writeFileSync(hookFile, `#!/bin/sh\n${hookDump}\n`, { mode: 0o755 });
+    writeHook(world.agent.dataDir, "pre-plan", hookDump);
 
     const first = repo.commit({ "main.tf": resource("a") }, "Add a");
     expect(await deliver(hook, "push", push(repoUrl, "acme/fb-infra", first))).toBe(202);
