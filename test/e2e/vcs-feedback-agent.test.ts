@@ -141,9 +141,11 @@ function everyFile(dir: string): Buffer[] {
 describe("VCS feedback posted by the agent, the token only on the agent host", () => {
   it("posts a push run's statuses and a pull request's plan comment, and the token stays on the agent", async () => {
     const { repo, repoUrl, ws, hook } = await setUp("fb-infra", fake);
+    const tokenFile = path.join(secretsDir, "localhost-token");
     const hookDump = [
       'if [ "$OUTPOST_WORKSPACE_NAME" = "fb-infra" ]; then',
       '  echo "job env:"; env',
+      `  cat ${tokenFile} || echo "the VCS token file is hidden"`,
       "fi",
     ].join("\n");
     writeHook(world.agent.dataDir, "pre-plan", hookDump);
@@ -207,6 +209,8 @@ describe("VCS feedback posted by the agent, the token only on the agent host", (
     // The token never reached the coordinator nor the job.
     const log = await readRunLog(world, String(run.id), "plan");
     expect(log).toContain("job env:");
+    expect(log).toContain("the VCS token file is hidden");
+    expect(log).not.toContain(badToken);
     expect(log).not.toContain(goodToken);
     expect(log).not.toContain("OUTPOST_GITHUB_TOKEN");
     for (const bytes of everyFile(world.coordinator.persistDir)) {

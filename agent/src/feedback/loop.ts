@@ -57,6 +57,10 @@ async function postAndReport(deps: FeedbackLoopDeps, item: FeedbackItem): Promis
           ...deps.post,
           signal: deps.signal,
         });
+  if (deps.signal.aborted) {
+    // Stopping: the claim lapses and another agent of the pool posts it.
+    return;
+  }
   const fields = { runId: item.runId, kind: item.kind, host: host ?? item.apiUrl };
   if (outcome.posted) {
     deps.logger.info(fields, `VCS feedback posted: ${item.kind}`);
