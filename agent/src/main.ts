@@ -210,17 +210,25 @@ async function cleanUpAfterDeadAgents(dataDir: string, logger: Logger): Promise<
   }
 }
 
+/**
+ * The agent's own files a job's sandbox hides even where the host is shown: the agent token
+ * file, the config file and every VCS token file.
+ */
+export function jobSecretFiles(
+  config: Pick<AgentConfig, "tokenFile" | "configFile" | "vcsTokens">,
+): string[] {
+  return [config.tokenFile, config.configFile, ...config.vcsTokens.map((t) => t.file)].filter(
+    (f): f is string => f !== null,
+  );
+}
+
 /** How jobs are confined: what the sandbox hides and how long an orphan may take to stop. */
 function jobIsolation(config: AgentConfig, isolation: ResolvedIsolation): JobIsolation {
   const home = process.env.HOME || homedir();
   return {
     mode: isolation.mode,
     bwrap: isolation.mode === "bwrap" ? isolation.bwrap : "",
-    secretFiles: [
-      config.tokenFile,
-      config.configFile,
-      ...config.vcsTokens.map((t) => t.file),
-    ].filter((f): f is string => f !== null),
+    secretFiles: jobSecretFiles(config),
     agentHome: home ? home : null,
     orphanGraceMs: config.orphanGraceMs,
   };

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type AgentConfig, loadConfig } from "../../agent/src/config/load.ts";
 import { UserError } from "../../agent/src/errors.ts";
 import { forgetVcsTokens } from "../../agent/src/feedback/tokens.ts";
+import { jobSecretFiles } from "../../agent/src/main.ts";
 
 const ENV = { OUTPOST_ADDRESS: "https://outpost.example.com", OUTPOST_TOKEN: "op_agent_abc" };
 const dir = mkdtempSync(path.join(tmpdir(), "outpost-vcs-tokens-"));
@@ -116,6 +117,14 @@ describe("agent VCS tokens", () => {
     const resolved = args.map((a) => files[a] ?? a);
     expect(() => config(resolved, env)).toThrow(UserError);
     expect(() => config(resolved, env)).toThrow(message);
+  });
+
+  it("has the job sandbox hide every VCS token file, with the agent's token and config files", () => {
+    const gh = file("hidden-gh", "ghp_hidden");
+    const ghe = file("hidden-ghe", "ghp_ghe_hidden");
+    const conf = file("hidden.yaml", `vcsTokens:\n  github.example.com:\n    tokenFile: ${ghe}\n`);
+    const loaded = config(["--config", conf, "--github-token-file", gh]);
+    expect(jobSecretFiles(loaded).sort()).toEqual([conf, gh, ghe].sort());
   });
 
   it("removes the token variables from the environment once read", () => {
