@@ -72,10 +72,64 @@ export function holdingAgent(run: RunRow, jobs: readonly RunJobRow[]): string | 
   return last === undefined || UNHELD.includes(run.status) ? null : last.agentId;
 }
 
+/** Where a run's posts go (API URL, host, repository), or why they cannot be posted. */
+type Destination = { apiUrl: string; host: string; repository: string; poolId: string };
+
+function destinationOf(
+  deps: Deps,
+  input: { hook: HookRow; repoUrl: string; poolId: string | null },
+): Destination | { problem: string } {
+  const parts = repoParts(input.repoUrl);
+  const apiUrl = input.hook.apiUrl ?? defaultApiUrl(input.hook.provider, input.repoUrl);
+  if (parts === null || apiUrl === null) {
+    return { problem: `the repository URL ${input.repoUrl} names no host and path` };
+  }
+  const refused = apiUrlProblem(apiUrl, deps.env.VCS_ALLOW_LOOPBACK === "true");
+  if (refused !== null) {
+    return { problem: `the hook's apiUrl ${refused}` };
+  }
+  if (input.poolId === null) {
+    return { problem: "the workspace has no agent pool whose agents could post it" };
+  }
+  const base = apiUrl.replace(/\/+$/, "");
+  const host = new URL(base).host.toLowerCase();
+  return { apiUrl: base, host, repository: parts.path, poolId: input.poolId };
+}
+
+/** What the agent posts for `kind`, as the protocol's feedback item (its id set on claim). */
+function payloadOf(
+  run: RunRow,
+  hook: HookRow,
+  to: Destination,
+  status: StatusPost,
+  comment: CommentPost | null,
+): Omit<StatusFeedback, "id"> | Omit<CommentFeedback, "id"> {
+  const target = {
+    runId: run.id,
+    provider: hook.provider,
+    apiUrl: to.apiUrl,
+    host: to.host,
+    repository: to.repository,
+    sha: status.sha,
+  };
+  if (comment !== null) {
+    return { ...target, kind: "comment", ...comment };
+  }
+  return {
+    ...target,
+    kind: "status",
+    state: status.status.state,
+    gitlabState: gitlabState(run.status, status.status) as StatusFeedback["gitlabState"],
+    description: status.status.description,
+    context: status.context,
+    targetUrl: status.targetUrl,
+  };
+}
+
 /**
  * Queues the run's posts for the agents of its pool, or records on the run why they cannot be
  * posted (no repository path, a refused `apiUrl`, no pool). A post already made for the run's
- * status is not queued again.
+ * status is not queued again; a queued one not yet claimed is replaced.
  */
 export async function queueForAgents(
   deps: Deps,
@@ -89,65 +143,36 @@ export async function queueForAgents(
     comment: CommentPost | null;
   },
 ): Promise<void> {
-  const { run, hook, status } = input;
+  const { run, status } = input;
   const previous = await feedbackOfRun(deps.db, run.id);
-  const parts = repoParts(input.repoUrl);
-  const apiUrl = hook.apiUrl ?? defaultApiUrl(hook.provider, input.repoUrl);
-  const problem =
-    parts === null || apiUrl === null
-      ? `the repository URL ${input.repoUrl} names no host and path`
-      : apiUrlProblem(apiUrl, deps.env.VCS_ALLOW_LOOPBACK === "true") !== null
-        ? `the hook's apiUrl ${apiUrlProblem(apiUrl, deps.env.VCS_ALLOW_LOOPBACK === "true")}`
-        : input.poolId === null
-          ? "the workspace has no agent pool whose agents could post it"
-          : null;
-  const kinds: FeedbackKind[] = input.comment === null ? ["status"] : ["status", "comment"];
-  for (const kind of kinds) {
+  const to = destinationOf(deps, input);
+  const posts: [FeedbackKind, CommentPost | null][] = [["status", null]];
+  if (input.comment !== null) {
+    posts.push(["comment", input.comment]);
+  }
+  for (const [kind, comment] of posts) {
     const before = previous.find((p) => p.kind === kind);
     if (before?.posted && before.runStatus === run.status) {
       continue;
     }
-    if (problem !== null || parts === null || apiUrl === null || input.poolId === null) {
-      await record(deps, run, kind, status.status, `${kind} not posted: ${problem}`, before);
+    if ("problem" in to) {
+      await record(deps, run, kind, status.status, `${kind} not posted: ${to.problem}`, before);
       continue;
     }
-    const target = {
+    const item = {
       runId: run.id,
-      provider: hook.provider,
-      apiUrl: apiUrl.replace(/\/+$/, ""),
-      host: new URL(apiUrl).host.toLowerCase(),
-      repository: parts.path,
-      sha: status.sha,
+      kind,
+      orgId: run.orgId,
+      poolId: to.poolId,
+      host: to.host,
+      payload: JSON.stringify(payloadOf(run, input.hook, to, status, comment)),
+      runStatus: run.status,
+      state: status.status.state,
+      description: status.status.description,
+      preferredAgentId: input.agentId,
+      preferredUntil: input.agentId === null ? null : deps.now() + AGENT_PREFERENCE_MS,
     };
-    const payload: Omit<StatusFeedback, "id"> | Omit<CommentFeedback, "id"> =
-      kind === "status"
-        ? {
-            ...target,
-            kind,
-            state: status.status.state,
-            gitlabState: gitlabState(run.status, status.status) as StatusFeedback["gitlabState"],
-            description: status.status.description,
-            context: status.context,
-            targetUrl: status.targetUrl,
-          }
-        : { ...target, kind: "comment", ...(input.comment as CommentPost) };
-    await putFeedbackItem(
-      deps.db,
-      {
-        runId: run.id,
-        kind,
-        orgId: run.orgId,
-        poolId: input.poolId,
-        host: target.host,
-        payload: JSON.stringify(payload),
-        runStatus: run.status,
-        state: status.status.state,
-        description: status.status.description,
-        preferredAgentId: input.agentId,
-        preferredUntil: input.agentId === null ? null : deps.now() + AGENT_PREFERENCE_MS,
-      },
-      deps.now(),
-    );
+    await putFeedbackItem(deps.db, item, deps.now());
   }
 }
 
