@@ -78,7 +78,11 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
-            globalSetup: ["./test/setup/build-agent.ts"],
+            globalSetup: [
+              "./test/setup/build-agent.ts",
+              "./test/setup/fake-github.ts",
+              "./test/setup/fake-gitlab.ts",
+            ],
             include: ["test/node/**/*.test.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,

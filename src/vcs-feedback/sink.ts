@@ -1,6 +1,7 @@
 /**
- * The VCS feedback sink of the run events queue, coordinator mode: for a run a VCS hook queued
- * whose hook says `feedback: "coordinator"`, the commit status of the run as it is now (so a
+ * The VCS feedback sink of the run events queue: for a run a VCS hook queued whose hook says
+ * `feedback: "coordinator"` (or `"agent"`, whose posts `agent-mode.ts` queues for the pool's
+ * agents, see there), the commit status of the run as it is now (so a
  * late or repeated event converges on the latest state) on its commit, and on a pull/merge
  * request the workspace's plan comment, edited in place. What was posted, or why not, is
  * recorded on the run (`vcs_feedback`); a post already made for the run's status is not made
@@ -16,10 +17,11 @@ import { listRunJobs } from "../runs/job-records.ts";
 import { getRunById, type RunRow } from "../runs/queries.ts";
 import { findHookById, type HookRow } from "../vcs/hooks.ts";
 import { getWorkspaceById } from "../workspaces/queries.ts";
+import { type CommentPost, holdingAgent, queueForAgents, type StatusPost } from "./agent-mode.ts";
 import { type Posted, postCommitStatus, upsertComment, type VcsTarget } from "./client.ts";
 import { commentMaxOf } from "./comment.ts";
 import { logTail, planResources } from "./comment-inputs.ts";
-import { openHookApp, openHookToken } from "./credentials.ts";
+import { hasCoordinatorCredential, openHookApp, openHookToken } from "./credentials.ts";
 import { installationToken } from "./github-app.ts";
 import {
   apiUrlProblem,
@@ -67,13 +69,13 @@ async function targetOf(
   return { target: { provider: hook.provider, apiUrl, repoPath: parts.path, token } };
 }
 
-/** The hook that queued the run when its feedback is the coordinator's, else undefined. */
-async function coordinatorHook(deps: Deps, run: RunRow): Promise<HookRow | undefined> {
+/** The hook that queued the run when it asks for feedback (coordinator or agent), else undefined. */
+async function feedbackHook(deps: Deps, run: RunRow): Promise<HookRow | undefined> {
   if (run.createdBy?.type !== "vcs" || run.commitSha === null) {
     return undefined;
   }
   const hook = await findHookById(deps.db, run.createdBy.id);
-  return hook?.feedback === "coordinator" && hook.orgId === run.orgId ? hook : undefined;
+  return hook && hook.feedback !== "off" && hook.orgId === run.orgId ? hook : undefined;
 }
 
 /**
@@ -96,7 +98,7 @@ export const vcsFeedbackSink: RunEventSink = {
     if (!run || isStale(event, run)) {
       return;
     }
-    const hook = await coordinatorHook(deps, run);
+    const hook = await feedbackHook(deps, run);
     const workspace = await getWorkspaceById(deps.db, run.workspaceId);
     // The repository as the signed delivery named it when the run was queued: a workspace's
     // repository URL changed since must not redirect the hook's token to another host.
@@ -108,24 +110,18 @@ export const vcsFeedbackSink: RunEventSink = {
     if (!hook || !workspace || !configuration?.repoUrl) {
       return;
     }
-    const previous = await feedbackOfRun(deps.db, run.id);
-    const found = await targetOf(deps, hook, configuration.repoUrl);
-    const ctx = { deps, run, previous, found };
     const runUrl = `${deps.env.PUBLIC_URL ?? ""}/ui/runs/${run.id}`;
     const status = commitStatusOf(run);
-    const results = [
-      await post(ctx, "status", status, (target) =>
-        postCommitStatus(target, {
-          sha: run.commitSha ?? "",
-          context: `outpost/${workspace.name}`,
-          runStatus: run.status,
-          status,
-          targetUrl: runUrl,
-        }),
-      ),
-    ];
+    const jobs = (await listRunJobs(deps.db, [run.id])).get(run.id) ?? [];
+    const statusPost: StatusPost = {
+      sha: run.commitSha ?? "",
+      context: `outpost/${workspace.name}`,
+      runStatus: run.status,
+      status,
+      targetUrl: runUrl,
+    };
+    let commentPost: CommentPost | null = null;
     if (run.pullRequestNumber !== null && isCommentWorthy(run.status)) {
-      const jobs = (await listRunJobs(deps.db, [run.id])).get(run.id) ?? [];
       const ref = { orgId: run.orgId, workspaceId: run.workspaceId, runId: run.id };
       const failed = run.status === "errored";
       const body = planComment({
@@ -140,12 +136,32 @@ export const vcsFeedbackSink: RunEventSink = {
         logTail: failed ? await logTail(deps, ref) : null,
         maxChars: commentMaxOf(hook.provider),
       });
-      const number = run.pullRequestNumber;
-      results.push(
-        await post(ctx, "comment", status, (target) =>
-          upsertComment(target, { number, marker: commentMarker(workspace.id), body }),
-        ),
-      );
+      commentPost = { number: run.pullRequestNumber, marker: commentMarker(workspace.id), body };
+    }
+    // Agent mode: the agents post, except for a run no agent holds when the coordinator has a
+    // token of its own for the hook.
+    const holder = holdingAgent(run, jobs);
+    if (hook.feedback === "agent" && (holder !== null || !hasCoordinatorCredential(hook))) {
+      await queueForAgents(deps, {
+        run,
+        hook,
+        repoUrl: configuration.repoUrl,
+        poolId: run.plannedPoolId ?? workspace.poolId,
+        agentId: holder,
+        status: statusPost,
+        comment: commentPost,
+      });
+      return;
+    }
+    const previous = await feedbackOfRun(deps.db, run.id);
+    const found = await targetOf(deps, hook, configuration.repoUrl);
+    const ctx = { deps, run, previous, found };
+    const results = [
+      await post(ctx, "status", status, (target) => postCommitStatus(target, statusPost)),
+    ];
+    if (commentPost !== null) {
+      const comment = commentPost;
+      results.push(await post(ctx, "comment", status, (target) => upsertComment(target, comment)));
     }
     const retry = results.find((r) => !r.ok && r.retryable);
     if (retry && !retry.ok) {

@@ -9,7 +9,8 @@
  * Calls are kept per bearer token (each test's hook has its own token), with the comments each
  * issue holds. A token starting `bad-` is answered `401 Bad credentials`, one starting `flaky-`
  * `502` once per path, one starting `reset-` a rate-limit 403 (`x-ratelimit-reset`
- * {@link RATE_LIMIT_WAIT_SECONDS} ahead) once per path, as GitHub would. `GET /_calls/<token>`
+ * {@link RATE_LIMIT_WAIT_SECONDS} ahead) once per path, `limited-` a rate-limit `403` with
+ * `Retry-After: 1` once per path, and `missing-` `404`, as GitHub would. `GET /_calls/<token>`
  * lists a token's calls. `POST /_apps` registers a GitHub App (`fake-github-app.ts`): its
  * installation and token endpoints take only a JWT signed by the app's key, and every call it
  * or its installation tokens make is also listed under `GET /_calls/app-<appId>`.
@@ -219,6 +220,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
           { message: "API rate limit exceeded for installation." },
           { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(reset) },
         );
+      }
+      if (token.startsWith("limited-") && !failedOnce.has(key)) {
+        failedOnce.add(key);
+        return answer(
+          403,
+          { message: "API rate limit exceeded for user ID 1." },
+          { "retry-after": "1" },
+        );
+      }
+      if (token.startsWith("missing-")) {
+        return answer(404, { message: "Not Found" });
       }
       return serve(method, url, body as { body?: string } | undefined, answer);
     })();

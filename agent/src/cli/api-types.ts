@@ -56,6 +56,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agent/v1/feedback/{itemId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report whether the VCS took a claimed feedback item (recorded on the run) */
+        post: operations["reportVcsFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agent/v1/feedback/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take the pool's VCS feedback to post, for the hosts this agent holds tokens for */
+        post: operations["claimVcsFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/goodbye": {
         parameters: {
             query?: never;
@@ -2799,6 +2833,52 @@ export interface components {
                 requestId: string;
             };
         };
+        FeedbackClaimRequest: {
+            hosts: string[];
+        };
+        FeedbackClaimResponse: {
+            items: ({
+                apiUrl: string;
+                context: string;
+                description: string;
+                /** @enum {string} */
+                gitlabState: "pending" | "running" | "success" | "failed" | "canceled";
+                host: string;
+                id: string;
+                /** @enum {string} */
+                kind: "status";
+                /** @enum {string} */
+                provider: "github" | "gitlab";
+                repository: string;
+                runId: string;
+                sha: string;
+                /** @enum {string} */
+                state: "pending" | "success" | "failure" | "error";
+                targetUrl: string;
+            } | {
+                apiUrl: string;
+                body: string;
+                host: string;
+                id: string;
+                /** @enum {string} */
+                kind: "comment";
+                marker: string;
+                number: number;
+                /** @enum {string} */
+                provider: "github" | "gitlab";
+                repository: string;
+                runId: string;
+                sha: string;
+            })[];
+            pollIntervalSeconds: number;
+        };
+        FeedbackReport: {
+            message?: string | null;
+            posted: boolean;
+        };
+        FeedbackReportResponse: {
+            recorded: boolean;
+        };
         FinishRequest: {
             engineVersion?: string | null;
             exitCode: number | null;
@@ -3887,6 +3967,143 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TerraformServices"];
+                };
+            };
+        };
+    };
+    reportVcsFeedback: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The agent id returned by register */
+                "outpost-agent-id": string;
+            };
+            path: {
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedbackReport"];
+            };
+        };
+        responses: {
+            /** @description Recorded */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackReportResponse"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    claimVcsFeedback: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The agent id returned by register */
+                "outpost-agent-id": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedbackClaimRequest"];
+            };
+        };
+        responses: {
+            /** @description Items now held by this agent (possibly none) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackClaimResponse"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
