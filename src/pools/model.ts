@@ -260,6 +260,7 @@ export function presentAgent(agent: AgentView, showTokenId: boolean) {
     capacity: agent.capacity,
     acceptedPhases: agent.acceptedPhases,
     isolation: agent.isolation,
+    engines: agent.engines,
     tokenId: showTokenId ? agent.tokenId : null,
     runningJobs: agent.runningJobs,
     lastContactAt: new Date(agent.lastContactAt).toISOString(),

@@ -4,6 +4,7 @@
  */
 import { ENGINES } from "@outpost/protocol";
 import type { ConfigurationVersion } from "../../configuration-versions/service.ts";
+import type { EngineVersionOffer } from "../../pools/engine-versions.ts";
 import type { presentPool } from "../../pools/model.ts";
 import type { Workspace } from "../../workspaces/service.ts";
 import { Csrf, Time, type Viewer } from "../layout.tsx";
@@ -11,10 +12,61 @@ import { Csrf, Time, type Viewer } from "../layout.tsx";
 type Pool = ReturnType<typeof presentPool>;
 type Project = { id: string; name: string };
 
+/** What the settings forms offer to choose from: pools, projects, engine versions. */
+export type SettingsChoices = {
+  pools: Pool[];
+  projects: Project[];
+  engineVersions: EngineVersionOffer[];
+};
+
+const SOURCE_WORDS = {
+  mirror: "listed by the mirror",
+  cache: "cached on an agent",
+  path: "on an agent's PATH",
+} as const;
+
+/** How a constraint on the newest patch of `major.minor` reads in the engine's syntax. */
+function patchConstraint(engine: string, version: string): string {
+  const [major, minor] = version.split(".");
+  return engine === "pulumi" ? `~${major}.${minor}.0` : `~> ${major}.${minor}.0`;
+}
+
+/**
+ * One suggestion list per engine for the version field: `latest`, a constraint per minor
+ * release offered, and every version the pools' agents reported, saying where each came from.
+ * Only suggestions: the field takes any version or constraint the engine understands.
+ */
+function EngineVersionLists(props: { prefix: string; offers: EngineVersionOffer[] }) {
+  return (
+    <>
+      {ENGINES.map((engine) => {
+        const offers = props.offers.filter((o) => o.engine === engine);
+        const minors = [...new Set(offers.map((o) => patchConstraint(engine, o.version)))];
+        return (
+          <datalist id={`${props.prefix}-versions-${engine}`}>
+            <option value="latest">the newest release, resolved by the agent at each run</option>
+            {minors.map((c) => (
+              <option value={c}>
+                newest patch of {c.replace(/^~>? ?/, "").replace(/\.0$/, "")}
+              </option>
+            ))}
+            {offers.map((o) => (
+              <option value={o.version}>
+                {o.sources.map((s) => SOURCE_WORDS[s]).join(", ")} (pool {o.pools.join(", ")})
+              </option>
+            ))}
+          </datalist>
+        );
+      })}
+    </>
+  );
+}
+
 /** Every setting the dashboard edits; `ws` absent means a new workspace (the defaults). */
-function SettingsFields(props: { ws?: Workspace; pools: Pool[]; projects: Project[] }) {
+function SettingsFields(props: { ws?: Workspace } & SettingsChoices) {
   const { ws } = props;
   const prefix = ws ? "cfg" : "new";
+  const engine = ws?.engine ?? "terraform";
   return (
     <>
       <div class="row">
@@ -68,9 +120,9 @@ function SettingsFields(props: { ws?: Workspace; pools: Pool[]; projects: Projec
         </div>
         <div>
           <label for={`${prefix}-engine`}>Engine</label>
-          <select id={`${prefix}-engine`} name="engine">
+          <select id={`${prefix}-engine`} name="engine" data-version-input={`${prefix}-version`}>
             {ENGINES.map((e) => (
-              <option value={e} selected={e === (ws?.engine ?? "terraform")}>
+              <option value={e} selected={e === engine}>
                 {e}
               </option>
             ))}
@@ -83,8 +135,17 @@ function SettingsFields(props: { ws?: Workspace; pools: Pool[]; projects: Projec
             name="engineVersion"
             maxlength={64}
             placeholder="latest, 1.9.5 or ~> 1.9"
+            list={`${prefix}-versions-${engine}`}
+            data-list-prefix={`${prefix}-versions-`}
+            aria-describedby={`${prefix}-version-hint`}
             value={ws?.engineVersion ?? ""}
           />
+          <EngineVersionLists prefix={prefix} offers={props.engineVersions} />
+          <p class="muted" id={`${prefix}-version-hint`}>
+            {props.engineVersions.length === 0
+              ? "No agent has reported engine versions yet: type latest, a version or a constraint."
+              : `Suggested: latest, a constraint, or one of the ${props.engineVersions.length} versions the pools' agents reported (their mirror, cache or PATH); any other version or constraint is accepted too.`}
+          </p>
         </div>
         <div>
           <label for={`${prefix}-stack`}>Pulumi stack</label>
@@ -151,13 +212,17 @@ function SettingsFields(props: { ws?: Workspace; pools: Pool[]; projects: Projec
 }
 
 /** Creates a workspace (organization admins). */
-export function CreateWorkspaceForm(props: { viewer: Viewer; pools: Pool[]; projects: Project[] }) {
+export function CreateWorkspaceForm(props: { viewer: Viewer } & SettingsChoices) {
   return (
     <form method="post" action="/ui/workspaces" class="stack">
       <Csrf token={props.viewer.csrf} />
       <fieldset>
         <legend>Create a workspace</legend>
-        <SettingsFields pools={props.pools} projects={props.projects} />
+        <SettingsFields
+          pools={props.pools}
+          projects={props.projects}
+          engineVersions={props.engineVersions}
+        />
         <button type="submit">Create workspace</button>
       </fieldset>
     </form>
@@ -165,18 +230,20 @@ export function CreateWorkspaceForm(props: { viewer: Viewer; pools: Pool[]; proj
 }
 
 /** Changes every setting of the workspace (its admins). */
-export function ConfigureWorkspaceForm(props: {
-  viewer: Viewer;
-  workspace: Workspace;
-  pools: Pool[];
-  projects: Project[];
-}) {
+export function ConfigureWorkspaceForm(
+  props: { viewer: Viewer; workspace: Workspace } & SettingsChoices,
+) {
   return (
     <form method="post" action={`/ui/workspaces/${props.workspace.id}/configure`}>
       <Csrf token={props.viewer.csrf} />
       <fieldset>
         <legend>Settings</legend>
-        <SettingsFields ws={props.workspace} pools={props.pools} projects={props.projects} />
+        <SettingsFields
+          ws={props.workspace}
+          pools={props.pools}
+          projects={props.projects}
+          engineVersions={props.engineVersions}
+        />
         <button type="submit">Save settings</button>
       </fieldset>
     </form>
