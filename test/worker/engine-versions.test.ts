@@ -5,7 +5,12 @@
  * suggests the live agents' versions of the org's pools, saying where each came from. A report
  * that breaks the protocol's grammar is refused whole; an exited agent's report no longer counts.
  */
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { PoolStore } from "../../durable/pool-store.ts";
+import { SCHEMA_VERSION } from "../../durable/schema.ts";
+import { poolStub } from "../../src/pools/service.ts";
 import { type ErrorBody, requestJson } from "./helpers/api.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
 import { registerAgent, seedPool } from "./helpers/pools.ts";
@@ -81,6 +86,27 @@ describe("engine versions reported by agents", () => {
     });
     expect(bye.status).toBeLessThan(300);
     expect(await (await admin.get("/ui/workspaces")).text()).not.toContain('value="1.7.1"');
+  });
+
+  it("an object written before agents reported them gains the column; its agents offer none", async () => {
+    const org = await seedOrg();
+    const pool = await seedPool(org);
+    const stub = poolStub(env, pool.poolId);
+    await registerAgent(pool.token, { name: "before", engines });
+    // Turn the object's storage back into version 4's: no engines column.
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      sql.exec("ALTER TABLE agents DROP COLUMN engines");
+      sql.exec("UPDATE settings SET value = '4' WHERE key = 'schema_version'");
+      new PoolStore(sql).migrate();
+      const version = sql
+        .exec<{ value: string }>("SELECT value FROM settings WHERE key = 'schema_version'")
+        .one().value;
+      expect(version).toBe(String(SCHEMA_VERSION));
+    });
+    expect((await stub.listAgents()).map((a) => [a.name, a.engines])).toEqual([["before", []]]);
+    await registerAgent(pool.token, { name: "after", engines: engines.slice(0, 1) });
+    expect((await stub.listAgents()).map((a) => a.engines)).toEqual([[], engines.slice(0, 1)]);
   });
 
   it("refuses a registration whose report breaks the grammar, registering nothing", async () => {
