@@ -297,6 +297,8 @@ describe("the dashboard in chromium", () => {
       mkdirSync(path.dirname(path.join(folder, file)), { recursive: true });
       writeFileSync(path.join(folder, file), text);
     }
+    // From the page without the archive's notice, so the folder's own redirect is awaited.
+    await page.goto(`${world.coordinator.url}/ui/workspaces/browser-form-ws`);
     await page.getByLabel(/^Folder/).setInputFiles(folder);
     await screenshot(page, "14b-workspace-folder-chosen");
     await page.getByRole("button", { name: "Upload folder" }).click();
