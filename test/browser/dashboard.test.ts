@@ -257,7 +257,7 @@ describe("the dashboard in chromium", () => {
     const offered = page.locator(`#new-versions-terraform option[value="${ENGINE_VERSION}"]`);
     expect(await offered.textContent()).toBe("listed by the mirror (pool browser-pool)");
     await version.fill((await offered.getAttribute("value")) ?? "");
-    await screenshot(page, "13-workspace-create-form");
+    await screenshot(page, "13b-workspace-create-form");
     await create.getByLabel("Working directory").fill("app");
     await create.getByRole("button", { name: "Create workspace" }).click();
     // Every workspace page answers by name.
