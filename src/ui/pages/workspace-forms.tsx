@@ -144,7 +144,7 @@ function SettingsFields(props: { ws?: Workspace } & SettingsChoices) {
           <p class="muted" id={`${prefix}-version-hint`}>
             {props.engineVersions.length === 0
               ? "No agent has reported engine versions yet: type latest, a version or a constraint."
-              : `Suggested: latest, a constraint, or one of the ${props.engineVersions.length} versions the pools' agents reported (their mirror, cache or PATH); any other version or constraint is accepted too.`}
+              : `Suggested: latest, a constraint, or a version the pools' agents reported (${props.engineVersions.length} in all, from their mirror, cache or PATH); any other version or constraint is accepted too.`}
           </p>
         </div>
         <div>
