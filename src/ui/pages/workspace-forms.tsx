@@ -8,6 +8,7 @@ import type { EngineVersionOffer } from "../../pools/engine-versions.ts";
 import type { presentPool } from "../../pools/model.ts";
 import type { Workspace } from "../../workspaces/service.ts";
 import { Csrf, Time, type Viewer } from "../layout.tsx";
+import { EngineVersionLists } from "./engine-versions.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
 type Project = { id: string; name: string };
@@ -18,49 +19,6 @@ export type SettingsChoices = {
   projects: Project[];
   engineVersions: EngineVersionOffer[];
 };
-
-const SOURCE_WORDS = {
-  mirror: "listed by the mirror",
-  cache: "cached on an agent",
-  path: "on an agent's PATH",
-} as const;
-
-/** How a constraint on the newest patch of `major.minor` reads in the engine's syntax. */
-function patchConstraint(engine: string, version: string): string {
-  const [major, minor] = version.split(".");
-  return engine === "pulumi" ? `~${major}.${minor}.0` : `~> ${major}.${minor}.0`;
-}
-
-/**
- * One suggestion list per engine for the version field: `latest`, a constraint per minor
- * release offered, and every version the pools' agents reported, saying where each came from.
- * Only suggestions: the field takes any version or constraint the engine understands.
- */
-function EngineVersionLists(props: { prefix: string; offers: EngineVersionOffer[] }) {
-  return (
-    <>
-      {ENGINES.map((engine) => {
-        const offers = props.offers.filter((o) => o.engine === engine);
-        const minors = [...new Set(offers.map((o) => patchConstraint(engine, o.version)))];
-        return (
-          <datalist id={`${props.prefix}-versions-${engine}`}>
-            <option value="latest">the newest release, resolved by the agent at each run</option>
-            {minors.map((c) => (
-              <option value={c}>
-                newest patch of {c.replace(/^~>? ?/, "").replace(/\.0$/, "")}
-              </option>
-            ))}
-            {offers.map((o) => (
-              <option value={o.version}>
-                {o.sources.map((s) => SOURCE_WORDS[s]).join(", ")} (pool {o.pools.join(", ")})
-              </option>
-            ))}
-          </datalist>
-        );
-      })}
-    </>
-  );
-}
 
 /** Every setting the dashboard edits; `ws` absent means a new workspace (the defaults). */
 function SettingsFields(props: { ws?: Workspace } & SettingsChoices) {
@@ -271,75 +229,6 @@ export function DeleteWorkspaceForm(props: { viewer: Viewer; workspace: Workspac
             Delete workspace
           </button>
         </div>
-      </fieldset>
-    </form>
-  );
-}
-
-/** Uploads a `.tar.gz` as the workspace's newest configuration. */
-export function UploadConfigurationForm(props: { viewer: Viewer; workspace: Workspace }) {
-  return (
-    <>
-      <UploadArchiveForm {...props} />
-      <UploadFolderForm {...props} />
-    </>
-  );
-}
-
-function UploadArchiveForm(props: { viewer: Viewer; workspace: Workspace }) {
-  return (
-    <form
-      method="post"
-      action={`/ui/workspaces/${props.workspace.id}/configurations`}
-      enctype="multipart/form-data"
-    >
-      <Csrf token={props.viewer.csrf} />
-      <fieldset>
-        <legend>Upload a configuration</legend>
-        <div class="row">
-          <div>
-            <label for="upload-file">Configuration (.tar.gz)</label>
-            <input
-              id="upload-file"
-              type="file"
-              name="configuration"
-              accept=".tar.gz,.tgz,application/gzip"
-              required
-            />
-          </div>
-          <button type="submit">Upload</button>
-        </div>
-      </fieldset>
-    </form>
-  );
-}
-
-/**
- * A folder chosen in the browser, packed there into a `.tar.gz` (paths relative to the folder,
- * without `.terraform/` and `.git/`) and posted to the same route as the archive form. It needs
- * the page script, which shows it; without the script it stays hidden and the archive form
- * does the job.
- */
-function UploadFolderForm(props: { viewer: Viewer; workspace: Workspace }) {
-  return (
-    <form
-      method="post"
-      action={`/ui/workspaces/${props.workspace.id}/configurations`}
-      enctype="multipart/form-data"
-      data-folder-upload
-      hidden
-    >
-      <Csrf token={props.viewer.csrf} />
-      <fieldset>
-        <legend>Upload a configuration folder</legend>
-        <div class="row">
-          <div>
-            <label for="upload-folder">Folder (packed here, without .terraform/ and .git/)</label>
-            <input id="upload-folder" type="file" webkitdirectory multiple required />
-          </div>
-          <button type="submit">Upload folder</button>
-        </div>
-        <p class="muted" role="status" data-folder-status />
       </fieldset>
     </form>
   );

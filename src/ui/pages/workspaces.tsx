@@ -12,6 +12,7 @@ import type { Workspace } from "../../workspaces/service.ts";
 import { Badge, Csrf, Layout, Notice, Time, type Viewer, viewerMay } from "../layout.tsx";
 import { WorkloadIdentityForm, workloadIdentityText } from "./oidc.tsx";
 import { type TeamAccessEntry, TeamAccessSection } from "./team-access.tsx";
+import { UploadConfigurationForm } from "./upload-forms.tsx";
 import { EffectiveVariablesTable, VariableForm, VariablesTable } from "./variables.tsx";
 import {
   BackendBlock,
@@ -19,7 +20,6 @@ import {
   CreateWorkspaceForm,
   DeleteWorkspaceForm,
   QueueRunForm,
-  UploadConfigurationForm,
 } from "./workspace-forms.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
