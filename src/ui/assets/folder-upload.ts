@@ -8,8 +8,8 @@
 import { gzipSync } from "fflate";
 import { packTar } from "modern-tar";
 
-/** Folders never uploaded: what `terraform init` downloads and a repository's history. */
-const SKIPPED_FOLDERS = new Set([".terraform", ".git"]);
+/** Never uploaded: what `terraform init` downloads and a repository's history. */
+const SKIPPED = new Set([".terraform", ".git"]);
 
 /** A chosen file's path inside the chosen folder, or null when it is left out. */
 export function packedPath(relativePath: string): string | null {
@@ -18,7 +18,8 @@ export function packedPath(relativePath: string): string | null {
   if (parts.length === 0 || parts.some((p) => p === "" || p === "." || p === "..")) {
     return null;
   }
-  return parts.slice(0, -1).some((p) => SKIPPED_FOLDERS.has(p)) ? null : parts.join("/");
+  // A `.git` file (a worktree's or submodule's pointer) goes too; `.terraform.lock.hcl` stays.
+  return parts.some((p) => SKIPPED.has(p)) ? null : parts.join("/");
 }
 
 /** The `.tar.gz` of the chosen files, and how many went in. */
