@@ -6,6 +6,7 @@ import { ContactMonitor } from "./client/contact.ts";
 import { type AgentCredentials, oidcCredentials, staticCredentials } from "./client/credentials.ts";
 import { jobPort } from "./client/job-port.ts";
 import type { AgentConfig } from "./config/load.ts";
+import { offeredEngineVersions } from "./engines/offered.ts";
 import { readEngineKeyring } from "./engines/signatures.ts";
 import { type ResolvedIsolation, resolveIsolation } from "./exec/sandbox.ts";
 import { subreaperLauncher } from "./exec/subreaper.ts";
@@ -89,6 +90,12 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     accept: config.accept,
     single: config.single,
     isolation: isolation.mode,
+    offeredEngines: () =>
+      offeredEngineVersions({
+        releaseMirror: config.releaseMirror,
+        dataDir: config.dataDir,
+        searchPath: process.env.PATH ?? "",
+      }),
     shutdownGraceMs: config.shutdownGraceMs,
     settings: {
       dataDir: config.dataDir,

@@ -2297,6 +2297,14 @@ export interface components {
             acceptedPhases: ("plan" | "apply")[];
             arch: string;
             capacity: number;
+            /** @description The engine versions it reported at registration: the newest its release mirror lists (mirror), those in its cache (cache) and on its PATH (path); empty for agents that do not report them */
+            engines: {
+                /** @enum {string} */
+                engine: "terraform" | "tofu" | "pulumi";
+                /** @enum {string} */
+                source: "mirror" | "cache" | "path";
+                version: string;
+            }[];
             id: string;
             /**
              * @description How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it
@@ -2366,6 +2374,13 @@ export interface components {
             arch: string;
             /** @default 1 */
             capacity?: number;
+            engines?: {
+                /** @enum {string} */
+                engine: "terraform" | "tofu" | "pulumi";
+                /** @enum {string} */
+                source: "mirror" | "cache" | "path";
+                version: string;
+            }[];
             /** @enum {string} */
             isolation?: "bwrap" | "none";
             name?: string | null;
@@ -2764,6 +2779,10 @@ export interface components {
             forkPullRequests?: "refuse" | "plan_without_secrets";
             /** @example network-prod */
             name: string;
+            /**
+             * @description The agent pool's id (pool_…) or its name
+             * @example datacenter-1
+             */
             poolId?: string | null;
             /**
              * @description The project (its prj_ id or its name); on create, the organization's default project when omitted; on update, moves the workspace (admin access to the project needed)
@@ -3636,6 +3655,10 @@ export interface components {
             forkPullRequests?: "refuse" | "plan_without_secrets";
             /** @example network-prod */
             name?: string;
+            /**
+             * @description The agent pool's id (pool_…) or its name
+             * @example datacenter-1
+             */
             poolId?: string | null;
             /**
              * @description The project (its prj_ id or its name); on create, the organization's default project when omitted; on update, moves the workspace (admin access to the project needed)
