@@ -10,21 +10,19 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { newId } from "@outpost/common";
 import type { Context } from "hono";
 import { authorizeWorkspace } from "../authz/http.ts";
-import type { WorkspaceAction } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { grantsOn } from "../authz/service.ts";
 import type { AppEnv } from "../env.ts";
-import { ApiError, reasonError, valueOrThrow } from "../errors.ts";
+import { reasonError, valueOrThrow } from "../errors.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
 import { getOrganization } from "../orgs/service.ts";
 import { newRouter } from "../router.ts";
-import { plannedEngineVersion } from "../runs/job-records.ts";
-import { getRun, type RunRow } from "../runs/queries.ts";
+import type { RunRow } from "../runs/queries.ts";
 import { sealRunVariables } from "../runs/run-variables.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "../runs/service.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
-import { presentWorkspace, resolveWorkspace } from "../workspaces/service.ts";
+import { presentWorkspace } from "../workspaces/service.ts";
 import {
   documentBody,
   documentResponse,
@@ -35,9 +33,8 @@ import {
   TfePageQuery,
 } from "./jsonapi.ts";
 import { phaseResources } from "./plan-apply-routes.ts";
-import { loadTfeRun } from "./run-access.ts";
+import { loadTfeRun, runResourceFor } from "./run-access.ts";
 import { RunDocument, runOptionsOf } from "./run-create.ts";
-import { runResource } from "./run-document.ts";
 import { latestRunId, workspaceRunsPage } from "./run-queries.ts";
 import { workspaceResource } from "./workspace-document.ts";
 
@@ -64,22 +61,13 @@ const IncludeQuery = z.object({
     .openapi({ description: "plan, apply and workspace are included; other names are ignored" }),
 });
 
-/** The run as a resource for the caller, with the engine version its plan ran or will run. */
-async function resourceOf(c: Context<AppEnv>, run: RunRow, workspace: WorkspaceRow) {
-  const principal = personOf(c);
-  const grants = await authorizeWorkspace(c.var.db, principal, "workspace.read", workspace);
-  const planned = await plannedEngineVersion(c.var.db, run.id);
-  const engineVersion = planned ?? workspace.engineVersion;
-  return runResource(run, { grants, now: c.var.deps.now(), engineVersion });
-}
-
 async function sendRun(
   c: Context<AppEnv>,
   run: RunRow,
   workspace: WorkspaceRow,
   options: { include?: string | undefined; status?: 200 | 201 } = {},
 ) {
-  const data = await resourceOf(c, run, workspace);
+  const data = await runResourceFor(c, run, workspace);
   const names = new Set((options.include ?? "").split(",").map((name) => name.trim()));
   const included: Resource[] = [];
   if (names.has("plan") || names.has("apply")) {
@@ -241,7 +229,7 @@ export const runRoutes = newRouter()
       const query = c.req.valid("query");
       const page = { number: query["page[number]"], size: query["page[size]"] };
       const { rows, total } = await workspaceRunsPage(c.var.db, workspace.id, page);
-      const data = await Promise.all(rows.map((run) => resourceOf(c, run, workspace)));
+      const data = await Promise.all(rows.map((run) => runResourceFor(c, run, workspace)));
       return sendDocument(c, { data, meta: paginationMeta({ ...page, total }) });
     },
   )

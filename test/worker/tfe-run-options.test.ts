@@ -228,6 +228,17 @@ describe("refused run documents", () => {
       expect(res.status, JSON.stringify(body)).toBe(status);
       expect(JSON.stringify(res.body.errors)).toMatch(detail);
     }
+    for (const type of ["text/plain", "application/x-www-form-urlencoded"]) {
+      const body = JSON.stringify(runDocument(workspace.id, cvId));
+      const res = await request("/api/v2/runs", {
+        method: "POST",
+        token,
+        body,
+        headers: { "content-type": type },
+      });
+      expect(res.status, type).toBeGreaterThanOrEqual(400);
+      expect(res.status, type).toBeLessThan(500);
+    }
     // Plan access may queue runs but not one that applies unconfirmed.
     const autoApply = await tfe<ErrorsDocument>("/runs", {
       method: "POST",
