@@ -79,7 +79,7 @@ describe("-var values", () => {
     const agent = await TestAgent.register(agentToken);
     const cvId = await uploadedVersion(token, workspace.id, { speculative: true });
     const variables = [
-      { key: "region", value: '"eu"' },
+      { key: "region", value: '"eu-west-secret-7"' },
       { key: "sizes", value: '["s", "m"]' },
     ];
     const withVars = await createTfeRun(token, workspace.id, cvId, {
@@ -91,17 +91,28 @@ describe("-var values", () => {
     const stored = await env.DB.prepare("SELECT run_variables FROM runs WHERE id = ?")
       .bind(withVars.id)
       .first<{ run_variables: string }>();
-    expect(stored?.run_variables).not.toContain("eu");
+    expect(stored?.run_variables).not.toContain("eu-west-secret");
 
     const first = await agent.lease();
     const terraformVars = (job: typeof first) =>
       (job.variables ?? []).filter((v) => v.category === "terraform");
     expect(terraformVars(first)).toEqual([
-      { key: "region", value: '"eu"', category: "terraform", isHcl: true, isSensitive: true },
+      {
+        key: "region",
+        value: '"eu-west-secret-7"',
+        category: "terraform",
+        isHcl: true,
+        isSensitive: true,
+      },
       { key: "sizes", value: '["s", "m"]', category: "terraform", isHcl: true, isSensitive: true },
     ]);
     await agent.start(first);
     await agent.finish(first, { outcome: "succeeded", planSummary: null });
+    // Once the run ended, its values are forgotten.
+    const forgotten = await env.DB.prepare("SELECT run_variables FROM runs WHERE id = ?")
+      .bind(withVars.id)
+      .first<{ run_variables: string | null }>();
+    expect(forgotten?.run_variables).toBeNull();
 
     await createTfeRun(token, workspace.id, cvId, { "plan-only": true });
     const second = await agent.lease();
