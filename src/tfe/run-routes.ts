@@ -13,7 +13,7 @@ import { authorizeWorkspace } from "../authz/http.ts";
 import { actorOf } from "../authz/principal.ts";
 import { grantsOn } from "../authz/service.ts";
 import type { AppEnv } from "../env.ts";
-import { reasonError, valueOrThrow } from "../errors.ts";
+import { ApiError, reasonError, valueOrThrow } from "../errors.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
 import { getOrganization } from "../orgs/service.ts";
 import { newRouter } from "../router.ts";
@@ -23,6 +23,7 @@ import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "..
 import { workspaceOf } from "../workspaces/http.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { presentWorkspace } from "../workspaces/service.ts";
+import { readTfeConfiguration } from "./configuration-versions.ts";
 import {
   documentBody,
   documentResponse,
@@ -95,6 +96,20 @@ async function workspaceDocumentOf(c: Context<AppEnv>, workspace: WorkspaceRow) 
   return workspaceResource(presentWorkspace(workspace), organization?.name ?? "", grants, latest);
 }
 
+/**
+ * A configuration version still waiting for (or refused) its archive cannot be run: `409` in
+ * words, before `createRun` would call it missing.
+ */
+async function requireUploaded(c: Context<AppEnv>, orgId: string, id: string | undefined) {
+  const version = id === undefined ? null : await readTfeConfiguration(c.var.deps, orgId, id);
+  if (version?.ok && version.value.status !== "uploaded") {
+    throw new ApiError(
+      "CONFLICT",
+      `configuration version ${id} is ${version.value.status}: upload its archive to its upload-url first`,
+    );
+  }
+}
+
 type ActionName = "apply" | "discard" | "cancel" | "force-cancel";
 
 const actionRoute = (action: ActionName, summary: string) =>
@@ -153,6 +168,7 @@ export const runRoutes = newRouter()
       if (autoApply && !options.isSpeculative) {
         await authorizeWorkspace(c.var.db, principal, "run.queue_auto_apply", workspace);
       }
+      await requireUploaded(c, principal.orgId, options.configurationVersionId);
       const id = newId("run");
       const sealed = await sealRunVariables(c.env, id, options.variables);
       if (!sealed.ok) {

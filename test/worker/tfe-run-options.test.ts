@@ -14,6 +14,7 @@ import { personWithAccess } from "./helpers/people.ts";
 import { TestAgent } from "./helpers/runs.ts";
 import { type ErrorsDocument, tfe } from "./helpers/tfe.ts";
 import {
+  createConfigurationVersion,
   createTfeRun,
   readTfeRun,
   runDocument,
@@ -208,6 +209,7 @@ describe("refused run documents", () => {
     const token = org.tokens.member;
     const cvId = await uploadedVersion(token, workspace.id);
     const { user } = await personWithAccess(org, { id: workspace.id }, "plan");
+    const pending = await createConfigurationVersion(token, workspace.id);
     const before = await snapshotD1();
     const cases: [unknown, number, RegExp][] = [
       [
@@ -232,6 +234,7 @@ describe("refused run documents", () => {
       [runDocument(workspace.id, cvId, { variables: [{ key: "1bad", value: "1" }] }), 400, /name/],
       [{ data: { type: "runs", attributes: {} } }, 400, /relationships/],
       [runDocument(foreign.workspace.id, null), 404, /not found/],
+      [runDocument(workspace.id, pending.id), 409, /is pending: upload its archive/],
       [runDocument(workspace.id, foreign.configurationVersionId), 404, /not found/],
     ];
     for (const [body, status, detail] of cases) {
