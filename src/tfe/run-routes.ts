@@ -121,18 +121,8 @@ const actionRoute = (action: ActionName, summary: string) =>
     summary,
     security,
     middleware: [requirePerson()] as const,
-    request: {
-      params: RunParams,
-      body: {
-        required: false,
-        content: {
-          "application/vnd.api+json": {
-            schema: z.object({ comment: z.string().max(2000).optional() }),
-          },
-          "application/json": { schema: z.object({ comment: z.string().max(2000).optional() }) },
-        },
-      },
-    },
+    // No body is declared: go-tfe posts `{}`, a `comment` (not kept) or nothing at all.
+    request: { params: RunParams },
     responses: {
       202: { description: "Accepted: the run moves on (read it to follow)" },
       ...errorDocuments(400, 401, 403, 404, 409),

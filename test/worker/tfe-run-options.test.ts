@@ -12,7 +12,7 @@ import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
 import { personWithAccess } from "./helpers/people.ts";
 import { TestAgent } from "./helpers/runs.ts";
-import { type ErrorsDocument, tfe } from "./helpers/tfe.ts";
+import { type ErrorsDocument, JSONAPI, tfe } from "./helpers/tfe.ts";
 import {
   createConfigurationVersion,
   createTfeRun,
@@ -147,8 +147,21 @@ describe("discard, cancel and force-cancel", () => {
       "is-cancelable": true,
       "is-force-cancelable": false,
     });
-    expect((await tfeRunAction(token, queued.id, "cancel")).status).toBe(202);
+    // go-tfe posts its options (`{}` or a comment) with the JSON:API type; an empty body too.
+    const posted = await request(`/api/v2/runs/${queued.id}/actions/cancel`, {
+      method: "POST",
+      token,
+      body: "",
+      headers: { "content-type": JSONAPI },
+    });
+    expect(posted.status, await posted.clone().text()).toBe(202);
     expect((await readTfeRun(token, queued.id)).data.attributes.status).toBe("canceled");
+    const commented = await tfe<ErrorsDocument>(`/runs/${queued.id}/actions/cancel`, {
+      method: "POST",
+      token,
+      body: { comment: "stop" },
+    });
+    expect(commented.status).toBe(409);
 
     const running = await createTfeRun(token, workspace.id, cvId);
     const agent = await TestAgent.register(agentToken);

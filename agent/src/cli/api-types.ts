@@ -14015,16 +14015,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    comment?: string;
-                };
-                "application/vnd.api+json": {
-                    comment?: string;
-                };
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Accepted: the run moves on (read it to follow) */
             202: {
@@ -14089,16 +14080,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    comment?: string;
-                };
-                "application/vnd.api+json": {
-                    comment?: string;
-                };
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Accepted: the run moves on (read it to follow) */
             202: {
@@ -14163,16 +14145,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    comment?: string;
-                };
-                "application/vnd.api+json": {
-                    comment?: string;
-                };
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Accepted: the run moves on (read it to follow) */
             202: {
@@ -14237,16 +14210,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    comment?: string;
-                };
-                "application/vnd.api+json": {
-                    comment?: string;
-                };
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Accepted: the run moves on (read it to follow) */
             202: {
