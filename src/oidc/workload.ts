@@ -140,8 +140,9 @@ export async function workloadIdentityFor(
 
 /**
  * A fresh workload identity token for the job of run token `principal`, with the claims it got at
- * lease time: `unavailable` when its workspace has none (turned off, or a fork's job). The run
- * token is only accepted while the job's lease is live, so nothing renews a token after its job.
+ * lease time: `not_found` when its workspace has none (turned off, or a fork's job),
+ * `unavailable` when the issuer is not configured. The run token is only accepted while the
+ * job's lease is live, so nothing renews a token after its job.
  */
 export async function renewWorkloadIdentity(
   deps: Pick<Deps, "db" | "env" | "now">,
@@ -157,11 +158,15 @@ export async function renewWorkloadIdentity(
     jobId: principal.jobId,
     phase: job.phase,
   });
-  if (identity === undefined || "error" in identity) {
+  if (identity === undefined) {
+    // Nothing is wrong with the coordinator: this job simply has none to renew.
     return refuse(
-      "unavailable",
-      identity?.error ?? `job ${principal.jobId} has no workload identity (its workspace has none)`,
+      "not_found",
+      `job ${principal.jobId} has no workload identity (its workspace has none)`,
     );
+  }
+  if ("error" in identity) {
+    return refuse("unavailable", identity.error);
   }
   const exp = decodeJwt(identity.token).exp ?? 0;
   return ok({ token: identity.token, expiresAt: new Date(exp * 1000).toISOString() });
