@@ -33,6 +33,7 @@ const PREFIXES = {
   runTrigger: "rt",
   project: "prj",
   variableSet: "varset",
+  feedbackItem: "fbk",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;
