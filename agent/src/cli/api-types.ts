@@ -46,7 +46,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Terraform service discovery: where the TFE API is (no auth) */
+        /** Terraform service discovery: where the TFE API and terraform login are (no auth) */
         get: operations["getTerraformServices"];
         put?: never;
         post?: never;
@@ -2111,6 +2111,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/terraform/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * terraform login: exchange an authorization code and PKCE verifier for a token
+         * @description The body is application/x-www-form-urlencoded with grant_type=authorization_code, code, redirect_uri, client_id=terraform-cli and code_verifier. It is read by the handler, not declared, so that every refusal (a JSON body included) is an OAuth error.
+         */
+        post: operations["terraformLoginToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -2994,6 +3014,10 @@ export interface components {
             status: "pending" | "delivered" | "failed";
             trigger: string;
         };
+        OAuthError: {
+            error: string;
+            error_description: string;
+        };
         OidcExchangeRequest: {
             /** @description A JWT from an issuer the pool trusts */
             oidcToken: string;
@@ -3390,7 +3414,20 @@ export interface components {
             lastUsedAt: string | null;
             teamId: string;
         };
+        TerraformLoginToken: {
+            access_token: string;
+            /** @enum {string} */
+            token_type: "bearer";
+        };
         TerraformServices: {
+            /** @description Present when an organization signs people in through SSO */
+            "login.v1"?: {
+                authz: string;
+                client: string;
+                grant_types: string[];
+                ports: number[];
+                token: string;
+            };
             "tfe.v2": string;
             "tfe.v2.1": string;
             "tfe.v2.2": string;
@@ -14360,6 +14397,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    terraformLoginToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A personal token (op_user_…) of the person who consented */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerraformLoginToken"];
+                };
+            };
+            /** @description An OAuth error: the code is spent or the request invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description invalid_client */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
                 };
             };
         };
