@@ -10,6 +10,7 @@ import { pingRoutes, tfeApiHeaders } from "./discovery.ts";
 import { jsonApiError } from "./jsonapi.ts";
 import { organizationRoutes } from "./organization-routes.ts";
 import { stateVersionRoutes } from "./state-version-routes.ts";
+import { tagRoutes } from "./tag-routes.ts";
 import { variableRoutes } from "./variable-routes.ts";
 import { workspaceRoutes } from "./workspace-routes.ts";
 
@@ -22,6 +23,7 @@ tfeRoutes.route("/", workspaceRoutes);
 tfeRoutes.route("/", stateVersionRoutes);
 tfeRoutes.route("/", variableRoutes);
 tfeRoutes.route("/", agentPoolRoutes);
+tfeRoutes.route("/", tagRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });

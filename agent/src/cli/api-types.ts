@@ -1764,6 +1764,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/organizations/{organization}/tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's workspace tags with how many workspaces carry each (TFE API) */
+        get: operations["tfeListOrganizationTags"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/organizations/{organization}/workspaces": {
         parameters: {
             query?: never;
@@ -1968,6 +1985,25 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/workspaces/{workspaceId}/relationships/tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's tags (TFE API) */
+        get: operations["tfeListWorkspaceTags"];
+        put?: never;
+        /** Add tags to a workspace, by name or tag id (TFE API) */
+        post: operations["tfeAddWorkspaceTags"];
+        /** Take tags off a workspace (TFE API) */
+        delete: operations["tfeRemoveWorkspaceTags"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3447,6 +3483,16 @@ export interface components {
                 type: "state-versions";
             };
         };
+        TfeTagsDocument: {
+            data: {
+                attributes?: {
+                    name?: string;
+                };
+                id?: string;
+                /** @enum {string} */
+                type: "tags";
+            }[];
+        };
         TfeVariableDocument: {
             data: {
                 attributes: {
@@ -3473,6 +3519,7 @@ export interface components {
                     "execution-mode"?: "local" | "agent" | "remote";
                     /** @example network-prod */
                     name?: string;
+                    "tag-names"?: string[];
                     /**
                      * @description latest (the default), an exact version such as 1.9.5, or a constraint: ~> 1.9 or >= 1.6, < 2.0 for Terraform and OpenTofu, a semver range such as ^3.150 for Pulumi. The agent resolves it against its release mirror; each job records the exact version it ran
                      * @example ~> 1.9
@@ -3488,6 +3535,23 @@ export interface components {
                             /** @enum {string} */
                             type: "agent-pools";
                         } | null;
+                    };
+                    project?: {
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            type: "projects";
+                        };
+                    };
+                    tags?: {
+                        data: {
+                            attributes?: {
+                                name?: string;
+                            };
+                            id?: string;
+                            /** @enum {string} */
+                            type: "tags";
+                        }[];
                     };
                 };
                 /** @enum {string} */
@@ -12772,9 +12836,61 @@ export interface operations {
             };
         };
     };
+    tfeListOrganizationTags: {
+        parameters: {
+            query?: {
+                "page[number]"?: number;
+                "page[size]"?: number;
+                q?: string;
+            };
+            header?: never;
+            path: {
+                organization: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tags with meta.pagination (application/vnd.api+json) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+        };
+    };
     tfeListWorkspaces: {
         parameters: {
             query?: {
+                "filter[project][id]"?: string;
                 "page[number]"?: number;
                 "page[size]"?: number;
                 "search[name]"?: string;
@@ -13820,6 +13936,194 @@ export interface operations {
             };
             /** @description not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+        };
+    };
+    tfeListWorkspaceTags: {
+        parameters: {
+            query?: {
+                "page[number]"?: number;
+                "page[size]"?: number;
+            };
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tags with meta.pagination (application/vnd.api+json) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+        };
+    };
+    tfeAddWorkspaceTags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": components["schemas"]["TfeTagsDocument"];
+            };
+        };
+        responses: {
+            /** @description Done */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+        };
+    };
+    tfeRemoveWorkspaceTags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": components["schemas"]["TfeTagsDocument"];
+            };
+        };
+        responses: {
+            /** @description Done */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unsupported media type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
