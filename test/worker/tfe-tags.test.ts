@@ -5,6 +5,7 @@
  * provider sets `tag_names` and `project_id`; then the refusals and the auth matrix.
  */
 import { describe, expect, it } from "vitest";
+import { requestJson } from "./helpers/api.ts";
 import { describeAccess, describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -197,6 +198,63 @@ describe("workspace tags", () => {
     );
     expect(search.status).toBe(400);
     expect(search.body.errors[0]?.detail).toContain("search[tags]");
+    expect(await snapshotD1()).toEqual(before);
+  });
+});
+
+describe("tags in Outpost's own API (/api/v1/workspaces)", () => {
+  type V1 = { id: string; name: string; tags?: string[] };
+
+  it("sets tags on create, answers them on read and list, and replaces them on update", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org, { tags: ["App", "env:prod", "app"] });
+    expect(ws.tags).toEqual(["app", "env:prod"]);
+    const read = await requestJson<V1>(`/api/v1/workspaces/${ws.id}`, { token: org.tokens.reader });
+    expect(read.body.tags).toEqual(["app", "env:prod"]);
+    const list = await requestJson<{ workspaces: V1[] }>("/api/v1/workspaces", {
+      token: org.tokens.reader,
+    });
+    expect(list.body.workspaces.find((w) => w.id === ws.id)?.tags).toEqual(["app", "env:prod"]);
+    const updated = await requestJson<V1>(`/api/v1/workspaces/${ws.id}`, {
+      method: "PATCH",
+      token: org.ownerToken,
+      body: { tags: ["solo"] },
+    });
+    expect(updated.status).toBe(200);
+    expect(updated.body.tags).toEqual(["solo"]);
+    // The TFE API sees the same tags.
+    expect(await listNames(org, "search%5Btags%5D=solo")).toEqual([ws.name]);
+    const untouched = await requestJson<V1>(`/api/v1/workspaces/${ws.id}`, {
+      method: "PATCH",
+      token: org.ownerToken,
+      body: { description: "kept tags" },
+    });
+    expect(untouched.body.tags).toEqual(["solo"]);
+  });
+
+  it("refuses invalid tags, changing nothing", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org, { tags: ["keep"] });
+    const before = await snapshotD1();
+    for (const tags of [
+      ["has space"],
+      ["x".repeat(256)],
+      Array.from({ length: 51 }, (_, i) => `t${i}`),
+      "app",
+    ]) {
+      const created = await requestJson("/api/v1/workspaces", {
+        method: "POST",
+        token: org.ownerToken,
+        body: { name: "refused", engineVersion: "1.9.5", tags },
+      });
+      expect(created.status).toBe(400);
+      const updated = await requestJson(`/api/v1/workspaces/${ws.id}`, {
+        method: "PATCH",
+        token: org.ownerToken,
+        body: { tags },
+      });
+      expect(updated.status).toBe(400);
+    }
     expect(await snapshotD1()).toEqual(before);
   });
 });

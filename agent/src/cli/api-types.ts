@@ -2803,6 +2803,14 @@ export interface components {
              * @example dev
              */
             stackName?: string | null;
+            /**
+             * @description Tags (lowercase letters, digits, ':', '_', '-'; at most 50): on update, the whole new set. The cloud block's workspaces { tags = [...] } selects by them
+             * @example [
+             *       "app",
+             *       "env:prod"
+             *     ]
+             */
+            tags?: string[];
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -3673,6 +3681,14 @@ export interface components {
              * @example dev
              */
             stackName?: string | null;
+            /**
+             * @description Tags (lowercase letters, digits, ':', '_', '-'; at most 50): on update, the whole new set. The cloud block's workspaces { tags = [...] } selects by them
+             * @example [
+             *       "app",
+             *       "env:prod"
+             *     ]
+             */
+            tags?: string[];
             /** @example main */
             vcsBranch?: string | null;
             /** @example https://git.example.internal/platform/network.git */
@@ -3866,6 +3882,8 @@ export interface components {
              * @enum {string}
              */
             stateBackend: "outpost" | "workspace";
+            /** @description The workspace's tags, sorted (on create, read, list and update answers) */
+            tags?: string[];
             updatedAt: string;
             vcsBranch: string | null;
             vcsRepoUrl: string | null;
