@@ -9,6 +9,7 @@ import { agentPoolRoutes } from "./agent-pool-routes.ts";
 import { pingRoutes, tfeApiHeaders } from "./discovery.ts";
 import { jsonApiError } from "./jsonapi.ts";
 import { organizationRoutes } from "./organization-routes.ts";
+import { projectRoutes } from "./project-routes.ts";
 import { stateVersionRoutes } from "./state-version-routes.ts";
 import { tagRoutes } from "./tag-routes.ts";
 import { variableRoutes } from "./variable-routes.ts";
@@ -24,6 +25,7 @@ tfeRoutes.route("/", stateVersionRoutes);
 tfeRoutes.route("/", variableRoutes);
 tfeRoutes.route("/", agentPoolRoutes);
 tfeRoutes.route("/", tagRoutes);
+tfeRoutes.route("/", projectRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });
