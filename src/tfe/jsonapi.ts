@@ -10,7 +10,9 @@ import { handleError } from "../errors.ts";
 
 export const JSONAPI = "application/vnd.api+json";
 
-export type Relationship = { data: { id: string; type: string } | null };
+type Identifier = { id: string; type: string };
+/** A relationship to one resource (or none), or to many. */
+export type Relationship = { data: Identifier | null | Identifier[] };
 
 /** One JSON:API resource object. */
 export type Resource = {

@@ -13,6 +13,8 @@ import { projectRoutes } from "./project-routes.ts";
 import { stateVersionRoutes } from "./state-version-routes.ts";
 import { tagRoutes } from "./tag-routes.ts";
 import { variableRoutes } from "./variable-routes.ts";
+import { varsetRoutes } from "./varset-routes.ts";
+import { varsetVariableRoutes } from "./varset-variable-routes.ts";
 import { workspaceRoutes } from "./workspace-routes.ts";
 
 /** Mounted at `/api/v2`. */
@@ -26,6 +28,8 @@ tfeRoutes.route("/", variableRoutes);
 tfeRoutes.route("/", agentPoolRoutes);
 tfeRoutes.route("/", tagRoutes);
 tfeRoutes.route("/", projectRoutes);
+tfeRoutes.route("/", varsetRoutes);
+tfeRoutes.route("/", varsetVariableRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });
