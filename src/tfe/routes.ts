@@ -12,6 +12,8 @@ import { organizationRoutes } from "./organization-routes.ts";
 import { projectRoutes } from "./project-routes.ts";
 import { stateVersionRoutes } from "./state-version-routes.ts";
 import { tagRoutes } from "./tag-routes.ts";
+import { teamAccessRoutes } from "./team-access-routes.ts";
+import { teamRoutes } from "./team-routes.ts";
 import { variableRoutes } from "./variable-routes.ts";
 import { varsetRoutes } from "./varset-routes.ts";
 import { varsetVariableRoutes } from "./varset-variable-routes.ts";
@@ -30,6 +32,8 @@ tfeRoutes.route("/", tagRoutes);
 tfeRoutes.route("/", projectRoutes);
 tfeRoutes.route("/", varsetRoutes);
 tfeRoutes.route("/", varsetVariableRoutes);
+tfeRoutes.route("/", teamRoutes);
+tfeRoutes.route("/", teamAccessRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });
