@@ -6,6 +6,7 @@
 import { ApiError } from "../errors.ts";
 import { newRouter } from "../router.ts";
 import { agentPoolRoutes } from "./agent-pool-routes.ts";
+import { agentTokenRoutes } from "./agent-token-routes.ts";
 import { pingRoutes, tfeApiHeaders } from "./discovery.ts";
 import { jsonApiError } from "./jsonapi.ts";
 import { organizationRoutes } from "./organization-routes.ts";
@@ -34,6 +35,7 @@ tfeRoutes.route("/", varsetRoutes);
 tfeRoutes.route("/", varsetVariableRoutes);
 tfeRoutes.route("/", teamRoutes);
 tfeRoutes.route("/", teamAccessRoutes);
+tfeRoutes.route("/", agentTokenRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });
