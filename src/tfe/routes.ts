@@ -11,6 +11,7 @@ import { pingRoutes, tfeApiHeaders } from "./discovery.ts";
 import { jsonApiError } from "./jsonapi.ts";
 import { organizationRoutes } from "./organization-routes.ts";
 import { projectRoutes } from "./project-routes.ts";
+import { runTriggerRoutes } from "./run-trigger-routes.ts";
 import { stateVersionRoutes } from "./state-version-routes.ts";
 import { tagRoutes } from "./tag-routes.ts";
 import { teamAccessRoutes } from "./team-access-routes.ts";
@@ -36,6 +37,7 @@ tfeRoutes.route("/", varsetVariableRoutes);
 tfeRoutes.route("/", teamRoutes);
 tfeRoutes.route("/", teamAccessRoutes);
 tfeRoutes.route("/", agentTokenRoutes);
+tfeRoutes.route("/", runTriggerRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });

@@ -1944,6 +1944,24 @@ export interface paths {
         patch: operations["tfeUpdateProject"];
         trace?: never;
     };
+    "/api/v2/run-triggers/{triggerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run trigger (TFE API) */
+        get: operations["tfeReadRunTrigger"];
+        put?: never;
+        post?: never;
+        /** Delete a run trigger (TFE API) */
+        delete: operations["tfeDeleteRunTrigger"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/state-versions/{stateVersionId}": {
         parameters: {
             query?: never;
@@ -2261,6 +2279,24 @@ export interface paths {
         post: operations["tfeAddWorkspaceTags"];
         /** Take tags off a workspace (TFE API) */
         delete: operations["tfeRemoveWorkspaceTags"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/workspaces/{workspaceId}/run-triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A workspace's inbound run triggers: filter[run-trigger][type]=inbound (TFE API) */
+        get: operations["tfeListRunTriggers"];
+        put?: never;
+        /** Queue plans on this workspace when the source's runs apply (TFE API) */
+        post: operations["tfeCreateRunTrigger"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3762,6 +3798,21 @@ export interface components {
                 };
                 /** @enum {string} */
                 type: "projects";
+            };
+        };
+        TfeRunTriggerDocument: {
+            data: {
+                relationships: {
+                    sourceable: {
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            type: "workspaces";
+                        };
+                    };
+                };
+                /** @enum {string} */
+                type: "run-triggers";
             };
         };
         TfeStateVersionDocument: {
@@ -14464,6 +14515,109 @@ export interface operations {
             };
         };
     };
+    tfeReadRunTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The trigger (application/vnd.api+json) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+        };
+    };
+    tfeDeleteRunTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+        };
+    };
     tfeReadStateVersion: {
         parameters: {
             query?: never;
@@ -16652,6 +16806,133 @@ export interface operations {
             };
             /** @description not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unsupported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+        };
+    };
+    tfeListRunTriggers: {
+        parameters: {
+            query: {
+                "filter[run-trigger][type]": "inbound" | "outbound";
+            };
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The triggers (application/vnd.api+json) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+        };
+    };
+    tfeCreateRunTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": components["schemas"]["TfeRunTriggerDocument"];
+            };
+        };
+        responses: {
+            /** @description The trigger (application/vnd.api+json) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["JsonApiErrors"];
+                };
+            };
+            /** @description conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
