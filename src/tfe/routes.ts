@@ -9,6 +9,7 @@ import { agentPoolRoutes } from "./agent-pool-routes.ts";
 import { agentTokenRoutes } from "./agent-token-routes.ts";
 import { pingRoutes, tfeApiHeaders } from "./discovery.ts";
 import { jsonApiError } from "./jsonapi.ts";
+import { notificationRoutes } from "./notification-routes.ts";
 import { organizationRoutes } from "./organization-routes.ts";
 import { projectRoutes } from "./project-routes.ts";
 import { runTriggerRoutes } from "./run-trigger-routes.ts";
@@ -38,6 +39,7 @@ tfeRoutes.route("/", teamRoutes);
 tfeRoutes.route("/", teamAccessRoutes);
 tfeRoutes.route("/", agentTokenRoutes);
 tfeRoutes.route("/", runTriggerRoutes);
+tfeRoutes.route("/", notificationRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });
