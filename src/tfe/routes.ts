@@ -20,6 +20,7 @@ import { teamRoutes } from "./team-routes.ts";
 import { variableRoutes } from "./variable-routes.ts";
 import { varsetRoutes } from "./varset-routes.ts";
 import { varsetVariableRoutes } from "./varset-variable-routes.ts";
+import { workspaceListRoutes } from "./workspace-list-routes.ts";
 import { workspaceRoutes } from "./workspace-routes.ts";
 
 /** Mounted at `/api/v2`. */
@@ -27,6 +28,7 @@ export const tfeRoutes = newRouter();
 tfeRoutes.use("*", tfeApiHeaders());
 tfeRoutes.route("/", pingRoutes);
 tfeRoutes.route("/", organizationRoutes);
+tfeRoutes.route("/", workspaceListRoutes);
 tfeRoutes.route("/", workspaceRoutes);
 tfeRoutes.route("/", stateVersionRoutes);
 tfeRoutes.route("/", variableRoutes);

@@ -16,16 +16,13 @@ import { personOf, requirePermission, requirePerson } from "../middleware/auth.t
 import { getOrganization } from "../orgs/service.ts";
 import { defaultProject } from "../projects/service.ts";
 import { newRouter } from "../router.ts";
-import { searchedTags } from "../workspace-tags/model.ts";
-import { changeWorkspaceTags, tagsOfWorkspaces } from "../workspace-tags/service.ts";
+import { changeWorkspaceTags } from "../workspace-tags/service.ts";
 import { deleteWorkspace } from "../workspaces/delete.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
 import { WorkspaceRef } from "../workspaces/model.ts";
 import {
-  countWorkspaces,
   createWorkspace,
-  listWorkspaces,
   presentWorkspace,
   updateWorkspace,
   type Workspace,
@@ -35,10 +32,8 @@ import {
   documentResponse,
   errorDocuments,
   JSONAPI,
-  paginationMeta,
   sendDocument,
   sendEmpty,
-  TfePageQuery,
 } from "./jsonapi.ts";
 import { organizationOf } from "./organization.ts";
 import { OrgParams } from "./organization-routes.ts";
@@ -61,16 +56,6 @@ const IdParams = z.strictObject({
     .string()
     .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
     .openapi({ param: { name: "workspaceId", in: "path" } }),
-});
-
-const ListQuery = z.object({
-  ...TfePageQuery,
-  "search[name]": z.string().min(1).max(90).optional(),
-  "search[tags]": z.string().max(2000).optional(),
-  "filter[project][id]": z
-    .string()
-    .regex(/^prj_[a-z2-7]{26}$/, "must be a prj_ id")
-    .optional(),
 });
 
 const LockDocument = z.object({ reason: z.string().trim().max(500).optional() }).default({});
@@ -233,69 +218,6 @@ const NAMED = "/organizations/{organization}/workspaces/{workspace}";
 const BY_ID = "/workspaces/{workspaceId}";
 
 export const workspaceRoutes = newRouter()
-  .openapi(
-    createRoute({
-      method: "get",
-      operationId: "tfeListWorkspaces",
-      path: "/organizations/{organization}/workspaces",
-      tags,
-      summary: "The workspaces the caller may see, by name, a numbered page at a time (TFE API)",
-      security,
-      middleware: [requirePerson()] as const,
-      request: { params: OrgParams, query: ListQuery },
-      responses: {
-        200: documentResponse("A page of workspaces with meta.pagination"),
-        ...errorDocuments(400, 401, 404),
-      },
-    }),
-    async (c) => {
-      const { principal, organization } = await organizationOf(
-        c,
-        c.req.valid("param").organization,
-      );
-      const query = c.req.valid("query");
-      const searched = searchedTags(query["search[tags]"] ?? "");
-      if (!searched.ok) {
-        throw reasonError(
-          invalidInput(
-            "query.search[tags]",
-            "search[tags] is a comma-separated list of at most 50 tags (letters, digits, ':', '_', '-')",
-          ).reason,
-        );
-      }
-      const number = query["page[number]"];
-      const size = query["page[size]"];
-      const filter = {
-        search: query["search[name]"],
-        tags: searched.names,
-        projectId: query["filter[project][id]"],
-      };
-      const rows = (
-        await listWorkspaces(c.var.db, principal, {
-          limit: size,
-          offset: (number - 1) * size,
-          ...filter,
-        })
-      ).slice(0, size);
-      const tagNames = await tagsOfWorkspaces(
-        c.var.db,
-        principal.orgId,
-        rows.map(({ row }) => row.id),
-      );
-      const data = await Promise.all(
-        rows.map(async ({ row, workspace }) =>
-          workspaceResource(
-            workspace,
-            organization.name,
-            await grantsOn(c.var.db, principal, row),
-            tagNames.get(row.id) ?? [],
-          ),
-        ),
-      );
-      const total = await countWorkspaces(c.var.db, principal, filter);
-      return sendDocument(c, { data, meta: paginationMeta({ number, size, total }) });
-    },
-  )
   .openapi(
     createRoute({
       method: "post",
