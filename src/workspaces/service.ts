@@ -31,7 +31,6 @@ import {
 import {
   countWorkspaceRows,
   findPoolScope,
-  findWorkspace,
   findWorkspaceByName,
   listWorkspaceRows,
   missingWorkspaces,
