@@ -117,6 +117,13 @@ export function getAgentToken(db: Database, orgId: string, poolId: string, id: s
   });
 }
 
+/** An agent token of the org by its id alone (the TFE API addresses tokens without their pool). */
+export function findAgentTokenInOrg(db: Database, orgId: string, id: string) {
+  return db.query.agentTokens.findFirst({
+    where: and(eq(agentTokens.orgId, orgId), eq(agentTokens.id, id)),
+  });
+}
+
 /**
  * Revokes once: an already revoked token keeps its first revocation time. A token of an OIDC
  * agent's chain takes the whole chain with it (the renewals of the same agent).

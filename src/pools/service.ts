@@ -36,6 +36,7 @@ import {
 import {
   deletePoolQuery,
   deletePoolTokensQuery,
+  findAgentTokenInOrg,
   findPoolByName,
   getAgentToken,
   getPool,
@@ -336,6 +337,11 @@ export async function deletePool(
   }
   await poolStub(env, input.id).retire();
   return ok(null);
+}
+
+/** The pool of the org's agent token `id`, or undefined (another org's token is not found). */
+export async function agentTokenPoolId(db: Database, orgId: string, id: string) {
+  return (await findAgentTokenInOrg(db, orgId, id))?.poolId;
 }
 
 /** Creates an agent token for a pool; the returned secret is the only copy there will be. */

@@ -6,6 +6,7 @@
  * user actions of `src/runs/service.ts`, the roles of `/api/v1`): it queues on the workspace's
  * pool, shows in the dashboard and notifications, and uses the same jobs, agents and state.
  */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import { newId } from "@outpost/common";
 import type { Context } from "hono";
@@ -20,6 +21,7 @@ import { newRouter } from "../router.ts";
 import type { RunRow } from "../runs/queries.ts";
 import { sealRunVariables } from "../runs/run-variables.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "../runs/service.ts";
+import { workspaceTagNames } from "../workspace-tags/service.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { presentWorkspace } from "../workspaces/service.ts";
@@ -88,12 +90,16 @@ async function sendRun(
 /** The workspace as the `workspaces` resource, for `include=workspace`. */
 async function workspaceDocumentOf(c: Context<AppEnv>, workspace: WorkspaceRow) {
   const principal = personOf(c);
-  const [grants, organization, latest] = await Promise.all([
+  const [grants, organization, latest, tagNames] = await Promise.all([
     grantsOn(c.var.db, principal, workspace),
     getOrganization(c.var.db, principal.orgId),
     latestRunId(c.var.db, workspace.id),
+    workspaceTagNames(c.var.db, principal.orgId, workspace.id),
   ]);
-  return workspaceResource(presentWorkspace(workspace), organization?.name ?? "", grants, latest);
+  return workspaceResource(presentWorkspace(workspace), organization?.name ?? "", grants, {
+    tagNames,
+    latestRunId: latest,
+  });
 }
 
 /**

@@ -34,6 +34,8 @@ const PREFIXES = {
   project: "prj",
   variableSet: "varset",
   feedbackItem: "fbk",
+  terraformLogin: "tflc",
+  workspaceTag: "tag",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;
