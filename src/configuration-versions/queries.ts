@@ -14,6 +14,19 @@ export function getConfigurationVersion(
   return configurationVersionQuery(db, workspaceId, id).get();
 }
 
+/** A configuration version of the organization by id, whichever workspace holds it, or undefined. */
+export function getConfigurationVersionInOrg(
+  db: Database,
+  orgId: string,
+  id: string,
+): Promise<ConfigurationVersionRow | undefined> {
+  return db
+    .select()
+    .from(configurationVersions)
+    .where(and(eq(configurationVersions.orgId, orgId), eq(configurationVersions.id, id)))
+    .get();
+}
+
 /** {@link getConfigurationVersion} as a query to put in a batch: zero or one row. */
 export function configurationVersionQuery(db: Database, workspaceId: string, id: string) {
   return db

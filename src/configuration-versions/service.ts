@@ -125,9 +125,13 @@ async function pump(body: ReadableStream<Uint8Array>, into: WritableStream<Uint8
 export async function uploadConfigurationVersion(
   deps: Deps,
   input: {
+    /** The id to store it under (the TFE API's, given when the version was created empty). */
+    id?: string;
     orgId: string;
     workspaceId: string;
     actor: AuditActor;
+    /** Only ever planned and never the workspace's default (the TFE API's `speculative`). */
+    isSpeculative?: boolean;
     body: ReadableStream<Uint8Array>;
     contentLength: number;
     limits: UploadLimits;
@@ -137,7 +141,7 @@ export async function uploadConfigurationVersion(
 ): Promise<UploadResult<ConfigurationVersion>> {
   const { db } = deps;
   const blobs = deps.env.BLOBS;
-  const id = newId("configurationVersion");
+  const id = input.id ?? newId("configurationVersion");
   const key = configurationVersionKey(input.orgId, input.workspaceId, id);
   const finder = new ConfigurationFinder(input.expected);
   const tap = uploadTap(input.limits, finder);
@@ -186,7 +190,7 @@ export async function uploadConfigurationVersion(
     repoUrl: null,
     commitSha: null,
     branch: null,
-    isSpeculative: false,
+    isSpeculative: input.isSpeculative ?? false,
     isFork: false,
     createdBy: input.actor.id,
     createdAt: now,

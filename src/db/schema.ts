@@ -334,6 +334,18 @@ export const runs = sqliteTable(
     isAutoApply: integer({ mode: "boolean" }).notNull().default(false),
     /** Queued with `allowEmptyApply`: may apply a plan that destroys every resource of the state. */
     allowEmptyApply: integer({ mode: "boolean" }).notNull().default(false),
+    /**
+     * Terraform's plan options for this run only (the TFE API's `target-addrs`, `replace-addrs`,
+     * `refresh`): each job's spec carries them to the agent's `plan` command.
+     */
+    targetAddrs: text({ mode: "json" }).$type<string[]>(),
+    replaceAddrs: text({ mode: "json" }).$type<string[]>(),
+    refresh: integer({ mode: "boolean" }).notNull().default(true),
+    /**
+     * The run's own Terraform variables (the CLI's `-var` values as the TFE API's `variables`),
+     * sealed under `ENCRYPTION_KEY` bound to the run id: JSON `[{ key, value }]`, HCL values.
+     */
+    runVariables: text(),
     /** The execution mode and pool the plan ran under; apply errors if the workspace changed them. */
     plannedExecutionMode: text(),
     plannedPoolId: text(),

@@ -48,6 +48,7 @@ import {
   runByIdQuery,
   startPlanningQuery,
 } from "./queries.ts";
+import { openRunVariables, withRunVariables } from "./run-variables.ts";
 import { insertRunTokenQuery, revokeRunTokensQuery, startRunTokenQuery } from "./token-queries.ts";
 
 /** What a lease adds to the job for its agent. */
@@ -131,6 +132,7 @@ export async function prepareLease(
     { id: run.workspaceId, orgId: run.orgId },
     { includeSensitive: !run.isFork, inputs: { own, sets } },
   );
+  const runOwn = await openRunVariables(deps.env, run);
   const workloadIdentity = await workloadIdentityFor(deps, subject, run, leased);
   return {
     kind: "ready",
@@ -138,13 +140,16 @@ export async function prepareLease(
       ...(workloadIdentity ? { workloadIdentity } : {}),
       ...(withheld.length > 0 ? { withheldVariables: withheld } : {}),
       runToken: secret,
-      variables: variables.map((v) => ({
-        key: v.key,
-        value: v.value,
-        category: v.category,
-        isHcl: v.hcl,
-        isSensitive: v.sensitive,
-      })),
+      variables: withRunVariables(
+        variables.map((v) => ({
+          key: v.key,
+          value: v.value,
+          category: v.category,
+          isHcl: v.hcl,
+          isSensitive: v.sensitive,
+        })),
+        runOwn,
+      ),
     },
   };
 }

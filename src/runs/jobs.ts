@@ -71,6 +71,9 @@ export async function buildSpec(
         }
       : null,
     isFork: run.isFork,
+    targetAddrs: run.targetAddrs ?? [],
+    replaceAddrs: run.replaceAddrs ?? [],
+    refresh: run.refresh,
     planSha256: phase === "apply" ? run.planSha256 : null,
   };
 }

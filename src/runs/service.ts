@@ -55,6 +55,15 @@ export type CreateRunInput = {
   allowEmptyApply?: boolean;
   source: RunRow["source"];
   actor: AuditActor;
+  /** For this run only, instead of the workspace's auto-apply (the TFE API's `auto-apply`). */
+  autoApply?: boolean;
+  /** Terraform's `-target`, `-replace` and `-refresh=false` for this run's plan. */
+  planOptions?: { targetAddrs: string[]; replaceAddrs: string[]; refresh: boolean };
+  /**
+   * The run's own Terraform variables, sealed for the run id `id` (`sealRunVariables`): both
+   * or neither.
+   */
+  sealedVariables?: { id: string; sealed: string | null };
   /** A run trigger's run: the source workspace's applied run that queued it (at most once). */
   triggeringRunId?: string;
   vcs?: {
@@ -136,8 +145,9 @@ export async function createRun(
   const poolName = pool?.name ?? null;
   const now = deps.now();
   const isSpeculative = isSpeculativeRun(input);
+  const id = input.sealedVariables?.id ?? newId("run");
   const row = {
-    id: newId("run"),
+    id,
     orgId: workspace.orgId,
     workspaceId: workspace.id,
     configurationVersionId: configuration.id,
@@ -155,7 +165,11 @@ export async function createRun(
     commitMessage: input.vcs?.commitMessage ?? null,
     // Inherited from the configuration version, whoever queues the run and however.
     isFork: configuration.isFork || (input.vcs?.isFork ?? false),
-    isAutoApply: workspace.autoApply && !isSpeculative,
+    isAutoApply: (input.autoApply ?? workspace.autoApply) && !isSpeculative,
+    targetAddrs: input.planOptions?.targetAddrs ?? null,
+    replaceAddrs: input.planOptions?.replaceAddrs ?? null,
+    refresh: input.planOptions?.refresh ?? true,
+    runVariables: input.sealedVariables?.sealed ?? null,
     allowEmptyApply: input.allowEmptyApply ?? false,
     statusTimestamps: (isSpeculative
       ? { pending: now, plan_queued: now }

@@ -10,7 +10,9 @@ import { handleError } from "../errors.ts";
 
 export const JSONAPI = "application/vnd.api+json";
 
-export type Relationship = { data: { id: string; type: string } | null };
+type Identifier = { id: string; type: string };
+/** A to-one relationship (a resource or none) or a to-many one (a list, maybe empty). */
+export type Relationship = { data: Identifier | Identifier[] | null };
 
 /** One JSON:API resource object. */
 export type Resource = {

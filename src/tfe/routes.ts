@@ -6,9 +6,12 @@
 import { ApiError } from "../errors.ts";
 import { newRouter } from "../router.ts";
 import { agentPoolRoutes } from "./agent-pool-routes.ts";
+import { configurationVersionRoutes } from "./configuration-version-routes.ts";
 import { pingRoutes, tfeApiHeaders } from "./discovery.ts";
 import { jsonApiError } from "./jsonapi.ts";
 import { organizationRoutes } from "./organization-routes.ts";
+import { planApplyRoutes } from "./plan-apply-routes.ts";
+import { runRoutes } from "./run-routes.ts";
 import { stateVersionRoutes } from "./state-version-routes.ts";
 import { variableRoutes } from "./variable-routes.ts";
 import { workspaceRoutes } from "./workspace-routes.ts";
@@ -22,6 +25,9 @@ tfeRoutes.route("/", workspaceRoutes);
 tfeRoutes.route("/", stateVersionRoutes);
 tfeRoutes.route("/", variableRoutes);
 tfeRoutes.route("/", agentPoolRoutes);
+tfeRoutes.route("/", configurationVersionRoutes);
+tfeRoutes.route("/", runRoutes);
+tfeRoutes.route("/", planApplyRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });

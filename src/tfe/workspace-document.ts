@@ -108,11 +108,15 @@ const PERMISSIONS: Record<string, WorkspaceAction> = {
   "can-update-variable": "variables.write",
 };
 
-/** The workspace as a `workspaces` resource, with what `grants` let its caller do there. */
+/**
+ * The workspace as a `workspaces` resource, with what `grants` let its caller do there, and its
+ * newest run when the caller read it (`latestRunId`; left out of lists).
+ */
 export function workspaceResource(
   workspace: Workspace,
   organizationName: string,
   grants: Grants,
+  latestRunId?: string | null,
 ): Resource {
   const permissions = Object.fromEntries(
     Object.entries(PERMISSIONS).map(([name, action]) => [
@@ -137,7 +141,9 @@ export function workspaceResource(
       "updated-at": workspace.updatedAt,
       "tag-names": [],
       "resource-count": 0,
-      "structured-run-output-enabled": true,
+      // The CLI would then render the plan from a redacted JSON plan with provider schemas,
+      // which Outpost does not produce: it prints the plan log as the engine wrote it instead.
+      "structured-run-output-enabled": false,
       "speculative-enabled": true,
       "queue-all-runs": false,
       "vcs-repo": workspace.vcsRepoUrl === null ? null : { identifier: workspace.vcsRepoUrl },
@@ -148,6 +154,7 @@ export function workspaceResource(
       organization: related("organizations", organizationName),
       "agent-pool": related("agent-pools", workspace.poolId),
       "current-run": related("runs", workspace.currentRunId),
+      ...(latestRunId === undefined ? {} : { "latest-run": related("runs", latestRunId) }),
       "locked-by": related(
         workspace.lock?.holderKind === "run" ? "runs" : "users",
         workspace.lock?.lockedBy,

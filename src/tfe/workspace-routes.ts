@@ -40,6 +40,7 @@ import {
 } from "./jsonapi.ts";
 import { organizationOf } from "./organization.ts";
 import { OrgParams } from "./organization-routes.ts";
+import { latestRunId } from "./run-queries.ts";
 import { settingsOf, WorkspaceDocument, workspaceResource } from "./workspace-document.ts";
 
 const tags = ["terraform cli"];
@@ -76,7 +77,8 @@ async function organizationName(c: Context<AppEnv>): Promise<string> {
 async function sendWorkspace(c: Context<AppEnv>, workspace: Workspace, status: 200 | 201 = 200) {
   const principal = personOf(c);
   const grants = await grantsOn(c.var.db, principal, { ...workspace, orgId: principal.orgId });
-  const data = workspaceResource(workspace, await organizationName(c), grants);
+  const latest = await latestRunId(c.var.db, workspace.id);
+  const data = workspaceResource(workspace, await organizationName(c), grants, latest);
   return sendDocument(c, { data }, status);
 }
 

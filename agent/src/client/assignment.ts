@@ -62,6 +62,7 @@ export function toRunnerJob(job: ReceivedJob, address: string): MappedJob {
       isSpeculative: s.isSpeculative,
       isFork: s.isFork,
       planSha256: s.planSha256,
+      planOptions: { targetAddrs: s.targetAddrs, replaceAddrs: s.replaceAddrs, refresh: s.refresh },
       engine: s.engine,
       engineVersion: s.engineVersion,
       stackName: s.stackName,

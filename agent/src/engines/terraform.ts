@@ -10,6 +10,7 @@ import { readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { unzipSync } from "fflate";
 import { jobVariables } from "../job/environment.ts";
+import type { RunnerJob } from "../job/types.ts";
 import type { EngineDriver, EngineSession, PhaseCommands } from "./driver.ts";
 import {
   EngineInstallError,
@@ -117,6 +118,22 @@ const RELEASES: Record<Flavour, EngineRelease> = {
 /** `init` before either phase: providers from the lock file, modules, the backend. */
 const INIT = ["init", "-input=false", "-no-color"];
 
+/**
+ * The run's own plan options as flags, one argument each (an address never reaches a shell):
+ * `-target=…`, `-replace=…`, `-refresh=false`.
+ */
+export function runPlanFlags(job: RunnerJob): string[] {
+  const options = job.planOptions;
+  if (options === undefined) {
+    return [];
+  }
+  return [
+    ...options.targetAddrs.map((address) => `-target=${address}`),
+    ...options.replaceAddrs.map((address) => `-replace=${address}`),
+    ...(options.refresh ? [] : ["-refresh=false"]),
+  ];
+}
+
 /** `plan` saving the plan file; `-detailed-exitcode` answers 2 when there are changes. */
 function planWith(...flags: string[]): PhaseCommands {
   return {
@@ -127,6 +144,7 @@ function planWith(...flags: string[]): PhaseCommands {
       "-detailed-exitcode",
       "-no-color",
       ...flags,
+      ...runPlanFlags(job),
       // A speculative plan never holds the state lock, so it never waits on a real run.
       ...(job.isSpeculative ? ["-lock=false"] : []),
     ],

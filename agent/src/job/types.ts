@@ -39,6 +39,11 @@ export type RunnerJob = {
   /** Apply jobs: the SHA-256 of the plan file recorded when the plan finished. */
   planSha256: string | null;
   /**
+   * Terraform and OpenTofu plans: `-target` and `-replace` addresses and `-refresh=false`, as
+   * the run was queued (absent: none, and refresh).
+   */
+  planOptions?: { targetAddrs: string[]; replaceAddrs: string[]; refresh: boolean };
+  /**
    * The workspace's engine (one of the protocol's `ENGINES`); the driver in the agent's list
    * that names it runs the job (`engines/drivers.ts`).
    */

@@ -59,6 +59,14 @@ export const JobSpec = z.object({
    */
   isFork: z.boolean(),
   /**
+   * Terraform and OpenTofu plans: resource addresses the plan is limited to (`-target`) and
+   * forced to replace (`-replace`), and `false` to plan without refreshing (`-refresh=false`).
+   * Queued through the TFE API for one run; absent from older coordinators' specs.
+   */
+  targetAddrs: z.array(z.string()).default([]),
+  replaceAddrs: z.array(z.string()).default([]),
+  refresh: z.boolean().default(true),
+  /**
    * Apply jobs: the SHA-256 (hex) of the plan file recorded when the plan finished; the agent
    * refuses a plan file whose hash differs. Null for plan jobs.
    */

@@ -1,0 +1,276 @@
+/**
+ * The TFE API's runs for the cloud backend's remote execution (`internal/cloud/backend_plan.go`,
+ * `backend_apply.go`, go-tfe `run.go`): queue a run on an uploaded configuration version, read
+ * it (with `include=plan,apply,workspace`), list a workspace's runs, and the apply, discard,
+ * cancel and force-cancel actions. Every run is an ordinary Outpost run (`createRun` and the
+ * user actions of `src/runs/service.ts`, the roles of `/api/v1`): it queues on the workspace's
+ * pool, shows in the dashboard and notifications, and uses the same jobs, agents and state.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { newId } from "@outpost/common";
+import type { Context } from "hono";
+import { authorizeWorkspace } from "../authz/http.ts";
+import type { WorkspaceAction } from "../authz/model.ts";
+import { actorOf } from "../authz/principal.ts";
+import { grantsOn } from "../authz/service.ts";
+import type { AppEnv } from "../env.ts";
+import { ApiError, reasonError, valueOrThrow } from "../errors.ts";
+import { personOf, requirePerson } from "../middleware/auth.ts";
+import { getOrganization } from "../orgs/service.ts";
+import { newRouter } from "../router.ts";
+import { plannedEngineVersion } from "../runs/job-records.ts";
+import { getRun, type RunRow } from "../runs/queries.ts";
+import { sealRunVariables } from "../runs/run-variables.ts";
+import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "../runs/service.ts";
+import { workspaceOf } from "../workspaces/http.ts";
+import type { WorkspaceRow } from "../workspaces/queries.ts";
+import { presentWorkspace, resolveWorkspace } from "../workspaces/service.ts";
+import {
+  documentBody,
+  documentResponse,
+  errorDocuments,
+  paginationMeta,
+  type Resource,
+  sendDocument,
+  TfePageQuery,
+} from "./jsonapi.ts";
+import { phaseResources } from "./plan-apply-routes.ts";
+import { loadTfeRun } from "./run-access.ts";
+import { RunDocument, runOptionsOf } from "./run-create.ts";
+import { runResource } from "./run-document.ts";
+import { latestRunId, workspaceRunsPage } from "./run-queries.ts";
+import { workspaceResource } from "./workspace-document.ts";
+
+const tags = ["terraform cli"];
+const security = [{ bearer: [] }];
+
+const RunParams = z.strictObject({
+  runId: z
+    .string()
+    .regex(/^run_[a-z2-7]{26}$/, "must be a run_ id")
+    .openapi({ param: { name: "runId", in: "path" } }),
+});
+const WorkspaceParams = z.strictObject({
+  workspaceId: z
+    .string()
+    .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
+    .openapi({ param: { name: "workspaceId", in: "path" } }),
+});
+const IncludeQuery = z.object({
+  include: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ description: "plan, apply and workspace are included; other names are ignored" }),
+});
+
+/** The run as a resource for the caller, with the engine version its plan ran or will run. */
+async function resourceOf(c: Context<AppEnv>, run: RunRow, workspace: WorkspaceRow) {
+  const principal = personOf(c);
+  const grants = await authorizeWorkspace(c.var.db, principal, "workspace.read", workspace);
+  const planned = await plannedEngineVersion(c.var.db, run.id);
+  const engineVersion = planned ?? workspace.engineVersion;
+  return runResource(run, { grants, now: c.var.deps.now(), engineVersion });
+}
+
+async function sendRun(
+  c: Context<AppEnv>,
+  run: RunRow,
+  workspace: WorkspaceRow,
+  options: { include?: string | undefined; status?: 200 | 201 } = {},
+) {
+  const data = await resourceOf(c, run, workspace);
+  const names = new Set((options.include ?? "").split(",").map((name) => name.trim()));
+  const included: Resource[] = [];
+  if (names.has("plan") || names.has("apply")) {
+    const [plan, apply] = await phaseResources(c, run);
+    included.push(...(names.has("plan") ? [plan] : []), ...(names.has("apply") ? [apply] : []));
+  }
+  if (names.has("workspace")) {
+    included.push(await workspaceDocumentOf(c, workspace));
+  }
+  return sendDocument(
+    c,
+    { data, ...(included.length > 0 ? { included } : {}) },
+    options.status ?? 200,
+  );
+}
+
+/** The workspace as the `workspaces` resource, for `include=workspace`. */
+async function workspaceDocumentOf(c: Context<AppEnv>, workspace: WorkspaceRow) {
+  const principal = personOf(c);
+  const [grants, organization, latest] = await Promise.all([
+    grantsOn(c.var.db, principal, workspace),
+    getOrganization(c.var.db, principal.orgId),
+    latestRunId(c.var.db, workspace.id),
+  ]);
+  return workspaceResource(presentWorkspace(workspace), organization?.name ?? "", grants, latest);
+}
+
+type ActionName = "apply" | "discard" | "cancel" | "force-cancel";
+
+const actionRoute = (action: ActionName, summary: string) =>
+  createRoute({
+    method: "post",
+    operationId: `tfe${action === "force-cancel" ? "ForceCancel" : action[0]?.toUpperCase() + action.slice(1)}Run`,
+    path: `/runs/{runId}/actions/${action}`,
+    tags,
+    summary,
+    security,
+    middleware: [requirePerson()] as const,
+    request: {
+      params: RunParams,
+      body: {
+        required: false,
+        content: {
+          "application/vnd.api+json": {
+            schema: z.object({ comment: z.string().max(2000).optional() }),
+          },
+          "application/json": { schema: z.object({ comment: z.string().max(2000).optional() }) },
+        },
+      },
+    },
+    responses: {
+      202: { description: "Accepted: the run moves on (read it to follow)" },
+      ...errorDocuments(400, 401, 403, 404, 409),
+    },
+  });
+
+function accepted(c: Context<AppEnv>): Response {
+  return c.body(null, 202);
+}
+
+export const runRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "post",
+      operationId: "tfeCreateRun",
+      path: "/runs",
+      tags,
+      summary:
+        "Queue a run on a workspace's configuration version: plan-only, destroy, refresh-only, targets, replacements and -var values (TFE API)",
+      security,
+      middleware: [requirePerson()] as const,
+      request: { body: documentBody(RunDocument) },
+      responses: {
+        201: documentResponse("The queued run"),
+        ...errorDocuments(400, 401, 403, 404, 409, 415, 429, 503),
+      },
+    }),
+    async (c) => {
+      const document = c.req.valid("json");
+      const options = valueOrThrow(runOptionsOf(document));
+      const { principal, workspace } = await workspaceOf(c, options.workspaceId, "run.queue");
+      const autoApply = options.autoApply ?? workspace.autoApply;
+      if (autoApply && !options.isSpeculative) {
+        await authorizeWorkspace(c.var.db, principal, "run.queue_auto_apply", workspace);
+      }
+      const id = newId("run");
+      const sealed = await sealRunVariables(c.env, id, options.variables);
+      if (!sealed.ok) {
+        throw reasonError(sealed.reason);
+      }
+      const created = await createRun(c.var.deps, workspace, {
+        operation: options.operation,
+        isSpeculative: options.isSpeculative,
+        message: options.message,
+        configurationVersionId: options.configurationVersionId,
+        allowEmptyApply: options.allowEmptyApply,
+        autoApply,
+        planOptions: options.planOptions,
+        sealedVariables: { id, sealed: sealed.value },
+        source: "cli",
+        actor: actorOf(principal),
+      });
+      const { run } = valueOrThrow(created);
+      return sendRun(c, run, workspace, { status: 201 });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "tfeReadRun",
+      path: "/runs/{runId}",
+      tags,
+      summary: "A run with its status, actions and permissions (TFE API)",
+      security,
+      middleware: [requirePerson()] as const,
+      request: { params: RunParams, query: IncludeQuery },
+      responses: { 200: documentResponse("The run"), ...errorDocuments(400, 401, 404) },
+    }),
+    async (c) => {
+      const { run, workspace } = await loadTfeRun(c, c.req.valid("param").runId, "workspace.read");
+      return sendRun(c, run, workspace, { include: c.req.valid("query").include });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "tfeListRunEvents",
+      path: "/runs/{runId}/run-events",
+      tags,
+      summary: "A run's policy and task warnings: always none, since Outpost has neither (TFE API)",
+      security,
+      middleware: [requirePerson()] as const,
+      request: { params: RunParams },
+      responses: { 200: documentResponse("An empty list"), ...errorDocuments(400, 401, 404) },
+    }),
+    async (c) => {
+      await loadTfeRun(c, c.req.valid("param").runId, "workspace.read");
+      return sendDocument(c, { data: [] });
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "tfeListWorkspaceRuns",
+      path: "/workspaces/{workspaceId}/runs",
+      tags,
+      summary: "A workspace's runs, newest first, by page (TFE API)",
+      security,
+      middleware: [requirePerson()] as const,
+      request: { params: WorkspaceParams, query: z.object(TfePageQuery) },
+      responses: { 200: documentResponse("A page of runs"), ...errorDocuments(400, 401, 404) },
+    }),
+    async (c) => {
+      const { workspace } = await workspaceOf(
+        c,
+        c.req.valid("param").workspaceId,
+        "workspace.read",
+      );
+      const query = c.req.valid("query");
+      const page = { number: query["page[number]"], size: query["page[size]"] };
+      const { rows, total } = await workspaceRunsPage(c.var.db, workspace.id, page);
+      const data = await Promise.all(rows.map((run) => resourceOf(c, run, workspace)));
+      return sendDocument(c, { data, meta: paginationMeta({ ...page, total }) });
+    },
+  )
+  .openapi(
+    actionRoute("apply", "Confirm a planned run: its apply is queued (TFE API)"),
+    async (c) => {
+      const { run, workspace } = await loadTfeRun(c, c.req.valid("param").runId, "run.confirm");
+      valueOrThrow(await confirmRun(c.var.deps, run, workspace, actorOf(personOf(c))));
+      return accepted(c);
+    },
+  )
+  .openapi(actionRoute("discard", "Discard a planned run (TFE API)"), async (c) => {
+    const { run } = await loadTfeRun(c, c.req.valid("param").runId, "run.discard");
+    valueOrThrow(await discardRun(c.var.deps, run, actorOf(personOf(c))));
+    return accepted(c);
+  })
+  .openapi(
+    actionRoute("cancel", "Cancel a run: a running engine gets SIGINT (TFE API)"),
+    async (c) => {
+      const { run } = await loadTfeRun(c, c.req.valid("param").runId, "run.cancel");
+      valueOrThrow(await cancelRun(c.var.deps, run, actorOf(personOf(c))));
+      return accepted(c);
+    },
+  )
+  .openapi(
+    actionRoute("force-cancel", "Force-cancel a canceling run, 10 s after cancel (TFE API)"),
+    async (c) => {
+      const { run } = await loadTfeRun(c, c.req.valid("param").runId, "run.cancel");
+      valueOrThrow(await forceCancelRun(c.var.deps, run, actorOf(personOf(c))));
+      return accepted(c);
+    },
+  );
