@@ -65,7 +65,7 @@ describe("terraform init with the cloud block", () => {
     l.write({ "main.tf": config('name = "laptop-init"', resource("a", "1")) });
     const init = await l.run(["init"]);
     expect(init.stderr).toBe("");
-    expect(init.code).toBe(0);
+    expect(init.code, init.stderr).toBe(0);
     expect(init.stdout).toContain("HCP Terraform has been successfully initialized!");
     expect(sequence(init.requests)).toEqual([
       "GET /.well-known/terraform.json",
@@ -82,7 +82,7 @@ describe("terraform init with the cloud block", () => {
     );
     // A second init finds it and creates nothing.
     const again = await l.run(["init"]);
-    expect(again.code).toBe(0);
+    expect(again.code, again.stderr).toBe(0);
     expect(sequence(again.requests).filter((r) => !r.startsWith("GET"))).toEqual([]);
   });
 
@@ -90,12 +90,12 @@ describe("terraform init with the cloud block", () => {
     const l = laptop();
     l.write({ "main.tf": config('name = "x"', "").replace(`"${org}"`, '"someone-else"') });
     const other = await l.run(["init"]);
-    expect(other.code).toBe(1);
+    expect(other.code, other.stderr).toBe(1);
     expect(other.stderr).toContain('Failed to read organization "someone-else"');
     const none = laptop(null);
     none.write({ "main.tf": config('name = "x"', "") });
     const missing = await none.run(["init"]);
-    expect(missing.code).toBe(1);
+    expect(missing.code, missing.stderr).toBe(1);
     expect(missing.stderr).toContain(`terraform login ${host}`);
   });
 });
@@ -114,7 +114,7 @@ describe("local execution: state in Outpost through state versions", () => {
 
     const first = await l.run(["apply"], { stdin: "yes\n" });
     expect(first.stderr).toBe("");
-    expect(first.code).toBe(0);
+    expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toContain(
       'Do you want to perform these actions in workspace "laptop-local"?',
     );
@@ -138,7 +138,7 @@ describe("local execution: state in Outpost through state versions", () => {
 
     l.write({ "main.tf": config('name = "laptop-local"', resource("a", "two")) });
     const second = await l.run(["apply", "-auto-approve"]);
-    expect(second.code).toBe(0);
+    expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toContain("Resources: 0 added, 1 changed, 0 destroyed.");
     expect(sequence(second.requests)).toContainEqual(
       expect.stringMatching(/^GET \/api\/v2\/state-versions\/\S+\/download$/),
@@ -156,7 +156,7 @@ describe("local execution: state in Outpost through state versions", () => {
     other.write({ "main.tf": config('name = "laptop-local"', resource("a", "three")) });
     expect((await other.run(["init"])).code).toBe(0);
     const refused = await other.run(["apply", "-auto-approve"]);
-    expect(refused.code).toBe(1);
+    expect(refused.code, refused.stderr).toBe(1);
     expect(refused.stderr).toContain("Error acquiring the state lock");
     expect((await stateVersions(world, v1Id)).length).toBe(2);
     expect((await tfeApi(world, "POST", `/workspaces/${wsId}/actions/unlock`)).status).toBe(200);
@@ -177,3 +177,195 @@ async function secondToken(): Promise<string> {
   );
   return String(created.token);
 }
+
+/** An agent workspace on the world's pool, created as the `tfe` provider would. */
+async function agentWorkspace(name: string, env: Record<string, string> = {}): Promise<string> {
+  const created = await tfeApi(world, "POST", `/organizations/${org}/workspaces`, {
+    data: {
+      type: "workspaces",
+      attributes: {
+        name,
+        "execution-mode": "agent",
+        "agent-pool-id": world.poolId,
+        "terraform-version": "1.9.5",
+      },
+    },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const id = String((created.body.data as Json).id);
+  for (const [key, value] of Object.entries(env)) {
+    const v = await tfeApi(world, "POST", `/workspaces/${id}/vars`, {
+      data: { type: "vars", attributes: { key, value, category: "env" } },
+    });
+    expect(v.status).toBe(201);
+  }
+  return id;
+}
+
+/** The run the stand-in created (its id from the POST /runs answer is not traced: the trace). */
+function runIdOf(stdout: string): string {
+  const m = /\/runs\/(\S+)\n/.exec(stdout);
+  if (!m?.[1]) {
+    throw new Error(`no run URL in:\n${stdout}`);
+  }
+  return m[1];
+}
+
+async function runAttributes(runId: string): Promise<Json> {
+  const r = await tfeApi(world, "GET", `/runs/${runId}`);
+  expect(r.status).toBe(200);
+  return (r.body.data as { attributes: Json }).attributes;
+}
+
+describe("remote execution on the agent", () => {
+  const variables = 'variable "greeting" {}\n# standin:print var.greeting\n';
+
+  it("plans speculatively with -var, streaming the plan log to its end", async () => {
+    await agentWorkspace("laptop-remote-plan");
+    const l = laptop();
+    l.write({
+      "main.tf": config('name = "laptop-remote-plan"', variables + resource("a", "one")),
+    });
+    expect((await l.run(["init"])).code).toBe(0);
+    const plan = await l.run(["plan", "-var", "greeting=hello from the laptop"]);
+    expect(plan.stderr).toBe("");
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain("Running plan in Outpost.");
+    expect(plan.stdout).toContain('var.greeting = "hello from the laptop"');
+    expect(plan.stdout).toContain("Plan: 1 to add, 0 to change, 0 to destroy.");
+    const seq = sequence(plan.requests);
+    const wsPath = `/api/v2/organizations/${org}/workspaces/laptop-remote-plan`;
+    expect(seq.slice(0, 6)).toEqual([
+      "GET /.well-known/terraform.json",
+      "GET /api/v2/ping",
+      `GET /api/v2/organizations/${org}/entitlement-set`,
+      `GET ${wsPath}`,
+      expect.stringMatching(/^POST \/api\/v2\/workspaces\/\S+\/configuration-versions$/),
+      expect.stringMatching(/^PUT /),
+    ]);
+    const cv = plan.requests.find((r) => r.url.endsWith("/configuration-versions"));
+    expect(JSON.parse(cv?.body ?? "{}").data.attributes).toEqual({
+      "auto-queue-runs": false,
+      provisional: false,
+      speculative: true,
+    });
+    const created = plan.requests.find(
+      (r) => r.method === "POST" && r.url.endsWith("/api/v2/runs"),
+    );
+    expect(JSON.parse(created?.body ?? "{}").data.attributes.variables).toEqual([
+      { key: "greeting", value: '"hello from the laptop"' },
+    ]);
+    // The log is read through its log-read URL with offsets, without the token.
+    const logReads = plan.requests.filter((r) => /[?&]limit=65536&offset=\d+$/.test(r.url));
+    expect(logReads.length).toBeGreaterThan(0);
+    expect(logReads.every((r) => r.headers.Authorization === undefined)).toBe(true);
+    const run = await runAttributes(runIdOf(plan.stdout));
+    expect(run.status).toBe("planned_and_finished");
+  });
+
+  it("applies with -auto-approve, after a yes at the prompt, and destroys", async () => {
+    const wsId = await agentWorkspace("laptop-remote-apply");
+    const l = laptop();
+    l.write({ "main.tf": config('name = "laptop-remote-apply"', resource("a", "one")) });
+    expect((await l.run(["init"])).code).toBe(0);
+
+    const auto = await l.run(["apply", "-auto-approve"]);
+    expect(auto.stderr).toBe("");
+    expect(auto.code, auto.stderr).toBe(0);
+    expect(auto.stdout).toContain("Apply complete! Resources: 1 added, 0 changed, 0 destroyed.");
+    expect(sequence(auto.requests)).not.toContainEqual(expect.stringMatching(/actions\/apply$/));
+
+    l.write({ "main.tf": config('name = "laptop-remote-apply"', resource("a", "two")) });
+    const asked = await l.run(["apply"], { stdin: "yes\n" });
+    expect(asked.stderr).toBe("");
+    expect(asked.code, asked.stderr).toBe(0);
+    expect(asked.stdout).toContain(
+      'Do you want to perform these actions in workspace "laptop-remote-apply"?',
+    );
+    expect(asked.stdout).toContain("Resources: 0 added, 1 changed, 0 destroyed.");
+    expect(sequence(asked.requests)).toContainEqual(
+      expect.stringMatching(/^POST \/api\/v2\/runs\/\S+\/actions\/apply$/),
+    );
+
+    const destroy = await l.run(["apply", "-destroy", "-auto-approve"]);
+    expect(destroy.code, destroy.stderr).toBe(0);
+    expect(destroy.stdout).toContain("Resources: 0 added, 0 changed, 1 destroyed.");
+    const destroyRun = await runAttributes(runIdOf(destroy.stdout));
+    expect(destroyRun["is-destroy"]).toBe(true);
+    expect(destroyRun.status).toBe("applied");
+    const current = await tfeApi(world, "GET", `/workspaces/${wsId}/current-state-version`);
+    expect(current.status).toBe(200);
+  });
+
+  it("passes -refresh-only, -target and -replace through to the run", async () => {
+    await agentWorkspace("laptop-remote-options", {
+      STANDIN_DRIFT: "null_resource.a=changed-outside",
+    });
+    const l = laptop();
+    l.write({
+      "main.tf": config(
+        'name = "laptop-remote-options"',
+        resource("a", "one") + resource("b", "one"),
+      ),
+    });
+    expect((await l.run(["init"])).code).toBe(0);
+    expect((await l.run(["apply", "-auto-approve"])).code).toBe(0);
+
+    const refresh = await l.run(["apply", "-refresh-only", "-auto-approve"]);
+    expect(refresh.code, refresh.stderr).toBe(0);
+    expect(refresh.stdout).toContain("Objects have changed outside of Terraform");
+    expect((await runAttributes(runIdOf(refresh.stdout)))["refresh-only"]).toBe(true);
+
+    l.write({
+      "main.tf": config(
+        'name = "laptop-remote-options"',
+        resource("a", "two") + resource("b", "two"),
+      ),
+    });
+    const targeted = await l.run([
+      "apply",
+      "-auto-approve",
+      "-target=null_resource.a",
+      "-replace",
+      "null_resource.b",
+    ]);
+    expect(targeted.code, targeted.stderr).toBe(0);
+    const run = await runAttributes(runIdOf(targeted.stdout));
+    expect(run["target-addrs"]).toEqual(["null_resource.a"]);
+    expect(run["replace-addrs"]).toEqual(["null_resource.b"]);
+    expect(targeted.stdout).toContain("null_resource.a: Modifying...");
+    expect(targeted.stdout).not.toContain("null_resource.b:");
+  });
+
+  it("cancels the remote run on Ctrl-C once the person confirms (the CLI never force-cancels)", async () => {
+    await agentWorkspace("laptop-remote-cancel", { STANDIN_PLAN_SLEEP_MS: "60000" });
+    const l = laptop();
+    l.write({ "main.tf": config('name = "laptop-remote-cancel"', resource("a", "one")) });
+    expect((await l.run(["init"])).code).toBe(0);
+    let interrupted = false;
+    let answered = false;
+    const apply = await l.run(["apply"], {
+      onStdout: (text, child) => {
+        if (!interrupted && text.includes("standin: planning")) {
+          interrupted = true;
+          child.kill("SIGINT");
+        }
+        if (!answered && text.includes("Do you want to cancel the remote operation?")) {
+          answered = true;
+          child.stdin?.end("yes\n");
+        }
+      },
+    });
+    expect(apply.stdout).toContain("Interrupt received.");
+    expect(apply.stdout).toContain("The remote operation was successfully cancelled.");
+    expect(apply.code, apply.stderr).toBe(1);
+    const actions = sequence(apply.requests).filter((r) => r.includes("/actions/"));
+    expect(actions).toEqual([
+      expect.stringMatching(/^POST \/api\/v2\/runs\/\S+\/actions\/cancel$/),
+    ]);
+    const runId = runIdOf(apply.stdout);
+    await expect
+      .poll(async () => (await runAttributes(runId)).status, { timeout: 30_000 })
+      .toBe("canceled");
+  });
+});
