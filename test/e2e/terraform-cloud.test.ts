@@ -3,7 +3,11 @@
  * (test/fixtures/terraform-cloud*.mjs, which replays the real CLI's TFE API requests) as a person
  * runs it on a laptop, with a real agent serving the remote runs.
  */
+import { createHash } from "node:crypto";
+import { TerraformCloud } from "@skorfmann/terraform-cloud";
+import type { AxiosError } from "axios";
 import { beforeAll, describe, expect, it } from "vitest";
+import { buildTarGz } from "../node/helpers/tarball.ts";
 import { expectStatus, type Json, stateVersions } from "./helpers/e2e.ts";
 import { Laptop, sequence } from "./helpers/terraform-cli.ts";
 import { useWorld, type World } from "./helpers/world.ts";
@@ -366,6 +370,151 @@ describe("remote execution on the agent", () => {
     const runId = runIdOf(apply.stdout);
     await expect
       .poll(async () => (await runAttributes(runId)).status, { timeout: 30_000 })
+      .toBe("canceled");
+  });
+});
+
+/**
+ * The published `@skorfmann/terraform-cloud` client. Its constructor takes a hostname and always
+ * builds `https://HOST/api/v2`; the axios instance it keeps (`client`) is public, and setting that
+ * instance's `defaults.baseURL` is the supported way to reach an http loopback coordinator (an
+ * https deployment needs only `new TerraformCloud(token, "outpost.example.com")`). The client
+ * sends request bodies as given (its types spell attributes in camelCase, which Terraform Cloud
+ * would ignore), so these calls use Terraform Cloud's own attribute names; answers come back with
+ * camelCased keys (its response interceptor).
+ */
+describe("@skorfmann/terraform-cloud against the coordinator", () => {
+  function client(): TerraformCloud {
+    const tfc = new TerraformCloud(world.ownerToken, host);
+    tfc.client.defaults.baseURL = `${world.coordinator.url}/api/v2`;
+    // A refusal names the request and the errors document in the test's failure.
+    tfc.client.interceptors.response.use(undefined, (error: AxiosError) => {
+      error.message += ` (${error.config.method} ${error.config.url}: ${JSON.stringify(error.response?.data)})`;
+      throw error;
+    });
+    return tfc;
+  }
+
+  it("creates, reads, updates and deletes a workspace, and keeps its state versions", async () => {
+    const tfc = client();
+    const created = await tfc.Workspaces.create(org, {
+      data: {
+        type: "workspaces",
+        attributes: { name: "client-ws", "execution-mode": "local" } as never,
+      },
+    });
+    expect(created.attributes.name).toBe("client-ws");
+    expect(created.attributes.executionMode).toBe("local");
+    expect((await tfc.Workspaces.showByName(org, "client-ws")).id).toBe(created.id);
+    expect((await tfc.Workspaces.show(created.id)).attributes.name).toBe("client-ws");
+    const updated = await tfc.Workspaces.update(org, "client-ws", {
+      data: { type: "workspaces", attributes: { "auto-apply": true } as never },
+    });
+    expect(updated.attributes.autoApply).toBe(true);
+
+    const state = JSON.stringify({
+      version: 4,
+      terraform_version: "1.9.5",
+      serial: 1,
+      lineage: "3f0c1e0a-client-lineage",
+      outputs: { greeting: { value: "hi", type: "string" } },
+      resources: [],
+    });
+    const sv = await tfc.StateVersions.create(created.id, {
+      data: {
+        type: "state-versions",
+        attributes: {
+          serial: 1,
+          lineage: "3f0c1e0a-client-lineage",
+          md5: createHash("md5").update(state).digest("hex"),
+          state: Buffer.from(state).toString("base64"),
+        },
+      },
+    } as never);
+    expect(sv.attributes.serial).toBe(1);
+    // `current` hands back the whole document (it skips the client's unwrapping of `data`).
+    const current = (await tfc.StateVersions.current(created.id)) as unknown as {
+      data: { id: string };
+    };
+    expect(current.data.id).toBe(sv.id);
+    const shown = await tfc.StateVersions.show(sv.id);
+    const downloaded = (await tfc.client.get(shown.attributes.hostedStateDownloadUrl)) as unknown;
+    expect(downloaded).toMatchObject({ serial: 1, lineage: "3f0c1e0a-client-lineage" });
+
+    await tfc.Workspaces.deleteByName(org, "client-ws");
+    await expect(tfc.Workspaces.showByName(org, "client-ws")).rejects.toMatchObject({
+      response: { status: 404 },
+    });
+  });
+
+  it("uploads a configuration, plans, applies, reads the apply log and cancels a run", async () => {
+    const tfc = client();
+    const ws = await tfc.Workspaces.create(org, {
+      data: {
+        type: "workspaces",
+        attributes: {
+          name: "client-runs",
+          "execution-mode": "agent",
+          "agent-pool-id": world.poolId,
+          "terraform-version": "1.9.5",
+        } as never,
+      },
+    });
+    const cv = await tfc.ConfigurationVersion.create(ws.id, {
+      data: { type: "configuration-versions", attributes: { "auto-queue-runs": false } as never },
+    } as never);
+    expect(cv.attributes.status).toBe("pending");
+    await tfc.ConfigurationVersion.upload(
+      cv.attributes.uploadUrl,
+      buildTarGz([{ name: "main.tf", body: resource("a", "from-the-client") }]),
+    );
+    await expect
+      .poll(async () => (await tfc.ConfigurationVersion.show(cv.id)).attributes.status)
+      .toBe("uploaded");
+
+    const runRequest = (message: string) =>
+      ({
+        data: {
+          type: "runs",
+          attributes: { message },
+          relationships: {
+            workspace: { data: { type: "workspaces", id: ws.id } },
+            "configuration-version": { data: { type: "configuration-versions", id: cv.id } },
+          },
+        },
+      }) as never;
+    const run = await tfc.Runs.create(runRequest("from the client"));
+    await expect
+      .poll(async () => (await tfc.Runs.show(run.id)).attributes.status, { timeout: 60_000 })
+      .toBe("planned");
+    const plan = await tfc.Plans.show(run.relationships.plan.data.id);
+    expect(plan.attributes).toMatchObject({ status: "finished", resourceAdditions: 1 });
+    await tfc.Runs.action("apply", run.id, { comment: "ship it" });
+    await expect
+      .poll(async () => (await tfc.Runs.show(run.id)).attributes.status, { timeout: 60_000 })
+      .toBe("applied");
+    const applyLog = await tfc.Applies.logs(run.relationships.apply.data.id);
+    expect(String(applyLog)).toContain("null_resource.a: Creation complete");
+    const current = (await tfc.StateVersions.current(ws.id)) as unknown as {
+      data: { attributes: { serial: number } };
+    };
+    expect(current.data.attributes.serial).toBeGreaterThan(0);
+
+    // A later plan runs long; the README's cancel body ({ data: { comment } }) stops it.
+    const v = await tfeApi(world, "POST", `/workspaces/${ws.id}/vars`, {
+      data: {
+        type: "vars",
+        attributes: { key: "STANDIN_PLAN_SLEEP_MS", value: "60000", category: "env" },
+      },
+    });
+    expect(v.status).toBe(201);
+    const second = await tfc.Runs.create(runRequest("to cancel"));
+    await expect
+      .poll(async () => (await tfc.Runs.show(second.id)).attributes.status, { timeout: 30_000 })
+      .toBe("planning");
+    await tfc.Runs.action("cancel", second.id, { data: { comment: "not now" } } as never);
+    await expect
+      .poll(async () => (await tfc.Runs.show(second.id)).attributes.status, { timeout: 30_000 })
       .toBe("canceled");
   });
 });
