@@ -41,10 +41,10 @@ export class Laptop {
   readonly dir: string;
   private readonly trace: string;
 
-  constructor(
-    root: string,
-    readonly host: string,
-  ) {
+  readonly host: string;
+
+  constructor(root: string, host: string) {
+    this.host = host;
     this.home = path.join(root, "home");
     this.dir = path.join(root, "config");
     this.trace = path.join(root, "trace.jsonl");
