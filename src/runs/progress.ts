@@ -10,6 +10,7 @@ import { releaseRunStateLocks } from "../state/locks.ts";
 import { enqueueJob, type Known } from "./jobs.ts";
 import {
   claimWorkspace,
+  forgetRunVariablesQuery,
   getRunById,
   moveRun,
   nextPendingRun,
@@ -104,6 +105,7 @@ export function endRunQueries(
     revokeEndedRunTokensQuery(db, run.id, now),
     releaseWorkspaceQuery(db, run.workspaceId, run.id, now),
     runHoldsStateLockQuery(db, run.id),
+    forgetRunVariablesQuery(db, run.id),
   ] as const;
 }
 

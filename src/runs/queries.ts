@@ -12,6 +12,7 @@ import {
   eq,
   exists,
   inArray,
+  isNotNull,
   isNull,
   lt,
   ne,
@@ -245,6 +246,17 @@ export function runHasEnded(db: Database, runId: string) {
       .from(runs)
       .where(and(eq(runs.id, runId), inArray(runs.status, [...TERMINAL_STATUSES]))),
   );
+}
+
+/**
+ * Forgets an ended run's own variables (`run-variables.ts`): sealed as they are, they are kept
+ * no longer than a job of the run may need them.
+ */
+export function forgetRunVariablesQuery(db: Database, runId: string) {
+  return db
+    .update(runs)
+    .set({ runVariables: null })
+    .where(and(eq(runs.id, runId), isNotNull(runs.runVariables), runHasEnded(db, runId)));
 }
 
 /**

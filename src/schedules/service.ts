@@ -42,17 +42,15 @@ export type ScheduleInput = { cron: string; timezone: string; operation: RunOper
 export type ScheduleView = ScheduleRow & { lastOccurrence: OccurrenceRow | null };
 
 /**
- * Creates a schedule on an agent-mode workspace. Refuses an invalid cron or time zone
- * (`invalid`, naming the field), a local workspace and a workspace at its limit (`conflict`).
- * Its first occurrence is the first one after now: creating it never queues a past one.
+ * When a new schedule of `workspace` first occurs after `now`, or why it may not be created: an
+ * invalid cron or time zone, a local workspace, a workspace at its limit, a cron that never occurs.
  */
-export async function createSchedule(
+async function firstOccurrence(
   deps: Deps,
   workspace: WorkspaceRow,
   input: ScheduleInput,
-  actor: AuditActor,
-): Promise<Outcome<ScheduleView, "invalid" | "conflict">> {
-  const now = deps.now();
+  now: number,
+): Promise<Outcome<number, "invalid" | "conflict">> {
   const parsed = parseSchedule(input.cron, input.timezone, now);
   if (!parsed.ok) {
     return invalidInput(`json.${parsed.reason.field}`, parsed.reason.message);
@@ -71,9 +69,28 @@ export async function createSchedule(
     );
   }
   const nextRunAt = nextOccurrence(parsed.value, now);
-  if (nextRunAt === null) {
-    return invalidInput("json.cron", `cron "${input.cron}" never occurs`);
+  return nextRunAt === null
+    ? invalidInput("json.cron", `cron "${input.cron}" never occurs`)
+    : ok(nextRunAt);
+}
+
+/**
+ * Creates a schedule on an agent-mode workspace. Refuses an invalid cron or time zone
+ * (`invalid`, naming the field), a local workspace and a workspace at its limit (`conflict`).
+ * Its first occurrence is the first one after now: creating it never queues a past one.
+ */
+export async function createSchedule(
+  deps: Deps,
+  workspace: WorkspaceRow,
+  input: ScheduleInput,
+  actor: AuditActor,
+): Promise<Outcome<ScheduleView, "invalid" | "conflict">> {
+  const now = deps.now();
+  const first = await firstOccurrence(deps, workspace, input, now);
+  if (!first.ok) {
+    return first;
   }
+  const nextRunAt = first.value;
   const id = newId("schedule");
   const [[row]] = await deps.db.batch([
     insertScheduleQuery(deps.db, {
@@ -174,6 +191,24 @@ function scheduleActor(row: ScheduleRow): Actor {
   return { type: "schedule", id: row.id, name: `schedule "${row.cron}" (${row.timezone})` };
 }
 
+/** Queues the run of one occurrence of `row` on its workspace. */
+async function queueScheduledRun(
+  deps: Deps,
+  row: ScheduleRow,
+  occurrenceAt: number,
+): ReturnType<typeof createRun> {
+  const workspace = await getWorkspaceById(deps.db, row.workspaceId);
+  if (!workspace) {
+    return refuse("not_found", `workspace ${row.workspaceId} is gone`);
+  }
+  return createRun(deps, workspace, {
+    operation: row.operation,
+    message: `Scheduled ${row.operation} (${row.cron}, ${row.timezone}) for ${new Date(occurrenceAt).toISOString()}`,
+    source: "schedule",
+    actor: scheduleActor(row),
+  });
+}
+
 /**
  * Handles one occurrence: skipped while the previous scheduled run is active, else claimed and
  * its run queued. Answers what it recorded, or null when another tick had recorded it.
@@ -198,15 +233,7 @@ async function handleOccurrence(
   if (!claimed) {
     return null;
   }
-  const workspace = await getWorkspaceById(deps.db, row.workspaceId);
-  const created = workspace
-    ? await createRun(deps, workspace, {
-        operation: row.operation,
-        message: `Scheduled ${row.operation} (${row.cron}, ${row.timezone}) for ${new Date(occurrenceAt).toISOString()}`,
-        source: "schedule",
-        actor: scheduleActor(row),
-      })
-    : refuse("not_found", `workspace ${row.workspaceId} is gone`);
+  const created = await queueScheduledRun(deps, row, occurrenceAt);
   if (!created.ok) {
     await settleOccurrenceQuery(deps.db, row.id, occurrenceAt, {
       status: "failed",

@@ -11,6 +11,7 @@ import { pingRoutes, tfeApiHeaders } from "./discovery.ts";
 import { jsonApiError } from "./jsonapi.ts";
 import { organizationRoutes } from "./organization-routes.ts";
 import { planApplyRoutes } from "./plan-apply-routes.ts";
+import { runQueueRoutes } from "./run-queue-routes.ts";
 import { runRoutes } from "./run-routes.ts";
 import { stateVersionRoutes } from "./state-version-routes.ts";
 import { variableRoutes } from "./variable-routes.ts";
@@ -28,6 +29,7 @@ tfeRoutes.route("/", agentPoolRoutes);
 tfeRoutes.route("/", configurationVersionRoutes);
 tfeRoutes.route("/", runRoutes);
 tfeRoutes.route("/", planApplyRoutes);
+tfeRoutes.route("/", runQueueRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });

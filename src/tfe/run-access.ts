@@ -5,9 +5,11 @@ import type { WorkspaceAction } from "../authz/model.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError } from "../errors.ts";
 import { personOf } from "../middleware/auth.ts";
+import { plannedEngineVersion } from "../runs/job-records.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
+import { runResource } from "./run-document.ts";
 
 /**
  * The run and its workspace once the caller may do `action` there; a run of another
@@ -32,4 +34,16 @@ export async function loadTfeRun(
       : error;
   });
   return { run, workspace };
+}
+
+/**
+ * The run as a resource for the caller (who may read its workspace), with the engine version its
+ * plan ran or will run.
+ */
+export async function runResourceFor(c: Context<AppEnv>, run: RunRow, workspace: WorkspaceRow) {
+  const principal = personOf(c);
+  const grants = await authorizeWorkspace(c.var.db, principal, "workspace.read", workspace);
+  const planned = await plannedEngineVersion(c.var.db, run.id);
+  const engineVersion = planned ?? workspace.engineVersion;
+  return runResource(run, { grants, now: c.var.deps.now(), engineVersion });
 }

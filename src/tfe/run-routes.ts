@@ -10,7 +10,6 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { newId } from "@outpost/common";
 import type { Context } from "hono";
 import { authorizeWorkspace } from "../authz/http.ts";
-import type { WorkspaceAction } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { grantsOn } from "../authz/service.ts";
 import type { AppEnv } from "../env.ts";
@@ -18,13 +17,13 @@ import { ApiError, reasonError, valueOrThrow } from "../errors.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
 import { getOrganization } from "../orgs/service.ts";
 import { newRouter } from "../router.ts";
-import { plannedEngineVersion } from "../runs/job-records.ts";
-import { getRun, type RunRow } from "../runs/queries.ts";
+import type { RunRow } from "../runs/queries.ts";
 import { sealRunVariables } from "../runs/run-variables.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "../runs/service.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
-import { presentWorkspace, resolveWorkspace } from "../workspaces/service.ts";
+import { presentWorkspace } from "../workspaces/service.ts";
+import { readTfeConfiguration } from "./configuration-versions.ts";
 import {
   documentBody,
   documentResponse,
@@ -35,9 +34,8 @@ import {
   TfePageQuery,
 } from "./jsonapi.ts";
 import { phaseResources } from "./plan-apply-routes.ts";
-import { loadTfeRun } from "./run-access.ts";
+import { loadTfeRun, runResourceFor } from "./run-access.ts";
 import { RunDocument, runOptionsOf } from "./run-create.ts";
-import { runResource } from "./run-document.ts";
 import { latestRunId, workspaceRunsPage } from "./run-queries.ts";
 import { workspaceResource } from "./workspace-document.ts";
 
@@ -64,22 +62,13 @@ const IncludeQuery = z.object({
     .openapi({ description: "plan, apply and workspace are included; other names are ignored" }),
 });
 
-/** The run as a resource for the caller, with the engine version its plan ran or will run. */
-async function resourceOf(c: Context<AppEnv>, run: RunRow, workspace: WorkspaceRow) {
-  const principal = personOf(c);
-  const grants = await authorizeWorkspace(c.var.db, principal, "workspace.read", workspace);
-  const planned = await plannedEngineVersion(c.var.db, run.id);
-  const engineVersion = planned ?? workspace.engineVersion;
-  return runResource(run, { grants, now: c.var.deps.now(), engineVersion });
-}
-
 async function sendRun(
   c: Context<AppEnv>,
   run: RunRow,
   workspace: WorkspaceRow,
   options: { include?: string | undefined; status?: 200 | 201 } = {},
 ) {
-  const data = await resourceOf(c, run, workspace);
+  const data = await runResourceFor(c, run, workspace);
   const names = new Set((options.include ?? "").split(",").map((name) => name.trim()));
   const included: Resource[] = [];
   if (names.has("plan") || names.has("apply")) {
@@ -107,6 +96,20 @@ async function workspaceDocumentOf(c: Context<AppEnv>, workspace: WorkspaceRow) 
   return workspaceResource(presentWorkspace(workspace), organization?.name ?? "", grants, latest);
 }
 
+/**
+ * A configuration version still waiting for (or refused) its archive cannot be run: `409` in
+ * words, before `createRun` would call it missing.
+ */
+async function requireUploaded(c: Context<AppEnv>, orgId: string, id: string | undefined) {
+  const version = id === undefined ? null : await readTfeConfiguration(c.var.deps, orgId, id);
+  if (version?.ok && version.value.status !== "uploaded") {
+    throw new ApiError(
+      "CONFLICT",
+      `configuration version ${id} is ${version.value.status}: upload its archive to its upload-url first`,
+    );
+  }
+}
+
 type ActionName = "apply" | "discard" | "cancel" | "force-cancel";
 
 const actionRoute = (action: ActionName, summary: string) =>
@@ -118,18 +121,8 @@ const actionRoute = (action: ActionName, summary: string) =>
     summary,
     security,
     middleware: [requirePerson()] as const,
-    request: {
-      params: RunParams,
-      body: {
-        required: false,
-        content: {
-          "application/vnd.api+json": {
-            schema: z.object({ comment: z.string().max(2000).optional() }),
-          },
-          "application/json": { schema: z.object({ comment: z.string().max(2000).optional() }) },
-        },
-      },
-    },
+    // No body is declared: go-tfe posts `{}`, a `comment` (not kept) or nothing at all.
+    request: { params: RunParams },
     responses: {
       202: { description: "Accepted: the run moves on (read it to follow)" },
       ...errorDocuments(400, 401, 403, 404, 409),
@@ -165,6 +158,7 @@ export const runRoutes = newRouter()
       if (autoApply && !options.isSpeculative) {
         await authorizeWorkspace(c.var.db, principal, "run.queue_auto_apply", workspace);
       }
+      await requireUploaded(c, principal.orgId, options.configurationVersionId);
       const id = newId("run");
       const sealed = await sealRunVariables(c.env, id, options.variables);
       if (!sealed.ok) {
@@ -241,7 +235,7 @@ export const runRoutes = newRouter()
       const query = c.req.valid("query");
       const page = { number: query["page[number]"], size: query["page[size]"] };
       const { rows, total } = await workspaceRunsPage(c.var.db, workspace.id, page);
-      const data = await Promise.all(rows.map((run) => resourceOf(c, run, workspace)));
+      const data = await Promise.all(rows.map((run) => runResourceFor(c, run, workspace)));
       return sendDocument(c, { data, meta: paginationMeta({ ...page, total }) });
     },
   )

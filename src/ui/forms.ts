@@ -3,6 +3,7 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Grants } from "../authz/model.ts";
 import { ApiError } from "../errors.ts";
+import { CATEGORIES, MAX_VALUE_LENGTH } from "../variables/model.ts";
 import type { Viewer } from "./layout.tsx";
 import { CSRF_FIELD, checkCsrf, type UiEnv } from "./session.ts";
 
@@ -11,6 +12,16 @@ export const Checkbox = z
   .literal("on")
   .optional()
   .transform((v) => v === "on");
+
+/** The dashboard's form for one variable, of a workspace or of a variable set. */
+export const VariableFormFields = z.strictObject({
+  key: z.string().min(1).max(128),
+  value: z.string().max(MAX_VALUE_LENGTH).default(""),
+  category: z.enum(CATEGORIES),
+  description: z.string().max(500).default(""),
+  sensitive: Checkbox,
+  hcl: Checkbox,
+});
 
 export type FormBody = Record<string, string | File>;
 

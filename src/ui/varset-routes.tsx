@@ -9,7 +9,7 @@ import { decideOrganization } from "../authz/model.ts";
 import { actorOf } from "../authz/principal.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
 import { listProjects, resolveProject } from "../projects/service.ts";
-import { CATEGORIES, MAX_VALUE_LENGTH } from "../variables/model.ts";
+import { CATEGORIES } from "../variables/model.ts";
 import { deleteStoredVariable, listStoredVariables } from "../variables/service.ts";
 import { applySet, type LinkTarget, unapplySet } from "../varsets/links.ts";
 import { VariableSetName } from "../varsets/model.ts";
@@ -24,7 +24,15 @@ import {
   updateVariableSet,
 } from "../varsets/service.ts";
 import { listWorkspaces, resolveWorkspace } from "../workspaces/service.ts";
-import { Checkbox, idOf, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
+import {
+  Checkbox,
+  idOf,
+  noticeText,
+  readForm,
+  redirectWithNotice,
+  VariableFormFields,
+  viewerOf,
+} from "./forms.ts";
 import { VariableSetPage, VariableSetsPage } from "./pages/varsets.tsx";
 import { requireUiPermission, type UiEnv } from "./session.ts";
 
@@ -134,16 +142,7 @@ export const variableSetPages = new Hono<UiEnv>()
     return c.redirect("/ui/variable-sets", 303);
   })
   .post("/:varsetId/vars", manage, async (c) => {
-    const form = await readForm(
-      c,
-      z.strictObject({
-        key: z.string().min(1).max(128),
-        value: z.string().max(MAX_VALUE_LENGTH).default(""),
-        category: z.enum(CATEGORIES),
-        sensitive: Checkbox,
-        hcl: Checkbox,
-      }),
-    );
+    const form = await readForm(c, VariableFormFields);
     const set = await setOf(c);
     const result = await putSetVariable(c.var.deps, set, {
       key: form.key,
@@ -152,7 +151,7 @@ export const variableSetPages = new Hono<UiEnv>()
         value: form.value,
         hcl: form.hcl,
         sensitive: form.sensitive,
-        description: "",
+        description: form.description,
       },
       actor: ctxOf(c).actor,
       encryptionKey: c.env.ENCRYPTION_KEY,

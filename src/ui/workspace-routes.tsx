@@ -34,7 +34,14 @@ import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
 import { lockHolderKind } from "../workspaces/model.ts";
 import { findPoolScope, type WorkspaceRow } from "../workspaces/queries.ts";
 import { listWorkspaces, presentWorkspace, updateWorkspace } from "../workspaces/service.ts";
-import { Checkbox, noticeText, readForm, redirectWithNotice, viewerOf } from "./forms.ts";
+import {
+  Checkbox,
+  noticeText,
+  readForm,
+  redirectWithNotice,
+  VariableFormFields,
+  viewerOf,
+} from "./forms.ts";
 import { WorkspacePage, WorkspacesPage } from "./pages/workspaces.tsx";
 import type { UiEnv } from "./session.ts";
 
@@ -193,20 +200,7 @@ export const workspacePages = new Hono<UiEnv>()
   })
   .post("/:workspaceId/vars", async (c) => {
     const { row } = await workspaceOf(c, "variables.write");
-    const form = await readForm(
-      c,
-      z.strictObject({
-        key: z.string().min(1).max(128),
-        value: z
-          .string()
-          .max(256 * 1024)
-          .default(""),
-        category: z.enum(CATEGORIES),
-        description: z.string().max(500).default(""),
-        sensitive: Checkbox,
-        hcl: Checkbox,
-      }),
-    );
+    const form = await readForm(c, VariableFormFields);
     const result = await putVariable(c.var.deps, {
       orgId: c.var.session.orgId,
       workspaceId: row.id,

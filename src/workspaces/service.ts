@@ -29,7 +29,6 @@ import {
 import {
   countWorkspaceRows,
   findPoolScope,
-  findWorkspace,
   findWorkspaceByName,
   listWorkspaceRows,
   missingWorkspaces,

@@ -209,6 +209,15 @@ describe("outpost CLI", () => {
     );
     expect(secret.code, secret.stderr).toBe(0);
     expect((await cli(["varsets", "set", "cli-creds", "region", "eu-1"])).code).toBe(0);
+    expect(
+      (await cli(["varsets", "set", "cli-creds", "TF_IN_AUTOMATION", "1", "--category", "env"]))
+        .code,
+    ).toBe(0);
+    expectOneLineError(
+      await cli(["varsets", "set", "cli-creds", "X", "1", "--env", "--category", "terraform"]),
+      CLI_EXIT.usage,
+      "contradict each other",
+    );
     expectOneLineError(
       await cli(["varsets", "apply", "cli-creds"]),
       CLI_EXIT.usage,
@@ -222,6 +231,7 @@ describe("outpost CLI", () => {
     const shown = await cli(["varsets", "show", "cli-creds"]);
     expect(shown.stdout).toMatch(/CLOUD_TOKEN\s+env\s+\(sensitive\)/);
     expect(shown.stdout).not.toContain("cli-cloud-secret");
+    expect(shown.stdout).toMatch(/TF_IN_AUTOMATION\s+env\s+1/);
     const effective = await cli(["vars", "effective", "cli-proj-ws"]);
     expect(effective.stdout).toMatch(/region\s+terraform\s+eu-1\s+priority set cli-creds/);
     expect(effective.stdout).toMatch(/CLOUD_TOKEN\s+env\s+\(sensitive\)\s+priority set cli-creds/);
@@ -229,7 +239,7 @@ describe("outpost CLI", () => {
     const other = await cli(["varsets", "apply", "cli-creds", "--workspace", "cli-proj-ws"]);
     expect(other.code, other.stderr).toBe(0);
     expect((await cli(["varsets", "list"])).stdout).toMatch(
-      /cli-creds\s+true\s+2\s+project cli-network, workspace cli-proj-ws/,
+      /cli-creds\s+true\s+3\s+project cli-network, workspace cli-proj-ws/,
     );
     expect(
       (await cli(["varsets", "unapply", "cli-creds", "--workspace", "cli-proj-ws"])).code,

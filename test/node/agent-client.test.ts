@@ -265,8 +265,15 @@ describe("the job as the runner sees it", () => {
           { key: "pw", value: "s3cret", category: "terraform", isHcl: false, isSensitive: true },
         ],
         withheldVariables: [],
+        planOptions: { targetAddrs: [], replaceAddrs: [], refresh: true },
       }),
     });
+  });
+
+  it("carries a run's targets, replacements and refresh=false to the runner", () => {
+    const options = { targetAddrs: ["a.b"], replaceAddrs: ["c.d"], refresh: false };
+    const mapped = toRunnerJob(wire({ ...spec, ...options }), "https://o");
+    expect(mapped.ok && mapped.value.planOptions).toEqual(options);
   });
 
   it("carries the names of a fork's withheld variables to the runner", () => {

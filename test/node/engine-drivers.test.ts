@@ -73,6 +73,31 @@ describe("each operation's commands", () => {
     ["terraform", "destroy", {}, { plan: [...TF_PLAN, "-destroy"], apply: TF_APPLY }],
     ["tofu", "refresh", {}, { plan: [...TF_PLAN, "-refresh-only"], apply: TF_APPLY }],
     [
+      "terraform",
+      "destroy",
+      {
+        planOptions: {
+          targetAddrs: ["null_resource.a", 'module.m.aws_instance.b["k"]'],
+          replaceAddrs: ["null_resource.c"],
+          refresh: false,
+        },
+        isSpeculative: true,
+      },
+      {
+        // One argument each: an address never reaches a shell or splits into flags.
+        plan: [
+          ...TF_PLAN,
+          "-destroy",
+          "-target=null_resource.a",
+          '-target=module.m.aws_instance.b["k"]',
+          "-replace=null_resource.c",
+          "-refresh=false",
+          "-lock=false",
+        ],
+        apply: TF_APPLY,
+      },
+    ],
+    [
       "pulumi",
       "apply",
       {},

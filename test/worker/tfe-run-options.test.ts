@@ -12,8 +12,9 @@ import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
 import { personWithAccess } from "./helpers/people.ts";
 import { TestAgent } from "./helpers/runs.ts";
-import { type ErrorsDocument, tfe } from "./helpers/tfe.ts";
+import { type ErrorsDocument, JSONAPI, tfe } from "./helpers/tfe.ts";
 import {
+  createConfigurationVersion,
   createTfeRun,
   readTfeRun,
   runDocument,
@@ -79,7 +80,7 @@ describe("-var values", () => {
     const agent = await TestAgent.register(agentToken);
     const cvId = await uploadedVersion(token, workspace.id, { speculative: true });
     const variables = [
-      { key: "region", value: '"eu"' },
+      { key: "region", value: '"eu-west-secret-7"' },
       { key: "sizes", value: '["s", "m"]' },
     ];
     const withVars = await createTfeRun(token, workspace.id, cvId, {
@@ -91,17 +92,28 @@ describe("-var values", () => {
     const stored = await env.DB.prepare("SELECT run_variables FROM runs WHERE id = ?")
       .bind(withVars.id)
       .first<{ run_variables: string }>();
-    expect(stored?.run_variables).not.toContain("eu");
+    expect(stored?.run_variables).not.toContain("eu-west-secret");
 
     const first = await agent.lease();
     const terraformVars = (job: typeof first) =>
       (job.variables ?? []).filter((v) => v.category === "terraform");
     expect(terraformVars(first)).toEqual([
-      { key: "region", value: '"eu"', category: "terraform", isHcl: true, isSensitive: true },
+      {
+        key: "region",
+        value: '"eu-west-secret-7"',
+        category: "terraform",
+        isHcl: true,
+        isSensitive: true,
+      },
       { key: "sizes", value: '["s", "m"]', category: "terraform", isHcl: true, isSensitive: true },
     ]);
     await agent.start(first);
     await agent.finish(first, { outcome: "succeeded", planSummary: null });
+    // Once the run ended, its values are forgotten.
+    const forgotten = await env.DB.prepare("SELECT run_variables FROM runs WHERE id = ?")
+      .bind(withVars.id)
+      .first<{ run_variables: string | null }>();
+    expect(forgotten?.run_variables).toBeNull();
 
     await createTfeRun(token, workspace.id, cvId, { "plan-only": true });
     const second = await agent.lease();
@@ -135,8 +147,21 @@ describe("discard, cancel and force-cancel", () => {
       "is-cancelable": true,
       "is-force-cancelable": false,
     });
-    expect((await tfeRunAction(token, queued.id, "cancel")).status).toBe(202);
+    // go-tfe posts its options (`{}` or a comment) with the JSON:API type; an empty body too.
+    const posted = await request(`/api/v2/runs/${queued.id}/actions/cancel`, {
+      method: "POST",
+      token,
+      body: "",
+      headers: { "content-type": JSONAPI },
+    });
+    expect(posted.status, await posted.clone().text()).toBe(202);
     expect((await readTfeRun(token, queued.id)).data.attributes.status).toBe("canceled");
+    const commented = await tfe<ErrorsDocument>(`/runs/${queued.id}/actions/cancel`, {
+      method: "POST",
+      token,
+      body: { comment: "stop" },
+    });
+    expect(commented.status).toBe(409);
 
     const running = await createTfeRun(token, workspace.id, cvId);
     const agent = await TestAgent.register(agentToken);
@@ -197,6 +222,7 @@ describe("refused run documents", () => {
     const token = org.tokens.member;
     const cvId = await uploadedVersion(token, workspace.id);
     const { user } = await personWithAccess(org, { id: workspace.id }, "plan");
+    const pending = await createConfigurationVersion(token, workspace.id);
     const before = await snapshotD1();
     const cases: [unknown, number, RegExp][] = [
       [
@@ -221,12 +247,24 @@ describe("refused run documents", () => {
       [runDocument(workspace.id, cvId, { variables: [{ key: "1bad", value: "1" }] }), 400, /name/],
       [{ data: { type: "runs", attributes: {} } }, 400, /relationships/],
       [runDocument(foreign.workspace.id, null), 404, /not found/],
+      [runDocument(workspace.id, pending.id), 409, /is pending: upload its archive/],
       [runDocument(workspace.id, foreign.configurationVersionId), 404, /not found/],
     ];
     for (const [body, status, detail] of cases) {
       const res = await tfe<ErrorsDocument>("/runs", { method: "POST", token, body });
       expect(res.status, JSON.stringify(body)).toBe(status);
       expect(JSON.stringify(res.body.errors)).toMatch(detail);
+    }
+    for (const type of ["text/plain", "application/x-www-form-urlencoded"]) {
+      const body = JSON.stringify(runDocument(workspace.id, cvId));
+      const res = await request("/api/v2/runs", {
+        method: "POST",
+        token,
+        body,
+        headers: { "content-type": type },
+      });
+      expect(res.status, type).toBeGreaterThanOrEqual(400);
+      expect(res.status, type).toBeLessThan(500);
     }
     // Plan access may queue runs but not one that applies unconfirmed.
     const autoApply = await tfe<ErrorsDocument>("/runs", {

@@ -5,6 +5,7 @@
  * plan-only and confirmed runs moving through the real pool object and an agent speaking the
  * real protocol, and each phase's log read from its log-read URL with offsets and STX/ETX.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { requestJson } from "./helpers/api.ts";
 import { useTestClock } from "./helpers/clock.ts";
@@ -200,14 +201,18 @@ describe("a run confirmed through the apply action (terraform apply)", () => {
       "is-confirmable": true,
       "is-discardable": true,
     });
-    const workspaceDoc = await tfe<{ data: { relationships: Record<string, { data: unknown }> } }>(
-      `/workspaces/${workspace.id}`,
-      { token },
-    );
+    const workspaceDoc = await tfe<{
+      data: {
+        attributes: Record<string, unknown>;
+        relationships: Record<string, { data: unknown }>;
+      };
+    }>(`/workspaces/${workspace.id}`, { token });
     expect(workspaceDoc.body.data.relationships["current-run"]?.data).toEqual({
       id: run.id,
       type: "runs",
     });
+    // The CLI prints the engine's plan log; it renders no plan of its own.
+    expect(workspaceDoc.body.data.attributes["structured-run-output-enabled"]).toBe(false);
     expect(workspaceDoc.body.data.relationships["latest-run"]?.data).toEqual({
       id: run.id,
       type: "runs",
@@ -229,6 +234,15 @@ describe("a run confirmed through the apply action (terraform apply)", () => {
     const log = await readLogUrl(String(apply?.attributes["log-read-url"]), 0);
     expect(text(log.bytes)).toBe("\u0002Apply complete! Resources: 1 added.\n\u0003");
     expect((await getRun(org, run.id)).source).toBe("cli");
+    // An ordinary run: its status changes are the run events notifications are sent from.
+    const events = await env.DB.prepare(
+      "SELECT status FROM run_events WHERE run_id = ? ORDER BY occurred_at, rowid",
+    )
+      .bind(run.id)
+      .all<{ status: string }>();
+    expect(events.results.map((e) => e.status)).toEqual(
+      expect.arrayContaining(["planned", "applied"]),
+    );
   });
 
   it("applies without a confirm when the run asks for auto-apply (-auto-approve)", async () => {

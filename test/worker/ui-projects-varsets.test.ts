@@ -124,13 +124,19 @@ describe("variable set editor", () => {
       sensitive: "on",
     });
     expect(saved.status).toBe(303);
-    await admin.post(`${path}/vars`, { key: "region", value: "eu-1", category: "terraform" });
+    await admin.post(`${path}/vars`, {
+      key: "region",
+      value: "eu-1",
+      category: "terraform",
+      description: "where the network lives",
+    });
     const applied = await admin.post(`${path}/apply`, { target: `project:${project.id}` });
     expect(applied.status).toBe(303);
 
     const page = await (await admin.get(path)).text();
     expect(page).toContain("CLOUD_TOKEN");
     expect(page).not.toContain("s3cr3t-cloud-token");
+    expect(page).toContain("<td>where the network lives</td>");
     expect(page).toMatch(/project net<\/a>/);
     const body = (await setById(org.tokens.admin, id)).body;
     expect(body).toMatchObject({ priority: true, variableCount: 2, projects: [{ name: "net" }] });

@@ -33,7 +33,7 @@ type PoolWithSummary = Pool & { summary?: PoolSummary };
 
 /** Agents by status (only the statuses present) and the pool's queue, as words with counts. */
 export function PoolCounts(props: { summary: PoolSummary }) {
-  const { agents, queuedJobs, runningJobs } = props.summary;
+  const { agents } = props.summary;
   const statuses = (["busy", "idle", "unknown", "errored", "exited"] as const).filter(
     (s) => agents[s] > 0,
   );

@@ -4,25 +4,29 @@ import type { VariableSource } from "../../variables/precedence.ts";
 import type { Variable } from "../../variables/service.ts";
 import { Csrf, type Viewer } from "../layout.tsx";
 
-/** The variables; a sensitive value is never rendered, only described as write-only. */
+/**
+ * The variables of a workspace or a variable set (`base` is its dashboard path); a sensitive
+ * value is never rendered, only described as write-only. Delete buttons only for `mayEdit`.
+ */
 export function VariablesTable(props: {
   viewer: Viewer;
-  workspaceId: string;
+  base: string;
   variables: Variable[];
-  isAdmin: boolean;
+  mayEdit: boolean;
+  labelledBy: string;
 }) {
   if (props.variables.length === 0) {
     return <p class="muted">No variables.</p>;
   }
   return (
-    <table aria-labelledby="vars-heading">
+    <table aria-labelledby={props.labelledBy}>
       <thead>
         <tr>
           <th scope="col">Key</th>
           <th scope="col">Category</th>
           <th scope="col">Value</th>
           <th scope="col">Description</th>
-          {props.isAdmin ? <th scope="col">Delete</th> : null}
+          {props.mayEdit ? <th scope="col">Delete</th> : null}
         </tr>
       </thead>
       <tbody>
@@ -35,11 +39,11 @@ export function VariablesTable(props: {
               {v.hcl ? <span class="muted"> (HCL)</span> : null}
             </td>
             <td>{v.description}</td>
-            {props.isAdmin ? (
+            {props.mayEdit ? (
               <td>
                 <form
                   method="post"
-                  action={`/ui/workspaces/${props.workspaceId}/vars/${v.category}/${encodeURIComponent(v.key)}/delete`}
+                  action={`${props.base}/vars/${v.category}/${encodeURIComponent(v.key)}/delete`}
                 >
                   <Csrf token={props.viewer.csrf} />
                   <button
@@ -59,32 +63,36 @@ export function VariablesTable(props: {
   );
 }
 
-/** Sets (creates or replaces) a variable; a sensitive value can be written, never read. */
-export function VariableForm(props: { viewer: Viewer; workspaceId: string }) {
+/**
+ * Sets (creates or replaces) a variable of the workspace or set at `base`; a sensitive value can
+ * be written, never read. `idPrefix` keeps the fields' ids unique on the page.
+ */
+export function VariableForm(props: { viewer: Viewer; base: string; idPrefix: string }) {
+  const id = (field: string) => `${props.idPrefix}-${field}`;
   return (
-    <form method="post" action={`/ui/workspaces/${props.workspaceId}/vars`}>
+    <form method="post" action={`${props.base}/vars`}>
       <Csrf token={props.viewer.csrf} />
       <fieldset>
         <legend>Set a variable (replaces one with the same key and category)</legend>
         <div class="row">
           <div>
-            <label for="var-key">Key</label>
-            <input id="var-key" name="key" required maxlength={128} />
+            <label for={id("key")}>Key</label>
+            <input id={id("key")} name="key" required maxlength={128} />
           </div>
           <div>
-            <label for="var-value">Value</label>
-            <input id="var-value" name="value" autocomplete="off" />
+            <label for={id("value")}>Value</label>
+            <input id={id("value")} name="value" autocomplete="off" />
           </div>
           <div>
-            <label for="var-category">Category</label>
-            <select id="var-category" name="category">
+            <label for={id("category")}>Category</label>
+            <select id={id("category")} name="category">
               <option value="terraform">terraform</option>
               <option value="env">env</option>
             </select>
           </div>
           <div>
-            <label for="var-description">Description</label>
-            <input id="var-description" name="description" maxlength={500} />
+            <label for={id("description")}>Description</label>
+            <input id={id("description")} name="description" maxlength={500} />
           </div>
           <label class="check">
             <input type="checkbox" name="sensitive" value="on" /> Sensitive

@@ -6,6 +6,7 @@
 import type { Variable } from "../../variables/service.ts";
 import type { VariableSet } from "../../varsets/model.ts";
 import { Csrf, Layout, Notice, type Viewer } from "../layout.tsx";
+import { VariableForm, VariablesTable } from "./variables.tsx";
 
 type Named = { id: string; name: string };
 
@@ -115,53 +116,6 @@ export function VariableSetsPage(props: {
   );
 }
 
-function SetVariablesTable(props: {
-  viewer: Viewer;
-  set: VariableSet;
-  variables: Variable[];
-  mayManage: boolean;
-}) {
-  if (props.variables.length === 0) {
-    return <p class="muted">No variables.</p>;
-  }
-  return (
-    <table aria-labelledby="set-vars-heading">
-      <thead>
-        <tr>
-          <th scope="col">Key</th>
-          <th scope="col">Category</th>
-          <th scope="col">Value</th>
-          {props.mayManage ? <th scope="col">Delete</th> : null}
-        </tr>
-      </thead>
-      <tbody>
-        {props.variables.map((v) => (
-          <tr>
-            <td class="mono">{v.key}</td>
-            <td>{v.category}</td>
-            <td class="mono">
-              {v.sensitive ? <span class="muted">sensitive (write-only)</span> : v.value}
-            </td>
-            {props.mayManage ? (
-              <td>
-                <form
-                  method="post"
-                  action={`/ui/variable-sets/${props.set.id}/vars/${v.category}/${encodeURIComponent(v.key)}/delete`}
-                >
-                  <Csrf token={props.viewer.csrf} />
-                  <button type="submit" class="danger">
-                    Delete
-                  </button>
-                </form>
-              </td>
-            ) : null}
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
-}
-
 /** Where the set applies, with forms to apply it further or take it away. */
 function Targets(props: {
   viewer: Viewer;
@@ -237,44 +191,16 @@ export function VariableSetPage(props: {
         </dd>
       </dl>
       <h2 id="set-vars-heading">Variables</h2>
-      <SetVariablesTable
+      <VariablesTable
         viewer={viewer}
-        set={set}
+        base={base}
         variables={props.variables}
-        mayManage={props.mayManage}
+        mayEdit={props.mayManage}
+        labelledBy="set-vars-heading"
       />
       {props.mayManage ? (
         <>
-          <form method="post" action={`${base}/vars`}>
-            <Csrf token={viewer.csrf} />
-            <fieldset>
-              <legend>Set a variable (replaces one with the same key and category)</legend>
-              <div class="row">
-                <div>
-                  <label for="set-var-key">Key</label>
-                  <input id="set-var-key" name="key" required maxlength={128} />
-                </div>
-                <div>
-                  <label for="set-var-value">Value</label>
-                  <input id="set-var-value" name="value" autocomplete="off" />
-                </div>
-                <div>
-                  <label for="set-var-category">Category</label>
-                  <select id="set-var-category" name="category">
-                    <option value="terraform">terraform</option>
-                    <option value="env">env</option>
-                  </select>
-                </div>
-                <label class="check">
-                  <input type="checkbox" name="sensitive" value="on" /> Sensitive
-                </label>
-                <label class="check">
-                  <input type="checkbox" name="hcl" value="on" /> HCL
-                </label>
-                <button type="submit">Save variable</button>
-              </div>
-            </fieldset>
-          </form>
+          <VariableForm viewer={viewer} base={base} idPrefix="set-var" />
           {set.global ? null : (
             <>
               <h2>Where it applies</h2>

@@ -285,11 +285,14 @@ export function WorkspacePage(props: {
       <h2 id="vars-heading">Variables</h2>
       <VariablesTable
         viewer={viewer}
-        workspaceId={ws.id}
+        base={`/ui/workspaces/${ws.id}`}
         variables={props.variables}
-        isAdmin={mayEditVariables}
+        mayEdit={mayEditVariables}
+        labelledBy="vars-heading"
       />
-      {mayEditVariables ? <VariableForm viewer={viewer} workspaceId={ws.id} /> : null}
+      {mayEditVariables ? (
+        <VariableForm viewer={viewer} base={`/ui/workspaces/${ws.id}`} idPrefix="var" />
+      ) : null}
       <h2 id="effective-heading">What a run gets</h2>
       <p class="muted">
         The workspace's variables merged with the variable sets that reach it, by precedence.

@@ -9,7 +9,7 @@ import { type ErrorBody, request, requestJson } from "../../worker/helpers/api.t
 import { seedOrg } from "../../worker/helpers/fixtures.ts";
 import { addTrust, exchange, TestIssuer } from "../../worker/helpers/oidc.ts";
 import { registerAgent, seedPool } from "../../worker/helpers/pools.ts";
-import { expectRejected, refusalInAudit } from "./round3.ts";
+import { auditLog, deploymentWith, expectRejected, refusalInAudit } from "./round3.ts";
 
 vi.setConfig({ testTimeout: 60_000 });
 
@@ -70,6 +70,31 @@ describe("OIDC exchanges", () => {
     expect(
       (await exchange(pool.poolId, await issuer.sign({ aud: AUDIENCE, sub: "ci:other" }))).status,
     ).toBe(200);
+  });
+});
+
+describe("refused exchanges", () => {
+  const deployment = deploymentWith({});
+
+  it("are recorded in the pool's audit log at most 30 a minute, and refused all the same", async () => {
+    const { org, pool, issuer } = await trusted();
+    const requestIds: string[] = [];
+    for (let i = 0; i < 35; i++) {
+      const res = await exchange(pool.poolId, await issuer.sign({ aud: "wrong", sub: "ci:x" }));
+      requestIds.push(expectRejected(res));
+    }
+    const recorded = await auditLog(org, {
+      action: "agent_token.oidc_refused",
+      targetId: pool.poolId,
+    });
+    expect(recorded.map((e) => e.data?.requestId).sort()).toEqual(requestIds.slice(0, 30).sort());
+
+    // A minute later the pool's owners see refusals again.
+    deployment.advance(61_000);
+    const later = expectRejected(
+      await exchange(pool.poolId, await issuer.sign({ aud: "wrong", sub: "ci:x" })),
+    );
+    expect((await refusalInAudit(org, pool.poolId, later)).message).toMatch(/audience/);
   });
 });
 

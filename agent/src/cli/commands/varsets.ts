@@ -9,6 +9,13 @@ import type { CliContext } from "../context.ts";
 import { CLI_EXIT, UsageError } from "../errors.ts";
 import type { EffectiveVariable, VariableSet } from "../models.ts";
 import { cell, json, table } from "../output.ts";
+import {
+  categoryFlag,
+  deleteQuery,
+  deleteVariableOptions,
+  setVariableOptions,
+  variableBody,
+} from "./variable-args.ts";
 
 const varset = (positionals: string[]) => ({
   params: { path: { varsetId: positionals[0] ?? "" } },
@@ -171,29 +178,16 @@ const remove = command(
 const set = command(
   {
     summary: "set a variable of the set; VALUE - reads it from stdin",
-    options: {
-      env: { type: "boolean", description: "an environment variable (default: terraform)" },
-      hcl: { type: "boolean", description: "the value is an HCL expression" },
-      sensitive: { type: "boolean", description: "write-only, masked in logs" },
-      description: { type: "string", description: "what it is for" },
-    },
+    options: setVariableOptions,
     positionals: ["VARSET", "KEY", "VALUE"],
     required: 3,
   },
   async (ctx, { values, positionals }) => {
     const [varsetId = "", key = "", given = ""] = positionals;
-    // A secret on the command line lands in shell history; `-` takes it from stdin instead.
-    const value = given === "-" ? ((await ctx.readStdin()) ?? "").replace(/\r?\n$/, "") : given;
     const variable = await must(
       (await ctx.api()).client.PUT("/api/v1/variable-sets/{varsetId}/vars/{key}", {
         params: { path: { varsetId, key } },
-        body: {
-          value,
-          category: values.env ? "env" : "terraform",
-          hcl: values.hcl === true,
-          sensitive: values.sensitive === true,
-          ...(values.description === undefined ? {} : { description: values.description }),
-        },
+        body: await variableBody(ctx, values, given),
       }),
     );
     ctx.err.write(
@@ -206,20 +200,16 @@ const set = command(
 const unset = command(
   {
     summary: "delete a variable of the set",
-    options: { category: { type: "string", description: "env or terraform, when both exist" } },
+    options: deleteVariableOptions,
     positionals: ["VARSET", "KEY"],
     required: 2,
   },
   async (ctx, { values, positionals }) => {
-    const category = values.category;
-    if (category !== undefined && category !== "env" && category !== "terraform") {
-      throw new UsageError("--category must be env or terraform");
-    }
     const variable = await must(
       (await ctx.api()).client.DELETE("/api/v1/variable-sets/{varsetId}/vars/{key}", {
         params: {
           path: { varsetId: positionals[0] ?? "", key: positionals[1] ?? "" },
-          ...(category === undefined ? {} : { query: { category } }),
+          ...deleteQuery(categoryFlag(values.category)),
         },
       }),
     );

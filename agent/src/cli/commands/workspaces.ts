@@ -3,6 +3,13 @@ import { command, group } from "../args.ts";
 import { CLI_EXIT, UsageError } from "../errors.ts";
 import type { Workspace } from "../models.ts";
 import { cell, json, table } from "../output.ts";
+import {
+  categoryFlag,
+  deleteQuery,
+  deleteVariableOptions,
+  setVariableOptions,
+  variableBody,
+} from "./variable-args.ts";
 import { effectiveVars } from "./varsets.ts";
 
 const settings = {
@@ -339,40 +346,16 @@ const varsList = command(
 const varsSet = command(
   {
     summary: "set a variable; VALUE - reads it from stdin",
-    options: {
-      category: {
-        type: "string",
-        description: "env or terraform (the default); --env is --category env",
-      },
-      env: { type: "boolean", description: "an environment variable (default: terraform)" },
-      hcl: { type: "boolean", description: "the value is an HCL expression" },
-      sensitive: { type: "boolean", description: "write-only, masked in logs" },
-      description: { type: "string", description: "what it is for" },
-    },
+    options: setVariableOptions,
     positionals: ["WORKSPACE", "KEY", "VALUE"],
     required: 3,
   },
   async (ctx, { values, positionals }) => {
     const [workspaceId = "", key = "", given = ""] = positionals;
-    const category = values.category ?? (values.env ? "env" : "terraform");
-    if (category !== "env" && category !== "terraform") {
-      throw new UsageError("--category must be env or terraform");
-    }
-    if (values.env && values.category === "terraform") {
-      throw new UsageError("--env and --category terraform contradict each other; give one");
-    }
-    // A secret on the command line lands in shell history; `-` takes it from stdin instead.
-    const value = given === "-" ? ((await ctx.readStdin()) ?? "").replace(/\r?\n$/, "") : given;
     const variable = await must(
       (await ctx.api()).client.PUT("/api/v1/workspaces/{workspaceId}/vars/{key}", {
         params: { path: { workspaceId, key } },
-        body: {
-          value,
-          category,
-          hcl: values.hcl === true,
-          sensitive: values.sensitive === true,
-          ...(values.description === undefined ? {} : { description: values.description }),
-        },
+        body: await variableBody(ctx, values, given),
       }),
     );
     ctx.err.write(
@@ -385,20 +368,16 @@ const varsSet = command(
 const varsDelete = command(
   {
     summary: "delete a variable",
-    options: { category: { type: "string", description: "env or terraform, when both exist" } },
+    options: deleteVariableOptions,
     positionals: ["WORKSPACE", "KEY"],
     required: 2,
   },
   async (ctx, { values, positionals }) => {
-    const category = values.category;
-    if (category !== undefined && category !== "env" && category !== "terraform") {
-      throw new UsageError("--category must be env or terraform");
-    }
     const variable = await must(
       (await ctx.api()).client.DELETE("/api/v1/workspaces/{workspaceId}/vars/{key}", {
         params: {
           path: { workspaceId: positionals[0] ?? "", key: positionals[1] ?? "" },
-          ...(category === undefined ? {} : { query: { category } }),
+          ...deleteQuery(categoryFlag(values.category)),
         },
       }),
     );
