@@ -37,6 +37,7 @@ import { teamAccessRoutes } from "./teams/access-routes.ts";
 import { teamRoutes } from "./teams/routes.ts";
 import { teamTokenRoutes } from "./teams/token-routes.ts";
 import { terraformDiscoveryRoutes } from "./tfe/discovery.ts";
+import { terraformLoginRoutes } from "./tfe/login-routes.ts";
 import { tfeRoutes } from "./tfe/routes.ts";
 import { tokenRoutes } from "./tokens/routes.ts";
 import { uiRoutes } from "./ui/routes.tsx";
@@ -80,6 +81,7 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   // Sign-in and sign-out of browsers and the CLI: outside /api (redirects, cookies, no token).
   app.route("/auth", authRoutes);
   app.route("/auth", logoutRoutes);
+  app.route("/auth", terraformLoginRoutes);
   app.route("/api/v1/tokens", tokenRoutes);
   app.route("/api/v1/audit-events", auditRoutes);
   app.route("/api/v1/workspaces", workspaceRoutes);

@@ -1155,3 +1155,61 @@ export const runTriggers = sqliteTable(
     index("run_triggers_source_idx").on(t.sourceWorkspaceId),
   ],
 );
+
+/**
+ * `terraform login`'s authorization codes (login.v1, docs/terraform-cli.md): made when a signed-in
+ * person consents, kept only as their SHA-256, bound to the PKCE challenge (S256), the loopback
+ * redirect URI and the person; redeemed once, within minutes, for a personal token.
+ */
+export const terraformLoginCodes = sqliteTable(
+  "terraform_login_codes",
+  {
+    id: text().primaryKey(),
+    codeHash: text().notNull().unique(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    userId: text()
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    codeChallenge: text().notNull(),
+    redirectUri: text().notNull(),
+    createdAt: createdAt(),
+    expiresAt: integer().notNull(),
+    consumedAt: integer(),
+  },
+  (t) => [index("terraform_login_codes_expires_idx").on(t.expiresAt)],
+);
+
+/** Workspace tags: one row per tag name of an organization (`tfe` and the `cloud` block's tags). */
+export const workspaceTags = sqliteTable(
+  "workspace_tags",
+  {
+    id: text().primaryKey(),
+    orgId: text()
+      .notNull()
+      .references(() => organizations.id),
+    name: text().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("workspace_tags_org_name_idx").on(t.orgId, t.name)],
+);
+
+/** Which workspaces carry which tags. */
+export const workspaceTagLinks = sqliteTable(
+  "workspace_tag_links",
+  {
+    workspaceId: text()
+      .notNull()
+      .references(() => workspaces.id, { onDelete: "cascade" }),
+    tagId: text()
+      .notNull()
+      .references(() => workspaceTags.id, { onDelete: "cascade" }),
+    orgId: text().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.workspaceId, t.tagId] }),
+    index("workspace_tag_links_tag_idx").on(t.tagId),
+  ],
+);

@@ -72,9 +72,16 @@ export function authorizationUrl(
   return url.toString();
 }
 
-/** Only a path inside the dashboard may be returned to after sign-in (no open redirect). */
+/**
+ * Only a path inside the dashboard, with an optional percent-encoded query, may be returned to
+ * after sign-in (no open redirect: never another origin, never a scheme-relative path).
+ */
 export function safeNext(next: unknown, fallback = "/ui/pools"): string {
-  return typeof next === "string" && /^\/ui\/[A-Za-z0-9/_-]*$/.test(next) ? next : fallback;
+  return typeof next === "string" &&
+    next.length <= 2048 &&
+    /^\/ui(\/[A-Za-z0-9_-]+)*\/?(\?[A-Za-z0-9._~%&=+-]*)?$/.test(next)
+    ? next
+    : fallback;
 }
 
 /** The groups in a claim: a list of strings (anything else counts as no claim). */

@@ -7,6 +7,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env.ts";
 import { jsonResponse, newRouter } from "../router.ts";
+import { ssoOrganizations } from "../sso/queries.ts";
+import { LOGIN_SERVICE } from "./login.ts";
 
 /** Where the TFE API lives; the CLI and the `tfe` provider look for each of these names. */
 export const TFE_BASE_PATH = "/api/v2/";
@@ -38,6 +40,16 @@ const TerraformServices = z
     "tfe.v2": z.string(),
     "tfe.v2.1": z.string(),
     "tfe.v2.2": z.string(),
+    "login.v1": z
+      .object({
+        client: z.string(),
+        grant_types: z.array(z.string()),
+        authz: z.string(),
+        token: z.string(),
+        ports: z.array(z.number().int()),
+      })
+      .optional()
+      .openapi({ description: "Present when an organization signs people in through SSO" }),
   })
   .openapi("TerraformServices");
 
@@ -48,13 +60,21 @@ export const terraformDiscoveryRoutes = newRouter().openapi(
     operationId: "getTerraformServices",
     path: "/terraform.json",
     tags: ["terraform cli"],
-    summary: "Terraform service discovery: where the TFE API is (no auth)",
+    summary: "Terraform service discovery: where the TFE API and terraform login are (no auth)",
     responses: { 200: jsonResponse(TerraformServices, "The services this host offers") },
   }),
-  (c) => {
+  async (c) => {
+    // login.v1 needs a person signed in through SSO; without it `terraform login` falls back to
+    // the token page, which tfe.v2 alone makes it open.
+    const { names } = await ssoOrganizations(c.var.db, 1);
     c.header("cache-control", "public, max-age=300");
     return c.json(
-      { "tfe.v2": TFE_BASE_PATH, "tfe.v2.1": TFE_BASE_PATH, "tfe.v2.2": TFE_BASE_PATH },
+      {
+        "tfe.v2": TFE_BASE_PATH,
+        "tfe.v2.1": TFE_BASE_PATH,
+        "tfe.v2.2": TFE_BASE_PATH,
+        ...(names.length > 0 ? { "login.v1": LOGIN_SERVICE } : {}),
+      },
       200,
     );
   },

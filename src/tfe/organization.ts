@@ -24,3 +24,12 @@ export async function organizationOf(
   }
   return { principal, organization };
 }
+
+/** The caller's organization's name, for documents of resources addressed by id. */
+export async function callerOrganizationName(c: Context<AppEnv>): Promise<string> {
+  const organization = await getOrganization(c.var.db, personOf(c).orgId);
+  if (!organization) {
+    throw new Error("a person's organization is missing");
+  }
+  return organization.name;
+}

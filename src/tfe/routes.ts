@@ -13,8 +13,12 @@ import { organizationRoutes } from "./organization-routes.ts";
 import { planApplyRoutes } from "./plan-apply-routes.ts";
 import { runQueueRoutes } from "./run-queue-routes.ts";
 import { runRoutes } from "./run-routes.ts";
+import { projectRoutes } from "./project-routes.ts";
 import { stateVersionRoutes } from "./state-version-routes.ts";
+import { tagRoutes } from "./tag-routes.ts";
 import { variableRoutes } from "./variable-routes.ts";
+import { varsetRoutes } from "./varset-routes.ts";
+import { varsetVariableRoutes } from "./varset-variable-routes.ts";
 import { workspaceRoutes } from "./workspace-routes.ts";
 
 /** Mounted at `/api/v2`. */
@@ -30,6 +34,10 @@ tfeRoutes.route("/", configurationVersionRoutes);
 tfeRoutes.route("/", runRoutes);
 tfeRoutes.route("/", planApplyRoutes);
 tfeRoutes.route("/", runQueueRoutes);
+tfeRoutes.route("/", tagRoutes);
+tfeRoutes.route("/", projectRoutes);
+tfeRoutes.route("/", varsetRoutes);
+tfeRoutes.route("/", varsetVariableRoutes);
 tfeRoutes.all("*", (c) => {
   throw new ApiError("NOT_FOUND", `no route for ${c.req.method} ${c.req.path} in the TFE API`);
 });

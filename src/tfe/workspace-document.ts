@@ -6,6 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import { decideWorkspace, type Grants, type WorkspaceAction } from "../authz/model.ts";
 import { invalidInput, type Outcome } from "../lib/reason.ts";
+import { TagNames } from "../workspace-tags/model.ts";
 import {
   EngineVersion,
   type SettingsInput,
@@ -29,6 +30,8 @@ const Attributes = z.object({
   "terraform-version": EngineVersion.optional(),
   // Validated as on /api/v1: a relative path inside the configuration, never "..".
   "working-directory": WorkingDirectory.nullable().optional(),
+  // The older way to give tags (go-tfe sends relationships.tags); both count.
+  "tag-names": TagNames.optional(),
 });
 
 const PoolRelationship = z.object({
@@ -40,13 +43,39 @@ const PoolRelationship = z.object({
     .nullable(),
 });
 
+/** A tag by its id, or by its name (`{ type: "tags", attributes: { name } }`, as go-tfe sends). */
+export const TagIdentifier = z.object({
+  type: z.literal("tags"),
+  id: z
+    .string()
+    .regex(/^(tag_[a-z2-7]{26})?$/, "must be a tag_ id")
+    .optional(),
+  attributes: z.object({ name: z.string().max(300).optional() }).optional(),
+});
+export type TagIdentifier = z.infer<typeof TagIdentifier>;
+
+const TagsRelationship = z.object({ data: z.array(TagIdentifier).max(50) });
+
+const ProjectRelationship = z.object({
+  data: z.object({
+    id: z.string().regex(/^prj_[a-z2-7]{26}$/, "must be a prj_ id"),
+    type: z.literal("projects"),
+  }),
+});
+
 /** The body of a workspace create or update: `{ data: { type: "workspaces", attributes } }`. */
 export const WorkspaceDocument = z
   .object({
     data: z.object({
       type: z.literal("workspaces"),
       attributes: Attributes.default({}),
-      relationships: z.object({ "agent-pool": PoolRelationship.optional() }).optional(),
+      relationships: z
+        .object({
+          "agent-pool": PoolRelationship.optional(),
+          tags: TagsRelationship.optional(),
+          project: ProjectRelationship.optional(),
+        })
+        .optional(),
     }),
   })
   .openapi("TfeWorkspaceDocument");
@@ -116,6 +145,7 @@ export function workspaceResource(
   workspace: Workspace,
   organizationName: string,
   grants: Grants,
+  tagNames: readonly string[] = [],
   latestRunId?: string | null,
 ): Resource {
   const permissions = Object.fromEntries(
@@ -139,7 +169,7 @@ export function workspaceResource(
       locked: workspace.lock !== null,
       "created-at": workspace.createdAt,
       "updated-at": workspace.updatedAt,
-      "tag-names": [],
+      "tag-names": tagNames,
       "resource-count": 0,
       // The CLI would then render the plan from a redacted JSON plan with provider schemas,
       // which Outpost does not produce: it prints the plan log as the engine wrote it instead.
@@ -153,6 +183,7 @@ export function workspaceResource(
     relationships: {
       organization: related("organizations", organizationName),
       "agent-pool": related("agent-pools", workspace.poolId),
+      project: related("projects", workspace.projectId),
       "current-run": related("runs", workspace.currentRunId),
       ...(latestRunId === undefined ? {} : { "latest-run": related("runs", latestRunId) }),
       "locked-by": related(

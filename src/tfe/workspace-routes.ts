@@ -16,6 +16,8 @@ import { personOf, requirePermission, requirePerson } from "../middleware/auth.t
 import { getOrganization } from "../orgs/service.ts";
 import { defaultProject } from "../projects/service.ts";
 import { newRouter } from "../router.ts";
+import { searchedTags } from "../workspace-tags/model.ts";
+import { changeWorkspaceTags, tagsOfWorkspaces } from "../workspace-tags/service.ts";
 import { deleteWorkspace } from "../workspaces/delete.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { lockWorkspace, unlockWorkspace } from "../workspaces/lock.ts";
@@ -42,6 +44,12 @@ import { organizationOf } from "./organization.ts";
 import { OrgParams } from "./organization-routes.ts";
 import { latestRunId } from "./run-queries.ts";
 import { settingsOf, WorkspaceDocument, workspaceResource } from "./workspace-document.ts";
+import {
+  documentTagNames,
+  projectForCreate,
+  projectForUpdate,
+  tagNamesOf,
+} from "./workspace-placement.ts";
 
 const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
@@ -59,7 +67,11 @@ const IdParams = z.strictObject({
 const ListQuery = z.object({
   ...TfePageQuery,
   "search[name]": z.string().min(1).max(90).optional(),
-  "search[tags]": z.string().max(1000).optional(),
+  "search[tags]": z.string().max(2000).optional(),
+  "filter[project][id]": z
+    .string()
+    .regex(/^prj_[a-z2-7]{26}$/, "must be a prj_ id")
+    .optional(),
 });
 
 const LockDocument = z.object({ reason: z.string().trim().max(500).optional() }).default({});
@@ -77,8 +89,13 @@ async function organizationName(c: Context<AppEnv>): Promise<string> {
 async function sendWorkspace(c: Context<AppEnv>, workspace: Workspace, status: 200 | 201 = 200) {
   const principal = personOf(c);
   const grants = await grantsOn(c.var.db, principal, { ...workspace, orgId: principal.orgId });
-  const latest = await latestRunId(c.var.db, workspace.id);
-  const data = workspaceResource(workspace, await organizationName(c), grants, latest);
+  const data = workspaceResource(
+    workspace,
+    await organizationName(c),
+    grants,
+    await tagNamesOf(c, workspace),
+    await latestRunId(c.var.db, workspace.id),
+  );
   return sendDocument(c, { data }, status);
 }
 
@@ -107,13 +124,22 @@ async function update(
 ) {
   const { principal, workspace } = await addressed(c, params, "workspace.update");
   const patch = valueOrThrow(settingsOf(document));
+  const tagNames = await documentTagNames(c, document);
+  const project = await projectForUpdate(c, document, workspace);
+  const actor = actorOf(principal);
   const result = await updateWorkspace(c.var.deps, {
     orgId: principal.orgId,
     ref: workspace.id,
-    actor: actorOf(principal),
+    actor,
     patch,
+    projectId: project?.id,
   });
-  return sendWorkspace(c, valueOrThrow(result));
+  const updated = valueOrThrow(result);
+  if (tagNames !== undefined) {
+    const target = { orgId: principal.orgId, workspaceId: workspace.id, actor };
+    valueOrThrow(await changeWorkspaceTags(c.var.deps, target, "replace", tagNames));
+  }
+  return sendWorkspace(c, updated);
 }
 
 async function remove(c: Context<AppEnv>, params: Parameters<typeof addressed>[1]) {
@@ -249,34 +275,45 @@ export const workspaceRoutes = newRouter()
         c.req.valid("param").organization,
       );
       const query = c.req.valid("query");
-      if (query["search[tags]"]) {
+      const searched = searchedTags(query["search[tags]"] ?? "");
+      if (!searched.ok) {
         throw reasonError(
           invalidInput(
             "query.search[tags]",
-            "workspace tags are not supported yet: name the workspace (workspaces { name = … }) or list by search[name]",
+            "search[tags] is a comma-separated list of at most 50 tags (letters, digits, ':', '_', '-')",
           ).reason,
         );
       }
       const number = query["page[number]"];
       const size = query["page[size]"];
-      const search = query["search[name]"];
-      const rows = await listWorkspaces(c.var.db, principal, {
-        limit: size,
-        offset: (number - 1) * size,
-        search,
-      });
-      const data = await Promise.all(
-        rows
-          .slice(0, size)
-          .map(async ({ row, workspace }) =>
-            workspaceResource(
-              workspace,
-              organization.name,
-              await grantsOn(c.var.db, principal, row),
-            ),
-          ),
+      const filter = {
+        search: query["search[name]"],
+        tags: searched.names,
+        projectId: query["filter[project][id]"],
+      };
+      const rows = (
+        await listWorkspaces(c.var.db, principal, {
+          limit: size,
+          offset: (number - 1) * size,
+          ...filter,
+        })
+      ).slice(0, size);
+      const tagNames = await tagsOfWorkspaces(
+        c.var.db,
+        principal.orgId,
+        rows.map(({ row }) => row.id),
       );
-      const total = await countWorkspaces(c.var.db, principal, search);
+      const data = await Promise.all(
+        rows.map(async ({ row, workspace }) =>
+          workspaceResource(
+            workspace,
+            organization.name,
+            await grantsOn(c.var.db, principal, row),
+            tagNames.get(row.id) ?? [],
+          ),
+        ),
+      );
+      const total = await countWorkspaces(c.var.db, principal, filter);
       return sendDocument(c, { data, meta: paginationMeta({ number, size, total }) });
     },
   )
@@ -297,22 +334,33 @@ export const workspaceRoutes = newRouter()
     }),
     async (c) => {
       const { principal } = await organizationOf(c, c.req.valid("param").organization);
-      const settings = valueOrThrow(settingsOf(c.req.valid("json")));
+      const document = c.req.valid("json");
+      const settings = valueOrThrow(settingsOf(document));
       const { name } = settings;
       if (name === undefined) {
         throw reasonError(
           invalidInput("json.data.attributes.name", "data.attributes.name is required").reason,
         );
       }
-      // The `project` relationship is not read yet: new workspaces go to the default project.
-      const project = await defaultProject(c.var.deps, principal.orgId);
-      const created = await createWorkspace(c.var.deps, {
-        orgId: principal.orgId,
-        actor: actorOf(principal),
-        projectId: project.id,
-        settings: { ...settings, name },
-      });
-      return sendWorkspace(c, valueOrThrow(created), 201);
+      // Tags and project are resolved before anything is written: a bad one creates nothing.
+      const tagNames = await documentTagNames(c, document);
+      const project =
+        (await projectForCreate(c, document)) ??
+        (await defaultProject(c.var.deps, principal.orgId));
+      const actor = actorOf(principal);
+      const created = valueOrThrow(
+        await createWorkspace(c.var.deps, {
+          orgId: principal.orgId,
+          actor,
+          projectId: project.id,
+          settings: { ...settings, name },
+        }),
+      );
+      if (tagNames !== undefined && tagNames.length > 0) {
+        const target = { orgId: principal.orgId, workspaceId: created.id, actor };
+        valueOrThrow(await changeWorkspaceTags(c.var.deps, target, "replace", tagNames));
+      }
+      return sendWorkspace(c, created, 201);
     },
   )
   .openapi(readRoute(NAMED, "tfeReadWorkspace", NamedParams), (c) => read(c, c.req.valid("param")))

@@ -10,6 +10,7 @@ import { bodyLimit } from "hono/body-limit";
 import { uploadLimits } from "../configuration-versions/model.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError, codeToStatus, handleError } from "../errors.ts";
+import { terraformLoginPages } from "../tfe/login-pages.tsx";
 import { cliLoginPages } from "./cli-login-routes.tsx";
 import { landingFor, loginPages, logoutPage } from "./login-routes.tsx";
 import { notificationPages } from "./notification-routes.tsx";
@@ -159,6 +160,7 @@ const dashboard = new Hono<UiEnv>()
   .route("/runs", runPages)
   .route("/tokens", tokenPages)
   .route("/terraform-token", terraformTokenPages)
+  .route("/terraform-login", terraformLoginPages)
   .all("*", (c) => {
     throw new ApiError("NOT_FOUND", `no page at ${c.req.path}`);
   })

@@ -110,8 +110,10 @@ export function requireSession(): MiddlewareHandler<UiEnv> {
     const found = await currentSession(c);
     if (!found) {
       if (c.req.method === "GET" && !c.req.path.endsWith(".json")) {
+        // The query comes back too: terraform login's authorization request lives in it.
         const back = new URL(c.req.url);
-        return c.redirect(`/ui/login?next=${encodeURIComponent(back.pathname)}`, 303);
+        const next = `${back.pathname}${back.search}`;
+        return c.redirect(`/ui/login?next=${encodeURIComponent(next)}`, 303);
       }
       throw new ApiError("UNAUTHORIZED", "sign in again: the session has ended");
     }

@@ -4,9 +4,11 @@
  * force-unlock). `{workspaceId}` in a path is the workspace's `ws_…` id or its name.
  */
 import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { authorizeProject } from "../authz/http.ts";
 import { decideWorkspace } from "../authz/model.ts";
 import { actorOf, principalId } from "../authz/principal.ts";
+import type { AppEnv } from "../env.ts";
 import { valueOrThrow } from "../errors.ts";
 import { decodeCursor, PageQuery, takePage } from "../lib/paging.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
@@ -14,6 +16,11 @@ import { namedProject } from "../projects/http.ts";
 import { ProjectRef } from "../projects/model.ts";
 import { defaultProject } from "../projects/service.ts";
 import { errorResponses, jsonBody, jsonResponse, newRouter } from "../router.ts";
+import {
+  changeWorkspaceTags,
+  tagsOfWorkspaces,
+  workspaceTagNames,
+} from "../workspace-tags/service.ts";
 import { deleteWorkspace } from "./delete.ts";
 import { workspaceOf } from "./http.ts";
 import { lockWorkspace, unlockWorkspace } from "./lock.ts";
@@ -29,6 +36,16 @@ import { createWorkspace, listWorkspaces, presentWorkspace, updateWorkspace } fr
 
 const tags = ["workspaces"];
 const security = [{ bearer: [] }];
+
+/** Gives the workspace exactly `names` when given; answers the tags it then carries. */
+async function setTags(c: Context<AppEnv>, workspaceId: string, names: string[] | undefined) {
+  const principal = personOf(c);
+  if (names === undefined) {
+    return workspaceTagNames(c.var.db, principal.orgId, workspaceId);
+  }
+  const target = { orgId: principal.orgId, workspaceId, actor: actorOf(principal) };
+  return valueOrThrow(await changeWorkspaceTags(c.var.deps, target, "replace", names));
+}
 
 export const workspaceRoutes = newRouter()
   .openapi(
@@ -48,7 +65,7 @@ export const workspaceRoutes = newRouter()
     }),
     async (c) => {
       const principal = personOf(c);
-      const { projectId: projectRef, ...settings } = c.req.valid("json");
+      const { projectId: projectRef, tags: tagNames, ...settings } = c.req.valid("json");
       const project =
         projectRef === undefined
           ? await defaultProject(c.var.deps, principal.orgId)
@@ -59,7 +76,9 @@ export const workspaceRoutes = newRouter()
         projectId: project.id,
         settings,
       });
-      return c.json(valueOrThrow(result), 201);
+      const created = valueOrThrow(result);
+      const tags = await setTags(c, created.id, tagNames);
+      return c.json({ ...created, tags }, 201);
     },
   )
   .openapi(
@@ -108,10 +127,16 @@ export const workspaceRoutes = newRouter()
           : (await namedProject(c, projectRef, "query.projectId")).id;
       const rows = await listWorkspaces(c.var.db, principal, { limit, after, search, projectId });
       const page = takePage(rows, limit, (r) => [r.row.name]);
-      return c.json(
-        { workspaces: page.items.map((r) => r.workspace), nextCursor: page.nextCursor },
-        200,
+      const tags = await tagsOfWorkspaces(
+        c.var.db,
+        principal.orgId,
+        page.items.map((r) => r.row.id),
       );
+      const workspaces = page.items.map((r) => ({
+        ...r.workspace,
+        tags: tags.get(r.row.id) ?? [],
+      }));
+      return c.json({ workspaces, nextCursor: page.nextCursor }, 200);
     },
   )
   .openapi(
@@ -130,12 +155,13 @@ export const workspaceRoutes = newRouter()
       },
     }),
     async (c) => {
-      const { workspace } = await workspaceOf(
+      const { workspace, principal } = await workspaceOf(
         c,
         c.req.valid("param").workspaceId,
         "workspace.read",
       );
-      return c.json(presentWorkspace(workspace), 200);
+      const tags = await workspaceTagNames(c.var.db, principal.orgId, workspace.id);
+      return c.json({ ...presentWorkspace(workspace), tags }, 200);
     },
   )
   .openapi(
@@ -158,7 +184,7 @@ export const workspaceRoutes = newRouter()
     async (c) => {
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.update");
-      const { projectId: projectRef, ...patch } = c.req.valid("json");
+      const { projectId: projectRef, tags: tagNames, ...patch } = c.req.valid("json");
       const project =
         projectRef === undefined ? undefined : await namedProject(c, projectRef, "json.projectId");
       if (project && project.id !== workspace.projectId) {
@@ -171,7 +197,8 @@ export const workspaceRoutes = newRouter()
         patch,
         projectId: project?.id,
       });
-      return c.json(valueOrThrow(result), 200);
+      const updated = valueOrThrow(result);
+      return c.json({ ...updated, tags: await setTags(c, updated.id, tagNames) }, 200);
     },
   )
   .openapi(

@@ -1,6 +1,7 @@
 /** Request and response shapes of the workspace routes. */
 import { z } from "@hono/zod-openapi";
 import { ProjectRef } from "../projects/model.ts";
+import { TagNames } from "../workspace-tags/model.ts";
 import {
   Branch,
   ENGINES,
@@ -80,6 +81,9 @@ export const WorkspaceSchema = z
       })
       .nullable(),
     currentRunId: z.string().nullable(),
+    tags: z.array(z.string()).optional().openapi({
+      description: "The workspace's tags, sorted (on create, read, list and update answers)",
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -136,6 +140,11 @@ const settingsFields = {
     .openapi({ description: "Minutes between assessments, 60 to 10080; default 1440 (daily)" }),
   autoRemediate: z.boolean().optional().openapi({
     description: "When an assessment finds drift, queue a normal plan; default false",
+  }),
+  tags: TagNames.optional().openapi({
+    description:
+      "Tags (lowercase letters, digits, ':', '_', '-'; at most 50): on update, the whole new set. The cloud block's workspaces { tags = [...] } selects by them",
+    example: ["app", "env:prod"],
   }),
 };
 

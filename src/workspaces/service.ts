@@ -5,6 +5,7 @@
  */
 
 import { fail, newId, ok } from "@outpost/common";
+import { and, eq } from "drizzle-orm";
 import { nextAssessmentAt } from "../assessments/model.ts";
 import { auditQuery } from "../audit/service.ts";
 import type { AuditActor } from "../authz/actor.ts";
@@ -18,6 +19,7 @@ import { notFoundSentence } from "../names/model.ts";
 import { resolveRef } from "../names/service.ts";
 import { poolScopeRefusal } from "../pools/model.ts";
 import { findCurrentVersion } from "../state/queries.ts";
+import { taggedWithAll } from "../workspace-tags/queries.ts";
 import {
   engineSwitchProblem,
   lockHolderKind,
@@ -277,24 +279,40 @@ export async function listWorkspaces(
     offset?: number | undefined;
     search?: string | undefined;
     projectId?: string | undefined;
+    /** Only workspaces carrying every one of these tags. */
+    tags?: readonly string[] | undefined;
   },
 ) {
   const rows = await listWorkspaceRows(db, viewer.orgId, {
     ...page,
-    visible: readableWorkspaces(db, viewer, workspaces.id),
+    visible: and(
+      readableWorkspaces(db, viewer, workspaces.id),
+      taggedWithAll(viewer.orgId, page.tags ?? []),
+    ),
   });
   return rows.map((row) => ({ row, workspace: presentWorkspace(row) }));
 }
 
-/** How many workspaces of the viewer's org it may see (with `search`, whose name contains it). */
+/**
+ * How many workspaces of the viewer's org it may see: with `search`, whose name contains it;
+ * with `tags`, carrying every one of them; with `projectId`, in that project.
+ */
 export function countWorkspaces(
   db: Database,
   viewer: PersonPrincipal,
-  search: string | undefined,
+  filter: {
+    search?: string | undefined;
+    tags?: readonly string[] | undefined;
+    projectId?: string | undefined;
+  },
 ): Promise<number> {
   return countWorkspaceRows(db, viewer.orgId, {
-    search,
-    visible: readableWorkspaces(db, viewer, workspaces.id),
+    search: filter.search,
+    visible: and(
+      readableWorkspaces(db, viewer, workspaces.id),
+      taggedWithAll(viewer.orgId, filter.tags ?? []),
+      filter.projectId === undefined ? undefined : eq(workspaces.projectId, filter.projectId),
+    ),
   });
 }
 

@@ -33,6 +33,8 @@ const PREFIXES = {
   runTrigger: "rt",
   project: "prj",
   variableSet: "varset",
+  terraformLogin: "tflc",
+  workspaceTag: "tag",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;

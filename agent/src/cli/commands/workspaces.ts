@@ -46,6 +46,10 @@ const settings = {
   },
   "auto-remediate": { type: "boolean", description: "queue a plan when drift is found" },
   "no-auto-remediate": { type: "boolean", description: "only report drift" },
+  tag: {
+    type: "strings",
+    description: "a tag, repeatable; on update the tags given replace the workspace's tags",
+  },
 } as const;
 
 type SettingsValues = {
@@ -67,6 +71,7 @@ type SettingsValues = {
   "assessment-interval"?: string;
   "auto-remediate"?: boolean;
   "no-auto-remediate"?: boolean;
+  tag?: string[];
 };
 
 /** The JSON body for the given flags; the coordinator validates the values. */
@@ -93,6 +98,7 @@ function settingsBody(values: SettingsValues) {
       : {}),
     ...workloadAudience(values["workload-identity-audience"]),
     ...assessmentSettings(values),
+    ...(values.tag === undefined ? {} : { tags: values.tag }),
   };
 }
 
@@ -141,6 +147,7 @@ function describe(ws: Workspace): string {
     `engine: ${ws.engine} ${ws.engineVersion}\n` +
     `working directory: ${ws.workingDirectory || "(root)"}\n` +
     `auto-apply: ${ws.autoApply}\n` +
+    `tags: ${ws.tags?.length ? ws.tags.join(", ") : "(none)"}\n` +
     `workload identity: ${ws.workloadIdentity ? `on, audience ${ws.workloadIdentityAudience ?? "(the issuer URL)"}` : "off"}\n` +
     `drift: ${drift(ws)}\n` +
     `lock: ${lock}\n` +

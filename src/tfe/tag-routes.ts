@@ -1,0 +1,151 @@
+/**
+ * The TFE API's workspace tags (go-tfe `Workspaces.ListTags/AddTags/RemoveTags`, the `tfe`
+ * provider's `tag_names`, and what `terraform init` calls when a tagged workspace lacks the
+ * `cloud` block's tags): `/workspaces/{id}/relationships/tags`, and the organization's tags.
+ * Reading needs read access to the workspace; adding and removing, the right to update it.
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import { actorOf } from "../authz/principal.ts";
+import { valueOrThrow } from "../errors.ts";
+import { requirePerson } from "../middleware/auth.ts";
+import { newRouter } from "../router.ts";
+import { changeWorkspaceTags, tagsOfWorkspace, tagsVisibleTo } from "../workspace-tags/service.ts";
+import { workspaceOf } from "../workspaces/http.ts";
+import {
+  documentBody,
+  documentResponse,
+  errorDocuments,
+  paginationMeta,
+  type Resource,
+  sendDocument,
+  sendEmpty,
+  TfePageQuery,
+} from "./jsonapi.ts";
+import { organizationOf } from "./organization.ts";
+import { OrgParams } from "./organization-routes.ts";
+import { TagIdentifier } from "./workspace-document.ts";
+import { namesOfIdentifiers } from "./workspace-placement.ts";
+
+const tags = ["terraform cli"];
+const security = [{ bearer: [] }];
+
+const IdParams = z.strictObject({
+  workspaceId: z
+    .string()
+    .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
+    .openapi({ param: { name: "workspaceId", in: "path" } }),
+});
+
+const TagsDocument = z
+  .object({ data: z.array(TagIdentifier).min(1).max(50) })
+  .openapi("TfeTagsDocument");
+
+function tagResource(tag: { id: string; name: string; count?: number }): Resource {
+  return {
+    id: tag.id,
+    type: "tags",
+    attributes: {
+      name: tag.name,
+      ...(tag.count === undefined ? {} : { "instance-count": tag.count }),
+    },
+  };
+}
+
+const changeRoute = (method: "post" | "delete") =>
+  createRoute({
+    method,
+    operationId: method === "post" ? "tfeAddWorkspaceTags" : "tfeRemoveWorkspaceTags",
+    path: "/workspaces/{workspaceId}/relationships/tags",
+    tags,
+    summary:
+      method === "post"
+        ? "Add tags to a workspace, by name or tag id (TFE API)"
+        : "Take tags off a workspace (TFE API)",
+    security,
+    middleware: [requirePerson()] as const,
+    request: { params: IdParams, body: documentBody(TagsDocument) },
+    responses: { 204: { description: "Done" }, ...errorDocuments(400, 401, 403, 404, 415) },
+  });
+
+export const tagRoutes = newRouter()
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "tfeListWorkspaceTags",
+      path: "/workspaces/{workspaceId}/relationships/tags",
+      tags,
+      summary: "The workspace's tags (TFE API)",
+      security,
+      middleware: [requirePerson()] as const,
+      request: { params: IdParams, query: z.object(TfePageQuery) },
+      responses: {
+        200: documentResponse("A page of tags with meta.pagination"),
+        ...errorDocuments(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const { workspaceId } = c.req.valid("param");
+      const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.read");
+      const query = c.req.valid("query");
+      const number = query["page[number]"];
+      const size = query["page[size]"];
+      const all = await tagsOfWorkspace(c.var.db, principal.orgId, workspace.id);
+      return sendDocument(c, {
+        data: all.slice((number - 1) * size, number * size).map(tagResource),
+        meta: paginationMeta({ number, size, total: all.length }),
+      });
+    },
+  )
+  .openapi(changeRoute("post"), async (c) => {
+    const { workspaceId } = c.req.valid("param");
+    const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.update");
+    const names = valueOrThrow(
+      await namesOfIdentifiers(c.var.db, principal.orgId, c.req.valid("json").data),
+    );
+    const target = { orgId: principal.orgId, workspaceId: workspace.id, actor: actorOf(principal) };
+    valueOrThrow(await changeWorkspaceTags(c.var.deps, target, "add", names));
+    return sendEmpty(c);
+  })
+  .openapi(changeRoute("delete"), async (c) => {
+    const { workspaceId } = c.req.valid("param");
+    const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.update");
+    const names = valueOrThrow(
+      await namesOfIdentifiers(c.var.db, principal.orgId, c.req.valid("json").data),
+    );
+    const target = { orgId: principal.orgId, workspaceId: workspace.id, actor: actorOf(principal) };
+    valueOrThrow(await changeWorkspaceTags(c.var.deps, target, "remove", names));
+    return sendEmpty(c);
+  })
+  .openapi(
+    createRoute({
+      method: "get",
+      operationId: "tfeListOrganizationTags",
+      path: "/organizations/{organization}/tags",
+      tags,
+      summary: "The organization's workspace tags with how many workspaces carry each (TFE API)",
+      security,
+      middleware: [requirePerson()] as const,
+      request: {
+        params: OrgParams,
+        query: z.object({ ...TfePageQuery, q: z.string().max(255).optional() }),
+      },
+      responses: {
+        200: documentResponse("A page of tags with meta.pagination"),
+        ...errorDocuments(400, 401, 404),
+      },
+    }),
+    async (c) => {
+      const { principal } = await organizationOf(c, c.req.valid("param").organization);
+      const query = c.req.valid("query");
+      const number = query["page[number]"];
+      const size = query["page[size]"];
+      const search = query.q?.toLowerCase();
+      const all = (await tagsVisibleTo(c.var.db, principal)).filter(
+        (tag) => search === undefined || tag.name.includes(search),
+      );
+      return sendDocument(c, {
+        data: all.slice((number - 1) * size, number * size).map(tagResource),
+        meta: paginationMeta({ number, size, total: all.length }),
+      });
+    },
+  );
