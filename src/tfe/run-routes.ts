@@ -93,7 +93,13 @@ async function workspaceDocumentOf(c: Context<AppEnv>, workspace: WorkspaceRow) 
     getOrganization(c.var.db, principal.orgId),
     latestRunId(c.var.db, workspace.id),
   ]);
-  return workspaceResource(presentWorkspace(workspace), organization?.name ?? "", grants, [], latest);
+  return workspaceResource(
+    presentWorkspace(workspace),
+    organization?.name ?? "",
+    grants,
+    [],
+    latest,
+  );
 }
 
 /**
