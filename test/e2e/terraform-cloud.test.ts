@@ -104,6 +104,44 @@ describe("terraform init with the cloud block", () => {
   });
 });
 
+describe("workspaces selected by tags", () => {
+  it("creates the first tagged workspace at init, then lists, creates and selects among them", async () => {
+    const l = laptop();
+    l.write({ "main.tf": config('tags = ["laptop-app"]', resource("a", "1")) });
+    const init = await l.run(["init"], { stdin: "laptop-app-dev\n" });
+    expect(init.code, init.stderr).toBe(0);
+    expect(init.stdout).toContain("There are no workspaces with the configured tags (laptop-app)");
+    const initSeq = sequence(init.requests);
+    expect(initSeq).toContain(
+      `GET /api/v2/organizations/${org}/workspaces?search%5Btags%5D=laptop-app`,
+    );
+    expect(initSeq).toContain(`POST /api/v2/organizations/${org}/workspaces`);
+    const created = init.requests.find((r) => r.method === "POST" && r.url.endsWith("/workspaces"));
+    expect(JSON.parse(created?.body ?? "{}").data.relationships.tags.data).toEqual([
+      { type: "tags", attributes: { name: "laptop-app" } },
+    ]);
+    const dev = await tfeApi(world, "GET", `/organizations/${org}/workspaces/laptop-app-dev`);
+    expect((dev.body.data as { attributes: Json }).attributes["tag-names"]).toEqual(["laptop-app"]);
+
+    const made = await l.run(["workspace", "new", "laptop-app-prod"]);
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout).toContain('Created and switched to workspace "laptop-app-prod"!');
+    // A workspace without the tag is not one of them.
+    await agentWorkspace("laptop-untagged");
+    const list = await l.run(["workspace", "list"]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toBe("  laptop-app-dev\n* laptop-app-prod\n");
+    const select = await l.run(["workspace", "select", "laptop-app-dev"]);
+    expect(select.code, select.stderr).toBe(0);
+    expect((await l.run(["workspace", "list"])).stdout).toBe(
+      "* laptop-app-dev\n  laptop-app-prod\n",
+    );
+    const missing = await l.run(["workspace", "select", "laptop-untagged"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('Workspace "laptop-untagged" doesn\'t exist.');
+  });
+});
+
 describe("local execution: state in Outpost through state versions", () => {
   it("applies on the laptop with the workspace locked, and keeps every version", async () => {
     const l = laptop();
