@@ -498,6 +498,10 @@ describe("@skorfmann/terraform-cloud against the coordinator", () => {
         } as never,
       },
     });
+    // Without a body the client sends the type `configuration-version` (singular): refused.
+    await expect(tfc.ConfigurationVersion.create(ws.id)).rejects.toMatchObject({
+      response: { status: 400 },
+    });
     const cv = await tfc.ConfigurationVersion.create(ws.id, {
       data: { type: "configuration-versions", attributes: { "auto-queue-runs": false } as never },
     } as never);
