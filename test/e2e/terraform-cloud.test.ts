@@ -263,7 +263,7 @@ describe("remote execution on the agent", () => {
   const variables = 'variable "greeting" {}\n# standin:print var.greeting\n';
 
   it("plans speculatively with -var, streaming the plan log to its end", async () => {
-    await agentWorkspace("laptop-remote-plan");
+    const wsId = await agentWorkspace("laptop-remote-plan");
     const l = laptop();
     l.write({
       "main.tf": config('name = "laptop-remote-plan"', variables + resource("a", "one")),
@@ -273,7 +273,9 @@ describe("remote execution on the agent", () => {
     expect(plan.stderr).toBe("");
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toContain("Running plan in Outpost.");
-    expect(plan.stdout).toContain('var.greeting = "hello from the laptop"');
+    // Run variables are sealed like sensitive ones, so the log masks them.
+    expect(plan.stdout).toContain('var.greeting = "***"');
+    expect(plan.stdout).not.toContain("hello from the laptop");
     expect(plan.stdout).toContain("Plan: 1 to add, 0 to change, 0 to destroy.");
     const seq = sequence(plan.requests);
     const wsPath = `/api/v2/organizations/${org}/workspaces/laptop-remote-plan`;
@@ -303,6 +305,25 @@ describe("remote execution on the agent", () => {
     expect(logReads.every((r) => r.headers.Authorization === undefined)).toBe(true);
     const run = await runAttributes(runIdOf(plan.stdout));
     expect(run.status).toBe("planned_and_finished");
+    expect(run["plan-only"]).toBe(true);
+
+    // The exact value reaches the engine: applied into the state.
+    l.write({
+      "main.tf": config(
+        'name = "laptop-remote-plan"',
+        'variable "greeting" {}\nresource "null_resource" "a" { value = var.greeting }\n',
+      ),
+    });
+    const apply = await l.run(["apply", "-auto-approve", "-var=greeting=hello from the laptop"]);
+    expect(apply.code, apply.stderr).toBe(0);
+    const current = await tfeApi(world, "GET", `/workspaces/${wsId}/current-state-version`);
+    const url = String(
+      (current.body.data as { attributes: Json }).attributes["hosted-state-download-url"],
+    );
+    const state = await (
+      await fetch(url, { headers: { authorization: `Bearer ${world.ownerToken}` } })
+    ).json();
+    expect(state.resources[0].instances[0].attributes.value).toBe("hello from the laptop");
   });
 
   it("applies with -auto-approve, after a yes at the prompt, and destroys", async () => {
