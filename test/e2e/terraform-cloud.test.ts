@@ -320,10 +320,10 @@ describe("remote execution on the agent", () => {
     const url = String(
       (current.body.data as { attributes: Json }).attributes["hosted-state-download-url"],
     );
-    const state = await (
+    const state = (await (
       await fetch(url, { headers: { authorization: `Bearer ${world.ownerToken}` } })
-    ).json();
-    expect(state.resources[0].instances[0].attributes.value).toBe("hello from the laptop");
+    ).json()) as { resources: { instances: { attributes: Json }[] }[] };
+    expect(state.resources[0]?.instances[0]?.attributes.value).toBe("hello from the laptop");
   });
 
   it("applies with -auto-approve, after a yes at the prompt, and destroys", async () => {
