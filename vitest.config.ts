@@ -51,6 +51,7 @@ export default defineConfig(async () => {
               "./test/setup/oidc-issuer.ts",
               "./test/setup/webhook-receiver.ts",
               "./test/setup/fake-github.ts",
+              "./test/setup/fake-gitlab.ts",
             ],
             setupFiles: ["./test/worker/setup/apply-migrations.ts"],
           },
@@ -77,7 +78,11 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
-            globalSetup: ["./test/setup/build-agent.ts"],
+            globalSetup: [
+              "./test/setup/build-agent.ts",
+              "./test/setup/fake-github.ts",
+              "./test/setup/fake-gitlab.ts",
+            ],
             include: ["test/node/**/*.test.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,
@@ -92,7 +97,11 @@ export default defineConfig(async () => {
             // liveness windows), so a third overlaps those waits; measured 266-273 s against
             // 431-505 s with two on this two-core host.
             maxWorkers: 3,
-            globalSetup: ["./test/setup/build-agent.ts", "./test/setup/migrated-state.ts"],
+            globalSetup: [
+              "./test/setup/build-agent.ts",
+              "./test/setup/migrated-state.ts",
+              "./test/setup/fake-github.ts",
+            ],
             include: [
               "test/e2e/**/*.test.ts",
               "test/chaos/**/*.test.ts",

@@ -39,6 +39,7 @@ export class AgentsTable {
       capacity: input.capacity,
       accepts: input.acceptedPhases.join(","),
       isolation: input.isolation ?? null,
+      engines: input.engines === undefined ? null : JSON.stringify(input.engines),
       state: "online",
       state_reason: null,
       registered_at: now,
@@ -48,9 +49,9 @@ export class AgentsTable {
       due_at: null,
     };
     this.sql.exec(
-      `INSERT INTO agents (id, token_id, name, version, os, arch, capacity, accepts, isolation, state,
-         registered_at, last_contact_at, state_changed_at, due_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO agents (id, token_id, name, version, os, arch, capacity, accepts, isolation,
+         engines, state, registered_at, last_contact_at, state_changed_at, due_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       row.id,
       row.token_id,
       row.name,
@@ -60,6 +61,7 @@ export class AgentsTable {
       row.capacity,
       row.accepts,
       row.isolation,
+      row.engines,
       row.state,
       row.registered_at,
       row.last_contact_at,

@@ -12,6 +12,7 @@ import {
   JobId,
   JobPhase,
   JobSpec,
+  type OfferedEngineVersion,
   PlanSummary,
 } from "@outpost/protocol";
 import { z } from "zod";
@@ -136,6 +137,8 @@ export type AgentView = {
   acceptedPhases: JobPhase[];
   /** `bwrap`, `none`, or null for agents that do not say. */
   isolation: AgentIsolation | null;
+  /** The engine versions it reported at registration (none from agents that do not say). */
+  engines: OfferedEngineVersion[];
   tokenId: string;
   runningJobs: { jobId: string; phase: JobPhase; state: "leased" | "started" }[];
   lastContactAt: number;
@@ -191,6 +194,8 @@ export type RegisterInput = {
   isolation?: AgentIsolation | null;
   /** The id the agent had before a restart: its jobs end at once if it is ours and still live. */
   predecessorAgentId?: string | null;
+  /** The engine versions it reported it can run (checked by the protocol's schema). */
+  engines?: readonly OfferedEngineVersion[];
 };
 
 /** The agent that started a job, as it registered: recorded on the run's job. */

@@ -3,7 +3,13 @@
  * of an ended job. Pure, so the run service can derive an ending from a view it read (the
  * reconciler does) exactly as the pool does.
  */
-import type { AgentIsolation, JobPhase, PlanSummary } from "@outpost/protocol";
+import {
+  type AgentIsolation,
+  type JobPhase,
+  OfferedEngineVersion,
+  type PlanSummary,
+} from "@outpost/protocol";
+import { z } from "zod";
 import type { AgentView, EndOutcome, JobEndedEvent, JobView } from "./pool-types.ts";
 import { type AgentState, agentStatus, type JobState } from "./queue.ts";
 
@@ -17,6 +23,8 @@ export type AgentRow = {
   capacity: number;
   accepts: string;
   isolation: AgentIsolation | null;
+  /** JSON of the OfferedEngineVersion list the agent reported; null when it reported none. */
+  engines: string | null;
   state: AgentState;
   state_reason: string | null;
   registered_at: number;
@@ -128,6 +136,18 @@ export function acceptedPhases(agent: AgentRow): JobPhase[] {
   return agent.accepts.split(",").filter((p): p is JobPhase => p === "plan" || p === "apply");
 }
 
+/**
+ * The engine versions stored with an agent; what does not read as the protocol's list (it was
+ * checked on the way in) reads as none.
+ */
+function offeredEngines(json: string | null): OfferedEngineVersion[] {
+  if (json === null) {
+    return [];
+  }
+  const parsed = z.array(OfferedEngineVersion).safeParse(JSON.parse(json));
+  return parsed.success ? parsed.data : [];
+}
+
 /** The RPC shape of an agent row with the jobs it holds. */
 export function toAgentView(agent: AgentRow, jobs: JobRow[]): AgentView {
   return {
@@ -141,6 +161,7 @@ export function toAgentView(agent: AgentRow, jobs: JobRow[]): AgentView {
     capacity: agent.capacity,
     acceptedPhases: acceptedPhases(agent),
     isolation: agent.isolation,
+    engines: offeredEngines(agent.engines),
     tokenId: agent.token_id,
     runningJobs: jobs.map((job) => ({
       jobId: job.job_id,

@@ -5,7 +5,7 @@
  */
 
 /** Bump with any change below, and add the statements that bring older storage up to it. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 export const SCHEMA_STATEMENTS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -19,6 +19,7 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
     capacity INTEGER NOT NULL,
     accepts TEXT NOT NULL,
     isolation TEXT,
+    engines TEXT,
     state TEXT NOT NULL,
     state_reason TEXT,
     registered_at INTEGER NOT NULL,
@@ -86,6 +87,7 @@ export const SCHEMA_STATEMENTS: readonly string[] = [
  * lead to. Version 3 gave every job its own phase timeout; older jobs get the timeouts that were
  * fixed then (plan 2 h, apply 24 h). Version 4 records how each agent confines its jobs (null
  * for agents registered before) and marks jobs the pool ended because their agent was lost.
+ * Version 5 keeps the engine versions each agent reported at registration (JSON; null before).
  */
 export const UPGRADES: Readonly<Record<number, readonly string[]>> = {
   3: [
@@ -96,4 +98,5 @@ export const UPGRADES: Readonly<Record<number, readonly string[]>> = {
     "ALTER TABLE agents ADD COLUMN isolation TEXT",
     "ALTER TABLE jobs ADD COLUMN agent_lost INTEGER NOT NULL DEFAULT 0",
   ],
+  5: ["ALTER TABLE agents ADD COLUMN engines TEXT"],
 };

@@ -48,6 +48,7 @@ import { variableSetRoutes } from "./varsets/routes.ts";
 import { variableSetVariableRoutes } from "./varsets/variable-routes.ts";
 import { vcsHookRoutes } from "./vcs/routes.ts";
 import { webhookRoutes } from "./vcs/webhook-routes.ts";
+import { agentFeedbackRoutes } from "./vcs-feedback/agent-routes.ts";
 import { workspaceRoutes } from "./workspaces/routes.ts";
 
 /** A fresh app whose requests read the time from `clock`; the Worker builds one per isolate. */
@@ -109,6 +110,7 @@ export function newApp(clock: Clock): OpenAPIHono<AppEnv> {
   app.route("/api/v1", notificationRoutes);
   app.route("/api/v1", runTriggerRoutes);
   app.route("/agent/v1", jobDataRoutes);
+  app.route("/agent/v1", agentFeedbackRoutes);
   app.route("/", uiRoutes);
   app.route("/api/v1/vcs-hooks", vcsHookRoutes);
   // Prometheus' usual path, outside /api.

@@ -6,10 +6,12 @@ import { ContactMonitor } from "./client/contact.ts";
 import { type AgentCredentials, oidcCredentials, staticCredentials } from "./client/credentials.ts";
 import { jobPort } from "./client/job-port.ts";
 import type { AgentConfig } from "./config/load.ts";
+import { offeredEngineVersions } from "./engines/offered.ts";
 import { readEngineKeyring } from "./engines/signatures.ts";
 import { type ResolvedIsolation, resolveIsolation } from "./exec/sandbox.ts";
 import { subreaperLauncher } from "./exec/subreaper.ts";
 import type { ExitCode } from "./exit-codes.ts";
+import { runFeedbackLoop } from "./feedback/loop.ts";
 import type { JobIsolation } from "./job/containment.ts";
 import { removeStaleJobDirs } from "./job/workdirs.ts";
 import type { Logger } from "./logger.ts";
@@ -88,6 +90,12 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     accept: config.accept,
     single: config.single,
     isolation: isolation.mode,
+    offeredEngines: () =>
+      offeredEngineVersions({
+        releaseMirror: config.releaseMirror,
+        dataDir: config.dataDir,
+        searchPath: process.env.PATH ?? "",
+      }),
     shutdownGraceMs: config.shutdownGraceMs,
     settings: {
       dataDir: config.dataDir,
@@ -114,6 +122,16 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
     updater,
     restart: () => restartInPlace(config),
   });
+  const feedbackStop = new AbortController();
+  const feedback =
+    config.vcsTokens.length === 0
+      ? null
+      : runFeedbackLoop({
+          api,
+          tokens: config.vcsTokens,
+          logger,
+          signal: feedbackStop.signal,
+        });
   logger.info(
     {
       address: config.address,
@@ -130,6 +148,7 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
       engineKeyring: engineKeyring.map((k) => k.label).join("; ") || "none",
       login: config.oidc === null ? "agent token" : `OIDC token file for ${config.oidc.poolId}`,
       metrics: observability?.url ?? "off",
+      vcsFeedbackHosts: config.vcsTokens.map((t) => t.host).join(",") || "none",
     },
     "outpost-agent starting",
   );
@@ -143,6 +162,8 @@ export async function runAgent(config: AgentConfig, logger: Logger): Promise<Exi
   try {
     return await loop.run();
   } finally {
+    feedbackStop.abort();
+    await feedback;
     credentials.stop();
     process.off("SIGTERM", onSignal);
     process.off("SIGINT", onSignal);
@@ -196,13 +217,25 @@ async function cleanUpAfterDeadAgents(dataDir: string, logger: Logger): Promise<
   }
 }
 
+/**
+ * The agent's own files a job's sandbox hides even where the host is shown: the agent token
+ * file, the config file and every VCS token file.
+ */
+export function jobSecretFiles(
+  config: Pick<AgentConfig, "tokenFile" | "configFile" | "vcsTokens">,
+): string[] {
+  return [config.tokenFile, config.configFile, ...config.vcsTokens.map((t) => t.file)].filter(
+    (f): f is string => f !== null,
+  );
+}
+
 /** How jobs are confined: what the sandbox hides and how long an orphan may take to stop. */
 function jobIsolation(config: AgentConfig, isolation: ResolvedIsolation): JobIsolation {
   const home = process.env.HOME || homedir();
   return {
     mode: isolation.mode,
     bwrap: isolation.mode === "bwrap" ? isolation.bwrap : "",
-    secretFiles: [config.tokenFile, config.configFile].filter((f): f is string => f !== null),
+    secretFiles: jobSecretFiles(config),
     agentHome: home ? home : null,
     orphanGraceMs: config.orphanGraceMs,
   };
@@ -253,6 +286,11 @@ function restartInPlace(config: AgentConfig): void {
   // An OIDC agent logs in again from its token file; a file-given token is read again.
   if (config.tokenFile === null && config.token !== null) {
     env.OUTPOST_TOKEN = config.token;
+  }
+  for (const vcs of config.vcsTokens) {
+    if (vcs.variable !== null) {
+      env[vcs.variable] = vcs.token;
+    }
   }
   const script = realpathSync(fileURLToPath(import.meta.url));
   try {

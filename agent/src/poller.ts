@@ -1,4 +1,4 @@
-import type { ReceivedJob as WireAssignment } from "@outpost/protocol";
+import type { OfferedEngineVersion, ReceivedJob as WireAssignment } from "@outpost/protocol";
 import type { AgentApi } from "./client/agent-api.ts";
 import { isAgentUnknown, isLeaseGone } from "./client/agent-api.ts";
 import { toRunnerJob } from "./client/assignment.ts";
@@ -27,6 +27,8 @@ export type AgentLoopOptions = {
   single: boolean;
   /** How this agent confines its jobs, as the pool page shows it. */
   isolation: "bwrap" | "none";
+  /** The engine versions it offers, reported at each registration (none when absent). */
+  offeredEngines?: () => Promise<OfferedEngineVersion[]>;
   /** How long running jobs may take after the first SIGTERM/SIGINT before they are canceled. */
   shutdownGraceMs: number;
   settings: JobSettings;
@@ -158,6 +160,8 @@ export class AgentLoop {
     const { dataDir } = this.o.settings;
     // After a restart, the id in the data directory; on a re-registration, the one we had.
     const predecessor = this.identity?.id ?? (await readPredecessorId(dataDir));
+    // Asked again at each registration: jobs add versions to the cache.
+    const engines = (await this.o.offeredEngines?.()) ?? null;
     const request = {
       name: this.o.name,
       version: AGENT_VERSION,
@@ -167,6 +171,7 @@ export class AgentLoop {
       acceptedPhases: this.o.accept,
       isolation: this.o.isolation,
       ...(predecessor === null ? {} : { predecessorAgentId: predecessor }),
+      ...(engines === null ? {} : { engines }),
     };
     try {
       const answer = await retry(() => this.o.api.register(request), {

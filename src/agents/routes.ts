@@ -105,6 +105,7 @@ export const agentRoutes = newRouter()
         acceptedPhases: body.acceptedPhases,
         isolation: body.isolation ?? null,
         predecessorAgentId: body.predecessorAgentId ?? null,
+        ...(body.engines === undefined ? {} : { engines: body.engines }),
       });
       const registered = valueOrThrow(result);
       const release = await shippedRelease(c.env.ASSETS).catch(() => null);

@@ -510,10 +510,33 @@ export const vcsHooks = sqliteTable(
     apiUrl: text(),
     /** The coordinator's VCS token, sealed under `ENCRYPTION_KEY` bound to this row. */
     tokenCiphertext: text(),
+    /** GitHub App credentials (instead of a token): the app's id and its private key, sealed. */
+    appId: integer(),
+    appKeyCiphertext: text(),
     createdAt: createdAt(),
     updatedAt: integer().notNull(),
   },
   (t) => [index("vcs_hooks_org_idx").on(t.orgId)],
+);
+
+/**
+ * A GitHub App installation token a hook's app minted for one repository, sealed under
+ * `ENCRYPTION_KEY`, kept until shortly before it expires: every isolate and queue consumer
+ * shares it, so GitHub sees one token request per repository and hour, not one per event.
+ */
+export const vcsAppTokens = sqliteTable(
+  "vcs_app_tokens",
+  {
+    hookId: text()
+      .notNull()
+      .references(() => vcsHooks.id, { onDelete: "cascade" }),
+    /** `owner/name` as the run's repository URL names it, lower-cased. */
+    repoPath: text().notNull(),
+    installationId: integer().notNull(),
+    tokenCiphertext: text().notNull(),
+    expiresAt: integer().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hookId, t.repoPath] })],
 );
 
 /**
@@ -539,6 +562,43 @@ export const vcsFeedback = sqliteTable(
     updatedAt: integer().notNull(),
   },
   (t) => [primaryKey({ columns: [t.runId, t.kind] })],
+);
+
+/**
+ * VCS feedback waiting for an agent (hooks with `feedback: "agent"`): per run and kind, the
+ * latest post to make, in the pool that may post it, for agents holding a token for `host`.
+ * `preferredAgentId` (the agent that ran the run's job) has it alone until `preferredUntil`;
+ * a claimed item is the claiming agent's until `claimedUntil`, and a newer post replacing it
+ * (new `id`) waits for that claim to end, so statuses reach the VCS in order.
+ */
+export const vcsFeedbackItems = sqliteTable(
+  "vcs_feedback_items",
+  {
+    id: text().primaryKey(),
+    runId: text()
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    kind: text({ enum: ["status", "comment"] }).notNull(),
+    orgId: text().notNull(),
+    poolId: text().notNull(),
+    host: text().notNull(),
+    /** JSON: the `FeedbackItem` of `@outpost/protocol` without its id. */
+    payload: text().notNull(),
+    runStatus: text().notNull(),
+    state: text().notNull(),
+    description: text().notNull(),
+    preferredAgentId: text(),
+    preferredUntil: integer(),
+    /** The id handed out with the claim (the item's `id` then), and who holds it until when. */
+    claimedId: text(),
+    claimedBy: text(),
+    claimedUntil: integer(),
+    createdAt: integer().notNull(),
+  },
+  (t) => [
+    uniqueIndex("vcs_feedback_items_run_kind").on(t.runId, t.kind),
+    index("vcs_feedback_items_pool_host").on(t.poolId, t.host),
+  ],
 );
 
 export const vcsDeliveries = sqliteTable(

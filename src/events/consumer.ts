@@ -6,7 +6,7 @@
  * an event is dropped with a log line.
  */
 import type { Deps } from "../deps.ts";
-import { RunEvent, sinkRetryDelaySeconds } from "./model.ts";
+import { RetryLater, RunEvent, sinkRetryDelaySeconds } from "./model.ts";
 import { RUN_EVENT_SINKS, type RunEventSink } from "./sinks.ts";
 
 /** The queue's name in wrangler.toml: the queue handler tells its batches apart by it. */
@@ -56,5 +56,8 @@ async function consumeOne(
       failed,
     }),
   );
-  message.retry({ delaySeconds: sinkRetryDelaySeconds(message.attempts) });
+  const asked = results.map((r) =>
+    r.status === "rejected" && r.reason instanceof RetryLater ? r.reason.delaySeconds : 0,
+  );
+  message.retry({ delaySeconds: sinkRetryDelaySeconds(message.attempts, Math.max(...asked)) });
 }

@@ -125,7 +125,26 @@ export function eventOfOutboxRow(
   };
 }
 
-/** Seconds before a message whose sinks failed is delivered again: 2, 4, 8 … at most 5 minutes. */
-export function sinkRetryDelaySeconds(attempts: number): number {
-  return Math.min(300, 2 ** Math.min(Math.max(attempts, 1), 9));
+/**
+ * What a sink throws when trying again later may succeed: `delaySeconds` is how long the far
+ * side asked to wait (`Retry-After`), which the retry honours within bounds.
+ */
+export class RetryLater extends Error {
+  readonly delaySeconds: number;
+  constructor(message: string, delaySeconds = 0) {
+    super(message);
+    this.delaySeconds = delaySeconds;
+  }
+}
+
+/** The longest wait a sink may ask for (a VCS's rate-limit reset, say) before the next try. */
+export const MAX_ASKED_RETRY_DELAY_SECONDS = 900;
+
+/**
+ * Seconds before a message whose sinks failed is delivered again: 2, 4, 8 … at most 5 minutes,
+ * or longer when a sink was asked to wait (`Retry-After`), up to 15 minutes.
+ */
+export function sinkRetryDelaySeconds(attempts: number, askedSeconds = 0): number {
+  const backoff = Math.min(300, 2 ** Math.min(Math.max(attempts, 1), 9));
+  return Math.max(backoff, Math.min(MAX_ASKED_RETRY_DELAY_SECONDS, Math.ceil(askedSeconds)));
 }

@@ -29,6 +29,14 @@ export function isIdRef(kind: RefKind, ref: string): boolean {
  * whether it names something is the resolver's answer, a 404 in words, not a grammar error.
  */
 export function refParam(kind: RefKind, name: string, names?: RegExp) {
+  return refField(kind, names).openapi({ param: { name, in: "path" } });
+}
+
+/**
+ * A body field naming a `kind` by id or by name, with the grammar of {@link refParam}; the
+ * service resolves it (a miss is a 400 on the field in the resolver's words).
+ */
+export function refField(kind: RefKind, names?: RegExp) {
   const { prefix, noun, field } = REF_KINDS[kind];
   return z
     .string()
@@ -40,7 +48,6 @@ export function refParam(kind: RefKind, name: string, names?: RegExp) {
       `must be a ${prefix}_ id or a ${noun} ${field}`,
     )
     .openapi({
-      param: { name, in: "path" },
       description: `The ${noun}'s id (${prefix}_…) or its ${field}${kind === "agentToken" ? " when no other active token of the pool has it" : ""}`,
       example: kind === "workspace" ? "network-prod" : kind === "pool" ? "datacenter-1" : "ci",
     });

@@ -140,13 +140,16 @@ export async function workloadIdentityFor(
 
 /**
  * A fresh workload identity token for the job of run token `principal`, with the claims it got at
- * lease time: `unavailable` when its workspace has none (turned off, or a fork's job). The run
+ * lease time: `conflict` when the job has none (its workspace's is off, or a fork's job),
+ * `unavailable` when the deployment cannot sign tokens. The run
  * token is only accepted while the job's lease is live, so nothing renews a token after its job.
  */
 export async function renewWorkloadIdentity(
   deps: Pick<Deps, "db" | "env" | "now">,
   principal: { runId: string; jobId: string; workspaceId: string },
-): Promise<Outcome<{ token: string; expiresAt: string }, "unavailable" | "not_found">> {
+): Promise<
+  Outcome<{ token: string; expiresAt: string }, "unavailable" | "conflict" | "not_found">
+> {
   const job = parseJobId(principal.jobId);
   const run = await getRunById(deps.db, principal.runId);
   if (!job || !run) {
@@ -157,11 +160,14 @@ export async function renewWorkloadIdentity(
     jobId: principal.jobId,
     phase: job.phase,
   });
-  if (identity === undefined || "error" in identity) {
+  if (identity === undefined) {
     return refuse(
-      "unavailable",
-      identity?.error ?? `job ${principal.jobId} has no workload identity (its workspace has none)`,
+      "conflict",
+      `job ${principal.jobId} has no workload identity: its workspace has none, or it plans a fork's change`,
     );
+  }
+  if ("error" in identity) {
+    return refuse("unavailable", identity.error);
   }
   const exp = decodeJwt(identity.token).exp ?? 0;
   return ok({ token: identity.token, expiresAt: new Date(exp * 1000).toISOString() });

@@ -14,6 +14,7 @@ import type { Outcome } from "../lib/reason.ts";
 import { reencryptNotificationSecrets } from "../notifications/rotation.ts";
 import { reencryptVariables } from "../variables/rotation.ts";
 import { reencryptHookSecrets } from "../vcs/hooks.ts";
+import { reencryptHookCredentials } from "../vcs-feedback/credentials.ts";
 
 /** Most values one call re-encrypts of each kind; the CLI calls again until none remain. */
 export const MAX_REENCRYPT_BATCH = 500;
@@ -25,9 +26,9 @@ export type Reencryption = {
 };
 
 /**
- * Re-seals up to `limit` sensitive variables, `limit` VCS hooks' and `limit` notification
- * configurations' secrets of the org with the
- * primary key, audited as `organization.reencrypt`. Refused `unavailable` without a usable
+ * Re-seals up to `limit` sensitive variables, `limit` VCS hooks' secrets, `limit` hooks' VCS
+ * credentials (token, GitHub App key; counted with the webhook secrets) and `limit`
+ * notification configurations' secrets of the org with the primary key, audited as `organization.reencrypt`. Refused `unavailable` without a usable
  * `ENCRYPTION_KEY`. A secret whose key is no longer in the ring stays counted in `remaining`.
  */
 export async function reencryptSecrets(
@@ -46,9 +47,14 @@ export async function reencryptSecrets(
   if (!notificationSecrets.ok) {
     return notificationSecrets;
   }
+  const vcsCredentials = await reencryptHookCredentials(deps, input.orgId, input.limit);
+  if (!vcsCredentials.ok) {
+    return vcsCredentials;
+  }
+  const parts = [hookSecrets.value, notificationSecrets.value, vcsCredentials.value];
   const webhookSecrets = {
-    reencrypted: hookSecrets.value.reencrypted + notificationSecrets.value.reencrypted,
-    remaining: hookSecrets.value.remaining + notificationSecrets.value.remaining,
+    reencrypted: parts.reduce((sum, p) => sum + p.reencrypted, 0),
+    remaining: parts.reduce((sum, p) => sum + p.remaining, 0),
   };
   const done = { variables: variables.value, webhookSecrets };
   await auditQuery(deps.db, {

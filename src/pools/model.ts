@@ -7,7 +7,7 @@ import { fail, ok, type Result } from "@outpost/common";
 import type { AgentView, PoolReport, PoolSettings } from "../../durable/pool-types.ts";
 import { DEFAULT_POOL_SETTINGS } from "../../durable/queue.ts";
 import type { agentPools, agentTokens } from "../db/schema.ts";
-import { refParam } from "../names/model.ts";
+import { refField, refParam } from "../names/model.ts";
 
 export type PoolRow = typeof agentPools.$inferSelect;
 export type AgentTokenRow = typeof agentTokens.$inferSelect;
@@ -260,6 +260,7 @@ export function presentAgent(agent: AgentView, showTokenId: boolean) {
     capacity: agent.capacity,
     acceptedPhases: agent.acceptedPhases,
     isolation: agent.isolation,
+    engines: agent.engines,
     tokenId: showTokenId ? agent.tokenId : null,
     runningJobs: agent.runningJobs,
     lastContactAt: new Date(agent.lastContactAt).toISOString(),
@@ -269,3 +270,5 @@ export function presentAgent(agent: AgentView, showTokenId: boolean) {
 
 /** A `{poolId}` path parameter: the pool's id or its name. */
 export const PoolRef = refParam("pool", "poolId", POOL_NAME_PATTERN);
+/** A `poolId` body field (a workspace's pool): the pool's id or its name. */
+export const PoolRefField = refField("pool", POOL_NAME_PATTERN);

@@ -4,7 +4,7 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { idPattern } from "@outpost/common";
-import { AgentIsolation, AgentStatus, JobPhase } from "@outpost/protocol";
+import { AgentIsolation, AgentStatus, JobPhase, OfferedEngineVersion } from "@outpost/protocol";
 import { actorOf } from "../authz/principal.ts";
 import { may } from "../authz/service.ts";
 import { valueOrThrow } from "../errors.ts";
@@ -70,6 +70,10 @@ const AgentSchema = z
     isolation: AgentIsolation.nullable().openapi({
       description:
         "How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it",
+    }),
+    engines: z.array(OfferedEngineVersion).openapi({
+      description:
+        "The engine versions it reported at registration: the newest its release mirror lists (mirror), those in its cache (cache) and on its PATH (path); empty for agents that do not report them",
     }),
     tokenId: z.string().nullable().openapi({
       description: "The agent token it logged in with: owners only, null for other roles",

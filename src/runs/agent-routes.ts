@@ -67,7 +67,7 @@ export const jobDataRoutes = newRouter()
           z.object({ token: z.string(), expiresAt: z.string() }).openapi("WorkloadIdentityToken"),
           "The new token, with the same claims and a later exp",
         ),
-        ...errorResponses(401, 404, 503),
+        ...errorResponses(401, 404, 409, 503),
       },
     }),
     async (c) => {

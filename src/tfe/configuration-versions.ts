@@ -166,81 +166,125 @@ export async function readTfeConfiguration(
 
 type UploadReason = "not_found" | "gone" | "conflict" | "forbidden" | "invalid" | "too_large";
 
-/**
- * The archive PUT to an upload URL: the secret must match, the URL must be unexpired and unused,
- * and its creator must still be allowed to upload to the workspace. The archive goes through
- * Outpost's upload (tar checks, a `.tf` file in the working directory); a refusal leaves the
- * version `errored` with the sentence. With `auto-queue-runs`, a run is queued on it for the
- * creator (a speculative plan on a speculative version), as Terraform Cloud does.
- */
-export async function uploadTfeConfiguration(
+/** The pending record a URL opens and claims: right secret, unexpired, never used before. */
+async function claimUpload(
   deps: Deps,
-  input: { id: string; secret: string; body: ReadableStream<Uint8Array>; contentLength: number },
-): Promise<Outcome<TfeConfigurationVersion, UploadReason>> {
-  const loaded = await loadPendingObject(deps, input.id);
-  const presented = await sha256Hex(input.secret);
+  id: string,
+  secret: string,
+): Promise<Outcome<Pending, "not_found" | "gone" | "conflict">> {
+  const loaded = await loadPendingObject(deps, id);
+  const presented = await sha256Hex(secret);
   if (!loaded || !timingSafeEqualString(presented, loaded.record.secretSha256)) {
-    return refuse("not_found", `upload URL of configuration version ${input.id} not found`);
+    return refuse("not_found", `upload URL of configuration version ${id} not found`);
   }
   const pending = loaded.record;
   if (deps.now() > pending.expiresAt) {
     return refuse(
       "gone",
-      `the upload URL of configuration version ${input.id} has expired: create another configuration version`,
+      `the upload URL of configuration version ${id} has expired: create another configuration version`,
     );
   }
-  if (pending.claimed || !(await claim(deps, input.id, pending, loaded.etag))) {
+  if (pending.claimed || !(await claim(deps, id, pending, loaded.etag))) {
     return refuse(
       "conflict",
-      `the upload URL of configuration version ${input.id} was already used; create another configuration version`,
+      `the upload URL of configuration version ${id} was already used; create another configuration version`,
     );
   }
-  const principal = pending.principal as PersonPrincipal;
+  return ok({ ...pending, claimed: true });
+}
+
+/** The workspace, while the version's creator may still upload configurations to it. */
+async function creatorsWorkspace(
+  deps: Deps,
+  id: string,
+  pending: Pending,
+): Promise<Outcome<WorkspaceRow, "not_found" | "forbidden">> {
   const workspace = await getWorkspaceById(deps.db, pending.workspaceId);
-  const resource = { type: "workspace" as const, ...(workspace ?? { orgId: "", id: "" }) };
-  const decision = workspace
-    ? await may(deps.db, principal, "configuration.upload", resource)
-    : "not_found";
-  if (!workspace || decision !== "allow") {
-    return decision === "forbidden"
-      ? refuse(
-          "forbidden",
-          `the creator of configuration version ${input.id} may no longer upload configurations to this workspace`,
-        )
-      : notFound(input.id);
+  if (!workspace) {
+    return notFound(id);
   }
+  const principal = pending.principal as PersonPrincipal;
+  const resource = { type: "workspace" as const, ...workspace };
+  switch (await may(deps.db, principal, "configuration.upload", resource)) {
+    case "allow":
+      return ok(workspace);
+    case "forbidden":
+      return refuse(
+        "forbidden",
+        `the creator of configuration version ${id} may no longer upload configurations to this workspace`,
+      );
+    case "not_found":
+      return notFound(id);
+  }
+}
+
+/**
+ * With `auto-queue-runs`, a run on the uploaded version for its creator, as Terraform Cloud
+ * queues one (a speculative plan on a speculative version), when the creator may queue it. A
+ * refusal (a local workspace, no pool) leaves the version uploaded without a run.
+ */
+async function autoQueue(deps: Deps, id: string, pending: Pending, workspace: WorkspaceRow) {
+  const principal = pending.principal as PersonPrincipal;
+  // An auto-apply workspace's run applies unconfirmed: that needs more than queueing.
+  const action = workspace.autoApply && !pending.speculative ? "run.queue_auto_apply" : "run.queue";
+  if ((await may(deps.db, principal, action, { type: "workspace", ...workspace })) !== "allow") {
+    return;
+  }
+  await createRun(deps, workspace, {
+    operation: pending.speculative ? "plan" : "apply",
+    message: "Queued by the TFE API when its configuration was uploaded",
+    configurationVersionId: id,
+    source: "api",
+    actor: actorOf(principal),
+  });
+}
+
+/**
+ * The archive PUT to an upload URL: the secret must match, the URL must be unexpired and unused,
+ * and its creator must still be allowed to upload to the workspace. The archive goes through
+ * Outpost's upload (tar checks, a `.tf` file in the working directory); once the URL is used,
+ * any refusal leaves the version `errored` with the sentence. With `auto-queue-runs`, a run is
+ * queued on it ({@link autoQueue}).
+ */
+export async function uploadTfeConfiguration(
+  deps: Deps,
+  input: { id: string; secret: string; body: ReadableStream<Uint8Array>; contentLength: number },
+): Promise<Outcome<TfeConfigurationVersion, UploadReason>> {
+  const claimed = await claimUpload(deps, input.id, input.secret);
+  if (!claimed.ok) {
+    return claimed;
+  }
+  const pending = claimed.value;
+  // Once the URL is used, a refusal leaves the version errored, saying why.
+  const errored = (error: string) =>
+    deps.env.BLOBS.put(pendingKey(input.id), JSON.stringify({ ...pending, error }));
+  const workspace = await creatorsWorkspace(deps, input.id, pending);
+  if (!workspace.ok) {
+    await errored(workspace.reason.message);
+    return workspace;
+  }
+  const { orgId, id: workspaceId, engine, workingDirectory } = workspace.value;
   const uploaded = await uploadConfigurationVersion(deps, {
     id: input.id,
-    orgId: workspace.orgId,
-    workspaceId: workspace.id,
-    actor: actorOf(principal),
+    orgId,
+    workspaceId,
+    actor: actorOf(pending.principal as PersonPrincipal),
     body: input.body,
     contentLength: input.contentLength,
     limits: uploadLimits(deps.env),
-    expected: { engine: workspace.engine, workingDirectory: workspace.workingDirectory },
+    expected: { engine, workingDirectory },
     isSpeculative: pending.speculative,
   });
   if (!uploaded.ok) {
-    const error = uploaded.reason.message;
-    const errored = { ...pending, claimed: true, error };
-    await deps.env.BLOBS.put(pendingKey(input.id), JSON.stringify(errored));
+    await errored(uploaded.reason.message);
     return uploaded;
   }
-  // An auto-apply workspace's run applies unconfirmed: that needs more than queueing.
-  const queueAction =
-    workspace.autoApply && !pending.speculative ? "run.queue_auto_apply" : "run.queue";
-  if (pending.autoQueueRuns && (await may(deps.db, principal, queueAction, resource)) === "allow") {
-    await createRun(deps, workspace, {
-      operation: pending.speculative ? "plan" : "apply",
-      message: "Queued by the TFE API when its configuration was uploaded",
-      configurationVersionId: input.id,
-      source: "api",
-      actor: actorOf(principal),
-    });
+  if (pending.autoQueueRuns) {
+    await autoQueue(deps, input.id, pending, workspace.value);
   }
   return ok({
     id: input.id,
-    workspaceId: workspace.id,
+    workspaceId,
     status: "uploaded",
     autoQueueRuns: pending.autoQueueRuns,
     speculative: pending.speculative,

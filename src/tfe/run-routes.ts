@@ -123,12 +123,19 @@ async function workspaceDocumentOf(c: Context<AppEnv>, workspace: WorkspaceRow) 
  * A configuration version still waiting for (or refused) its archive cannot be run: `409` in
  * words, before `createRun` would call it missing.
  */
-async function requireUploaded(c: Context<AppEnv>, orgId: string, id: string | undefined) {
-  const version = id === undefined ? null : await readTfeConfiguration(c.var.deps, orgId, id);
-  if (version?.ok && version.value.status !== "uploaded") {
+async function requireUploaded(
+  c: Context<AppEnv>,
+  workspace: WorkspaceRow,
+  id: string | undefined,
+) {
+  const version =
+    id === undefined ? null : await readTfeConfiguration(c.var.deps, workspace.orgId, id);
+  // Another workspace's version stays "not found in this workspace" (`createRun`).
+  const ours = version?.ok && version.value.workspaceId === workspace.id ? version.value : null;
+  if (ours !== null && ours.status !== "uploaded") {
     throw new ApiError(
       "CONFLICT",
-      `configuration version ${id} is ${version.value.status}: upload its archive to its upload-url first`,
+      `configuration version ${id} is ${ours.status}: upload its archive to its upload-url first`,
     );
   }
 }
@@ -184,7 +191,7 @@ export const runRoutes = newRouter()
       if (autoApply && !isSpeculative) {
         await authorizeWorkspace(c.var.db, principal, "run.queue_auto_apply", workspace);
       }
-      await requireUploaded(c, principal.orgId, options.configurationVersionId);
+      await requireUploaded(c, workspace, options.configurationVersionId);
       const id = newId("run");
       const sealed = await sealRunVariables(c.env, id, options.variables);
       if (!sealed.ok) {

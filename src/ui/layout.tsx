@@ -39,6 +39,7 @@ const NAV = [
   { href: "/ui/workspaces", label: "Workspaces", key: "workspaces", role: null },
   { href: "/ui/runs", label: "Runs", key: "runs", role: null },
   { href: "/ui/variable-sets", label: "Variable sets", key: "variable-sets", role: "reader" },
+  { href: "/ui/vcs-hooks", label: "VCS hooks", key: "vcs-hooks", role: "admin" },
   // Org tokens, people and sign-in are an owner's business, as in the API.
   { href: "/ui/tokens", label: "Org tokens", key: "tokens", role: "owner" },
   { href: "/ui/people", label: "People", key: "people", role: "owner" },

@@ -26,6 +26,7 @@ import { teamAccessPages } from "./team-access-routes.tsx";
 import { terraformTokenPages } from "./terraform-token-routes.tsx";
 import { tokenPages } from "./token-routes.tsx";
 import { variableSetPages } from "./varset-routes.tsx";
+import { vcsHookPages } from "./vcs-hook-routes.tsx";
 import { workspacePages } from "./workspace-routes.tsx";
 import { isUploadPath, workspaceSetupPages } from "./workspace-setup-routes.tsx";
 
@@ -159,6 +160,7 @@ const dashboard = new Hono<UiEnv>()
   .route("/cli-login", cliLoginPages)
   .route("/runs", runPages)
   .route("/tokens", tokenPages)
+  .route("/vcs-hooks", vcsHookPages)
   .route("/terraform-token", terraformTokenPages)
   .route("/terraform-login", terraformLoginPages)
   .all("*", (c) => {

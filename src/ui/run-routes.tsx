@@ -33,6 +33,8 @@ import { presentRun } from "../runs/present.ts";
 import { getRun, type RunRow } from "../runs/queries.ts";
 import { cancelRun, confirmRun, discardRun, forceCancelRun } from "../runs/service.ts";
 import { whyWaiting } from "../runs/why.ts";
+import { presentFeedback } from "../vcs-feedback/present.ts";
+import { feedbackOfRun } from "../vcs-feedback/queries.ts";
 import type { WorkspaceRow } from "../workspaces/queries.ts";
 import { getWorkspacesByIds } from "../workspaces/queries.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
@@ -238,10 +240,11 @@ export const runPages = new Hono<UiEnv>()
   })
   .get("/:runId", async (c) => {
     const { row, workspace, grants } = await runOf(c);
-    const [waiting, logs, jobs] = await Promise.all([
+    const [waiting, logs, jobs, feedback] = await Promise.all([
       whyWaiting(c.var.deps, row),
       Promise.all(phasesOf(row).map((phase) => readTail(c, row, phase, 0))),
       listRunJobs(c.var.db, [row.id]),
+      feedbackOfRun(c.var.db, row.id),
     ]);
     return c.html(
       <RunPage
@@ -250,6 +253,7 @@ export const runPages = new Hono<UiEnv>()
         row={row}
         workspaceName={workspace.name}
         logs={logs}
+        feedback={presentFeedback(feedback)}
         poolNames={await poolNamesOf(c)}
         notice={noticeFor(c, row)}
       />,

@@ -18,6 +18,7 @@ import { presentConfigurationVersion } from "../configuration-versions/service.t
 import { ApiError, valueOrThrow } from "../errors.ts";
 import { publicOrigin } from "../lib/public-url.ts";
 import { resolvedOrThrow } from "../names/http.ts";
+import { offeredEngineVersions } from "../pools/engine-versions.ts";
 import { poolScopeRefusal } from "../pools/model.ts";
 import { listPools } from "../pools/service.ts";
 import { listProjects, resolveProject } from "../projects/service.ts";
@@ -87,10 +88,11 @@ export const workspacePages = new Hono<UiEnv>()
   .get("/", async (c) => {
     const { orgId, principal } = c.var.session;
     const mayCreate = decideOrganization(principal.role, "workspace.create") === "allow";
-    const [rows, pools, projects] = await Promise.all([
+    const [rows, pools, projects, engineVersions] = await Promise.all([
       listWorkspaces(c.var.db, principal, { limit: 200 }),
       principal.role === null ? [] : listPools(c.var.db, orgId),
       mayCreate ? listProjects(c.var.db, principal, { limit: 200 }) : null,
+      mayCreate ? offeredEngineVersions(c.var.db, c.env, orgId) : [],
     ]);
     return c.html(
       <WorkspacesPage
@@ -98,6 +100,7 @@ export const workspacePages = new Hono<UiEnv>()
         workspaces={rows.map((r) => r.workspace)}
         pools={pools}
         projects={projects?.map((p) => ({ id: p.project.id, name: p.project.name })) ?? null}
+        engineVersions={engineVersions}
         notice={noticeText(c, { deleted: "Workspace deleted." })}
       />,
     );
@@ -117,6 +120,7 @@ export const workspacePages = new Hono<UiEnv>()
       teams,
       projects,
       configurations,
+      engineVersions,
     ] = await Promise.all([
       principal.role === null ? [] : listPools(c.var.db, orgId),
       listRunsPage(c.var.db, { orgId, workspaceId: row.id }, { limit: 20 }),
@@ -128,6 +132,9 @@ export const workspacePages = new Hono<UiEnv>()
       listTeams(c.var.db, orgId),
       listProjects(c.var.db, principal, { limit: 200 }),
       listConfigurationVersionRows(c.var.db, row.id, { limit: 10 }),
+      decideWorkspace(grants, "workspace.update") === "allow"
+        ? offeredEngineVersions(c.var.db, c.env, orgId)
+        : [],
     ]);
     const runs = await Promise.all(
       runRows.slice(0, 20).map(async (r) => presentRun(r, await whyWaiting(deps, r))),
@@ -145,6 +152,7 @@ export const workspacePages = new Hono<UiEnv>()
         teamAccess={teamAccess}
         teams={teams}
         projects={projects.map((p) => ({ id: p.project.id, name: p.project.name }))}
+        engineVersions={engineVersions}
         configurations={configurations.slice(0, 10).map(presentConfigurationVersion)}
         origin={backendOrigin(c)}
         notice={noticeText(c, NOTICES)}

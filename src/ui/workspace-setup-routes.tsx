@@ -12,7 +12,6 @@ import { actorOf } from "../authz/principal.ts";
 import { uploadLimits } from "../configuration-versions/model.ts";
 import { uploadConfigurationVersion } from "../configuration-versions/service.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
-import { resolvedOrThrow } from "../names/http.ts";
 import { defaultProject, resolveProject } from "../projects/service.ts";
 import { deleteWorkspace } from "../workspaces/delete.ts";
 import { EXECUTION_MODES, type SettingsInput } from "../workspaces/model.ts";
@@ -53,13 +52,9 @@ const actor = (c: Context<UiEnv>) => actorOf(c.var.session.principal);
 
 /**
  * The form's settings as the service takes them: empty optional fields are "none" (null), the
- * trigger paths one a line or comma-separated, the pool by id or name through the resolver.
+ * trigger paths one a line or comma-separated, the pool by id or name (the service resolves it).
  */
-async function settingsOf(c: Context<UiEnv>, form: SettingsFormValue): Promise<SettingsInput> {
-  const poolId =
-    form.pool === ""
-      ? null
-      : (await resolvedOrThrow(c.var.db, "pool", { orgId: c.var.session.orgId }, form.pool)).id;
+function settingsOf(form: SettingsFormValue): SettingsInput {
   const paths = form.vcsTriggerPaths
     .split(/[\n,]/)
     .map((p) => p.trim())
@@ -68,7 +63,7 @@ async function settingsOf(c: Context<UiEnv>, form: SettingsFormValue): Promise<S
     name: form.name,
     description: form.description,
     executionMode: form.executionMode,
-    poolId,
+    poolId: form.pool === "" ? null : form.pool,
     engine: form.engine,
     ...(form.engineVersion === "" ? {} : { engineVersion: form.engineVersion }),
     autoApply: form.autoApply,
@@ -106,7 +101,7 @@ export const workspaceSetupPages = new Hono<UiEnv>()
       form.project === ""
         ? await defaultProject(c.var.deps, orgId)
         : await projectOf(c, form.project);
-    const settings = await settingsOf(c, form);
+    const settings = settingsOf(form);
     const created = valueOrThrow(
       await createWorkspace(c.var.deps, {
         orgId,
@@ -124,7 +119,7 @@ export const workspaceSetupPages = new Hono<UiEnv>()
       form.project === "" || form.project === row.projectId
         ? undefined
         : await projectOf(c, form.project);
-    const settings = await settingsOf(c, form);
+    const settings = settingsOf(form);
     const updated = valueOrThrow(
       await updateWorkspace(c.var.deps, {
         orgId: c.var.session.orgId,

@@ -38,7 +38,11 @@ function headers(target: VcsTarget): Record<string, string> {
     : { ...common, "private-token": target.token };
 }
 
-async function call(
+/**
+ * One request to the VCS API as `target.token` (a GitHub App's JWT too): the parsed JSON
+ * answer, or why not. Never throws.
+ */
+export async function callVcs(
   target: VcsTarget,
   method: string,
   path: string,
@@ -71,14 +75,41 @@ async function call(
   } catch {
     // Not JSON: the status text says enough.
   }
-  const retryAfter = Number(res.headers.get("retry-after"));
-  const limited = res.status === 429 || (res.status === 403 && /rate limit/i.test(reason));
+  const retryAfter = waitAsked(res.headers);
+  const limited =
+    res.status === 429 ||
+    (res.status === 403 &&
+      (/rate limit/i.test(reason) ||
+        res.headers.get("x-ratelimit-remaining") === "0" ||
+        res.headers.has("retry-after")));
   return {
     ok: false,
     retryable: res.status >= 500 || limited,
     message: `${res.status} ${reason} from ${host}`.slice(0, 300),
-    ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterSeconds: retryAfter } : {}),
+    ...(retryAfter === null ? {} : { retryAfterSeconds: retryAfter }),
   };
+}
+
+/**
+ * The seconds the VCS asks to wait: `Retry-After` (seconds), else GitHub's
+ * `x-ratelimit-reset` (epoch seconds) measured against the answer's own `Date`, so the
+ * Worker's clock does not matter. Null when it asks nothing.
+ */
+function waitAsked(headers: Headers): number | null {
+  const retryAfter = Number(headers.get("retry-after") ?? Number.NaN);
+  if (Number.isFinite(retryAfter) && retryAfter > 0) {
+    return Math.ceil(retryAfter);
+  }
+  const reset = Number(headers.get("x-ratelimit-reset") ?? Number.NaN);
+  const date = Date.parse(headers.get("date") ?? "");
+  if (
+    headers.get("x-ratelimit-remaining") !== "0" ||
+    !Number.isFinite(reset) ||
+    Number.isNaN(date)
+  ) {
+    return null;
+  }
+  return Math.max(1, Math.ceil(reset - date / 1000));
 }
 
 const project = (target: VcsTarget) => `/projects/${encodeURIComponent(target.repoPath)}`;
@@ -96,13 +127,13 @@ export async function postCommitStatus(
 ): Promise<Posted> {
   const answer =
     target.provider === "github"
-      ? await call(target, "POST", `/repos/${target.repoPath}/statuses/${input.sha}`, {
+      ? await callVcs(target, "POST", `/repos/${target.repoPath}/statuses/${input.sha}`, {
           state: input.status.state,
           context: input.context,
           description: input.status.description,
           target_url: input.targetUrl,
         })
-      : await call(target, "POST", `${project(target)}/statuses/${input.sha}`, {
+      : await callVcs(target, "POST", `${project(target)}/statuses/${input.sha}`, {
           state: gitlabState(input.runStatus, input.status),
           name: input.context,
           description: input.status.description,
@@ -119,6 +150,29 @@ function commentsPath(target: VcsTarget, number: number): string {
     : `${project(target)}/merge_requests/${number}/notes`;
 }
 
+/** Pages of comments read at most while looking for the marked one (100 a page). */
+const MAX_COMMENT_PAGES = 20;
+
+/** The comment carrying `marker`, read page by page (a busy pull request has many). */
+async function findMarked(
+  target: VcsTarget,
+  base: string,
+  marker: string,
+): Promise<{ ok: true; comment: Comment | undefined } | (Posted & { ok: false })> {
+  for (let page = 1; page <= MAX_COMMENT_PAGES; page++) {
+    const listed = await callVcs(target, "GET", `${base}?per_page=100&page=${page}`);
+    if (!listed.ok) {
+      return listed;
+    }
+    const comments = Array.isArray(listed.json) ? (listed.json as Comment[]) : [];
+    const mine = comments.find((c) => typeof c.body === "string" && c.body.includes(marker));
+    if (mine || comments.length < 100) {
+      return { ok: true, comment: mine };
+    }
+  }
+  return { ok: true, comment: undefined };
+}
+
 /**
  * Writes `body` as the pull/merge request's comment carrying `marker`: edits the one already
  * there (found among its comments), else adds it. One comment per marker, however often called.
@@ -128,19 +182,18 @@ export async function upsertComment(
   input: { number: number; marker: string; body: string },
 ): Promise<Posted> {
   const base = commentsPath(target, input.number);
-  const listed = await call(target, "GET", `${base}?per_page=100`);
-  if (!listed.ok) {
-    return listed;
+  const found = await findMarked(target, base, input.marker);
+  if (!found.ok) {
+    return found;
   }
-  const comments = Array.isArray(listed.json) ? (listed.json as Comment[]) : [];
-  const mine = comments.find((c) => typeof c.body === "string" && c.body.includes(input.marker));
+  const mine = found.comment;
   const answer =
     mine === undefined
-      ? await call(target, "POST", base, { body: input.body })
+      ? await callVcs(target, "POST", base, { body: input.body })
       : target.provider === "github"
-        ? await call(target, "PATCH", `/repos/${target.repoPath}/issues/comments/${mine.id}`, {
+        ? await callVcs(target, "PATCH", `/repos/${target.repoPath}/issues/comments/${mine.id}`, {
             body: input.body,
           })
-        : await call(target, "PUT", `${base}/${mine.id}`, { body: input.body });
+        : await callVcs(target, "PUT", `${base}/${mine.id}`, { body: input.body });
   return answer.ok ? { ok: true } : answer;
 }

@@ -1,7 +1,7 @@
 /**
  * VCS feedback, pure: where a hook's API is, which repository a workspace names there, what a
  * run's status means as a commit status (GitHub's and GitLab's states and a description a
- * reviewer understands), and the plan comment with its hidden marker. No I/O here.
+ * reviewer understands); the plan comment is in `comment.ts`. No I/O here.
  */
 import type { PlanSummary, RunStatus } from "@outpost/protocol";
 
@@ -12,8 +12,9 @@ export type Provider = "github" | "gitlab";
 
 /** GitHub's longest status description (characters). */
 export const STATUS_DESCRIPTION_MAX = 140;
-/** GitHub's longest comment body; GitLab's notes allow 1,000,000, the smaller one rules. */
-export const COMMENT_MAX = 65_536;
+
+// The plan comment lives in comment.ts; its names stay importable from here.
+export { COMMENT_MAX, commentMarker, planComment } from "./comment.ts";
 
 /**
  * The API base URL of the VCS hosting `repoUrl`: `https://api.github.com` for github.com,
@@ -152,37 +153,4 @@ export function gitlabState(status: RunStatus, state: CommitStatus): string {
 /** The statuses after which a pull request's plan comment is written (the plan is known). */
 export function isCommentWorthy(status: RunStatus): boolean {
   return ["planned", "planned_and_finished", "errored", "applied"].includes(status);
-}
-
-/** The hidden marker that finds a workspace's comment on a pull request again. */
-export function commentMarker(workspaceId: string): string {
-  return `<!-- outpost:plan:${workspaceId} -->`;
-}
-
-/** The plan comment of a run: summary, run link, agent; within {@link COMMENT_MAX}. */
-export function planComment(input: {
-  workspaceId: string;
-  workspaceName: string;
-  runUrl: string;
-  commitSha: string;
-  status: CommitStatus;
-  agentName: string | null;
-  detail: string | null;
-}): string {
-  const head = [
-    commentMarker(input.workspaceId),
-    `### Outpost · ${input.workspaceName}`,
-    "",
-    `**${input.status.description}** (commit \`${input.commitSha.slice(0, 12)}\`)`,
-    "",
-    `[Run details](${input.runUrl})${input.agentName ? ` · ran on agent \`${input.agentName}\`` : ""}`,
-  ].join("\n");
-  if (!input.detail) {
-    return head;
-  }
-  const note = "\n\n_Output truncated to fit the comment; the run page has all of it._";
-  const room = COMMENT_MAX - head.length - note.length - 20;
-  const detail = input.detail.length > room ? input.detail.slice(-room) : input.detail;
-  const body = `${head}\n\n\`\`\`\n${detail}\n\`\`\``;
-  return detail === input.detail ? body : `${body}${note}`;
 }

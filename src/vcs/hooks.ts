@@ -15,7 +15,8 @@ import type { Deps } from "../deps.ts";
 import { randomBase64Url } from "../lib/crypto.ts";
 import { type Keyring, loadKeyring, open, seal, sealedKeyId } from "../lib/encryption.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
-import { sealHookToken } from "../vcs-feedback/credentials.ts";
+import { type AppInput, sealedCredentials } from "../vcs-feedback/credentials.ts";
+import { forgetAppTokensQuery } from "../vcs-feedback/github-app.ts";
 import { apiUrlProblem } from "../vcs-feedback/model.ts";
 
 export type HookRow = typeof vcsHooks.$inferSelect;
@@ -57,6 +58,7 @@ export function presentHook(row: HookRow, origin: string, now: number) {
     feedback: row.feedback,
     apiUrl: row.apiUrl,
     hasToken: row.tokenCiphertext !== null,
+    appId: row.appKeyCiphertext === null ? null : row.appId,
     url: `${origin}/webhooks/${row.provider}/${row.id}`,
     previousSecretExpiresAt: graceActive ? iso(row.previousSecretExpiresAt) : null,
     createdAt: iso(row.createdAt) ?? "",
@@ -89,6 +91,7 @@ export async function createHook(
     feedback?: HookRow["feedback"];
     apiUrl?: string | null;
     token?: string | undefined;
+    app?: AppInput | undefined;
     actor: AuditActor;
   },
 ): Promise<Outcome<{ row: HookRow; secret: string }, "unavailable" | "invalid">> {
@@ -103,9 +106,13 @@ export async function createHook(
   }
   const id = newId("vcsHook");
   const secret = newSecret();
-  const token = input.token === undefined ? null : await sealHookToken(env, id, input.token);
-  if (token !== null && !token.ok) {
-    return token;
+  const credentials = await sealedCredentials(
+    env,
+    { id, provider: input.provider },
+    { token: input.token, app: input.app },
+  );
+  if (!credentials.ok) {
+    return credentials;
   }
   const now = deps.now();
   const row: HookRow = {
@@ -119,7 +126,9 @@ export async function createHook(
     previousSecretExpiresAt: null,
     feedback: input.feedback ?? "off",
     apiUrl: input.apiUrl ?? null,
-    tokenCiphertext: token === null ? null : token.value,
+    tokenCiphertext: credentials.value.tokenCiphertext ?? null,
+    appId: credentials.value.appId ?? null,
+    appKeyCiphertext: credentials.value.appKeyCiphertext ?? null,
     createdAt: now,
     updatedAt: now,
   };
@@ -136,7 +145,8 @@ export async function createHook(
         repoUrl: input.repoUrl,
         feedback: row.feedback,
         apiUrl: row.apiUrl,
-        hasToken: token !== null,
+        hasToken: row.tokenCiphertext !== null,
+        appId: row.appId,
       },
       now,
     }),
@@ -172,6 +182,8 @@ export type HookPatch = {
   feedback?: HookRow["feedback"] | undefined;
   apiUrl?: string | null | undefined;
   token?: string | null | undefined;
+  /** A GitHub App instead of a token; `null` removes it. */
+  app?: AppInput | null | undefined;
 };
 
 /** Changes description, repository scope and feedback settings (the token stored sealed). */
@@ -187,26 +199,32 @@ export async function updateHook(
     return badUrl;
   }
   const now = deps.now();
-  const { token, ...plain } = patch;
-  const sealed =
-    token === undefined || token === null ? null : await sealHookToken(deps.env, hook.id, token);
-  if (sealed !== null && !sealed.ok) {
+  const { token, app, ...plain } = patch;
+  const sealed = await sealedCredentials(deps.env, hook, { token, app });
+  if (!sealed.ok) {
     return sealed;
   }
   const values = {
     ...Object.fromEntries(Object.entries(plain).filter(([, v]) => v !== undefined)),
-    ...(token === undefined ? {} : { tokenCiphertext: sealed === null ? null : sealed.value }),
+    ...sealed.value,
     updatedAt: now,
   };
   const [updated] = await db.batch([
     db.update(vcsHooks).set(values).where(eq(vcsHooks.id, hook.id)).returning(),
+    // Installation tokens minted under the hook as it was (another app, another apiUrl) must
+    // not outlive that: the next post mints one under the hook as it now is.
+    forgetAppTokensQuery(db, hook.id),
     auditQuery(db, {
       orgId: hook.orgId,
       actor,
       action: "vcs_hook.update",
       targetType: "vcs_hook",
       targetId: hook.id,
-      data: { ...plain, ...(token === undefined ? {} : { hasToken: token !== null }) },
+      data: {
+        ...plain,
+        ...(token === undefined ? {} : { hasToken: token !== null }),
+        ...(app === undefined ? {} : { appId: app?.appId ?? null }),
+      },
       now,
     }),
   ]);
@@ -219,6 +237,7 @@ export async function deleteHook(deps: Deps, hook: HookRow, actor: AuditActor): 
   const { db } = deps;
   await db.batch([
     db.delete(vcsDeliveries).where(eq(vcsDeliveries.hookId, hook.id)),
+    forgetAppTokensQuery(db, hook.id),
     db.delete(vcsHooks).where(eq(vcsHooks.id, hook.id)),
     auditQuery(db, {
       orgId: hook.orgId,

@@ -9,6 +9,7 @@ import { personOf, requirePermission } from "../middleware/auth.ts";
 import { errorResponses, idParam, jsonBody, jsonResponse, newRouter } from "../router.ts";
 import { FEEDBACK_MODES } from "../vcs-feedback/model.ts";
 import { RepoUrl } from "../workspaces/model.ts";
+import { listDeliveries } from "./deliveries.ts";
 import {
   createHook,
   DEFAULT_ROTATION_GRACE_SECONDS,
@@ -20,7 +21,6 @@ import {
   rotateHookSecret,
   updateHook,
 } from "./hooks.ts";
-import { recentDeliveries } from "./queries.ts";
 
 const VcsHook = z
   .object({
@@ -38,6 +38,9 @@ const VcsHook = z
       description: "The VCS API base URL; null derives it from the workspace's repository URL",
     }),
     hasToken: z.boolean().openapi({ description: "Whether a coordinator VCS token is stored" }),
+    appId: z.int().nullable().openapi({
+      description: "The GitHub App the coordinator posts as (its private key is never shown)",
+    }),
     url: z.string().openapi({ description: "Paste this into the VCS webhook settings" }),
     previousSecretExpiresAt: z.string().nullable().openapi({
       description: "Until when the secret replaced by the last rotation is still accepted",
@@ -51,6 +54,21 @@ const VcsHookWithSecret = VcsHook.extend({
   secret: z.string().openapi({ description: "The webhook secret. Shown once; store it now." }),
 }).openapi("VcsHookWithSecret");
 
+const GithubApp = z
+  .strictObject({
+    appId: z
+      .int()
+      .positive()
+      .openapi({ description: "The GitHub App's id (App settings → About)" }),
+    privateKey: z.string().min(100).max(10_000).openapi({
+      description:
+        "The app's private key, PEM: PKCS#1 (`RSA PRIVATE KEY`, as GitHub issues it) or PKCS#8",
+    }),
+  })
+  .openapi("VcsHookGithubApp", {
+    description: "A GitHub App the coordinator posts as; stored sealed, the key never shown",
+  });
+
 const CreateVcsHook = z
   .strictObject({
     provider: z.enum(["github", "gitlab"]),
@@ -63,6 +81,7 @@ const CreateVcsHook = z
     token: z.string().min(1).max(1000).optional().openapi({
       description: "A VCS token the coordinator posts feedback with; stored sealed, never shown",
     }),
+    app: GithubApp.optional(),
   })
   .openapi("CreateVcsHook");
 
@@ -77,6 +96,7 @@ const UpdateVcsHook = z
     token: z.string().min(1).max(1000).nullable().optional().openapi({
       description: "A VCS token the coordinator posts feedback with; stored sealed, never shown",
     }),
+    app: GithubApp.nullable().optional(),
   })
   .openapi("UpdateVcsHook");
 
@@ -92,6 +112,22 @@ const RotateVcsHookSecret = z
   })
   .openapi("RotateVcsHookSecret");
 
+const DeliveryFeedback = z
+  .object({
+    runId: z.string(),
+    kind: z.enum(["status", "comment"]),
+    runStatus: z.string().openapi({ description: "The run status the post reported" }),
+    state: z.string(),
+    description: z.string(),
+    posted: z.boolean(),
+    error: z.string().nullable().openapi({
+      description: "Why it was not posted, e.g. `status not posted: 401 Bad credentials from …`",
+    }),
+    attempts: z.int(),
+    updatedAt: z.string(),
+  })
+  .openapi("VcsDeliveryFeedback");
+
 const Delivery = z
   .object({
     id: z.string(),
@@ -101,22 +137,14 @@ const Delivery = z
     outcome: z.record(z.string(), z.unknown()).nullable().openapi({
       description: "Runs queued, plans canceled and workspaces skipped with the reason",
     }),
+    feedback: z.array(DeliveryFeedback).openapi({
+      description: "For each run the delivery queued: what VCS feedback last posted, or why not",
+    }),
   })
   .openapi("VcsDelivery");
 
 const HookParams = z.strictObject({ hookId: idParam("hook", "hookId") });
 const origin = (url: string) => new URL(url).origin;
-
-function parseOutcome(text: string | null): Record<string, unknown> | null {
-  if (text === null) {
-    return null;
-  }
-  try {
-    return JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return { status: "unreadable" };
-  }
-}
 
 export const vcsHookRoutes = newRouter()
   .openapi(
@@ -145,6 +173,7 @@ export const vcsHookRoutes = newRouter()
         feedback: body.feedback,
         apiUrl: body.apiUrl,
         token: body.token,
+        app: body.app,
         actor: actorOf(principal),
       });
       const { row, secret } = valueOrThrow(created);
@@ -278,7 +307,7 @@ export const vcsHookRoutes = newRouter()
       operationId: "listVcsHookDeliveries",
       path: "/{hookId}/deliveries",
       tags: ["vcs"],
-      summary: "The hook's 50 most recent deliveries and what each one did",
+      summary: "The hook's 50 most recent deliveries, what each one did and its runs' VCS feedback",
       security: [{ bearer: [] }],
       middleware: [requirePermission("vcs_hooks.manage")] as const,
       request: { params: HookParams },
@@ -291,18 +320,6 @@ export const vcsHookRoutes = newRouter()
       const hook = valueOrThrow(
         await getHook(c.var.db, personOf(c).orgId, c.req.valid("param").hookId),
       );
-      const rows = await recentDeliveries(c.var.db, hook.id, 50);
-      return c.json(
-        {
-          deliveries: rows.map((r) => ({
-            id: r.id,
-            deliveryId: r.deliveryId,
-            event: r.event,
-            receivedAt: new Date(r.receivedAt).toISOString(),
-            outcome: parseOutcome(r.outcome),
-          })),
-        },
-        200,
-      );
+      return c.json({ deliveries: await listDeliveries(c.var.db, hook.id, 50) }, 200);
     },
   );

@@ -1,5 +1,6 @@
 /** Request and response shapes of the workspace routes. */
 import { z } from "@hono/zod-openapi";
+import { PoolRefField } from "../pools/model.ts";
 import { ProjectRef } from "../projects/model.ts";
 import { TagNames } from "../workspace-tags/model.ts";
 import {
@@ -19,8 +20,6 @@ import {
   WorkspaceName,
   WorkspaceRef,
 } from "./model.ts";
-
-const PoolId = z.string().regex(/^pool_[a-z2-7]{26}$/, "must be a pool_ id");
 
 export const WorkspaceSchema = z
   .object({
@@ -98,7 +97,7 @@ const settingsFields = {
   executionMode: z.enum(EXECUTION_MODES).optional().openapi({
     description: "Defaults to agent when poolId is given, else local; agent needs a pool",
   }),
-  poolId: PoolId.nullable().optional(),
+  poolId: PoolRefField.nullable().optional(),
   engine: z.enum(ENGINES).optional(),
   stackName: StackName.nullable().optional().openapi({
     description: 'The Pulumi stack; required with engine "pulumi", absent otherwise',

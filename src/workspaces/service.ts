@@ -53,8 +53,24 @@ function nameTaken(name: string) {
   return refuse("conflict", `a workspace named ${name} exists`).reason;
 }
 
-function poolNotFound(poolId: string | null) {
-  return invalidInput("json.poolId", `agent pool ${poolId} not found in this organization`).reason;
+function poolNotFound(ref: string | null) {
+  return invalidInput("json.poolId", notFoundSentence("pool", ref ?? "")).reason;
+}
+
+/**
+ * The settings with their `poolId` (the pool's id or its name) made the pool's id through the
+ * one resolver; a pool not in the org refuses on the field, named as the caller named it.
+ */
+async function withPoolResolved<T extends SettingsInput>(
+  db: Database,
+  orgId: string,
+  settings: T,
+): Promise<Outcome<T, "invalid">> {
+  if (!settings.poolId) {
+    return ok(settings);
+  }
+  const pool = await resolveRef(db, "pool", { orgId }, settings.poolId);
+  return pool.ok ? ok({ ...settings, poolId: pool.value.id }) : fail(poolNotFound(settings.poolId));
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -218,7 +234,11 @@ export async function createWorkspace(
   },
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
-  const resolved = settingsForCreate(input.settings);
+  const named = await withPoolResolved(db, input.orgId, input.settings);
+  if (!named.ok) {
+    return named;
+  }
+  const resolved = settingsForCreate(named.value);
   if (!resolved.ok) {
     return invalidInput(`json.${resolved.problem.field}`, resolved.problem.message);
   }
@@ -338,7 +358,11 @@ export async function updateWorkspace(
     return workspaceNotFound(input.ref);
   }
   const before = settingsOf(current);
-  const resolved = settingsForUpdate(before, input.patch);
+  const patch = await withPoolResolved(db, input.orgId, input.patch);
+  if (!patch.ok) {
+    return patch;
+  }
+  const resolved = settingsForUpdate(before, patch.value);
   if (!resolved.ok) {
     return invalidInput(`json.${resolved.problem.field}`, resolved.problem.message);
   }

@@ -7,8 +7,10 @@
  * standards mode and for no horizontal page scroll at desktop and phone (390 px) widths, and
  * photographed at both into test-results/screenshots/.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { gunzipSync } from "node:zlib";
+import { unpackTar } from "modern-tar";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installCommands } from "../../src/agents/install-commands.ts";
@@ -239,8 +241,23 @@ describe("the dashboard in chromium", () => {
     await create.getByLabel("Name").fill("browser-form-ws");
     await create.getByLabel("Description").fill(`made by hand ${xss(13)}`);
     await create.getByLabel("Agent pool").selectOption(poolId);
+    // The version field suggests what the agent reported: latest, a constraint, and the mirror's
+    // release, saying where it came from; its list follows the engine chosen.
+    const version = create.getByLabel("Engine version");
+    await create.getByLabel("Engine", { exact: true }).selectOption("tofu");
+    expect(await version.getAttribute("list")).toBe("new-versions-tofu");
     await create.getByLabel("Engine", { exact: true }).selectOption("terraform");
-    await create.getByLabel("Engine version").fill(ENGINE_VERSION);
+    expect(await version.getAttribute("list")).toBe("new-versions-terraform");
+    const suggestions = page.locator("#new-versions-terraform option");
+    expect(await suggestions.evaluateAll((os) => os.map((o) => o.getAttribute("value")))).toEqual([
+      "latest",
+      "~> 1.9.0",
+      ENGINE_VERSION,
+    ]);
+    const offered = page.locator(`#new-versions-terraform option[value="${ENGINE_VERSION}"]`);
+    expect(await offered.textContent()).toBe("listed by the mirror (pool browser-pool)");
+    await version.fill((await offered.getAttribute("value")) ?? "");
+    await screenshot(page, "13b-workspace-create-form");
     await create.getByLabel("Working directory").fill("app");
     await create.getByRole("button", { name: "Create workspace" }).click();
     // Every workspace page answers by name.
@@ -259,9 +276,49 @@ describe("the dashboard in chromium", () => {
       mimeType: "application/gzip",
       buffer: Buffer.from(archive),
     });
-    await page.getByRole("button", { name: "Upload" }).click();
+    await page.getByRole("button", { name: "Upload", exact: true }).click();
     await page.waitForURL(/done=uploaded$/);
     await waitForText(page, "#run-configuration-note", /Uses the newest configuration, cv_/);
+
+    // A folder chosen in the browser, packed there: paths relative to it, without .terraform/
+    // and .git/ (the devtools file chooser picks the real directory).
+    const folder = world.freshDir("browser-folder");
+    const files: [string, string][] = [
+      [
+        "app/main.tf",
+        'resource "null_resource" "b" { value = "two" }\nresource "null_resource" "c" { value = "three" }\n',
+      ],
+      ["app/.terraform/modules/modules.json", "{}"],
+      [".terraform/providers/cache.txt", "provider cache"],
+      [".git/HEAD", "ref: refs/heads/main\n"],
+      ["README.md", "the folder upload\n"],
+    ];
+    for (const [file, text] of files) {
+      mkdirSync(path.dirname(path.join(folder, file)), { recursive: true });
+      writeFileSync(path.join(folder, file), text);
+    }
+    // From the page without the archive's notice, so the folder's own redirect is awaited.
+    await page.goto(`${world.coordinator.url}/ui/workspaces/browser-form-ws`);
+    await page.getByLabel(/^Folder/).setInputFiles(folder);
+    await screenshot(page, "14b-workspace-folder-chosen");
+    await page.getByRole("button", { name: "Upload folder" }).click();
+    await page.waitForURL(/done=uploaded$/);
+    const versions = await expectStatus(
+      world.api("GET", "/api/v1/workspaces/browser-form-ws/configuration-versions"),
+      200,
+    );
+    const [newest] = versions.configurationVersions as { id: string }[];
+    const download = await fetch(
+      `${world.coordinator.url}/api/v1/workspaces/browser-form-ws/configuration-versions/${newest?.id}/download`,
+      { headers: { authorization: `Bearer ${world.ownerToken}` } },
+    );
+    const entries = await unpackTar(gunzipSync(Buffer.from(await download.arrayBuffer())));
+    expect(entries.map((e) => e.header.name).sort()).toEqual(["README.md", "app/main.tf"]);
+    await waitForText(
+      page,
+      "#run-configuration-note",
+      new RegExp(`Uses the newest configuration, ${newest?.id}`),
+    );
 
     const settings = page.getByRole("group", { name: "Settings" });
     await settings.getByLabel("Auto-apply a successful plan").check();
@@ -274,7 +331,8 @@ describe("the dashboard in chromium", () => {
     await page.getByRole("button", { name: "Queue run" }).click();
     await page.waitForURL(/\/ui\/runs\/run_[a-z2-7]{26}/);
     expect(await page.title()).toMatch(/^Plan on browser-form-ws/);
-    await waitForText(page, "#run-summary", /planned_and_finished[\s\S]*1 to add/, 60_000);
+    // The folder's configuration: two resources.
+    await waitForText(page, "#run-summary", /planned_and_finished[\s\S]*2 to add/, 60_000);
 
     await page.goto(`${world.coordinator.url}/ui/workspaces/browser-form-ws`);
     await settings.getByLabel("Execution mode").selectOption("local");

@@ -81,7 +81,14 @@ describe("behind a proxy, with a private CA", () => {
     expect(proxy.requests.some((r) => r.includes("/configuration"))).toBe(true);
     expect(proxy.tunnels).toContain(world.mirror.url.replace("https://", ""));
     // The mirror was reached only through the tunnel: the agent made no direct connection.
-    expect(world.mirror.requests).toEqual([
+    // First the indexes the agent reads as it registers (the engine versions it reports).
+    const indexes = world.mirror.requests.slice(0, 3);
+    expect(indexes.sort()).toEqual([
+      "/pulumi/index.json",
+      "/terraform/index.json",
+      "/tofu/index.json",
+    ]);
+    expect(world.mirror.requests.slice(3)).toEqual([
       `/terraform/${ENGINE_VERSION}/terraform_${ENGINE_VERSION}_SHA256SUMS`,
       `/terraform/${ENGINE_VERSION}/terraform_${ENGINE_VERSION}_SHA256SUMS.sig`,
       expect.stringMatching(/\.zip$/),

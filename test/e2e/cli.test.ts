@@ -109,12 +109,18 @@ describe("outpost CLI", () => {
     expect(shown.stdout).toContain("unknown after 60s");
     expect((await cli(["pools", "list"])).stdout).toContain("cli-pool");
 
+    // The pool by its name (the world's pool is "e2e"); an unknown name is refused in words.
+    expectOneLineError(
+      await cli(["workspaces", "create", "cli-ws", "--pool", "dc3", "--engine-version", "1.9.5"]),
+      CLI_EXIT.requestFailed,
+      "no agent pool named dc3 in this organization",
+    );
     const ws = await cli([
       "workspaces",
       "create",
       "cli-ws",
       "--pool",
-      world.poolId,
+      "e2e",
       "--execution-mode",
       "agent",
       "--engine-version",
@@ -122,6 +128,7 @@ describe("outpost CLI", () => {
     ]);
     expect(ws.code).toBe(0);
     expect(ws.stdout.trim()).toMatch(/^ws_/);
+    expect((await cli(["workspaces", "show", "cli-ws"])).stdout).toContain(`on ${world.poolId}`);
     const set = await cli(["vars", "set", "cli-ws", "word", "-", "--sensitive"], {
       stdin: "swordfish-secret\n",
     });

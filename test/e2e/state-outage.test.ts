@@ -1,11 +1,12 @@
 /**
- * The engine's state calls outlive a coordinator outage, end to end: the agent's backend override
- * sets the `http` backend's retry settings (retry_max 12, waits 1 s doubling up to 30 s: 241 s in
- * all), and the stand-in terraform retries as terraform's backend client does. The coordinator is
- * stopped while the engine is planning, so its state unlock (and then the plan's upload) meets a
- * dead coordinator; the outage lasts 20 s, far past the 3 s terraform's default retries (2, from
- * 1 s) survive, and the run still succeeds. A two-minute outage works the same way; 20 s keeps the
- * test short and proves the retries carry the call, since the defaults give up after 3 s.
+ * The engine's state calls outlive a two-minute coordinator outage, end to end: the agent's
+ * backend override sets the `http` backend's retry settings (retry_max 12, waits 1 s doubling up
+ * to 30 s: 241 s in all), and the stand-in terraform retries as terraform's backend client does.
+ * One agent runs two jobs at once: a plan holding its workspace's state lock and an apply between
+ * two resources. The coordinator is stopped while both engines are mid-phase and stays down for
+ * 120 s, so the plan's unlock and the apply's state writes and unlock meet a dead coordinator far
+ * longer than terraform's default retries (2, from 1 s: 3 s) last; both runs still finish, the
+ * apply with its state saved. One outage covers both phases so the file costs one outage, not two.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
@@ -14,14 +15,21 @@ import {
   createWorkspace,
   queueRun,
   readRunLog,
+  stateVersions,
   uploadConfiguration,
   waitForLog,
   waitForRun,
 } from "./helpers/e2e.ts";
 import { useWorld } from "./helpers/world.ts";
 
-const OUTAGE_MS = 20_000;
-const world = useWorld({ agents: [{}] });
+/** The outage the issue asks the engine to survive: at least two minutes. */
+const OUTAGE_MS = 120_000;
+/**
+ * How long each engine sleeps inside its phase (the plan holding the lock, the apply per
+ * resource): long enough that both are still mid-phase when the coordinator stops.
+ */
+const PHASE_SLEEP_MS = "20000";
+const world = useWorld({ agents: [{ args: ["--concurrency", "2"] }] });
 
 /** Seconds one state call keeps retrying: the backoff of terraform's http backend client. */
 function retryBudgetSeconds(retry: {
@@ -36,33 +44,65 @@ function retryBudgetSeconds(retry: {
   return total;
 }
 
-describe("a coordinator outage during a plan", () => {
-  it("is ridden out by the engine's state calls, which terraform's default retries would not survive", async () => {
-    expect(retryBudgetSeconds(STATE_RETRY)).toBeGreaterThanOrEqual(120);
+describe("a two-minute coordinator outage", () => {
+  it("is ridden out mid-plan and mid-apply by the engine's state calls", async () => {
+    expect(retryBudgetSeconds(STATE_RETRY) * 1000).toBeGreaterThan(OUTAGE_MS);
     const defaults = { max: 2, waitMinSeconds: 1, waitMaxSeconds: 30 };
     expect(retryBudgetSeconds(defaults) * 1000).toBeLessThan(OUTAGE_MS);
 
-    const ws = await createWorkspace(world, "outage", {
-      env: { STANDIN_PLAN_SLEEP_MS: "1500" },
+    const applying = await createWorkspace(world, "outage-apply", {
+      autoApply: true,
+      env: { STANDIN_APPLY_SLEEP_MS: PHASE_SLEEP_MS },
     });
-    await uploadConfiguration(world, ws, {
-      "main.tf": 'resource "null_resource" "a" { value = "1" }\n',
+    const planning = await createWorkspace(world, "outage-plan", {
+      env: { STANDIN_PLAN_SLEEP_MS: PHASE_SLEEP_MS },
     });
-    const runId = await queueRun(world, ws, { operation: "plan" });
-    await waitForLog(world, runId, "plan", "standin: planning");
-    // The engine holds the state lock and unlocks 1.5 s from now: into the outage.
+    const twoResources = {
+      "main.tf":
+        'resource "null_resource" "a" { value = "1" }\nresource "null_resource" "b" { value = "2" }\n',
+    };
+    await Promise.all([
+      uploadConfiguration(world, applying, twoResources),
+      uploadConfiguration(world, planning, twoResources),
+    ]);
+    const applyRun = await queueRun(world, applying, { operation: "apply" });
+    await waitForLog(world, applyRun, "apply", "null_resource.a: Creating...", 60_000);
+    const planRun = await queueRun(world, planning, { operation: "plan" });
+    await waitForLog(world, planRun, "plan", "standin: planning", 60_000);
+    // Both engines are inside their sleeps: the plan holds its lock, the apply has written no state.
+    expect(await readRunLog(world, planRun, "plan")).not.toContain("Plan:");
+    expect(await readRunLog(world, applyRun, "apply")).not.toContain("Creation complete");
+    const stoppedAt = Date.now();
     await world.coordinator.stop();
     await sleep(OUTAGE_MS);
     await world.coordinator.restart();
+    expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(OUTAGE_MS);
 
-    const run = await waitForRun(world, runId, ["planned_and_finished", "errored"], 90_000);
-    expect(run.status, String(run.statusReason)).toBe("planned_and_finished");
-    const log = await readRunLog(world, runId, "plan");
-    expect(log).toContain("Plan: 1 to add, 0 to change, 0 to destroy.");
-    // The lock was released through the retries: a new plan takes it at once.
-    const next = await queueRun(world, ws, { operation: "plan" });
-    expect(
-      (await waitForRun(world, next, ["planned_and_finished", "errored"], 60_000)).status,
-    ).toBe("planned_and_finished");
-  }, 180_000);
+    const [planned, applied] = await Promise.all([
+      waitForRun(world, planRun, ["planned_and_finished", "errored"], 120_000),
+      waitForRun(world, applyRun, ["applied", "errored"], 120_000),
+    ]);
+    expect(planned.status, String(planned.statusReason)).toBe("planned_and_finished");
+    expect(await readRunLog(world, planRun, "plan")).toContain(
+      "Plan: 2 to add, 0 to change, 0 to destroy.",
+    );
+    expect(applied.status, String(applied.statusReason)).toBe("applied");
+    expect(await readRunLog(world, applyRun, "apply")).toContain(
+      "Apply complete! Resources: 2 added, 0 changed, 0 destroyed.",
+    );
+    // The state written across the outage is saved: the current version is the apply's second.
+    const current = (await stateVersions(world, applying)).find((v) => v.isCurrent === true);
+    expect(current).toMatchObject({ runId: applyRun, serial: 2 });
+
+    // The locks were released through the retries: new plans take them at once.
+    const next = await Promise.all([
+      queueRun(world, planning, { operation: "plan" }),
+      queueRun(world, applying, { operation: "plan" }),
+    ]);
+    for (const run of next) {
+      expect(
+        (await waitForRun(world, run, ["planned_and_finished", "errored"], 60_000)).status,
+      ).toBe("planned_and_finished");
+    }
+  }, 420_000);
 });

@@ -245,6 +245,7 @@ describe("loadConfig", () => {
       releaseKeys: [],
       allowFileRepos: false,
       metricsAddress: null,
+      vcsTokens: [],
     });
   });
 

@@ -8,13 +8,19 @@
  *
  * Calls are kept per bearer token (each test's hook has its own token), with the comments each
  * issue holds. A token starting `bad-` is answered `401 Bad credentials`, one starting `flaky-`
- * `502` once per path, as GitHub would. `GET /_calls/<token>` lists a token's calls.
+ * `502` once per path, one starting `reset-` a rate-limit 403 (`x-ratelimit-reset`
+ * {@link RATE_LIMIT_WAIT_SECONDS} ahead) once per path, `limited-` a rate-limit `403` with
+ * `Retry-After: 1` once per path, and `missing-` `404`, as GitHub would. `GET /_calls/<token>`
+ * lists a token's calls. `POST /_apps` registers a GitHub App (`fake-github-app.ts`): its
+ * installation and token endpoints take only a JWT signed by the app's key, and every call it
+ * or its installation tokens make is also listed under `GET /_calls/app-<appId>`.
  */
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
+import { FakeApps } from "./fake-github-app.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -45,7 +51,12 @@ export type FakeGithubCall = {
   body: unknown;
   violations: string[];
   status: number;
+  /** When it arrived (ms since the epoch). */
+  at: number;
 };
+
+/** How long a `reset-` token's rate limit lasts (`x-ratelimit-reset`). */
+export const RATE_LIMIT_WAIT_SECONDS = 5;
 
 async function bodyOf(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -117,53 +128,11 @@ function violations(spec: Spec, operation: Operation, body: unknown): string[] {
   return found;
 }
 
-/**
- * GitLab has no published OpenAPI description of these calls; its REST docs ("Commits: set the
- * pipeline status of a commit", "Notes: merge requests") list the parameters checked here.
- */
-const GITLAB_STATUS_FIELDS = [
-  "state",
-  "ref",
-  "name",
-  "context",
-  "target_url",
-  "description",
-  "coverage",
-  "pipeline_id",
-];
-const GITLAB_STATES = ["pending", "running", "success", "failed", "canceled", "skipped"];
-
-function gitlabViolations(
-  method: string,
-  path: string,
-  body: unknown,
-): { template: string | null; violations: string[] } {
-  const record = (body ?? {}) as Record<string, unknown>;
-  if (method === "post" && /^\/api\/v4\/projects\/[^/]+\/statuses\/[0-9a-f]{40}$/.test(path)) {
-    const violations = Object.keys(record)
-      .filter((k) => !GITLAB_STATUS_FIELDS.includes(k))
-      .map((k) => `parameter ${k} is not documented`);
-    if (!GITLAB_STATES.includes(String(record.state))) {
-      violations.push(
-        `state ${JSON.stringify(record.state)} is not one of ${GITLAB_STATES.join(", ")}`,
-      );
-    }
-    return { template: "/projects/:id/statuses/:sha", violations };
-  }
-  const notes = /^\/api\/v4\/projects\/[^/]+\/merge_requests\/\d+\/notes(\/\d+)?$/.exec(path);
-  if (
-    notes &&
-    (method === "get" || (method === "post" && !notes[1]) || (method === "put" && notes[1]))
-  ) {
-    const needsBody = method !== "get";
-    const violations =
-      needsBody && typeof record.body !== "string" ? ["parameter body is required"] : [];
-    return {
-      template: `/projects/:id/merge_requests/:merge_request_iid/notes${notes[1] ? "/:note_id" : ""}`,
-      violations,
-    };
-  }
-  return { template: null, violations: ["no such GitLab endpoint"] };
+/** The comments of one issue, paged as GitHub pages them (`per_page`, `page`). */
+function page<T>(list: T[], query: URLSearchParams): T[] {
+  const size = Math.min(100, Number(query.get("per_page") ?? 30) || 30);
+  const at = Math.max(1, Number(query.get("page") ?? 1) || 1);
+  return list.slice((at - 1) * size, at * size);
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -174,41 +143,32 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const calls = new Map<string, FakeGithubCall[]>();
   const comments = new Map<string, { id: number; body: string }[]>();
   const failedOnce = new Set<string>();
+  const apps = new FakeApps();
   let nextId = 1000;
+
+  const record = (key: string, call: FakeGithubCall) =>
+    calls.set(key, [...(calls.get(key) ?? []), call]);
 
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://fake");
     const raw = await bodyOf(req);
-    const answer = (status: number, json: unknown) => {
-      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json));
+    const answer = (status: number, json: unknown, headers: Record<string, string> = {}) => {
+      res
+        .writeHead(status, { "content-type": "application/json", ...headers })
+        .end(JSON.stringify(json));
       return status;
     };
     if (url.pathname.startsWith("/_calls/")) {
       answer(200, calls.get(decodeURIComponent(url.pathname.slice(8))) ?? []);
       return;
     }
-    const method = (req.method ?? "GET").toLowerCase();
-    const body = raw ? (JSON.parse(raw) as unknown) : undefined;
-    if (url.pathname.startsWith("/api/v4/")) {
-      const gitlabToken = String(req.headers["private-token"] ?? "");
-      const found = gitlabViolations(method, url.pathname, body);
-      const call: FakeGithubCall = {
-        method: method.toUpperCase(),
-        path: url.pathname,
-        template: found.template,
-        body,
-        violations: found.violations,
-        status: 0,
-      };
-      calls.set(gitlabToken, [...(calls.get(gitlabToken) ?? []), call]);
-      call.status =
-        found.template === null
-          ? answer(404, { message: "404 Not Found" })
-          : found.violations.length > 0
-            ? answer(400, { message: found.violations.join("; ") })
-            : serve(method, url.pathname, body as { body?: string } | undefined, answer);
+    if (url.pathname === "/_apps" && req.method === "POST") {
+      const options = (raw ? JSON.parse(raw) : {}) as { tokenLifetimeSeconds?: number };
+      answer(201, apps.register(options.tokenLifetimeSeconds));
       return;
     }
+    const method = (req.method ?? "GET").toLowerCase();
+    const body = raw ? (JSON.parse(raw) as unknown) : undefined;
     const token = (req.headers.authorization ?? "").replace(/^Bearer /, "");
     const match = templates.find(({ t, re }) => re.test(url.pathname) && spec.paths[t]?.[method]);
     const operation = match ? spec.paths[match.t]?.[method] : undefined;
@@ -220,14 +180,29 @@ export default async function setup(project: TestProject): Promise<() => Promise
       body,
       violations: found,
       status: 0,
+      at: Date.now(),
     };
-    calls.set(token, [...(calls.get(token) ?? []), call]);
+    record(token, call);
+    const asApp = match?.t.startsWith("/app/") || match?.t === "/repos/{owner}/{repo}/installation";
+    const identity = asApp ? await apps.appOf(token) : apps.tokenOn(token, url.pathname);
+    if (identity && "appId" in identity) {
+      record(`app-${identity.appId}`, call);
+    }
     call.status = ((): number => {
       if (!operation) {
         return answer(404, { message: "Not Found" });
       }
       if (found.length > 0) {
         return answer(422, { message: `Validation Failed: ${found.join("; ")}` });
+      }
+      if (identity && "error" in identity) {
+        return answer(401, { message: identity.error });
+      }
+      if (identity && "status" in identity) {
+        return answer(identity.status, { message: identity.message });
+      }
+      if (asApp && identity) {
+        return serveApp(identity.appId, url.pathname, body, answer);
       }
       if (token.startsWith("bad-") || token === "") {
         return answer(401, { message: "Bad credentials" });
@@ -237,31 +212,71 @@ export default async function setup(project: TestProject): Promise<() => Promise
         failedOnce.add(key);
         return answer(502, { message: "Server Error" });
       }
-      return serve(method, url.pathname, body as { body?: string } | undefined, answer);
+      if (token.startsWith("reset-") && !failedOnce.has(key)) {
+        failedOnce.add(key);
+        const reset = Math.floor(Date.now() / 1000) + RATE_LIMIT_WAIT_SECONDS;
+        return answer(
+          403,
+          { message: "API rate limit exceeded for installation." },
+          { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(reset) },
+        );
+      }
+      if (token.startsWith("limited-") && !failedOnce.has(key)) {
+        failedOnce.add(key);
+        return answer(
+          403,
+          { message: "API rate limit exceeded for user ID 1." },
+          { "retry-after": "1" },
+        );
+      }
+      if (token.startsWith("missing-")) {
+        return answer(404, { message: "Not Found" });
+      }
+      return serve(method, url, body as { body?: string } | undefined, answer);
     })();
   });
 
+  /** The installation of an app and its access tokens. */
+  function serveApp(
+    appId: number,
+    path: string,
+    body: unknown,
+    reply: (status: number, json: unknown) => number,
+  ): number {
+    const installationId = apps.installationOf(appId);
+    if (path.endsWith("/installation")) {
+      return reply(200, { id: installationId, app_id: appId, target_type: "Organization" });
+    }
+    const asked = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path);
+    if (!asked || Number(asked[1]) !== installationId) {
+      return reply(404, { message: "Not Found" });
+    }
+    const repositories = (body as { repositories?: string[] } | undefined)?.repositories ?? [];
+    return reply(201, {
+      ...apps.mint(appId, repositories),
+      permissions: { statuses: "write", pull_requests: "write" },
+      repository_selection: "selected",
+    });
+  }
+
   function serve(
     method: string,
-    path: string,
+    url: URL,
     body: { body?: string } | undefined,
     reply: (status: number, json: unknown) => number,
   ): number {
-    const issue =
-      /^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)\/comments$/.exec(path) ??
-      /^\/api\/v4\/projects\/[^/]+\/merge_requests\/\d+\/notes$/.exec(path);
-    const edit =
-      /^\/repos\/[^/]+\/[^/]+\/issues\/comments\/(\d+)$/.exec(path) ??
-      /^\/api\/v4\/projects\/[^/]+\/merge_requests\/\d+\/notes\/(\d+)$/.exec(path);
+    const path = url.pathname;
+    const issue = /^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)\/comments$/.exec(path);
+    const edit = /^\/repos\/[^/]+\/[^/]+\/issues\/comments\/(\d+)$/.exec(path);
     if (issue && method === "get") {
-      return reply(200, comments.get(path) ?? []);
+      return reply(200, page(comments.get(path) ?? [], url.searchParams));
     }
     if (issue && method === "post") {
       const comment = { id: nextId++, body: body?.body ?? "" };
       comments.set(path, [...(comments.get(path) ?? []), comment]);
       return reply(201, comment);
     }
-    if (edit && (method === "patch" || method === "put")) {
+    if (edit && method === "patch") {
       for (const list of comments.values()) {
         const comment = list.find((c) => c.id === Number(edit[1]));
         if (comment) {

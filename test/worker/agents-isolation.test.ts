@@ -67,10 +67,11 @@ describe("an agent's isolation mode", () => {
     const pool = await seedPool(org);
     const stub = poolStub(env, pool.poolId);
     await register(pool.token, { name: "before", isolation: "bwrap" });
-    // Turn the object's storage back into version 3's: no isolation or agent_lost column.
+    // Turn the object's storage back into version 3's: no isolation, agent_lost or engines column.
     await runInDurableObject(stub, (_instance, state) => {
       const sql = state.storage.sql;
       sql.exec("ALTER TABLE agents DROP COLUMN isolation");
+      sql.exec("ALTER TABLE agents DROP COLUMN engines");
       sql.exec("ALTER TABLE jobs DROP COLUMN agent_lost");
       sql.exec("UPDATE settings SET value = '3' WHERE key = 'schema_version'");
       new PoolStore(sql).migrate();
@@ -82,7 +83,7 @@ describe("an agent's isolation mode", () => {
       const version = sql
         .exec<{ value: string }>("SELECT value FROM settings WHERE key = 'schema_version'")
         .one().value;
-      expect(columns("agents")).toContain("isolation");
+      expect(columns("agents")).toEqual(expect.arrayContaining(["isolation", "engines"]));
       expect(columns("jobs")).toContain("agent_lost");
       expect(version).toBe(String(SCHEMA_VERSION));
       // Migrating again changes nothing.

@@ -5,11 +5,15 @@
  * notifications') again with the first
  * key, in bounded batches, so the old key can be dropped; owners only, one organization only.
  */
+
+import { env } from "cloudflare:workers";
 import { sign } from "@octokit/webhooks-methods";
 import { eq } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { notificationConfigurations, variables, vcsHooks } from "../../src/db/schema.ts";
 import { sealedKeyId } from "../../src/lib/encryption.ts";
+import { openHookApp, openHookToken } from "../../src/vcs-feedback/credentials.ts";
+import type { RegisteredApp } from "../setup/fake-github-app.ts";
 import { describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { db, seedOrg, type TestOrg } from "./helpers/fixtures.ts";
@@ -120,6 +124,51 @@ describe("POST /api/v1/organization/reencrypt", () => {
         and(is(t.orgId, org.orgId), is(t.action, "organization.reencrypt")),
     });
     expect(audit).toMatchObject({ actor: org.ownerTokenId, targetId: org.orgId });
+  });
+
+  it("moves hooks' VCS credentials (a token, a GitHub App key) too; they then open under the new key", async () => {
+    const org = await seedOrg();
+    const app = (await (
+      await fetch(`${inject("fakeGithubUrl")}/_apps`, { method: "POST" })
+    ).json()) as RegisteredApp;
+    const hookIds: string[] = [];
+    for (const credential of [
+      { token: "tok-rotate" },
+      { app: { appId: app.appId, privateKey: app.privateKey } },
+    ]) {
+      const res = await requestWithKey<{ id: string }>(OLD_KEY, "/api/v1/vcs-hooks", {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${org.tokens.admin}`,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ provider: "github", feedback: "coordinator", ...credential }),
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      hookIds.push(res.body.id);
+    }
+    const rowOf = async (id: string) => {
+      const row = await db.query.vcsHooks.findFirst({ where: eq(vcsHooks.id, id) });
+      if (!row) {
+        throw new Error(`hook ${id} is gone`);
+      }
+      return row;
+    };
+    const newEnv = { ...env, ENCRYPTION_KEY: NEW_KEY };
+    expect(await openHookToken(newEnv, await rowOf(hookIds[0] ?? ""))).toBeNull();
+
+    const res = await reencryptWith(ROTATED, org.ownerToken);
+    // Two hooks' webhook secrets and their two credentials.
+    expect(res.body.webhookSecrets).toEqual({ reencrypted: 4, remaining: 0 });
+    const tokenHook = await rowOf(hookIds[0] ?? "");
+    const appHook = await rowOf(hookIds[1] ?? "");
+    expect(sealedKeyId(tokenHook.tokenCiphertext ?? "")).toBe("k2");
+    expect(sealedKeyId(appHook.appKeyCiphertext ?? "")).toBe("k2");
+    expect(await openHookToken(newEnv, tokenHook)).toBe("tok-rotate");
+    expect(await openHookApp(newEnv, appHook)).toMatchObject({
+      appId: app.appId,
+      pkcs8Pem: expect.stringContaining("-----BEGIN PRIVATE KEY-----"),
+    });
   });
 
   it("works in bounded batches: each call re-encrypts at most `limit`, until nothing remains", async () => {

@@ -190,6 +190,65 @@ describe("pools and agent tokens by name", () => {
   });
 });
 
+describe("a workspace's pool by name", () => {
+  it("creates and moves a workspace naming its pool by name; the workspace keeps the id", async () => {
+    const org = await seedOrg();
+    const [first, second] = [(await seedPool(org)).poolId, (await seedPool(org)).poolId];
+    const ws = await createWorkspace(org, {
+      executionMode: "agent",
+      poolId: await poolName(org, first),
+    });
+    expect(ws.poolId).toBe(first);
+    const moved = await requestJson<{ poolId: string }>(`/api/v1/workspaces/${ws.name}`, {
+      method: "PATCH",
+      token: org.ownerToken,
+      body: { poolId: await poolName(org, second) },
+    });
+    expect(moved.status, JSON.stringify(moved.body)).toBe(200);
+    expect(moved.body.poolId).toBe(second);
+    // The audit event records the ids, not the name the caller used.
+    const read = await requestJson<{ poolId: string }>(`/api/v1/workspaces/${ws.id}`, {
+      token: org.tokens.reader,
+    });
+    expect(read.body.poolId).toBe(second);
+  });
+
+  it("an unknown pool, or another organization's by name or id, is a 400 naming it, changing nothing", async () => {
+    const [org, other] = [await seedOrg(), await seedOrg()];
+    const foreign = (await seedPool(other)).poolId;
+    const foreignName = await poolName(other, foreign);
+    const ws = await createWorkspace(org, {
+      executionMode: "agent",
+      poolId: (await seedPool(org)).poolId,
+    });
+    const before = await snapshotD1();
+    for (const [ref, sentence] of [
+      ["dc3", "no agent pool named dc3 in this organization"],
+      [foreignName, `no agent pool named ${foreignName} in this organization`],
+      [foreign, `no agent pool with id ${foreign} in this organization`],
+    ]) {
+      const answers = [
+        await requestJson<ErrorBody>("/api/v1/workspaces", {
+          method: "POST",
+          token: org.ownerToken,
+          body: { name: "on-dc3", engineVersion: "1.9.5", executionMode: "agent", poolId: ref },
+        }),
+        await requestJson<ErrorBody>(`/api/v1/workspaces/${ws.name}`, {
+          method: "PATCH",
+          token: org.ownerToken,
+          body: { poolId: ref },
+        }),
+      ];
+      for (const res of answers) {
+        expect(res.status, ref).toBe(400);
+        expect(res.body.error.message).toBe(sentence);
+        expect(res.body.error.issues).toEqual([{ path: "json.poolId", message: sentence }]);
+      }
+    }
+    expect(await snapshotD1()).toEqual(before);
+  });
+});
+
 describeAuth("DELETE /api/v1/pools/{name}/tokens/{description}", {
   role: "owner",
   target: async (org) => {

@@ -155,6 +155,7 @@ describe("GET /api/v1/pools and /api/v1/pools/:poolId", () => {
         capacity: 3,
         acceptedPhases: ["plan", "apply"],
         isolation: null,
+        engines: [],
         tokenId: null,
         runningJobs: [{ jobId: job.jobId, phase: "plan", state: "leased" }],
         lastContactAt: expect.any(String),

@@ -11,6 +11,7 @@ import { requestJson } from "./helpers/api.ts";
 import { useTestClock } from "./helpers/clock.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
+import { grant, personWithAccess } from "./helpers/people.ts";
 import { getRun, TestAgent } from "./helpers/runs.ts";
 import { type ErrorsDocument, tfe } from "./helpers/tfe.ts";
 import {
@@ -89,6 +90,22 @@ describe("configuration versions", () => {
     const late = await foreignPut(url, await archive());
     expect(late.status).toBe(410);
     expect(await snapshotD1()).toEqual(before);
+  });
+
+  it("decides the upload for its creator: one who lost access is refused (403) and the version errors", async () => {
+    const org = await seedOrg();
+    const { workspace } = await tfeWorkspace(org);
+    const { user, team } = await personWithAccess(org, { id: workspace.id }, "plan");
+    const cv = await createConfigurationVersion(user.token, workspace.id);
+    await grant(org, { id: workspace.id }, team, "read");
+    const put = await foreignPut(cv.attributes["upload-url"], await archive());
+    expect(put.status).toBe(403);
+    const read = await tfe<{ data: { attributes: Record<string, unknown> } }>(
+      `/configuration-versions/${cv.id}`,
+      { token: org.tokens.reader },
+    );
+    expect(read.body.data.attributes).toMatchObject({ status: "errored" });
+    expect(read.body.data.attributes["error-message"]).toMatch(/may no longer upload/);
   });
 
   it("queues a run on upload with auto-queue-runs, as Terraform Cloud does by default", async () => {

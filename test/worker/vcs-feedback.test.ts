@@ -6,10 +6,12 @@
  */
 import { describe, expect, inject, it } from "vitest";
 import type { FakeGithubCall } from "../setup/fake-github.ts";
+import type { FakeGitlabCall } from "../setup/fake-gitlab.ts";
 import { requestJson } from "./helpers/api.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg, type TestOrg } from "./helpers/fixtures.ts";
 import { getRun, type RunBody, runnableWorkspace, TestAgent } from "./helpers/runs.ts";
+import { signIn } from "./helpers/ui.ts";
 import {
   deliverGitHub,
   deliverGitLab,
@@ -23,6 +25,7 @@ import {
 const SLOW_TEST_MS = 60_000;
 const REPO = "https://github.com/Codertocat/Hello-World.git";
 const fakeGithub = inject("fakeGithubUrl");
+const fakeGitlab = inject("fakeGitlabUrl");
 let tokens = 0;
 
 type Feedback = {
@@ -49,9 +52,12 @@ async function feedbackHook(org: TestOrg, tokenPrefix = "tok") {
   return { hook: res.body, token };
 }
 
-async function calls(token: string): Promise<FakeGithubCall[]> {
-  const res = await fetch(`${fakeGithub}/_calls/${encodeURIComponent(token)}`);
-  return (await res.json()) as FakeGithubCall[];
+async function calls(
+  token: string,
+  server = fakeGithub,
+): Promise<(FakeGithubCall | FakeGitlabCall)[]> {
+  const res = await fetch(`${server}/_calls/${encodeURIComponent(token)}`);
+  return (await res.json()) as (FakeGithubCall | FakeGitlabCall)[];
 }
 
 function pushPayload(sha: string): Json {
@@ -143,6 +149,24 @@ describe("VCS feedback: commit statuses", () => {
         posted: false,
         error: `status not posted: 401 Bad credentials from ${host}`,
       });
+    const deliveries = await requestJson<{ deliveries: Json[] }>(
+      `/api/v1/vcs-hooks/${hook.id}/deliveries`,
+      { token: org.tokens.admin },
+    );
+    expect(deliveries.body.deliveries[0]?.feedback).toMatchObject([
+      {
+        runId: run.id,
+        kind: "status",
+        posted: false,
+        error: `status not posted: 401 Bad credentials from ${host}`,
+      },
+    ]);
+    const reader = await signIn(org.tokens.reader);
+    const page = await (await reader.get(`/ui/runs/${run.id}`)).text();
+    expect(page).toContain("<h2>VCS feedback</h2>");
+    expect(page).toContain(
+      `Commit status: <strong>status not posted: 401 Bad credentials from ${host}</strong>`,
+    );
     const agent = await TestAgent.register(agentToken);
     await agent.plan(true);
     expect((await getRun(org, run.id)).status).toBe("planned");
@@ -259,7 +283,7 @@ describe("VCS feedback: GitLab", () => {
     const created = await requestJson<HookBody & { secret: string }>("/api/v1/vcs-hooks", {
       method: "POST",
       token: org.tokens.admin,
-      body: { provider: "gitlab", feedback: "coordinator", apiUrl: `${fakeGithub}/api/v4`, token },
+      body: { provider: "gitlab", feedback: "coordinator", apiUrl: `${fakeGitlab}/api/v4`, token },
     });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const hook = created.body;
@@ -271,20 +295,23 @@ describe("VCS feedback: GitLab", () => {
     });
     expect(res.status).toBe(202);
     const run = await onlyRun(org, workspace.id);
-    await expect.poll(async () => (await calls(token)).length, { timeout: 15_000 }).toBe(1);
+    await expect
+      .poll(async () => (await calls(token, fakeGitlab)).length, { timeout: 15_000 })
+      .toBe(1);
     const agent = await TestAgent.register(agentToken);
     await agent.plan(true);
     const notes = "/api/v4/projects/gitlabhq%2Fgitlab-test/merge_requests/1/notes";
     await expect
       .poll(
         async () =>
-          (await calls(token)).filter((c) => c.method === "POST" && c.path === notes).length,
+          (await calls(token, fakeGitlab)).filter((c) => c.method === "POST" && c.path === notes)
+            .length,
         {
           timeout: 15_000,
         },
       )
       .toBe(1);
-    const made = await calls(token);
+    const made = await calls(token, fakeGitlab);
     expect(made.flatMap((c) => c.violations)).toEqual([]);
     const statuses = made.filter((c) => c.template === "/projects/:id/statuses/:sha");
     expect(statuses.map((c) => (c.body as Json).state)).toEqual(["pending", "success"]);

@@ -4,6 +4,7 @@ import { forgetToken, TOKEN_VARIABLES } from "../config/token.ts";
 import { describeFatal } from "../errors.ts";
 import { eraseInitialEnvironment } from "../exec/environ.ts";
 import { EXIT_CODES } from "../exit-codes.ts";
+import { forgetVcsTokens, VCS_TOKEN_VARIABLES } from "../feedback/tokens.ts";
 import { createLogger } from "../logger.ts";
 import { runAgent } from "../main.ts";
 
@@ -14,14 +15,16 @@ try {
     process.exit(EXIT_CODES.ok);
   }
   // Nothing the agent starts (git, hooks) may inherit the token, nor read it in /proc.
-  const hadToken = TOKEN_VARIABLES.some((name) => process.env[name] !== undefined);
+  const secretVariables = [...TOKEN_VARIABLES, ...VCS_TOKEN_VARIABLES];
+  const hadToken = secretVariables.some((name) => process.env[name] !== undefined);
   forgetToken(process.env);
-  const erased = hadToken ? eraseInitialEnvironment(TOKEN_VARIABLES) : null;
+  forgetVcsTokens(process.env);
+  const erased = hadToken ? eraseInitialEnvironment(secretVariables) : null;
   const logger = createLogger({ level: config.logLevel, json: config.logJson });
   if (erased !== null && "failed" in erased) {
     logger.warn(
       { reason: erased.failed },
-      "could not erase the agent token from /proc/self/environ; use --token-file, or isolation bwrap, so jobs cannot read it",
+      "could not erase the agent token (or a VCS token) from /proc/self/environ; use token files, or isolation bwrap, so jobs cannot read them",
     );
   }
   // Exit now: idle keep-alive sockets or timers must not hold a finished agent open.

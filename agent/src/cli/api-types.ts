@@ -56,6 +56,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agent/v1/feedback/{itemId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report whether the VCS took a claimed feedback item (recorded on the run) */
+        post: operations["reportVcsFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agent/v1/feedback/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take the pool's VCS feedback to post, for the hosts this agent holds tokens for */
+        post: operations["claimVcsFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agent/v1/goodbye": {
         parameters: {
             query?: never;
@@ -1193,7 +1227,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The hook's 50 most recent deliveries and what each one did */
+        /** The hook's 50 most recent deliveries, what each one did and its runs' VCS feedback */
         get: operations["listVcsHookDeliveries"];
         put?: never;
         post?: never;
@@ -2758,6 +2792,14 @@ export interface components {
             acceptedPhases: ("plan" | "apply")[];
             arch: string;
             capacity: number;
+            /** @description The engine versions it reported at registration: the newest its release mirror lists (mirror), those in its cache (cache) and on its PATH (path); empty for agents that do not report them */
+            engines: {
+                /** @enum {string} */
+                engine: "terraform" | "tofu" | "pulumi";
+                /** @enum {string} */
+                source: "mirror" | "cache" | "path";
+                version: string;
+            }[];
             id: string;
             /**
              * @description How the agent confines its jobs: bwrap (a bubblewrap sandbox per job process) or none; null for agents that do not report it
@@ -2827,6 +2869,13 @@ export interface components {
             arch: string;
             /** @default 1 */
             capacity?: number;
+            engines?: {
+                /** @enum {string} */
+                engine: "terraform" | "tofu" | "pulumi";
+                /** @enum {string} */
+                source: "mirror" | "cache" | "path";
+                version: string;
+            }[];
             /** @enum {string} */
             isolation?: "bwrap" | "none";
             name?: string | null;
@@ -3182,6 +3231,7 @@ export interface components {
              * @default null
              */
             apiUrl?: string | null;
+            app?: components["schemas"]["VcsHookGithubApp"];
             /** @default  */
             description?: string;
             /**
@@ -3224,6 +3274,10 @@ export interface components {
             forkPullRequests?: "refuse" | "plan_without_secrets";
             /** @example network-prod */
             name: string;
+            /**
+             * @description The agent pool's id (pool_…) or its name
+             * @example datacenter-1
+             */
             poolId?: string | null;
             /**
              * @description The project (its prj_ id or its name); on create, the organization's default project when omitted; on update, moves the workspace (admin access to the project needed)
@@ -3300,6 +3354,52 @@ export interface components {
                 message: string;
                 requestId: string;
             };
+        };
+        FeedbackClaimRequest: {
+            hosts: string[];
+        };
+        FeedbackClaimResponse: {
+            items: ({
+                apiUrl: string;
+                context: string;
+                description: string;
+                /** @enum {string} */
+                gitlabState: "pending" | "running" | "success" | "failed" | "canceled";
+                host: string;
+                id: string;
+                /** @enum {string} */
+                kind: "status";
+                /** @enum {string} */
+                provider: "github" | "gitlab";
+                repository: string;
+                runId: string;
+                sha: string;
+                /** @enum {string} */
+                state: "pending" | "success" | "failure" | "error";
+                targetUrl: string;
+            } | {
+                apiUrl: string;
+                body: string;
+                host: string;
+                id: string;
+                /** @enum {string} */
+                kind: "comment";
+                marker: string;
+                number: number;
+                /** @enum {string} */
+                provider: "github" | "gitlab";
+                repository: string;
+                runId: string;
+                sha: string;
+            })[];
+            pollIntervalSeconds: number;
+        };
+        FeedbackReport: {
+            message?: string | null;
+            posted: boolean;
+        };
+        FeedbackReportResponse: {
+            recorded: boolean;
         };
         FinishRequest: {
             engineVersion?: string | null;
@@ -4200,6 +4300,7 @@ export interface components {
              * @description The VCS API base URL (https; loopback http only with VCS_ALLOW_LOOPBACK)
              */
             apiUrl?: string | null;
+            app?: components["schemas"]["VcsHookGithubApp"] & (Record<string, never> | null);
             description?: string;
             /** @enum {string} */
             feedback?: "agent" | "coordinator" | "off";
@@ -4233,6 +4334,10 @@ export interface components {
             forkPullRequests?: "refuse" | "plan_without_secrets";
             /** @example network-prod */
             name?: string;
+            /**
+             * @description The agent pool's id (pool_…) or its name
+             * @example datacenter-1
+             */
             poolId?: string | null;
             /**
              * @description The project (its prj_ id or its name); on create, the organization's default project when omitted; on update, moves the workspace (admin access to the project needed)
@@ -4357,6 +4462,8 @@ export interface components {
         VcsDelivery: {
             deliveryId: string;
             event: string;
+            /** @description For each run the delivery queued: what VCS feedback last posted, or why not */
+            feedback: components["schemas"]["VcsDeliveryFeedback"][];
             id: string;
             /** @description Runs queued, plans canceled and workspaces skipped with the reason */
             outcome: {
@@ -4364,9 +4471,25 @@ export interface components {
             } | null;
             receivedAt: string;
         };
+        VcsDeliveryFeedback: {
+            attempts: number;
+            description: string;
+            /** @description Why it was not posted, e.g. `status not posted: 401 Bad credentials from …` */
+            error: string | null;
+            /** @enum {string} */
+            kind: "status" | "comment";
+            posted: boolean;
+            runId: string;
+            /** @description The run status the post reported */
+            runStatus: string;
+            state: string;
+            updatedAt: string;
+        };
         VcsHook: {
             /** @description The VCS API base URL; null derives it from the workspace's repository URL */
             apiUrl: string | null;
+            /** @description The GitHub App the coordinator posts as (its private key is never shown) */
+            appId: number | null;
             createdAt: string;
             description: string;
             /**
@@ -4386,6 +4509,13 @@ export interface components {
             updatedAt: string;
             /** @description Paste this into the VCS webhook settings */
             url: string;
+        };
+        /** @description A GitHub App the coordinator posts as; stored sealed, the key never shown */
+        VcsHookGithubApp: {
+            /** @description The GitHub App's id (App settings → About) */
+            appId: number;
+            /** @description The app's private key, PEM: PKCS#1 (`RSA PRIVATE KEY`, as GitHub issues it) or PKCS#8 */
+            privateKey: string;
         };
         VcsHookWithSecret: components["schemas"]["VcsHook"] & {
             /** @description The webhook secret. Shown once; store it now. */
@@ -4549,6 +4679,143 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TerraformServices"];
+                };
+            };
+        };
+    };
+    reportVcsFeedback: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The agent id returned by register */
+                "outpost-agent-id": string;
+            };
+            path: {
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedbackReport"];
+            };
+        };
+        responses: {
+            /** @description Recorded */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackReportResponse"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    claimVcsFeedback: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The agent id returned by register */
+                "outpost-agent-id": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeedbackClaimRequest"];
+            };
+        };
+        responses: {
+            /** @description Items now held by this agent (possibly none) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedbackClaimResponse"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Wrong content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -5151,6 +5418,15 @@ export interface operations {
             };
             /** @description Not found in this organization */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,9 @@
 import {
   AGENT_ID_HEADER,
   AGENT_VERSION_HEADER,
+  FeedbackClaimResponse,
+  type FeedbackReport,
+  FeedbackReportResponse,
   FinishRequest,
   FinishResponse,
   GoodbyeResponse,
@@ -131,6 +134,26 @@ export class AgentApi {
       ...json(FinishRequest.parse(body)),
     });
     return readJson(res, FinishResponse, "finish");
+  }
+
+  /** Claims the pool's VCS feedback for `hosts` (the hosts this agent holds tokens for). */
+  async claimFeedback(hosts: string[]): Promise<FeedbackClaimResponse> {
+    const res = await this.call({
+      method: "POST",
+      path: "/agent/v1/feedback/claim",
+      ...json({ hosts }),
+    });
+    return readJson(res, FeedbackClaimResponse, "feedback/claim");
+  }
+
+  /** Reports whether the VCS took a claimed feedback item. */
+  async reportFeedback(itemId: string, report: FeedbackReport): Promise<FeedbackReportResponse> {
+    const res = await this.call({
+      method: "POST",
+      path: `/agent/v1/feedback/${segment(itemId)}`,
+      ...json(report),
+    });
+    return readJson(res, FeedbackReportResponse, "feedback report");
   }
 
   async goodbye(reason: string | null): Promise<GoodbyeResponse> {

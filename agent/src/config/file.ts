@@ -5,18 +5,26 @@ import { UserError } from "../errors.ts";
 import { camel } from "./flags.ts";
 import { SETTINGS } from "./settings.ts";
 
+/** `vcsTokens`: per VCS API host, the file holding the token that posts feedback there. */
+export const VcsTokensValue = z.record(
+  z.string().min(1),
+  z.strictObject({ tokenFile: z.string().min(1) }),
+);
+export type VcsTokensValue = z.infer<typeof VcsTokensValue>;
+
 /** A config file value: what YAML or JSON can hold for a setting. */
-export type FileValue = string | number | boolean | string[];
+export type FileValue = string | number | boolean | string[] | VcsTokensValue;
 
 const FILE_KEYS = SETTINGS.flatMap((s) => ("fileKey" in s ? [s.fileKey] : []));
-const ConfigFile = z.strictObject(
-  Object.fromEntries(
+const ConfigFile = z.strictObject({
+  ...Object.fromEntries(
     FILE_KEYS.map((key) => [
       key,
       z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]).optional(),
     ]),
   ),
-);
+  vcsTokens: VcsTokensValue.optional(),
+});
 
 /**
  * Reads a YAML or JSON config file (JSON is YAML) into setting values by config key. Keys may be
@@ -49,7 +57,9 @@ export function readConfigFile(file: string): Record<string, FileValue | undefin
     const issue = parsed.error.issues[0];
     const keys = issue?.code === "unrecognized_keys" ? issue.keys.join(", ") : "";
     const where = keys || issue?.path.join(".") || "(top level)";
-    const message = keys ? `unknown setting (known: ${FILE_KEYS.join(", ")})` : issue?.message;
+    const message = keys
+      ? `unknown setting (known: ${[...FILE_KEYS, "vcsTokens"].join(", ")})`
+      : issue?.message;
     throw new UserError(`--config ${file}: ${where}: ${message ?? "is invalid"}`);
   }
   return parsed.data as Record<string, FileValue | undefined>;

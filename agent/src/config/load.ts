@@ -4,14 +4,17 @@ import { ReleaseKey } from "@outpost/protocol";
 import { z } from "zod";
 import { UserError } from "../errors.ts";
 import { ISOLATION_SETTINGS, type IsolationSetting } from "../exec/sandbox.ts";
+import { type ProviderTokenSetting, readVcsTokens, type VcsToken } from "../feedback/tokens.ts";
 import { plainHttpRefusal } from "../net/address.ts";
 import { toBaseAddress } from "../net/base-address.ts";
 import { readCaFile } from "../net/ca.ts";
 import { parseDurationSeconds } from "./duration.ts";
-import { type FileValue, readConfigFile } from "./file.ts";
+import { type FileValue, readConfigFile, type VcsTokensValue } from "./file.ts";
 import { parseFlags } from "./flags.ts";
 import { type ListenAddress, parseListenAddress } from "./listen-address.ts";
 import {
+  GITHUB_TOKEN_ENV,
+  GITLAB_TOKEN_ENV,
   SETTINGS,
   type SettingFlag,
   type SettingSpec,
@@ -86,6 +89,8 @@ export type AgentConfig = {
   allowFileRepos: boolean;
   /** Where `/metrics`, `/healthz` and `/readyz` are served (port 0: any free port); null = off. */
   metricsAddress: ListenAddress | null;
+  /** Tokens that post VCS feedback, each bound to its one host; never logged, hidden from jobs. */
+  vcsTokens: VcsToken[];
 };
 
 /** Where a raw value came from, to name it in an error. */
@@ -151,6 +156,10 @@ const VALIDATORS = {
   "insecure-http": z.boolean(),
   "allow-file-repos": z.boolean(),
   "metrics-address": z.string().transform(parseListenAddress),
+  "github-token-file": z.string().min(1),
+  "github-host": z.string().min(1),
+  "gitlab-token-file": z.string().min(1),
+  "gitlab-host": z.string().min(1),
   config: z.string().min(1),
 } satisfies Record<SettingFlag, z.ZodType>;
 
@@ -231,7 +240,40 @@ export function loadConfig(
     allowFileRepos: get("allow-file-repos", false),
     metricsAddress:
       raw("metrics-address").value === undefined ? null : get("metrics-address", null),
+    vcsTokens: vcsTokens(env, raw, get, file, String(configFile.value)),
   };
+}
+
+/** The VCS tokens of `--github-token-file`, `--gitlab-token-file`, their variables, `vcsTokens`. */
+function vcsTokens(
+  env: NodeJS.ProcessEnv,
+  raw: (flag: SettingFlag) => Sourced,
+  get: Getter,
+  file: Record<string, FileValue | undefined>,
+  fileName: string,
+): VcsToken[] {
+  const provider = (
+    variable: string,
+    fileFlag: "github-token-file" | "gitlab-token-file",
+    hostFlag: "github-host" | "gitlab-host",
+    defaultHost: string,
+  ): ProviderTokenSetting => ({
+    variable,
+    file:
+      raw(fileFlag).value === undefined
+        ? null
+        : { path: get(fileFlag, null), source: raw(fileFlag).source },
+    host: { value: get(hostFlag, defaultHost), source: raw(hostFlag).source },
+  });
+  const perHost = file.vcsTokens as VcsTokensValue | undefined;
+  return readVcsTokens(
+    env,
+    [
+      provider(GITHUB_TOKEN_ENV, "github-token-file", "github-host", "api.github.com"),
+      provider(GITLAB_TOKEN_ENV, "gitlab-token-file", "gitlab-host", "gitlab.com"),
+    ],
+    perHost === undefined ? null : { value: perHost, source: `--config ${fileName}: vcsTokens` },
+  );
 }
 
 type Getter = <F extends SettingFlag>(

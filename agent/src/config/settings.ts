@@ -291,6 +291,44 @@ export const SETTINGS = [
       "serve /metrics (Prometheus), /healthz and /readyz on HOST:PORT, e.g. 0.0.0.0:9464 (no auth: keep it private)",
   },
   {
+    flag: "github-token-file",
+    arg: "FILE",
+    kind: "string",
+    env: "OUTPOST_GITHUB_TOKEN_FILE",
+    fileKey: "githubTokenFile",
+    defaultText: "none",
+    description:
+      "read the GitHub token that posts VCS feedback (hooks with feedback: agent) from FILE instead of OUTPOST_GITHUB_TOKEN; used only for --github-host",
+  },
+  {
+    flag: "github-host",
+    arg: "HOST",
+    kind: "string",
+    env: "OUTPOST_GITHUB_HOST",
+    fileKey: "githubHost",
+    defaultText: "api.github.com",
+    description: "the GitHub API host the GitHub token is for (GitHub Enterprise: its host name)",
+  },
+  {
+    flag: "gitlab-token-file",
+    arg: "FILE",
+    kind: "string",
+    env: "OUTPOST_GITLAB_TOKEN_FILE",
+    fileKey: "gitlabTokenFile",
+    defaultText: "none",
+    description:
+      "read the GitLab token that posts VCS feedback from FILE instead of OUTPOST_GITLAB_TOKEN; used only for --gitlab-host",
+  },
+  {
+    flag: "gitlab-host",
+    arg: "HOST",
+    kind: "string",
+    env: "OUTPOST_GITLAB_HOST",
+    fileKey: "gitlabHost",
+    defaultText: "gitlab.com",
+    description: "the GitLab host the GitLab token is for",
+  },
+  {
     flag: "config",
     arg: "FILE",
     kind: "string",
@@ -308,3 +346,7 @@ export type SettingFlag = (typeof SETTINGS)[number]["flag"];
  */
 export const TOKEN_ENV = "OUTPOST_TOKEN";
 export const TOKEN_TFC_ENV = "TFC_AGENT_TOKEN";
+
+/** VCS tokens for agent-mode feedback: from the environment only, or from their token files. */
+export const GITHUB_TOKEN_ENV = "OUTPOST_GITHUB_TOKEN";
+export const GITLAB_TOKEN_ENV = "OUTPOST_GITLAB_TOKEN";

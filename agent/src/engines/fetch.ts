@@ -26,12 +26,12 @@ export const MIRROR_ATTEMPTS = 5;
  * How a fetched thing is named in messages (`the release index <url>` or the URL itself), and
  * the size cap of a list ({@link MAX_LIST_BYTES} unless smaller).
  */
-type Named = { url: string; label?: string; maxBytes?: number };
+type Named = { url: string; label?: string; maxBytes?: number; timeoutMs?: number };
 
-async function request({ url, label = url }: Named): Promise<HttpResponse> {
+async function request({ url, label = url, timeoutMs = TIMEOUT_MS }: Named): Promise<HttpResponse> {
   let res: HttpResponse;
   try {
-    res = await httpFetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS), redirect: "follow" });
+    res = await httpFetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: "follow" });
   } catch (cause) {
     const message = `cannot download ${url}: ${describeNetworkError(cause)}`;
     // An untrusted certificate stays untrusted however often it is asked.

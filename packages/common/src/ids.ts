@@ -35,6 +35,7 @@ const PREFIXES = {
   variableSet: "varset",
   terraformLogin: "tflc",
   workspaceTag: "tag",
+  feedbackItem: "fbk",
 } as const;
 
 export type IdKind = keyof typeof PREFIXES;

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { EXACT_VERSION_PATTERN } from "./engine-version.ts";
-import { JobSpec } from "./jobs.ts";
+import { ENGINES, JobSpec } from "./jobs.ts";
 
 /** The header that carries the agent id handed out by `register`. */
 export const AGENT_ID_HEADER = "Outpost-Agent-Id";
@@ -47,6 +47,24 @@ const Label = z
 export const AgentIsolation = z.enum(["bwrap", "none"]);
 export type AgentIsolation = z.infer<typeof AgentIsolation>;
 
+/**
+ * Where an agent found an engine version it offers: its `--release-mirror`'s index (`mirror`),
+ * its own cache of verified installs (`cache`), or a binary on its PATH (`path`).
+ */
+export const EngineVersionSource = z.enum(["mirror", "cache", "path"]);
+export type EngineVersionSource = z.infer<typeof EngineVersionSource>;
+
+/** One engine version an agent can run, and where it found it. */
+export const OfferedEngineVersion = z.strictObject({
+  engine: z.enum(ENGINES),
+  version: z.string().regex(EXACT_VERSION_PATTERN, "must be an exact version"),
+  source: EngineVersionSource,
+});
+export type OfferedEngineVersion = z.infer<typeof OfferedEngineVersion>;
+
+/** The most engine versions one agent reports (it sends the newest of each engine and source). */
+export const MAX_OFFERED_ENGINE_VERSIONS = 200;
+
 export const RegisterRequest = z.strictObject({
   /** Display only. */
   name: Label.nullish(),
@@ -72,6 +90,11 @@ export const RegisterRequest = z.strictObject({
    * registered with the same agent token; any other id is ignored, so no one ends others' jobs.
    */
   predecessorAgentId: AgentId.optional(),
+  /**
+   * The engine versions the agent can run as it registers: the newest its mirror's index lists
+   * and those in its cache or on its PATH. Workspace forms offer them; absent from older agents.
+   */
+  engines: z.array(OfferedEngineVersion).max(MAX_OFFERED_ENGINE_VERSIONS).optional(),
 });
 export type RegisterRequest = z.infer<typeof RegisterRequest>;
 

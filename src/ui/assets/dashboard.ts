@@ -2,8 +2,10 @@
  * The dashboard's only script, served as `/ui/static/app.js` (built by `scripts/build.ts`), so
  * the Content-Security-Policy can forbid every inline script. The pages work without it; it
  * adds copy buttons, typed confirmation, relative times kept current, and live updates by
- * polling JSON endpoints that answer server-rendered (escaped) fragments and log tails.
+ * polling JSON endpoints that answer server-rendered (escaped) fragments and log tails, version
+ * suggestions that follow the chosen engine, and the folder upload (`folder-upload.ts`).
  */
+import { setupFolderUpload } from "./folder-upload.ts";
 
 /** What a page's live endpoint answers (`…/live.json`). */
 type LiveAnswer = {
@@ -169,7 +171,22 @@ function refreshTimes(): void {
 }
 
 window.setInterval(refreshTimes, RELATIVE_TIME_REFRESH_MS);
+/** The version field suggests the chosen engine's versions: its list follows the engine select. */
+function setupEngineVersions(engine: HTMLSelectElement): void {
+  const input = document.getElementById(engine.getAttribute("data-version-input") ?? "");
+  if (!(input instanceof HTMLInputElement)) {
+    return;
+  }
+  engine.addEventListener("change", () => {
+    input.setAttribute("list", `${input.getAttribute("data-list-prefix") ?? ""}${engine.value}`);
+  });
+}
+
 document.querySelectorAll<HTMLButtonElement>("button[data-copy]").forEach(setupCopy);
+document
+  .querySelectorAll<HTMLSelectElement>("select[data-version-input]")
+  .forEach(setupEngineVersions);
+document.querySelectorAll<HTMLFormElement>("form[data-folder-upload]").forEach(setupFolderUpload);
 document.querySelectorAll<HTMLFormElement>("form[data-typed-confirm]").forEach(setupTypedConfirm);
 document.querySelectorAll<HTMLElement>("[data-live]").forEach(setupLive);
 // A log is read from its end (the "Plan:" and "Apply complete!" lines): open it scrolled there.

@@ -8,6 +8,7 @@ import type { presentRun } from "../../runs/present.ts";
 import type { RunRow } from "../../runs/queries.ts";
 import { parseAnsi } from "../ansi.ts";
 import { Badge, Csrf, Layout, Notice, Time, type Viewer, viewerMay } from "../layout.tsx";
+import { VcsFeedback } from "./vcs-feedback.tsx";
 
 type Run = ReturnType<typeof presentRun>;
 
@@ -264,6 +265,7 @@ export function RunPage(props: {
   row: RunRow;
   workspaceName: string;
   logs: LogTail[];
+  feedback?: Parameters<typeof VcsFeedback>[0]["feedback"];
   poolNames?: ReadonlyMap<string, string>;
   notice?: string | undefined;
   error?: string | undefined;
@@ -292,6 +294,7 @@ export function RunPage(props: {
         <div id="run-timeline">
           <Timeline run={run} now={props.viewer.now} />
         </div>
+        <VcsFeedback feedback={props.feedback ?? []} now={props.viewer.now} />
         {props.logs.map((log) => (
           <section>
             <h2 id={`log-${log.phase}-heading`}>

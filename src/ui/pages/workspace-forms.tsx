@@ -4,17 +4,27 @@
  */
 import { ENGINES } from "@outpost/protocol";
 import type { ConfigurationVersion } from "../../configuration-versions/service.ts";
+import type { EngineVersionOffer } from "../../pools/engine-versions.ts";
 import type { presentPool } from "../../pools/model.ts";
 import type { Workspace } from "../../workspaces/service.ts";
 import { Csrf, Time, type Viewer } from "../layout.tsx";
+import { EngineVersionLists } from "./engine-versions.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
 type Project = { id: string; name: string };
 
+/** What the settings forms offer to choose from: pools, projects, engine versions. */
+export type SettingsChoices = {
+  pools: Pool[];
+  projects: Project[];
+  engineVersions: EngineVersionOffer[];
+};
+
 /** Every setting the dashboard edits; `ws` absent means a new workspace (the defaults). */
-function SettingsFields(props: { ws?: Workspace; pools: Pool[]; projects: Project[] }) {
+function SettingsFields(props: { ws?: Workspace } & SettingsChoices) {
   const { ws } = props;
   const prefix = ws ? "cfg" : "new";
+  const engine = ws?.engine ?? "terraform";
   return (
     <>
       <div class="row">
@@ -68,9 +78,9 @@ function SettingsFields(props: { ws?: Workspace; pools: Pool[]; projects: Projec
         </div>
         <div>
           <label for={`${prefix}-engine`}>Engine</label>
-          <select id={`${prefix}-engine`} name="engine">
+          <select id={`${prefix}-engine`} name="engine" data-version-input={`${prefix}-version`}>
             {ENGINES.map((e) => (
-              <option value={e} selected={e === (ws?.engine ?? "terraform")}>
+              <option value={e} selected={e === engine}>
                 {e}
               </option>
             ))}
@@ -83,8 +93,17 @@ function SettingsFields(props: { ws?: Workspace; pools: Pool[]; projects: Projec
             name="engineVersion"
             maxlength={64}
             placeholder="latest, 1.9.5 or ~> 1.9"
+            list={`${prefix}-versions-${engine}`}
+            data-list-prefix={`${prefix}-versions-`}
+            aria-describedby={`${prefix}-version-hint`}
             value={ws?.engineVersion ?? ""}
           />
+          <EngineVersionLists prefix={prefix} offers={props.engineVersions} />
+          <p class="muted" id={`${prefix}-version-hint`}>
+            {props.engineVersions.length === 0
+              ? "No agent has reported engine versions yet: type latest, a version or a constraint."
+              : `Suggested: latest, a constraint, or a version the pools' agents reported (${props.engineVersions.length} in all, from their mirror, cache or PATH); any other version or constraint is accepted too.`}
+          </p>
         </div>
         <div>
           <label for={`${prefix}-stack`}>Pulumi stack</label>
@@ -151,13 +170,17 @@ function SettingsFields(props: { ws?: Workspace; pools: Pool[]; projects: Projec
 }
 
 /** Creates a workspace (organization admins). */
-export function CreateWorkspaceForm(props: { viewer: Viewer; pools: Pool[]; projects: Project[] }) {
+export function CreateWorkspaceForm(props: { viewer: Viewer } & SettingsChoices) {
   return (
     <form method="post" action="/ui/workspaces" class="stack">
       <Csrf token={props.viewer.csrf} />
       <fieldset>
         <legend>Create a workspace</legend>
-        <SettingsFields pools={props.pools} projects={props.projects} />
+        <SettingsFields
+          pools={props.pools}
+          projects={props.projects}
+          engineVersions={props.engineVersions}
+        />
         <button type="submit">Create workspace</button>
       </fieldset>
     </form>
@@ -165,18 +188,20 @@ export function CreateWorkspaceForm(props: { viewer: Viewer; pools: Pool[]; proj
 }
 
 /** Changes every setting of the workspace (its admins). */
-export function ConfigureWorkspaceForm(props: {
-  viewer: Viewer;
-  workspace: Workspace;
-  pools: Pool[];
-  projects: Project[];
-}) {
+export function ConfigureWorkspaceForm(
+  props: { viewer: Viewer; workspace: Workspace } & SettingsChoices,
+) {
   return (
     <form method="post" action={`/ui/workspaces/${props.workspace.id}/configure`}>
       <Csrf token={props.viewer.csrf} />
       <fieldset>
         <legend>Settings</legend>
-        <SettingsFields ws={props.workspace} pools={props.pools} projects={props.projects} />
+        <SettingsFields
+          ws={props.workspace}
+          pools={props.pools}
+          projects={props.projects}
+          engineVersions={props.engineVersions}
+        />
         <button type="submit">Save settings</button>
       </fieldset>
     </form>
@@ -203,35 +228,6 @@ export function DeleteWorkspaceForm(props: { viewer: Viewer; workspace: Workspac
           <button type="submit" class="danger">
             Delete workspace
           </button>
-        </div>
-      </fieldset>
-    </form>
-  );
-}
-
-/** Uploads a `.tar.gz` as the workspace's newest configuration. */
-export function UploadConfigurationForm(props: { viewer: Viewer; workspace: Workspace }) {
-  return (
-    <form
-      method="post"
-      action={`/ui/workspaces/${props.workspace.id}/configurations`}
-      enctype="multipart/form-data"
-    >
-      <Csrf token={props.viewer.csrf} />
-      <fieldset>
-        <legend>Upload a configuration</legend>
-        <div class="row">
-          <div>
-            <label for="upload-file">Configuration (.tar.gz)</label>
-            <input
-              id="upload-file"
-              type="file"
-              name="configuration"
-              accept=".tar.gz,.tgz,application/gzip"
-              required
-            />
-          </div>
-          <button type="submit">Upload</button>
         </div>
       </fieldset>
     </form>

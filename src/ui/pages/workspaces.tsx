@@ -3,6 +3,7 @@
  * recent runs and variables (sensitive values are write-only: never rendered, only replaced).
  */
 import type { ConfigurationVersion } from "../../configuration-versions/service.ts";
+import type { EngineVersionOffer } from "../../pools/engine-versions.ts";
 import type { presentPool } from "../../pools/model.ts";
 import type { presentRun } from "../../runs/present.ts";
 import type { EffectiveVariable } from "../../variables/effective.ts";
@@ -11,6 +12,7 @@ import type { Workspace } from "../../workspaces/service.ts";
 import { Badge, Csrf, Layout, Notice, Time, type Viewer, viewerMay } from "../layout.tsx";
 import { WorkloadIdentityForm, workloadIdentityText } from "./oidc.tsx";
 import { type TeamAccessEntry, TeamAccessSection } from "./team-access.tsx";
+import { UploadConfigurationForm } from "./upload-forms.tsx";
 import { EffectiveVariablesTable, VariableForm, VariablesTable } from "./variables.tsx";
 import {
   BackendBlock,
@@ -18,7 +20,6 @@ import {
   CreateWorkspaceForm,
   DeleteWorkspaceForm,
   QueueRunForm,
-  UploadConfigurationForm,
 } from "./workspace-forms.tsx";
 
 type Pool = ReturnType<typeof presentPool>;
@@ -93,6 +94,8 @@ export function WorkspacesPage(props: {
   pools: Pool[];
   /** The projects the viewer may create workspaces in; null when it may not create any. */
   projects: { id: string; name: string }[] | null;
+  /** The engine versions the pools' agents reported, for the version field's suggestions. */
+  engineVersions: EngineVersionOffer[];
   notice?: string | undefined;
 }) {
   return (
@@ -143,7 +146,12 @@ export function WorkspacesPage(props: {
         </table>
       )}
       {props.projects ? (
-        <CreateWorkspaceForm viewer={props.viewer} pools={props.pools} projects={props.projects} />
+        <CreateWorkspaceForm
+          viewer={props.viewer}
+          pools={props.pools}
+          projects={props.projects}
+          engineVersions={props.engineVersions}
+        />
       ) : null}
     </Layout>
   );
@@ -162,6 +170,8 @@ export function WorkspacePage(props: {
   teamAccess: TeamAccessEntry[];
   teams: { id: string; name: string }[];
   projects: { id: string; name: string }[];
+  /** The engine versions the pools' agents reported, for the version field's suggestions. */
+  engineVersions: EngineVersionOffer[];
   /** The newest configurations first; a queued run uses the first unless another is chosen. */
   configurations: ConfigurationVersion[];
   /** This coordinator's origin, for the backend block. */
@@ -266,6 +276,7 @@ export function WorkspacePage(props: {
           workspace={ws}
           pools={props.pools}
           projects={props.projects}
+          engineVersions={props.engineVersions}
         />
       ) : null}
       {isAdmin ? <WorkloadIdentityForm viewer={viewer} workspace={ws} /> : null}

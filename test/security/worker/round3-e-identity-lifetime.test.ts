@@ -77,4 +77,19 @@ describe("a workload identity token taken from a job", () => {
     await expect(jwtVerify(token, keys, at(deployment.now()))).rejects.toThrow(/exp/);
     await expect(jwtVerify(renewed.body.token, keys, at(deployment.now()))).rejects.toThrow(/exp/);
   });
+
+  it("is not issued by renewal to a job whose workspace has none: 409, a sentence", async () => {
+    const org = await seedOrg();
+    const runnable = await runnableWorkspace(org);
+    const agent = await TestAgent.register(runnable.agentToken);
+    expect((await queueRun(org, runnable.workspace.id)).status).toBe(201);
+    const job = await agent.lease();
+    await agent.start(job);
+    expect(job.workloadIdentity ?? null).toBeNull();
+    const refused = await renew(job);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expect(refused.body.error.message).toBe(
+      `job ${job.jobId} has no workload identity: its workspace has none, or it plans a fork's change`,
+    );
+  });
 });

@@ -75,6 +75,7 @@ export type AgentOptions = {
   name?: string;
   isolation?: "bwrap" | "none";
   predecessorAgentId?: string;
+  engines?: { engine: string; version: string; source: string }[];
 };
 
 /** Registers an agent through `POST /agent/v1/register`; returns its id. */
