@@ -87,6 +87,23 @@ async function sendRun(
   );
 }
 
+/**
+ * Whether the run's configuration version is speculative: Terraform Cloud makes such a run
+ * plan-only, and `terraform plan` relies on it (it never sends `plan-only`). An unknown version is
+ * left to the run's creation to refuse.
+ */
+async function onSpeculativeVersion(
+  c: Context<AppEnv>,
+  orgId: string,
+  id: string | undefined,
+): Promise<boolean> {
+  if (id === undefined) {
+    return false;
+  }
+  const version = await readTfeConfiguration(c.var.deps, orgId, id);
+  return version.ok && version.value.speculative;
+}
+
 /** The workspace as the `workspaces` resource, for `include=workspace`. */
 async function workspaceDocumentOf(c: Context<AppEnv>, workspace: WorkspaceRow) {
   const principal = personOf(c);
@@ -167,8 +184,11 @@ export const runRoutes = newRouter()
       const document = c.req.valid("json");
       const options = valueOrThrow(runOptionsOf(document));
       const { principal, workspace } = await workspaceOf(c, options.workspaceId, "run.queue");
+      const isSpeculative =
+        options.isSpeculative ||
+        (await onSpeculativeVersion(c, principal.orgId, options.configurationVersionId));
       const autoApply = options.autoApply ?? workspace.autoApply;
-      if (autoApply && !options.isSpeculative) {
+      if (autoApply && !isSpeculative) {
         await authorizeWorkspace(c.var.db, principal, "run.queue_auto_apply", workspace);
       }
       await requireUploaded(c, workspace, options.configurationVersionId);
@@ -179,7 +199,7 @@ export const runRoutes = newRouter()
       }
       const created = await createRun(c.var.deps, workspace, {
         operation: options.operation,
-        isSpeculative: options.isSpeculative,
+        isSpeculative,
         message: options.message,
         configurationVersionId: options.configurationVersionId,
         allowEmptyApply: options.allowEmptyApply,

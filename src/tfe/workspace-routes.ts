@@ -198,20 +198,39 @@ const deleteRoute = (
     },
   });
 
-const lockRoute = (action: "lock" | "unlock" | "force-unlock") =>
+/** Lock reads a body (its reason). */
+const lockRoute = createRoute({
+  method: "post",
+  operationId: "tfeLockWorkspace",
+  path: "/workspaces/{workspaceId}/actions/lock",
+  tags,
+  summary: "The workspace's lock action (TFE API)",
+  security,
+  middleware: [requirePerson()] as const,
+  request: {
+    params: IdParams,
+    body: { required: false, content: { [JSONAPI]: { schema: LockDocument } } },
+  },
+  responses: {
+    200: documentResponse("The workspace"),
+    ...errorDocuments(400, 401, 403, 404, 409),
+  },
+});
+
+/**
+ * The unlocks declare no body: go-tfe sends them with a JSON:API content type and an empty body,
+ * which a declared body would refuse as malformed JSON.
+ */
+const unlockRoute = (action: "unlock" | "force-unlock") =>
   createRoute({
     method: "post",
-    operationId: `tfe${action === "lock" ? "Lock" : action === "unlock" ? "Unlock" : "ForceUnlock"}Workspace`,
+    operationId: action === "unlock" ? "tfeUnlockWorkspace" : "tfeForceUnlockWorkspace",
     path: `/workspaces/{workspaceId}/actions/${action}`,
     tags,
     summary: `The workspace's ${action} action (TFE API)`,
     security,
     middleware: [requirePerson()] as const,
-    request: {
-      params: IdParams,
-      // Only lock reads a body (its reason); the unlocks take none and ignore one.
-      body: { required: false, content: { [JSONAPI]: { schema: LockDocument } } },
-    },
+    request: { params: IdParams },
     responses: {
       200: documentResponse("The workspace"),
       ...errorDocuments(400, 401, 403, 404, 409),
@@ -282,7 +301,7 @@ export const workspaceRoutes = newRouter()
   .openapi(deleteRoute(BY_ID, "tfeDeleteWorkspaceById", IdParams), (c) =>
     remove(c, c.req.valid("param")),
   )
-  .openapi(lockRoute("lock"), async (c) => {
+  .openapi(lockRoute, async (c) => {
     const { principal, workspace } = await addressed(c, c.req.valid("param"), "workspace.lock");
     const reason = c.req.valid("json")?.reason || "locked through the TFE API";
     const locked = await lockWorkspace(c.var.deps, {
@@ -294,7 +313,7 @@ export const workspaceRoutes = newRouter()
     });
     return sendWorkspace(c, valueOrThrow(locked));
   })
-  .openapi(lockRoute("unlock"), async (c) => {
+  .openapi(unlockRoute("unlock"), async (c) => {
     const { principal, workspace } = await addressed(c, c.req.valid("param"), "workspace.lock");
     const unlocked = await unlockWorkspace(c.var.deps, {
       orgId: principal.orgId,
@@ -306,7 +325,7 @@ export const workspaceRoutes = newRouter()
     });
     return sendWorkspace(c, valueOrThrow(unlocked));
   })
-  .openapi(lockRoute("force-unlock"), async (c) => {
+  .openapi(unlockRoute("force-unlock"), async (c) => {
     const params = c.req.valid("param");
     const { principal, workspace } = await addressed(c, params, "workspace.force_unlock");
     const unlocked = await unlockWorkspace(c.var.deps, {

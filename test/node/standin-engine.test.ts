@@ -211,14 +211,16 @@ describe("stand-in terraform", () => {
   it("reads variables from auto tfvars (JSON and HCL) and prints those a fixture asks for", async () => {
     const dir = workspace(
       "ws_c",
-      'variable "a" {}\nvariable "b" {}\n# standin:print var.a\n# standin:print var.b\n',
+      'variable "a" {}\nvariable "b" {}\nvariable "c" {}\n# standin:print var.a\n# standin:print var.b\n# standin:print var.c\n',
     );
     dirs.push(dir);
     await runStandin(dir, ["init"], creds);
     writeFileSync(path.join(dir, "outpost.auto.tfvars.json"), JSON.stringify({ a: "from-json" }));
-    writeFileSync(path.join(dir, "outpost.auto.tfvars"), 'b = ["x", "y"]\n');
+    writeFileSync(path.join(dir, "outpost.auto.tfvars"), 'b = ["x", "y"]\nc = "a string"\n');
     const plan = await runStandin(dir, ["plan"], creds);
     expect(plan.output).toContain('var.a = "from-json"');
     expect(plan.output).toContain('var.b = "[\\"x\\", \\"y\\"]"');
+    // An HCL string literal is the string, without its quotes.
+    expect(plan.output).toContain('var.c = "a string"');
   });
 });

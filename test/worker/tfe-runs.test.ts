@@ -125,6 +125,22 @@ describe("configuration versions", () => {
 });
 
 describe("a plan-only run (terraform plan)", () => {
+  it("is plan-only on a speculative configuration version without plan-only, as the CLI asks", async () => {
+    const org = await seedOrg();
+    const { workspace } = await tfeWorkspace(org);
+    const token = org.tokens.member;
+    const cvId = await uploadedVersion(token, workspace.id, { speculative: true });
+    // internal/cloud/backend_plan.go: speculative configuration, no plan-only attribute.
+    const run = await createTfeRun(token, workspace.id, cvId, {
+      "auto-apply": false,
+      refresh: true,
+    });
+    expect(run.attributes).toMatchObject({ status: "plan_queued", "plan-only": true });
+    const nonSpeculative = await uploadedVersion(token, workspace.id, { speculative: false });
+    const normal = await createTfeRun(token, workspace.id, nonSpeculative, { refresh: true });
+    expect(normal.attributes["plan-only"]).toBe(false);
+  });
+
   it("plans on the agent, streams its log with offsets and ETX, and finishes", async () => {
     const org = await seedOrg();
     const { workspace, agentToken } = await tfeWorkspace(org);

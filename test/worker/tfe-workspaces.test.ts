@@ -297,6 +297,35 @@ describe("workspaces", () => {
     expect(forced.status).toBe(200);
     expect(forced.body.data.attributes.locked).toBe(false);
   });
+
+  it("unlocks as go-tfe asks: a JSON:API content type and an empty body (Workspaces.Unlock)", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    // go-tfe's Lock body: WorkspaceLockOptions marshalled by jsonapi, without a primary type.
+    const locked = await request(`/api/v2/workspaces/${ws.id}/actions/lock`, {
+      method: "POST",
+      token: org.tokens.member,
+      headers: { "content-type": "application/vnd.api+json" },
+      body: JSON.stringify({ data: { type: "", attributes: { reason: "Locked by Terraform" } } }),
+    });
+    expect(locked.status).toBe(200);
+    for (const action of ["unlock", "force-unlock"]) {
+      if (action === "force-unlock") {
+        await tfe(`/workspaces/${ws.id}/actions/lock`, {
+          method: "POST",
+          token: org.tokens.member,
+        });
+      }
+      const res = await request(`/api/v2/workspaces/${ws.id}/actions/${action}`, {
+        method: "POST",
+        token: action === "unlock" ? org.tokens.member : org.tokens.admin,
+        headers: { "content-type": "application/vnd.api+json", accept: "application/vnd.api+json" },
+      });
+      expect(res.status, await res.clone().text()).toBe(200);
+      const doc = (await res.json()) as Document;
+      expect(doc.data.attributes.locked).toBe(false);
+    }
+  });
 });
 
 const json = { "content-type": JSONAPI, accept: JSONAPI };

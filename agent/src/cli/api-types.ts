@@ -18119,13 +18119,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/vnd.api+json": {
-                    reason?: string;
-                };
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description The workspace (application/vnd.api+json) */
             200: {
@@ -18261,13 +18255,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/vnd.api+json": {
-                    reason?: string;
-                };
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description The workspace (application/vnd.api+json) */
             200: {
