@@ -5,6 +5,7 @@
  */
 import { ApiError } from "../errors.ts";
 import { newRouter } from "../router.ts";
+import { accountRoutes } from "./account-routes.ts";
 import { agentPoolRoutes } from "./agent-pool-routes.ts";
 import { agentTokenRoutes } from "./agent-token-routes.ts";
 import { configurationVersionRoutes } from "./configuration-version-routes.ts";
@@ -31,6 +32,7 @@ import { workspaceRoutes } from "./workspace-routes.ts";
 export const tfeRoutes = newRouter();
 tfeRoutes.use("*", tfeApiHeaders());
 tfeRoutes.route("/", pingRoutes);
+tfeRoutes.route("/", accountRoutes);
 tfeRoutes.route("/", organizationRoutes);
 tfeRoutes.route("/", workspaceListRoutes);
 tfeRoutes.route("/", workspaceRoutes);

@@ -4,15 +4,38 @@
  * runs it on a laptop, with a real agent serving the remote runs.
  */
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { TerraformCloud } from "@skorfmann/terraform-cloud";
 import type { AxiosError } from "axios";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type IssuerKey, OidcIssuerServer, rsaKey, signWith } from "../node/helpers/oidc-issuer.ts";
 import { buildTarGz } from "../node/helpers/tarball.ts";
 import { expectStatus, type Json, stateVersions } from "./helpers/e2e.ts";
 import { Laptop, sequence } from "./helpers/terraform-cli.ts";
 import { useWorld, type World } from "./helpers/world.ts";
 
-const world = useWorld({ agents: [{ args: ["--cancel-grace", "5"] }] });
+// A person signs in through Cloudflare Access (a loopback certificate set): the world has no SSO,
+// and `terraform login` needs a person at the token page.
+const ACCESS_TEAM = "outpost-e2e.cloudflareaccess.com";
+const ACCESS_AUD = "e".repeat(64);
+const certs = new OidcIssuerServer();
+let accessKey: IssuerKey;
+beforeAll(async () => {
+  await certs.start();
+  accessKey = await rsaKey("access-1");
+  certs.publish("access", [accessKey.publicJwk]);
+});
+afterAll(() => certs.stop());
+
+const world = useWorld(() => ({
+  agents: [{ args: ["--cancel-grace", "5"] }],
+  vars: {
+    OIDC_ALLOW_LOOPBACK_ISSUERS: "true",
+    ACCESS_TEAM_DOMAIN: ACCESS_TEAM,
+    ACCESS_AUD,
+    ACCESS_CERTS_URL: `${certs.issuer("access")}/jwks`,
+  },
+}));
 let host: string;
 let laptops = 0;
 
@@ -101,6 +124,102 @@ describe("terraform init with the cloud block", () => {
     const missing = await none.run(["init"]);
     expect(missing.code, missing.stderr).toBe(1);
     expect(missing.stderr).toContain(`terraform login ${host}`);
+  });
+});
+
+/**
+ * What a person does in the browser `terraform login` opened: follows the token page URL behind
+ * Access, and creates a personal token there (the page's form, with its CSRF field).
+ */
+async function tokenFromPage(pageUrl: string): Promise<string> {
+  const assertion = await signWith(accessKey, {
+    iss: `https://${ACCESS_TEAM}`,
+    aud: ACCESS_AUD,
+    sub: "access-ada",
+    email: "ada@example.com",
+    groups: ["laptop-people"],
+  });
+  const headers = { "cf-access-jwt-assertion": assertion };
+  const opened = await fetch(pageUrl, { headers, redirect: "manual" });
+  expect(opened.status).toBe(303);
+  const page = new URL(opened.headers.get("location") ?? "", world.coordinator.url);
+  const form = await fetch(page, { headers, redirect: "manual" });
+  expect(form.status).toBe(200);
+  const cookie = (form.headers.getSetCookie() ?? []).map((c) => c.split(";")[0]).join("; ");
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? "";
+  const created = await fetch(page, {
+    method: "POST",
+    headers: { ...headers, cookie, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ _csrf: csrf }),
+    redirect: "manual",
+  });
+  const html = await created.text();
+  expect(created.status, html).toBe(201);
+  const token = /id="terraform-token">\s*(op_user_[A-Za-z0-9_-]+)/.exec(html)?.[1];
+  expect(token).toMatch(/^op_user_/);
+  return token ?? "";
+}
+
+describe("terraform login", () => {
+  it("opens the token page, stores the person's pasted token, and init and plan use it", async () => {
+    await expectStatus(
+      world.api("POST", "/api/v1/teams", {
+        name: "laptop-people",
+        idpGroups: ["laptop-people"],
+        organizationRole: "admin",
+      }),
+      201,
+    );
+    const l = laptop(null);
+    let opened = "";
+    let agreed = false;
+    let pasted: Promise<void> | undefined;
+    const login = await l.run(["login", host], {
+      timeoutMs: 30_000,
+      onStdout: (text, child) => {
+        if (!agreed && text.includes("Only 'yes' will be accepted to confirm.")) {
+          agreed = true;
+          child.stdin?.write("yes\n");
+        }
+        const url = /Open the following URL[^\n]*\n\s+(\S+)/.exec(text)?.[1];
+        if (url && pasted === undefined && text.includes(`Token for ${host}:`)) {
+          opened = url;
+          // The stand-in prints https://HOST/…; the world's coordinator speaks http.
+          const page = url.replace(/^https:/, "http:");
+          pasted = tokenFromPage(page).then(
+            (token) => void child.stdin?.end(`${token}\n`),
+            (error: unknown) => {
+              child.stdin?.end("\n");
+              throw error;
+            },
+          );
+        }
+      },
+    });
+    expect(login.code, login.stderr + login.stdout).toBe(0);
+    await pasted;
+    expect(new URL(opened).pathname + new URL(opened).search).toBe(
+      "/app/settings/tokens?source=terraform-login",
+    );
+    expect(login.stdout).toContain("Retrieved token for user ada@example.com");
+    expect(login.stdout).toContain(`Success! Logged in to Terraform Enterprise (${host})`);
+    expect(sequence(login.requests)).toEqual([
+      "GET /.well-known/terraform.json",
+      "GET /api/v2/ping",
+      "GET /api/v2/account/details",
+    ]);
+    const stored = JSON.parse(readFileSync(l.credentialsFile, "utf8")) as {
+      credentials: Record<string, { token: string }>;
+    };
+    expect(stored.credentials[host]?.token).toMatch(/^op_user_/);
+
+    // The stored credentials, no TF_TOKEN_ variable: init creates the workspace, plan runs.
+    l.write({ "main.tf": config('name = "laptop-login"', resource("a", "1")) });
+    const init = await l.run(["init"]);
+    expect(init.code, init.stderr).toBe(0);
+    const plan = await l.run(["plan"], { timeoutMs: 120_000 });
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain("Plan: 1 to add");
   });
 });
 
