@@ -18187,6 +18187,13 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/vnd.api+json": {
+                    data: {
+                        /** @default {} */
+                        attributes?: {
+                            reason?: string;
+                        };
+                    };
+                } | {
                     reason?: string;
                 };
             };
