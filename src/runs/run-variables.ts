@@ -11,9 +11,9 @@ import type { JobVariable } from "@outpost/protocol";
 import { z } from "zod";
 import { loadKeyring, open, seal } from "../lib/encryption.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
+import { type RunVariable, runJobVariable } from "./run-variable-job.ts";
 
-/** One variable: an identifier and its value as an HCL expression (`"text"`, `3`, `["a"]`). */
-export type RunVariable = { key: string; value: string };
+export type { RunVariable };
 
 const Stored = z.array(z.object({ key: z.string(), value: z.string() }));
 
@@ -77,66 +77,6 @@ export function withRunVariables(
   const keys = new Set(own.map((v) => v.key));
   return [
     ...variables.filter((v) => v.category !== "terraform" || !keys.has(v.key)),
-    ...own.map((v) => {
-      const text = hclStringLiteral(v.value);
-      return {
-        key: v.key,
-        value: text ?? v.value,
-        category: "terraform" as const,
-        isHcl: text === undefined,
-        isSensitive: true,
-      };
-    }),
+    ...own.map(runJobVariable),
   ];
-}
-
-const ESCAPES: Record<string, string> = { n: "\n", r: "\r", t: "\t", '"': '"', "\\": "\\" };
-
-/**
- * The text of an HCL expression that is a plain quoted string literal (escapes `\n \r \t \" \\
- * \uNNNN \UNNNNNNNN` decoded), undefined for anything else: a number, a list, a malformed literal
- * or one holding `${`/`%{` (a template, or its `$${` escape: both stay HCL, simplest to get right).
- */
-export function hclStringLiteral(expression: string): string | undefined {
-  const literal = expression.trim();
-  if (literal.length < 2 || !literal.startsWith('"') || !literal.endsWith('"')) {
-    return undefined;
-  }
-  const body = literal.slice(1, -1);
-  let text = "";
-  let i = 0;
-  while (i < body.length) {
-    const ch = body.charAt(i);
-    const next = body.charAt(i + 1);
-    if (ch === '"' || ch === "\n" || ch === "\r") {
-      return undefined;
-    }
-    if (ch === "\\") {
-      const unicode = next === "u" ? 4 : next === "U" ? 8 : 0;
-      if (unicode > 0) {
-        const hex = body.slice(i + 2, i + 2 + unicode);
-        const code =
-          /^[0-9a-fA-F]+$/.test(hex) && hex.length === unicode ? Number.parseInt(hex, 16) : -1;
-        if (code < 0 || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
-          return undefined;
-        }
-        text += String.fromCodePoint(code);
-        i += 2 + unicode;
-        continue;
-      }
-      const escaped = ESCAPES[next];
-      if (escaped === undefined) {
-        return undefined;
-      }
-      text += escaped;
-      i += 2;
-      continue;
-    }
-    if ((ch === "$" || ch === "%") && next === "{") {
-      return undefined;
-    }
-    text += ch;
-    i += 1;
-  }
-  return text;
 }
