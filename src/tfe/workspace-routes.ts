@@ -65,10 +65,10 @@ const LockReason = z.string().trim().max(500).optional();
  * `{"data":{"type":"","attributes":{"reason":…}}}`; a bare `{"reason":…}` is accepted too.
  */
 const LockDocument = z
-  .union([
-    z.object({ data: z.object({ attributes: z.object({ reason: LockReason }).default({}) }) }),
-    z.object({ reason: LockReason }),
-  ])
+  .object({
+    data: z.object({ attributes: z.object({ reason: LockReason }).default({}) }).optional(),
+    reason: LockReason,
+  })
   .default({});
 
 /** The reason a lock body carries, in either shape. */
@@ -76,7 +76,7 @@ function lockReasonOf(body: z.infer<typeof LockDocument> | undefined): string | 
   if (body === undefined) {
     return undefined;
   }
-  return "data" in body ? body.data.attributes.reason : body.reason;
+  return body.data?.attributes.reason ?? body.reason;
 }
 
 /** The caller's organization name, for documents of workspaces addressed by id. */

@@ -329,6 +329,26 @@ describe("workspaces", () => {
     }
   });
 
+  it("refuses a lock body with a reason too long or not a string (400) and stays unlocked", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    const before = await snapshotD1();
+    for (const body of [
+      { data: { type: "", attributes: { reason: "x".repeat(501) } } },
+      { data: { type: "", attributes: { reason: 7 } } },
+      { reason: "x".repeat(501) },
+    ]) {
+      const res = await tfe<ErrorsDocument>(`/workspaces/${ws.id}/actions/lock`, {
+        method: "POST",
+        token: org.tokens.member,
+        body,
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.errors[0]?.detail).toMatch(/\w+ \w+/);
+    }
+    expect(await snapshotD1()).toEqual(before);
+  });
+
   it("answers 409 to a lock the caller already holds, as Terraform Cloud does, and keeps it", async () => {
     const org = await seedOrg();
     const ws = await createWorkspace(org);

@@ -18187,13 +18187,12 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/vnd.api+json": {
-                    data: {
+                    data?: {
                         /** @default {} */
                         attributes?: {
                             reason?: string;
                         };
                     };
-                } | {
                     reason?: string;
                 };
             };
