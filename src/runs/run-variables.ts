@@ -2,7 +2,8 @@
  * A run's own Terraform variables (the CLI's `-var` values, sent through the TFE API): sealed
  * under `ENCRYPTION_KEY` and bound to the run id when the run is queued, opened only when its
  * job is leased, where they win over the workspace's variables of the same key for that job.
- * They are HCL expressions, as Terraform Cloud takes them, and never shown back.
+ * They are HCL expressions, as Terraform Cloud takes them, and never shown back. A plain string
+ * literal is handed to the job decoded, as a string, so the agent masks the bare value.
  */
 
 import { ok } from "@outpost/common";
@@ -10,9 +11,9 @@ import type { JobVariable } from "@outpost/protocol";
 import { z } from "zod";
 import { loadKeyring, open, seal } from "../lib/encryption.ts";
 import { type Outcome, refuse } from "../lib/reason.ts";
+import { type RunVariable, runJobVariable } from "./run-variable-job.ts";
 
-/** One variable: an identifier and its value as an HCL expression (`"text"`, `3`, `["a"]`). */
-export type RunVariable = { key: string; value: string };
+export type { RunVariable };
 
 const Stored = z.array(z.object({ key: z.string(), value: z.string() }));
 
@@ -76,12 +77,6 @@ export function withRunVariables(
   const keys = new Set(own.map((v) => v.key));
   return [
     ...variables.filter((v) => v.category !== "terraform" || !keys.has(v.key)),
-    ...own.map((v) => ({
-      key: v.key,
-      value: v.value,
-      category: "terraform" as const,
-      isHcl: true,
-      isSensitive: true,
-    })),
+    ...own.map(runJobVariable),
   ];
 }

@@ -167,6 +167,7 @@ export function workspaceResource(
       "terraform-version": workspace.engineVersion,
       "working-directory": workspace.workingDirectory,
       locked: workspace.lock !== null,
+      "locked-reason": workspace.lock?.reason ?? "",
       "created-at": workspace.createdAt,
       "updated-at": workspace.updatedAt,
       "tag-names": tagNames,

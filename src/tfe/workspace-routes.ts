@@ -59,7 +59,25 @@ const IdParams = z.strictObject({
     .openapi({ param: { name: "workspaceId", in: "path" } }),
 });
 
-const LockDocument = z.object({ reason: z.string().trim().max(500).optional() }).default({});
+const LockReason = z.string().trim().max(500).optional();
+/**
+ * go-tfe marshals `WorkspaceLockOptions` with jsonapi and no primary tag, so its body is
+ * `{"data":{"type":"","attributes":{"reason":…}}}`; a bare `{"reason":…}` is accepted too.
+ */
+const LockDocument = z
+  .object({
+    data: z.object({ attributes: z.object({ reason: LockReason }).default({}) }).optional(),
+    reason: LockReason,
+  })
+  .default({});
+
+/** The reason a lock body carries, in either shape. */
+function lockReasonOf(body: z.infer<typeof LockDocument> | undefined): string | undefined {
+  if (body === undefined) {
+    return undefined;
+  }
+  return body.data?.attributes.reason ?? body.reason;
+}
 
 /** The caller's organization name, for documents of workspaces addressed by id. */
 async function organizationName(c: Context<AppEnv>): Promise<string> {
@@ -303,13 +321,16 @@ export const workspaceRoutes = newRouter()
   )
   .openapi(lockRoute, async (c) => {
     const { principal, workspace } = await addressed(c, c.req.valid("param"), "workspace.lock");
-    const reason = c.req.valid("json")?.reason || "locked through the TFE API";
+    const reason = lockReasonOf(c.req.valid("json")) || "locked through the TFE API";
+    // Terraform Cloud refuses a lock already held, even by the caller: a local-mode apply must
+    // not take over (and then release) a lock its person set by hand.
     const locked = await lockWorkspace(c.var.deps, {
       orgId: principal.orgId,
       ref: workspace.id,
       holderId: principalId(principal),
       actor: actorOf(principal),
       reason,
+      reentrant: false,
     });
     return sendWorkspace(c, valueOrThrow(locked));
   })

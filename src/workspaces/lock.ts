@@ -24,18 +24,26 @@ import {
 
 /**
  * Locks the workspace for the caller (`locked_by` = its holder id). Locking a workspace
- * the caller already holds changes nothing and succeeds, so a retried request is harmless.
+ * the caller already holds changes nothing and succeeds, so a retried request is harmless,
+ * unless `reentrant` is false (the TFE API's rule): then any held lock is a `conflict`.
  */
 export async function lockWorkspace(
   deps: Deps,
-  input: { orgId: string; ref: string; holderId: string; actor: AuditActor; reason: string },
+  input: {
+    orgId: string;
+    ref: string;
+    holderId: string;
+    actor: AuditActor;
+    reason: string;
+    reentrant?: boolean;
+  },
 ): Promise<WorkspaceResult<Workspace>> {
   const { db } = deps;
   const current = await resolveWorkspace(db, input.orgId, input.ref);
   if (!current) {
     return workspaceNotFound(input.ref);
   }
-  if (current.lockedBy === input.holderId) {
+  if (current.lockedBy === input.holderId && input.reentrant !== false) {
     return ok(presentWorkspace(current));
   }
   if (current.lockedBy) {

@@ -67,8 +67,11 @@ describe("run options reach the job spec", () => {
   });
 });
 
+// biome-ignore lint/suspicious/noTemplateCurlyInString: an HCL template, not a JavaScript one.
+const HCL_TEMPLATE = '"${var.x}-secret"';
+
 describe("-var values", () => {
-  it("reach that run's job as HCL Terraform variables over the workspace's, and no other run", async () => {
+  it("reach that run's job as sensitive Terraform variables over the workspace's, and no other run", async () => {
     const org = await seedOrg();
     const { workspace, agentToken } = await tfeWorkspace(org);
     await requestJson(`/api/v1/workspaces/${workspace.id}/vars/region`, {
@@ -82,6 +85,12 @@ describe("-var values", () => {
     const variables = [
       { key: "region", value: '"eu-west-secret-7"' },
       { key: "sizes", value: '["s", "m"]' },
+      { key: "escaped", value: String.raw`"a\tb\n\"q\" \\ \u00e9\U0001F600"` },
+      { key: "count", value: "3" },
+      { key: "templated", value: HCL_TEMPLATE },
+      { key: "directive", value: '"%{if true}x%{endif}"' },
+      { key: "joined", value: '"a" + "b"' },
+      { key: "tags", value: '{ team = "ops" }' },
     ];
     const withVars = await createTfeRun(token, workspace.id, cvId, {
       "plan-only": true,
@@ -97,15 +106,36 @@ describe("-var values", () => {
     const first = await agent.lease();
     const terraformVars = (job: typeof first) =>
       (job.variables ?? []).filter((v) => v.category === "terraform");
+    // A plain string literal arrives decoded and not HCL, so the agent masks the bare value;
+    // every other expression stays HCL. All are sensitive.
+    const hcl = (key: string, value: string) => ({
+      key,
+      value,
+      category: "terraform",
+      isHcl: true,
+      isSensitive: true,
+    });
     expect(terraformVars(first)).toEqual([
       {
         key: "region",
-        value: '"eu-west-secret-7"',
+        value: "eu-west-secret-7",
         category: "terraform",
-        isHcl: true,
+        isHcl: false,
         isSensitive: true,
       },
-      { key: "sizes", value: '["s", "m"]', category: "terraform", isHcl: true, isSensitive: true },
+      hcl("sizes", '["s", "m"]'),
+      {
+        key: "escaped",
+        value: 'a\tb\n"q" \\ \u00e9\u{1F600}',
+        category: "terraform",
+        isHcl: false,
+        isSensitive: true,
+      },
+      hcl("count", "3"),
+      hcl("templated", HCL_TEMPLATE),
+      hcl("directive", '"%{if true}x%{endif}"'),
+      hcl("joined", '"a" + "b"'),
+      hcl("tags", '{ team = "ops" }'),
     ]);
     await agent.start(first);
     await agent.finish(first, { outcome: "succeeded", planSummary: null });

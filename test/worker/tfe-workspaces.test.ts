@@ -4,7 +4,7 @@
  * cloud backend applies to the answers (`internal/cloud/backend.go`).
  */
 import { describe, expect, it } from "vitest";
-import { request } from "./helpers/api.ts";
+import { request, requestJson } from "./helpers/api.ts";
 import { describeAccess, describeAuth } from "./helpers/auth-matrix.ts";
 import { snapshotD1 } from "./helpers/d1-snapshot.ts";
 import { seedOrg } from "./helpers/fixtures.ts";
@@ -296,6 +296,97 @@ describe("workspaces", () => {
     });
     expect(forced.status).toBe(200);
     expect(forced.body.data.attributes.locked).toBe(false);
+  });
+
+  it("keeps the reason go-tfe sends (jsonapi `data.attributes.reason`) and a bare `reason`", async () => {
+    const org = await seedOrg();
+    for (const [body, reason] of [
+      [
+        { data: { type: "", attributes: { reason: "Locked by Terraform" } } },
+        "Locked by Terraform",
+      ],
+      [{ reason: "upgrading providers" }, "upgrading providers"],
+      [{ data: { type: "" } }, "locked through the TFE API"],
+    ] as const) {
+      const ws = await createWorkspace(org);
+      const locked = await request(`/api/v2/workspaces/${ws.id}/actions/lock`, {
+        method: "POST",
+        token: org.tokens.member,
+        headers: { "content-type": JSONAPI },
+        body: JSON.stringify(body),
+      });
+      expect(locked.status, await locked.clone().text()).toBe(200);
+      const doc = (await locked.json()) as Document;
+      expect(doc.data.attributes["locked-reason"]).toBe(reason);
+      const read = await tfe<Document>(`/workspaces/${ws.id}`, { token: org.tokens.reader });
+      expect(read.body.data.attributes).toMatchObject({ locked: true, "locked-reason": reason });
+      // Outpost's own API shows the same reason.
+      const own = await requestJson<{ lock: { reason: string } | null }>(
+        `/api/v1/workspaces/${ws.id}`,
+        { token: org.tokens.reader },
+      );
+      expect(own.body.lock?.reason).toBe(reason);
+    }
+  });
+
+  it("refuses a lock body with a reason too long or not a string (400) and stays unlocked", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    const before = await snapshotD1();
+    for (const body of [
+      { data: { type: "", attributes: { reason: "x".repeat(501) } } },
+      { data: { type: "", attributes: { reason: 7 } } },
+      { reason: "x".repeat(501) },
+    ]) {
+      const res = await tfe<ErrorsDocument>(`/workspaces/${ws.id}/actions/lock`, {
+        method: "POST",
+        token: org.tokens.member,
+        body,
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.errors[0]?.detail).toMatch(/\w+ \w+/);
+    }
+    expect(await snapshotD1()).toEqual(before);
+  });
+
+  it("answers 409 to a lock the caller already holds, as Terraform Cloud does, and keeps it", async () => {
+    const org = await seedOrg();
+    const ws = await createWorkspace(org);
+    // Locked by hand through Outpost's API, then a local-mode `terraform apply` by the same token.
+    const byHand = await requestJson(`/api/v1/workspaces/${ws.id}/lock`, {
+      method: "POST",
+      token: org.tokens.member,
+      body: { reason: "hands off" },
+    });
+    expect(byHand.status, JSON.stringify(byHand.body)).toBe(200);
+    const before = await snapshotD1();
+    for (const token of [org.tokens.member, org.tokens.admin]) {
+      const again = await tfe<ErrorsDocument>(`/workspaces/${ws.id}/actions/lock`, {
+        method: "POST",
+        token,
+        body: { data: { type: "", attributes: { reason: "Locked by Terraform" } } },
+      });
+      expect(again.status).toBe(409);
+      expect(again.body.errors[0]?.status).toBe("409");
+    }
+    expect(await snapshotD1()).toEqual(before);
+    const read = await tfe<Document>(`/workspaces/${ws.id}`, { token: org.tokens.reader });
+    expect(read.body.data.attributes).toMatchObject({ locked: true, "locked-reason": "hands off" });
+    // Taken through the TFE API, a second TFE lock by the same token is refused as well.
+    await requestJson(`/api/v1/workspaces/${ws.id}/unlock`, {
+      method: "POST",
+      token: org.tokens.member,
+    });
+    const first = await tfe(`/workspaces/${ws.id}/actions/lock`, {
+      method: "POST",
+      token: org.tokens.member,
+    });
+    expect(first.status).toBe(200);
+    const second = await tfe(`/workspaces/${ws.id}/actions/lock`, {
+      method: "POST",
+      token: org.tokens.member,
+    });
+    expect(second.status).toBe(409);
   });
 
   it("unlocks as go-tfe asks: a JSON:API content type and an empty body (Workspaces.Unlock)", async () => {

@@ -18231,6 +18231,12 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/vnd.api+json": {
+                    data?: {
+                        /** @default {} */
+                        attributes?: {
+                            reason?: string;
+                        };
+                    };
                     reason?: string;
                 };
             };
