@@ -417,6 +417,7 @@ describe("the job's PATH in the sandbox", () => {
   it("shows the PATH directories it would hide, read-only, but never the agent's own", async () => {
     const { output } = await sh(
       [
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell line whose node evaluates the template.
         "node -e 'console.log(`node-ran ${process.version}`)'",
         "tool; tmptool",
         "leak 2>&1; hooktool 2>&1",

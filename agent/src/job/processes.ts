@@ -156,7 +156,13 @@ export class JobProcesses {
     this.checkCanceled();
     const { explainNotFound, ...hook } = run;
     const tail = new Tail();
-    const keep: HookSink = { ...sink, write: (chunk) => (tail.add(chunk), sink.write(chunk)) };
+    const keep: HookSink = {
+      ...sink,
+      write: (chunk) => {
+        tail.add(chunk);
+        return sink.write(chunk);
+      },
+    };
     return runHeldHook(
       { ...hook, name, control: { onStart: (kill) => (this.killHook = kill) } },
       keep,
