@@ -93,10 +93,12 @@ export default defineConfig(async () => {
           test: {
             name: "e2e",
             environment: "node",
-            // Three files at a time: they mostly wait (on agents, engines' sleeps and the pools'
-            // liveness windows), so a third overlaps those waits; measured 266-273 s against
-            // 431-505 s with two on this two-core host.
-            maxWorkers: 3,
+            // Four files at a time: they mostly wait (on agents, engines' sleeps, the pools'
+            // liveness windows and a two-minute coordinator outage), so more files overlap those
+            // waits; e2e + browser measured 516 s with four against 640 s with three on this
+            // two-core host (and, before the outage test grew, 266-273 s with three against
+            // 431-505 s with two).
+            maxWorkers: 4,
             globalSetup: [
               "./test/setup/build-agent.ts",
               "./test/setup/migrated-state.ts",
@@ -115,7 +117,7 @@ export default defineConfig(async () => {
           test: {
             name: "browser",
             environment: "node",
-            maxWorkers: 3,
+            maxWorkers: 4,
             globalSetup: ["./test/setup/build-agent.ts", "./test/setup/migrated-state.ts"],
             include: ["test/browser/**/*.test.ts"],
             testTimeout: 180_000,
