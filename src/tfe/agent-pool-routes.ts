@@ -8,11 +8,11 @@ import { valueOrThrow } from "../errors.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
 import { getOrganization } from "../orgs/service.ts";
 import { getPoolDetail, listPools } from "../pools/service.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import {
   documentResponse,
   errorDocuments,
-  paginationMeta,
+  pageOf,
   type Resource,
   related,
   sendDocument,
@@ -71,16 +71,14 @@ export const agentPoolRoutes = newRouter()
         c.req.valid("param").organization,
       );
       const query = c.req.valid("query");
-      const number = query["page[number]"];
-      const size = query["page[size]"];
       const search = query.q?.toLowerCase();
       const pools = (await listPools(c.var.db, principal.orgId))
         .filter((pool) => search === undefined || pool.name.toLowerCase().includes(search))
         .sort((a, b) => a.name.localeCompare(b.name));
-      const page = pools.slice((number - 1) * size, number * size);
+      const { items, meta } = pageOf(pools, query);
       return sendDocument(c, {
-        data: page.map((pool) => poolResource(pool, organization.name, null)),
-        meta: paginationMeta({ number, size, total: pools.length }),
+        data: items.map((pool) => poolResource(pool, organization.name, null)),
+        meta,
       });
     },
   )
@@ -95,10 +93,7 @@ export const agentPoolRoutes = newRouter()
       middleware: [requirePermission("pools.read")] as const,
       request: {
         params: z.strictObject({
-          poolId: z
-            .string()
-            .regex(/^pool_[a-z2-7]{26}$/, "must be a pool_ id")
-            .openapi({ param: { name: "poolId", in: "path" } }),
+          poolId: idParam("pool", "poolId"),
         }),
       },
       responses: {

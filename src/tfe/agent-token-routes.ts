@@ -17,12 +17,12 @@ import {
   listAgentTokens,
   revokeAgentToken,
 } from "../pools/service.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import {
   documentBody,
   documentResponse,
   errorDocuments,
-  paginationMeta,
+  pageOf,
   type Resource,
   sendDocument,
   sendEmpty,
@@ -33,16 +33,10 @@ const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
 
 const PoolParams = z.strictObject({
-  poolId: z
-    .string()
-    .regex(/^pool_[a-z2-7]{26}$/, "must be a pool_ id")
-    .openapi({ param: { name: "poolId", in: "path" } }),
+  poolId: idParam("pool", "poolId"),
 });
 const TokenParams = z.strictObject({
-  tokenId: z
-    .string()
-    .regex(/^atok_[a-z2-7]{26}$/, "must be an atok_ id")
-    .openapi({ param: { name: "tokenId", in: "path" } }),
+  tokenId: idParam("atok", "tokenId"),
 });
 
 const TokenDocument = z
@@ -107,13 +101,9 @@ export const agentTokenRoutes = newRouter()
     async (c) => {
       const { poolId } = c.req.valid("param");
       const query = c.req.valid("query");
-      const number = query["page[number]"];
-      const size = query["page[size]"];
       const all = valueOrThrow(await listAgentTokens(c.var.deps, personOf(c).orgId, poolId));
-      return sendDocument(c, {
-        data: all.slice((number - 1) * size, number * size).map(tokenResource),
-        meta: paginationMeta({ number, size, total: all.length }),
-      });
+      const { items, meta } = pageOf(all, query);
+      return sendDocument(c, { data: items.map(tokenResource), meta });
     },
   )
   .openapi(

@@ -10,7 +10,7 @@ import { uploadLimits } from "../configuration-versions/model.ts";
 import type { AppEnv } from "../env.ts";
 import { ApiError, valueOrThrow } from "../errors.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import { resolveWorkspace } from "../workspaces/service.ts";
 import {
@@ -31,16 +31,10 @@ const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
 
 const WorkspaceParams = z.strictObject({
-  workspaceId: z
-    .string()
-    .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
-    .openapi({ param: { name: "workspaceId", in: "path" } }),
+  workspaceId: idParam("ws", "workspaceId"),
 });
 const VersionParams = z.strictObject({
-  configurationVersionId: z
-    .string()
-    .regex(/^cv_[a-z2-7]{26}$/, "must be a cv_ id")
-    .openapi({ param: { name: "configurationVersionId", in: "path" } }),
+  configurationVersionId: idParam("cv", "configurationVersionId"),
 });
 const UploadQuery = z.object({ secret: z.string().min(20).max(100) });
 

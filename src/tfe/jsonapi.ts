@@ -46,6 +46,22 @@ export function paginationMeta({ number, size, total }: Pagination) {
   };
 }
 
+/**
+ * Page `page[number]` of `all` (a list read whole, then filtered) with its `meta`: what a
+ * numbered list route answers around the resources it makes of `items`.
+ */
+export function pageOf<T>(
+  all: readonly T[],
+  query: { "page[number]": number; "page[size]": number },
+) {
+  const number = query["page[number]"];
+  const size = query["page[size]"];
+  return {
+    items: all.slice((number - 1) * size, number * size),
+    meta: paginationMeta({ number, size, total: all.length }),
+  };
+}
+
 /** A relationship to one resource, or to none. */
 export function related(type: string, id: string | null | undefined): Relationship {
   return { data: id ? { id, type } : null };

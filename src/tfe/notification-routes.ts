@@ -22,7 +22,7 @@ import {
   findNotification,
   updateNotification,
 } from "../notifications/service.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import {
   documentBody,
@@ -38,16 +38,10 @@ const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
 
 const WorkspaceParams = z.strictObject({
-  workspaceId: z
-    .string()
-    .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
-    .openapi({ param: { name: "workspaceId", in: "path" } }),
+  workspaceId: idParam("ws", "workspaceId"),
 });
 const NotificationParams = z.strictObject({
-  notificationId: z
-    .string()
-    .regex(/^nc_[a-z2-7]{26}$/, "must be an nc_ id")
-    .openapi({ param: { name: "notificationId", in: "path" } }),
+  notificationId: idParam("nc", "notificationId"),
 });
 
 const Attributes = z.object({

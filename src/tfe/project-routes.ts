@@ -22,12 +22,12 @@ import {
   showProject,
   updateProject,
 } from "../projects/service.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import {
   documentBody,
   documentResponse,
   errorDocuments,
-  paginationMeta,
+  pageOf,
   type Resource,
   related,
   sendDocument,
@@ -43,10 +43,7 @@ const security = [{ bearer: [] }];
 const MAX_LISTED = 1000;
 
 const IdParams = z.strictObject({
-  projectId: z
-    .string()
-    .regex(/^prj_[a-z2-7]{26}$/, "must be a prj_ id")
-    .openapi({ param: { name: "projectId", in: "path" } }),
+  projectId: idParam("prj", "projectId"),
 });
 
 const Attributes = z.object({
@@ -159,11 +156,9 @@ export const projectRoutes = newRouter()
           (names === undefined || names.includes(project.name)) &&
           (search === undefined || project.name.toLowerCase().includes(search)),
       );
-      const number = query["page[number]"];
-      const size = query["page[size]"];
-      const page = all.slice((number - 1) * size, number * size);
+      const { items, meta } = pageOf(all, query);
       const data = await Promise.all(
-        page.map(async ({ row, project }) =>
+        items.map(async ({ row, project }) =>
           projectResource(
             project,
             organization.name,
@@ -171,7 +166,7 @@ export const projectRoutes = newRouter()
           ),
         ),
       );
-      return sendDocument(c, { data, meta: paginationMeta({ number, size, total: all.length }) });
+      return sendDocument(c, { data, meta });
     },
   )
   .openapi(

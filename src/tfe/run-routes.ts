@@ -17,7 +17,7 @@ import type { AppEnv } from "../env.ts";
 import { ApiError, reasonError, valueOrThrow } from "../errors.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
 import { getOrganization } from "../orgs/service.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import type { RunRow } from "../runs/queries.ts";
 import { sealRunVariables } from "../runs/run-variables.ts";
 import { cancelRun, confirmRun, createRun, discardRun, forceCancelRun } from "../runs/service.ts";
@@ -45,16 +45,10 @@ const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
 
 const RunParams = z.strictObject({
-  runId: z
-    .string()
-    .regex(/^run_[a-z2-7]{26}$/, "must be a run_ id")
-    .openapi({ param: { name: "runId", in: "path" } }),
+  runId: idParam("run", "runId"),
 });
 const WorkspaceParams = z.strictObject({
-  workspaceId: z
-    .string()
-    .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
-    .openapi({ param: { name: "workspaceId", in: "path" } }),
+  workspaceId: idParam("ws", "workspaceId"),
 });
 const IncludeQuery = z.object({
   include: z

@@ -13,7 +13,7 @@ import type { AppEnv } from "../env.ts";
 import { ApiError, reasonError, valueOrThrow } from "../errors.ts";
 import { invalidInput } from "../lib/reason.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import { getRunTrigger, listTriggersOf, type RunTriggerRow } from "../run-triggers/queries.ts";
 import { createRunTrigger, deleteRunTrigger } from "../run-triggers/service.ts";
 import { workspaceOf } from "../workspaces/http.ts";
@@ -38,10 +38,7 @@ const WorkspaceParams = z.strictObject({
     .openapi({ param: { name: "workspaceId", in: "path" } }),
 });
 const TriggerParams = z.strictObject({
-  triggerId: z
-    .string()
-    .regex(/^rt_[a-z2-7]{26}$/, "must be an rt_ id")
-    .openapi({ param: { name: "triggerId", in: "path" } }),
+  triggerId: idParam("rt", "triggerId"),
 });
 const CreateDocument = z
   .object({

@@ -11,7 +11,7 @@ import type { AppEnv } from "../env.ts";
 import { ApiError, reasonError, valueOrThrow } from "../errors.ts";
 import { invalidInput } from "../lib/reason.ts";
 import { personOf, requirePerson } from "../middleware/auth.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import { STATE_MAX_BYTES } from "../state/model.ts";
 import { writeState } from "../state/service.ts";
 import { downloadVersion } from "../state/versions.ts";
@@ -29,16 +29,10 @@ const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
 
 const WorkspaceParams = z.strictObject({
-  workspaceId: z
-    .string()
-    .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
-    .openapi({ param: { name: "workspaceId", in: "path" } }),
+  workspaceId: idParam("ws", "workspaceId"),
 });
 const VersionParams = z.strictObject({
-  stateVersionId: z
-    .string()
-    .regex(/^sv_[a-z2-7]{26}$/, "must be an sv_ id")
-    .openapi({ param: { name: "stateVersionId", in: "path" } }),
+  stateVersionId: idParam("sv", "stateVersionId"),
 });
 const UploadQuery = z.object({ secret: z.string().min(20).max(100) });
 const binary = { schema: z.string().openapi({ format: "binary" }) };

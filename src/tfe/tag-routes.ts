@@ -8,14 +8,14 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { actorOf } from "../authz/principal.ts";
 import { valueOrThrow } from "../errors.ts";
 import { requirePerson } from "../middleware/auth.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import { changeWorkspaceTags, tagsOfWorkspace, tagsVisibleTo } from "../workspace-tags/service.ts";
 import { workspaceOf } from "../workspaces/http.ts";
 import {
   documentBody,
   documentResponse,
   errorDocuments,
-  paginationMeta,
+  pageOf,
   type Resource,
   sendDocument,
   sendEmpty,
@@ -30,10 +30,7 @@ const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
 
 const IdParams = z.strictObject({
-  workspaceId: z
-    .string()
-    .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
-    .openapi({ param: { name: "workspaceId", in: "path" } }),
+  workspaceId: idParam("ws", "workspaceId"),
 });
 
 const TagsDocument = z
@@ -87,13 +84,9 @@ export const tagRoutes = newRouter()
       const { workspaceId } = c.req.valid("param");
       const { principal, workspace } = await workspaceOf(c, workspaceId, "workspace.read");
       const query = c.req.valid("query");
-      const number = query["page[number]"];
-      const size = query["page[size]"];
       const all = await tagsOfWorkspace(c.var.db, principal.orgId, workspace.id);
-      return sendDocument(c, {
-        data: all.slice((number - 1) * size, number * size).map(tagResource),
-        meta: paginationMeta({ number, size, total: all.length }),
-      });
+      const { items, meta } = pageOf(all, query);
+      return sendDocument(c, { data: items.map(tagResource), meta });
     },
   )
   .openapi(changeRoute("post"), async (c) => {
@@ -137,15 +130,11 @@ export const tagRoutes = newRouter()
     async (c) => {
       const { principal } = await organizationOf(c, c.req.valid("param").organization);
       const query = c.req.valid("query");
-      const number = query["page[number]"];
-      const size = query["page[size]"];
       const search = query.q?.toLowerCase();
       const all = (await tagsVisibleTo(c.var.db, principal)).filter(
         (tag) => search === undefined || tag.name.includes(search),
       );
-      return sendDocument(c, {
-        data: all.slice((number - 1) * size, number * size).map(tagResource),
-        meta: paginationMeta({ number, size, total: all.length }),
-      });
+      const { items, meta } = pageOf(all, query);
+      return sendDocument(c, { data: items.map(tagResource), meta });
     },
   );

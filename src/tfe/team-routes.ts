@@ -13,14 +13,14 @@ import type { AppEnv } from "../env.ts";
 import { reasonError, valueOrThrow } from "../errors.ts";
 import { invalidInput } from "../lib/reason.ts";
 import { personOf, requirePermission } from "../middleware/auth.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import { CreateTeam, teamNotFound } from "../teams/model.ts";
 import { createTeam, deleteTeam, listTeams, showTeam, updateTeam } from "../teams/service.ts";
 import {
   documentBody,
   documentResponse,
   errorDocuments,
-  paginationMeta,
+  pageOf,
   type Resource,
   related,
   sendDocument,
@@ -34,10 +34,7 @@ const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
 
 export const TeamIdParams = z.strictObject({
-  teamId: z
-    .string()
-    .regex(/^team_[a-z2-7]{26}$/, "must be a team_ id")
-    .openapi({ param: { name: "teamId", in: "path" } }),
+  teamId: idParam("team", "teamId"),
 });
 
 const TeamDocument = z
@@ -139,13 +136,10 @@ export const teamRoutes = newRouter()
       const all = (await listTeams(c.var.db, principal.orgId)).filter(
         (team) => search === undefined || team.name.toLowerCase().includes(search),
       );
-      const number = query["page[number]"];
-      const size = query["page[size]"];
+      const { items, meta } = pageOf(all, query);
       return sendDocument(c, {
-        data: all
-          .slice((number - 1) * size, number * size)
-          .map((team) => teamResource(team, organization.name)),
-        meta: paginationMeta({ number, size, total: all.length }),
+        data: items.map((team) => teamResource(team, organization.name)),
+        meta,
       });
     },
   )

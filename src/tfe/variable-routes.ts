@@ -4,6 +4,7 @@
  * Terraform Cloud's attribute names. Sensitive values read back as null, as everywhere; the
  * service encrypts them, audits each change and keeps the limits.
  */
+
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { actorOf } from "../authz/principal.ts";
@@ -11,8 +12,8 @@ import type { AppEnv } from "../env.ts";
 import { reasonError, valueOrThrow } from "../errors.ts";
 import { invalidInput, refuse } from "../lib/reason.ts";
 import { requirePerson } from "../middleware/auth.ts";
-import { newRouter } from "../router.ts";
-import { CATEGORIES, MAX_VALUE_LENGTH } from "../variables/model.ts";
+import { idParam, newRouter } from "../router.ts";
+import type { CATEGORIES } from "../variables/model.ts";
 import {
   deleteVariable,
   findVariable,
@@ -30,49 +31,30 @@ import {
   sendDocument,
   sendEmpty,
 } from "./jsonapi.ts";
+import {
+  type VariableAttributes,
+  variableAttributes,
+  variableDocument,
+  variableWrite,
+} from "./variable-document.ts";
 
 const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
 
-const WorkspaceId = z
-  .string()
-  .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
-  .openapi({ param: { name: "workspaceId", in: "path" } });
+const WorkspaceId = idParam("ws", "workspaceId");
 const WorkspaceParams = z.strictObject({ workspaceId: WorkspaceId });
 const VariableParams = z.strictObject({
   workspaceId: WorkspaceId,
-  variableId: z
-    .string()
-    .regex(/^var_[a-z2-7]{26}$/, "must be a var_ id")
-    .openapi({ param: { name: "variableId", in: "path" } }),
+  variableId: idParam("var", "variableId"),
 });
 
-const Attributes = z.object({
-  key: z.string().min(1).max(128).optional(),
-  value: z.string().max(MAX_VALUE_LENGTH).nullable().optional(),
-  category: z.enum(CATEGORIES).optional(),
-  hcl: z.boolean().optional(),
-  sensitive: z.boolean().optional(),
-  description: z.string().max(1000).nullable().optional(),
-});
-const VariableDocument = z
-  .object({ data: z.object({ type: z.literal("vars"), attributes: Attributes }) })
-  .openapi("TfeVariableDocument");
-type Attributes = z.infer<typeof Attributes>;
+const VariableDocument = variableDocument("TfeVariableDocument");
 
 function variableResource(variable: Variable, workspaceId: string): Resource {
   return {
     id: variable.id,
     type: "vars",
-    attributes: {
-      key: variable.key,
-      value: variable.value,
-      category: variable.category,
-      hcl: variable.hcl,
-      sensitive: variable.sensitive,
-      description: variable.description,
-      "version-id": variable.updatedAt,
-    },
+    attributes: variableAttributes(variable),
     relationships: { configurable: related("workspaces", workspaceId) },
     links: { self: `/api/v2/workspaces/${workspaceId}/vars/${variable.id}` },
   };
@@ -82,7 +64,7 @@ function variableResource(variable: Variable, workspaceId: string): Resource {
 async function write(
   c: Context<AppEnv>,
   target: { workspaceId: string; key: string; category: (typeof CATEGORIES)[number] },
-  attributes: Attributes,
+  attributes: VariableAttributes,
   base: Variable | null,
 ) {
   const { principal } = await workspaceOf(c, target.workspaceId, "variables.write");
@@ -90,13 +72,7 @@ async function write(
     orgId: principal.orgId,
     workspaceId: target.workspaceId,
     key: target.key,
-    write: {
-      category: target.category,
-      ...(attributes.value !== undefined ? { value: attributes.value ?? "" } : {}),
-      hcl: attributes.hcl ?? base?.hcl ?? false,
-      sensitive: attributes.sensitive ?? base?.sensitive ?? false,
-      description: attributes.description ?? base?.description ?? "",
-    },
+    write: variableWrite(target.category, attributes, base),
     actor: actorOf(principal),
     encryptionKey: c.env.ENCRYPTION_KEY,
   });

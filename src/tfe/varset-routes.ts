@@ -12,7 +12,7 @@ import type { AppEnv } from "../env.ts";
 import { reasonError, valueOrThrow } from "../errors.ts";
 import { invalidInput } from "../lib/reason.ts";
 import { requirePermission } from "../middleware/auth.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import { linkTargetOf, setOf } from "../varsets/http.ts";
 import { applySet, unapplySet } from "../varsets/links.ts";
 import { type VariableSet, VariableSetName } from "../varsets/model.ts";
@@ -27,7 +27,7 @@ import {
   documentBody,
   documentResponse,
   errorDocuments,
-  paginationMeta,
+  pageOf,
   type Resource,
   related,
   sendDocument,
@@ -42,10 +42,7 @@ const security = [{ bearer: [] }];
 const MAX_LISTED = 1000;
 
 export const VarsetParams = z.strictObject({
-  varsetId: z
-    .string()
-    .regex(/^varset_[a-z2-7]{26}$/, "must be a varset_ id")
-    .openapi({ param: { name: "varsetId", in: "path" } }),
+  varsetId: idParam("varset", "varsetId"),
 });
 
 const Attributes = z.object({
@@ -172,13 +169,10 @@ export const varsetRoutes = newRouter()
       const all = (await listVariableSets(c.var.db, principal.orgId, { limit: MAX_LISTED }))
         .map(({ set }) => set)
         .filter((set) => search === undefined || set.name.toLowerCase().includes(search));
-      const number = query["page[number]"];
-      const size = query["page[size]"];
+      const { items, meta } = pageOf(all, query);
       return sendDocument(c, {
-        data: all
-          .slice((number - 1) * size, number * size)
-          .map((set) => varsetResource(set, organization.name)),
-        meta: paginationMeta({ number, size, total: all.length }),
+        data: items.map((set) => varsetResource(set, organization.name)),
+        meta,
       });
     },
   )

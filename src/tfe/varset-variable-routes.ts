@@ -4,15 +4,16 @@
  * with Terraform Cloud's attribute names. Sensitive values read back as null; the set's service
  * keeps the global sets from sharing a variable, encrypts and audits.
  */
-import { createRoute, z } from "@hono/zod-openapi";
+
+import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { actorOf } from "../authz/principal.ts";
 import type { AppEnv } from "../env.ts";
 import { reasonError, valueOrThrow } from "../errors.ts";
 import { invalidInput, refuse } from "../lib/reason.ts";
 import { requirePermission } from "../middleware/auth.ts";
-import { newRouter } from "../router.ts";
-import { CATEGORIES, MAX_VALUE_LENGTH } from "../variables/model.ts";
+import { idParam, newRouter } from "../router.ts";
+import type { CATEGORIES } from "../variables/model.ts";
 import { deleteStoredVariable, listStoredVariables, type Variable } from "../variables/service.ts";
 import { setOf } from "../varsets/http.ts";
 import { setVariables } from "../varsets/queries.ts";
@@ -26,44 +27,28 @@ import {
   sendDocument,
   sendEmpty,
 } from "./jsonapi.ts";
+import {
+  type VariableAttributes,
+  variableAttributes,
+  variableDocument,
+  variableWrite,
+} from "./variable-document.ts";
 import { VarsetParams } from "./varset-routes.ts";
 
 const tags = ["terraform cli"];
 const security = [{ bearer: [] }];
 
 const VariableParams = VarsetParams.extend({
-  variableId: z
-    .string()
-    .regex(/^var_[a-z2-7]{26}$/, "must be a var_ id")
-    .openapi({ param: { name: "variableId", in: "path" } }),
+  variableId: idParam("var", "variableId"),
 });
 
-const Attributes = z.object({
-  key: z.string().min(1).max(128).optional(),
-  value: z.string().max(MAX_VALUE_LENGTH).nullable().optional(),
-  category: z.enum(CATEGORIES).optional(),
-  hcl: z.boolean().optional(),
-  sensitive: z.boolean().optional(),
-  description: z.string().max(1000).nullable().optional(),
-});
-type Attributes = z.infer<typeof Attributes>;
-const VariableDocument = z
-  .object({ data: z.object({ type: z.literal("vars"), attributes: Attributes }) })
-  .openapi("TfeVarsetVariableDocument");
+const VariableDocument = variableDocument("TfeVarsetVariableDocument");
 
 function variableResource(variable: Variable, varsetId: string): Resource {
   return {
     id: variable.id,
     type: "vars",
-    attributes: {
-      key: variable.key,
-      value: variable.value,
-      category: variable.category,
-      hcl: variable.hcl,
-      sensitive: variable.sensitive,
-      description: variable.description,
-      "version-id": variable.updatedAt,
-    },
+    attributes: variableAttributes(variable),
     relationships: { varset: related("varsets", varsetId) },
   };
 }
@@ -84,18 +69,12 @@ async function write(
   c: Context<AppEnv>,
   found: Awaited<ReturnType<typeof setAndVariable>>,
   target: { key: string; category: (typeof CATEGORIES)[number] },
-  attributes: Attributes,
+  attributes: VariableAttributes,
   base: Variable | null,
 ) {
   const result = await putSetVariable(c.var.deps, found.set, {
     key: target.key,
-    write: {
-      category: target.category,
-      ...(attributes.value !== undefined ? { value: attributes.value ?? "" } : {}),
-      hcl: attributes.hcl ?? base?.hcl ?? false,
-      sensitive: attributes.sensitive ?? base?.sensitive ?? false,
-      description: attributes.description ?? base?.description ?? "",
-    },
+    write: variableWrite(target.category, attributes, base),
     actor: actorOf(found.principal),
     encryptionKey: c.env.ENCRYPTION_KEY,
   });

@@ -15,7 +15,7 @@ import { invalidInput } from "../lib/reason.ts";
 import { personOf, requirePermission, requirePerson } from "../middleware/auth.ts";
 import { getOrganization } from "../orgs/service.ts";
 import { defaultProject } from "../projects/service.ts";
-import { newRouter } from "../router.ts";
+import { idParam, newRouter } from "../router.ts";
 import { changeWorkspaceTags } from "../workspace-tags/service.ts";
 import { deleteWorkspace } from "../workspaces/delete.ts";
 import { workspaceOf } from "../workspaces/http.ts";
@@ -53,10 +53,7 @@ const NamedParams = OrgParams.extend({
   workspace: WorkspaceRef.openapi({ param: { name: "workspace", in: "path" } }),
 });
 const IdParams = z.strictObject({
-  workspaceId: z
-    .string()
-    .regex(/^ws_[a-z2-7]{26}$/, "must be a ws_ id")
-    .openapi({ param: { name: "workspaceId", in: "path" } }),
+  workspaceId: idParam("ws", "workspaceId"),
 });
 
 const LockReason = z.string().trim().max(500).optional();
